@@ -1,0 +1,51 @@
+// onnxkit: one binary, one subcommand per job (inspect, ...).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace onnxkit::cli;
+  CLI::App app{"onnxkit: simplify, run, verify and serve ONNX models", "onnxkit"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "onnxkit 0.1.0");
+
+  std::vector<Command> commands{
+      add_inspect_command(app),
+  };
+
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const Command& command : commands) known = known || command.app->get_name() == argv[1];
+    if (!known) {
+      std::cerr << "onnxkit: unknown subcommand '" << argv[1] << "'\n\n" << app.help();
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "onnxkit: " << e.what() << "\n\n" << app.help() << std::flush;
+    return kExitUsage;
+  }
+  for (const Command& command : commands) {
+    if (command.app->parsed()) {
+      try {
+        return command.run();
+      } catch (const std::exception& e) {
+        std::cerr << "onnxkit " << command.app->get_name() << ": " << e.what() << "\n";
+        return kExitFailure;
+      }
+    }
+  }
+  std::cerr << app.help();
+  return kExitUsage;
+}

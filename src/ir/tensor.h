@@ -1,0 +1,89 @@
+// Tensor: dtype + shape + shared storage. Copies share bytes; writers copy first.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/dtype.h"
+
+namespace onnxkit {
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements of a shape (1 for a scalar). Throws on negative dims or overflow.
+int64_t shape_numel(std::span<const int64_t> shape);
+std::string shape_to_string(std::span<const int64_t> shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Owned, zero-filled storage (strings: empty strings).
+  Tensor(DType dtype, Shape shape);
+  // Wraps existing bytes (for example a file view); `buffer` must hold the whole tensor.
+  static Tensor from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer);
+  static Tensor from_strings(Shape shape, std::vector<std::string> values);
+  template <typename T>
+  static Tensor from_vector(DType dtype, Shape shape, const std::vector<T>& values);
+
+  bool defined() const { return dtype_ != DType::kUndefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t numel() const { return numel_; }
+  // Bytes of element data (0 for strings).
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+
+  const void* raw_data() const;
+  // Copies the bytes first if they are shared with another tensor or are a file view.
+  void* mutable_raw_data();
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T>
+  T* mutable_data() {
+    return static_cast<T*>(mutable_raw_data());
+  }
+  const std::vector<std::string>& strings() const;
+  std::vector<std::string>& mutable_strings();
+
+  // Set when the bytes are a view into a mapped file (model file or external data).
+  const FileRegion* file_region() const { return buffer_ ? buffer_->file_region() : nullptr; }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+
+  // Same dtype, shape and element bytes (or strings).
+  bool same_contents(const Tensor& other) const;
+
+  // Metadata an ONNX TensorProto carries besides the data.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& doc_string() const { return doc_string_; }
+  void set_doc_string(std::string doc) { doc_string_ = std::move(doc); }
+
+ private:
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<Buffer> buffer_;
+  std::shared_ptr<std::vector<std::string>> strings_;
+  std::string name_;
+  std::string doc_string_;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(DType dtype, Shape shape, const std::vector<T>& values) {
+  Tensor tensor(dtype, std::move(shape));
+  if (static_cast<int64_t>(values.size()) != tensor.numel() || sizeof(T) != dtype_size(dtype)) {
+    throw std::invalid_argument("Tensor::from_vector: size or element type mismatch");
+  }
+  if (!values.empty()) std::memcpy(tensor.mutable_raw_data(), values.data(), tensor.nbytes());
+  return tensor;
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,107 @@
+#include "ir/verifier.h"
+
+#include <algorithm>
+
+namespace onnxkit {
+namespace {
+
+bool is_defined(const Value* value) {
+  const Graph* graph = value->graph();
+  if (value->producer() || value->has_initializer() || graph->is_input(value)) return true;
+  const auto& sparse = graph->sparse_initializers();
+  return std::any_of(sparse.begin(), sparse.end(),
+                     [&](const auto& entry) { return entry.first == value; });
+}
+
+std::string graph_label(const Graph& graph) {
+  return graph.name().empty() ? std::string("<unnamed graph>") : "graph '" + graph.name() + "'";
+}
+
+void check_value_visible(const Graph& graph, const Node* node, size_t index, const Value* value) {
+  if (!graph.is_within(value->graph())) {
+    fail("{}: {} input {} '{}' belongs to a graph that does not enclose it", graph_label(graph),
+         node->describe(), index, value->name());
+  }
+  if (!is_defined(value)) {
+    fail("{}: {} input {} '{}' is not produced by any node, graph input or initializer",
+         graph_label(graph), node->describe(), index, value->name());
+  }
+  const auto& uses = value->uses();
+  if (std::find(uses.begin(), uses.end(), Use{const_cast<Node*>(node), index}) == uses.end()) {
+    fail("{}: use list of '{}' misses {} input {}", graph_label(graph), value->name(),
+         node->describe(), index);
+  }
+}
+
+void verify_recursive(const Graph& graph) {
+  for (const Node* node : graph.nodes()) {
+    if (node->graph() != &graph) fail("{}: {} has a wrong owner", graph_label(graph),
+                                      node->describe());
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      if (const Value* value = node->inputs()[i]) check_value_visible(graph, node, i, value);
+    }
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      const Value* value = node->outputs()[i];
+      if (!value) continue;
+      if (value->graph() != &graph || value->producer() != node || value->producer_output() != i) {
+        fail("{}: {} output {} '{}' has an inconsistent producer link", graph_label(graph),
+             node->describe(), i, value->name());
+      }
+      if (graph.parent() && graph.parent()->lookup(value->name())) {
+        fail("{}: {} output '{}' shadows a value of an enclosing graph", graph_label(graph),
+             node->describe(), value->name());
+      }
+    }
+    for (const Graph* sub : node->subgraphs()) {
+      if (sub->parent() != &graph) {
+        fail("{}: subgraph of {} has a wrong parent", graph_label(graph), node->describe());
+      }
+      verify_recursive(*sub);
+    }
+  }
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const Value* output = graph.outputs()[i];
+    if (!output) fail("{}: output {} is empty", graph_label(graph), i);
+    if (!graph.is_within(output->graph()) || !is_defined(output)) {
+      fail("{}: output '{}' is not produced by any node, graph input or initializer",
+           graph_label(graph), output->name());
+    }
+  }
+  for (const Value* value : graph.inputs()) {
+    if (value->producer()) {
+      fail("{}: input '{}' is also computed by {}", graph_label(graph), value->name(),
+           value->producer()->describe());
+    }
+  }
+  // Every use recorded on our values must point back at a node input that reads it.
+  for (const Node* node : graph.nodes()) {
+    for (const Value* value : node->outputs()) {
+      if (!value) continue;
+      for (const Use& use : value->uses()) {
+        if (use.node->input(use.input) != value) {
+          fail("{}: '{}' lists a stale use by {}", graph_label(graph), value->name(),
+               use.node->describe());
+        }
+      }
+    }
+  }
+  graph.topological_order();  // throws on a cycle, naming a node on it
+}
+
+}  // namespace
+
+Status verify_graph(const Graph& graph) {
+  return capture([&] { verify_recursive(graph); });
+}
+
+Status verify_model(const Model& model) {
+  return capture([&] {
+    verify_recursive(model.graph());
+    for (const Function& function : model.functions) {
+      Status status = verify_graph(*function.body);
+      if (!status.ok()) fail("function '{}': {}", function.name, status.message());
+    }
+  });
+}
+
+}  // namespace onnxkit

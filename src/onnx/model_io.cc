@@ -1,0 +1,215 @@
+#include "onnx/model_io.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "core/buffer.h"
+#include "ir/verifier.h"
+#include "onnx/external_data.h"
+#include "onnx/proto_convert.h"
+#include "onnx/wire_split.h"
+
+namespace onnxkit {
+
+namespace fs = std::filesystem;
+using onnx_io::ReadContext;
+using onnx_io::WriteContext;
+
+namespace {
+
+// A single protobuf message cannot exceed 2 GiB; leave room for the graph itself.
+constexpr uint64_t kInlineLimitBytes = (uint64_t{2} << 30) - (uint64_t{64} << 20);
+
+bool parse_proto(const void* data, size_t size, onnx::ModelProto& proto) {
+  if (size > static_cast<size_t>(INT_MAX)) return false;
+  google::protobuf::io::ArrayInputStream stream(data, static_cast<int>(size));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  coded.SetRecursionLimit(1024);  // deeply nested subgraphs are legal
+  return proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+}
+
+void check_is_model(const onnx::ModelProto& proto, const std::string& label) {
+  if (!proto.has_graph() || proto.ir_version() <= 0) {
+    fail("{}: not an ONNX model ({})", label,
+         !proto.has_graph() ? "no graph" : "no IR version");
+  }
+}
+
+Model load_checked(const fs::path& path, const LoadOptions& options) {
+  const std::string label = path.string();
+  std::error_code error;
+  if (!fs::exists(path, error)) fail("{}: no such file", label);
+  if (fs::is_directory(path, error)) fail("{}: is a directory, not an .onnx file", label);
+  auto file = FileMapping::open(path);
+  if (file->size() == 0) fail("{}: file is empty", label);
+
+  onnx_io::SplitModel split;
+  try {
+    split = onnx_io::split_model_bytes({file->data(), file->size()}, options.map_threshold_bytes);
+  } catch (const Error& e) {
+    fail("{}: not a valid ONNX file (truncated or corrupt protobuf: {})", label, e.what());
+  }
+  onnx::ModelProto proto;
+  if (!parse_proto(split.stripped.data(), split.stripped.size(), proto)) {
+    fail("{}: not a valid ONNX file (protobuf parse failed: truncated or corrupt)", label);
+  }
+  split.stripped.clear();
+  split.stripped.shrink_to_fit();
+  check_is_model(proto, label);
+
+  ReadContext context;
+  context.model_dir = fs::absolute(path).parent_path();
+  onnx_io::ExternalDataFiles external(context.model_dir);
+  context.external_files = &external;
+  for (const auto& payload : split.payloads) {
+    context.initializer_payloads[payload.initializer_index] =
+        Buffer::view(file, payload.offset, payload.length);
+  }
+  Model model;
+  try {
+    model = onnx_io::model_from_proto(proto, context);
+  } catch (const Error& e) {
+    fail("{}: {}", label, e.what());
+  }
+  model.source_path = path;
+  if (options.verify) {
+    Status status = verify_model(model);
+    if (!status.ok()) fail("{}: {}", label, status.message());
+  }
+  return model;
+}
+
+void add_tensor_bytes(const Graph& graph, uint64_t& total);
+
+void add_attribute_bytes(const Attribute& attribute, uint64_t& total) {
+  if (attribute.t.defined()) total += attribute.t.nbytes();
+  for (const auto& t : attribute.tensors) total += t.nbytes();
+  if (attribute.g) add_tensor_bytes(*attribute.g, total);
+  for (const auto& g : attribute.graphs) add_tensor_bytes(*g, total);
+}
+
+void add_tensor_bytes(const Graph& graph, uint64_t& total) {
+  for (const Value* value : graph.initializers()) total += value->initializer().nbytes();
+  for (const auto& [value, sparse] : graph.sparse_initializers()) {
+    total += sparse.values.nbytes() + sparse.indices.nbytes();
+  }
+  for (const Node* node : graph.nodes()) {
+    for (const Attribute& attribute : node->attributes()) add_attribute_bytes(attribute, total);
+  }
+}
+
+void write_proto_file(const onnx::ModelProto& proto, const fs::path& path) {
+  fs::path temp = path;
+  temp += ".tmp-" + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) fail("{}: cannot create: {}", temp.string(), std::strerror(errno));
+  bool ok;
+  {
+    google::protobuf::io::FileOutputStream stream(fd);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      ok = proto.SerializeToCodedStream(&coded) && !coded.HadError();
+    }
+    ok = stream.Close() && ok;
+  }
+  if (!ok) {
+    ::unlink(temp.c_str());
+    fail("{}: write failed", path.string());
+  }
+  std::error_code error;
+  fs::rename(temp, path, error);
+  if (error) {
+    ::unlink(temp.c_str());
+    fail("{}: cannot rename into place: {}", path.string(), error.message());
+  }
+}
+
+}  // namespace
+
+uint64_t model_tensor_bytes(const Model& model) {
+  uint64_t total = 0;
+  add_tensor_bytes(model.graph(), total);
+  for (const Function& function : model.functions) add_tensor_bytes(*function.body, total);
+  return total;
+}
+
+Result<Model> load_model(const fs::path& path, const LoadOptions& options) {
+  return capture([&] { return load_checked(path, options); });
+}
+
+Status save_model(const Model& model, const fs::path& path, const SaveOptions& options) {
+  return capture([&] {
+    const uint64_t tensor_bytes = model_tensor_bytes(model);
+    bool external = options.external_data == ExternalDataMode::kAlways ||
+                    (options.external_data == ExternalDataMode::kAuto &&
+                     tensor_bytes > kInlineLimitBytes);
+    if (!external && tensor_bytes > kInlineLimitBytes) {
+      fail("{}: the model holds {:.2f} GiB of tensors, more than one protobuf file can hold "
+           "(2 GiB); save it with external data",
+           path.string(), static_cast<double>(tensor_bytes) / (1 << 30));
+    }
+    fs::path dir = fs::absolute(path).parent_path();
+    std::unique_ptr<onnx_io::ExternalDataWriter> writer;
+    WriteContext context;
+    if (external) {
+      std::string location = options.external_location.empty()
+                                 ? path.filename().string() + ".data"
+                                 : options.external_location;
+      fs::path normal = fs::path(location).lexically_normal();
+      if (normal.is_absolute() || normal.empty() || *normal.begin() == "..") {
+        fail("{}: external data location '{}' must be a file inside the model's folder",
+             path.string(), location);
+      }
+      writer = std::make_unique<onnx_io::ExternalDataWriter>(dir, location);
+      context.external = writer.get();
+      context.external_threshold = options.external_threshold_bytes;
+    }
+    onnx::ModelProto proto;
+    onnx_io::model_to_proto(model, proto, context);
+    if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
+      fail("{}: the serialized model exceeds protobuf's 2 GiB limit; save with external data",
+           path.string());
+    }
+    if (writer) writer->commit();
+    write_proto_file(proto, path);
+  });
+}
+
+Result<std::string> serialize_model(const Model& model) {
+  return capture([&] {
+    onnx::ModelProto proto;
+    WriteContext context;
+    onnx_io::model_to_proto(model, proto, context);
+    std::string bytes;
+    {
+      google::protobuf::io::StringOutputStream stream(&bytes);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      if (!proto.SerializeToCodedStream(&coded)) fail("serializing the model failed");
+    }
+    return bytes;
+  });
+}
+
+Result<Model> parse_model(const std::string& bytes) {
+  return capture([&] {
+    onnx::ModelProto proto;
+    if (!parse_proto(bytes.data(), bytes.size(), proto)) {
+      fail("<memory>: not a valid ONNX model (protobuf parse failed)");
+    }
+    check_is_model(proto, "<memory>");
+    ReadContext context;
+    return onnx_io::model_from_proto(proto, context);
+  });
+}
+
+}  // namespace onnxkit

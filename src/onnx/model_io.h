@@ -1,0 +1,51 @@
+// Loading and saving .onnx files: the public face of src/onnx.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/status.h"
+#include "ir/model.h"
+
+namespace onnxkit {
+
+struct LoadOptions {
+  // Initializer payloads at least this big stay in the mapped file instead of being copied.
+  size_t map_threshold_bytes = 256;
+  // Run the IR verifier after loading (dangling inputs, cycles, shadowed names).
+  bool verify = true;
+};
+
+// Loads `path`. Errors name the file and what is wrong with it (missing, truncated,
+// not protobuf, not a model, bad external data, a node input that names nothing).
+Result<Model> load_model(const std::filesystem::path& path, const LoadOptions& options = {});
+
+enum class ExternalDataMode {
+  kAuto,    // external only when the model would not fit a 2 GiB protobuf file
+  kNever,   // everything inline; fails for models over the protobuf limit
+  kAlways,  // every tensor of at least external_threshold_bytes goes to the data file
+};
+
+struct SaveOptions {
+  ExternalDataMode external_data = ExternalDataMode::kAuto;
+  size_t external_threshold_bytes = 1024;
+  // File name of the data file, relative to the model's folder; default "<model file>.data".
+  std::string external_location;
+};
+
+// Writes `model` to `path` atomically (a temporary file renamed into place), so a model
+// whose tensors still view the old file can be saved over it safely.
+Status save_model(const Model& model, const std::filesystem::path& path,
+                  const SaveOptions& options = {});
+
+// The serialized ModelProto with all tensor data inline (for tests and small models).
+Result<std::string> serialize_model(const Model& model);
+// Parses a serialized ModelProto held in memory (no external data).
+Result<Model> parse_model(const std::string& bytes);
+
+// Bytes of tensor data a model holds (initializers, sparse initializers and tensor
+// attributes, in all subgraphs).
+uint64_t model_tensor_bytes(const Model& model);
+
+}  // namespace onnxkit

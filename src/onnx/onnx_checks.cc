@@ -1,0 +1,112 @@
+#include "onnx/onnx_checks.h"
+
+#include <onnx/checker.h>
+#include <onnx/common/version.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "onnx/proto_convert.h"
+
+namespace onnxkit {
+namespace {
+
+// Tensors this big are never shape inputs; libonnx sees their type and dims only.
+constexpr size_t kOmitDataBytes = 1 << 20;
+
+std::string canonical_domain(std::string_view domain) {
+  return domain.empty() ? std::string("ai.onnx") : std::string(domain);
+}
+
+onnx::ModelProto to_proto_for_checks(const Model& model) {
+  onnx::ModelProto proto;
+  onnx_io::WriteContext context;
+  context.omit_data_threshold = kOmitDataBytes;
+  onnx_io::model_to_proto(model, proto, context);
+  return proto;
+}
+
+// Copies inferred types from `proto` back onto `graph`, walking both in step.
+void apply_types(const onnx::GraphProto& proto, Graph& graph) {
+  for (const auto& info : proto.value_info()) {
+    Value* value = graph.find_value(info.name());
+    if (!value) continue;
+    ValueType type = onnx_io::type_from_proto(info.type());
+    if (type.kind == ValueType::Kind::kNone) continue;
+    value->set_type(std::move(type));
+    if (!graph.is_input(value) && !graph.is_output(value)) graph.add_value_info(value);
+  }
+  for (const auto& output : proto.output()) {
+    Value* value = graph.find_value(output.name());
+    if (!value || !output.has_type()) continue;
+    ValueType type = onnx_io::type_from_proto(output.type());
+    if (type.kind != ValueType::Kind::kNone) value->set_type(std::move(type));
+  }
+  std::vector<Node*> nodes = graph.nodes();
+  for (int n = 0; n < proto.node_size() && n < static_cast<int>(nodes.size()); ++n) {
+    const auto& node_proto = proto.node(n);
+    std::vector<Graph*> subgraphs = nodes[n]->subgraphs();
+    size_t next = 0;
+    for (const auto& attribute : node_proto.attribute()) {
+      if (attribute.has_g() && next < subgraphs.size()) apply_types(attribute.g(), *subgraphs[next++]);
+      for (const auto& g : attribute.graphs()) {
+        if (next < subgraphs.size()) apply_types(g, *subgraphs[next++]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t max_known_opset(std::string_view domain) {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  std::string key = domain == "ai.onnx" ? std::string() : std::string(domain);
+  auto it = map.find(key);
+  return it == map.end() ? -1 : it->second.second;
+}
+
+Status check_opsets_supported(const Model& model) {
+  return capture([&] {
+    for (const OpsetImport& opset : model.opset_imports) {
+      int64_t known = max_known_opset(opset.domain);
+      if (known >= 0 && opset.version > known) {
+        fail("model imports {} opset {}, newer than the {} this build knows (libonnx {}); "
+             "convert it to opset {} or older",
+             canonical_domain(opset.domain), opset.version, known, ONNX_NAMESPACE::LAST_RELEASE_VERSION,
+             known);
+      }
+    }
+  });
+}
+
+Status check_model(const Model& model, bool full_check) {
+  return capture([&] {
+    check_opsets_supported(model).throw_if_error();
+    onnx::ModelProto proto = to_proto_for_checks(model);
+    try {
+      onnx::checker::check_model(proto);
+      if (full_check) {
+        onnx::ShapeInferenceOptions options{true, 1, false};
+        onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+      }
+    } catch (const std::exception& e) {
+      fail("ONNX checker: {}", e.what());
+    }
+  });
+}
+
+Status infer_shapes(Model& model, const ShapeInferenceOptions& options) {
+  return capture([&] {
+    check_opsets_supported(model).throw_if_error();
+    onnx::ModelProto proto = to_proto_for_checks(model);
+    try {
+      onnx::ShapeInferenceOptions onnx_options{options.strict, options.strict ? 1 : 0,
+                                               options.data_propagation};
+      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), onnx_options);
+    } catch (const std::exception& e) {
+      fail("shape inference: {}", e.what());
+    }
+    apply_types(proto.graph(), model.graph());
+  });
+}
+
+}  // namespace onnxkit
