@@ -88,7 +88,8 @@ int run_inspect(const InspectArgs& args) {
     out["ir_version"] = model.ir_version;
     out["producer"] = {{"name", model.producer_name}, {"version", model.producer_version}};
     out["opsets"] = nlohmann::json::object();
-    for (const auto& opset : model.opset_imports) out["opsets"][domain_label(opset.domain)] = opset.version;
+    for (const auto& opset : model.opset_imports)
+      out["opsets"][domain_label(opset.domain)] = opset.version;
     out["inputs"] = nlohmann::json::array();
     for (const Value* value : inputs) out["inputs"].push_back(value_json(*value));
     out["outputs"] = nlohmann::json::array();
@@ -134,15 +135,18 @@ int run_inspect(const InspectArgs& args) {
   print_values("outputs", {model.graph().outputs().begin(), model.graph().outputs().end()});
   std::string nodes = format_count(stats.nodes);
   if (stats.nodes_total != stats.nodes) {
-    nodes += fmt::format(" ({} with {} subgraphs)", format_count(stats.nodes_total), stats.subgraphs);
+    nodes +=
+        fmt::format(" ({} with {} subgraphs)", format_count(stats.nodes_total), stats.subgraphs);
   }
   row("nodes", nodes);
   if (!model.functions.empty()) row("functions", std::to_string(model.functions.size()));
-  row("initializers", fmt::format("{} ({}, {} parameters)", format_count(stats.initializers),
-                                  format_bytes(stats.initializer_bytes),
-                                  format_count(stats.parameters)));
-  std::vector<std::pair<std::string, size_t>> ops(stats.op_histogram.begin(), stats.op_histogram.end());
-  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  row("initializers",
+      fmt::format("{} ({}, {} parameters)", format_count(stats.initializers),
+                  format_bytes(stats.initializer_bytes), format_count(stats.parameters)));
+  std::vector<std::pair<std::string, size_t>> ops(stats.op_histogram.begin(),
+                                                  stats.op_histogram.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::cout << "\nop histogram\n";
   for (const auto& [op, count] : ops) std::cout << fmt::format("  {:<28}{:>8}\n", op, count);
   return 0;
@@ -152,7 +156,8 @@ int run_inspect(const InspectArgs& args) {
 
 Command add_inspect_command(CLI::App& root) {
   auto args = std::make_shared<InspectArgs>();
-  CLI::App* command = root.add_subcommand("inspect", "Show a model's inputs, outputs, ops and size");
+  CLI::App* command =
+      root.add_subcommand("inspect", "Show a model's inputs, outputs, ops and size");
   command->add_option("model", args->model, "The .onnx file")->required();
   command->add_flag("--json", args->json, "Print one JSON object instead of a table");
   return {command, [args] { return run_inspect(*args); }};

@@ -33,28 +33,47 @@ size_t dtype_size(DType type) {
 
 std::string_view dtype_name(DType type) {
   switch (type) {
-    case DType::kUndefined: return "undefined";
-    case DType::kFloat: return "float";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt8: return "int8";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt16: return "int16";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kString: return "string";
-    case DType::kBool: return "bool";
-    case DType::kFloat16: return "float16";
-    case DType::kDouble: return "double";
-    case DType::kUInt32: return "uint32";
-    case DType::kUInt64: return "uint64";
-    case DType::kComplex64: return "complex64";
-    case DType::kComplex128: return "complex128";
-    case DType::kBFloat16: return "bfloat16";
+    case DType::kUndefined:
+      return "undefined";
+    case DType::kFloat:
+      return "float";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kString:
+      return "string";
+    case DType::kBool:
+      return "bool";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kDouble:
+      return "double";
+    case DType::kUInt32:
+      return "uint32";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kComplex64:
+      return "complex64";
+    case DType::kComplex128:
+      return "complex128";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }
 
-bool dtype_is_known(int32_t code) { return code >= 1 && code <= 16; }
+bool dtype_is_known(int32_t code) {
+  return code >= 1 && code <= 16;
+}
 
 bool dtype_is_float(DType type) {
   return type == DType::kFloat || type == DType::kDouble || type == DType::kFloat16 ||

@@ -49,7 +49,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {}  // NOLINT: must carry an error
   bool ok() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return ok(); }
@@ -69,8 +69,8 @@ class Result {
 
 // Runs `body`, turning an onnxkit::Error (or a standard exception) into a Status.
 template <typename Body>
-auto capture(Body&& body) -> std::conditional_t<std::is_void_v<decltype(body())>, Status,
-                                                Result<decltype(body())>> {
+auto capture(Body&& body)
+    -> std::conditional_t<std::is_void_v<decltype(body())>, Status, Result<decltype(body())>> {
   using R = decltype(body());
   try {
     if constexpr (std::is_void_v<R>) {

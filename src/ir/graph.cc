@@ -126,15 +126,25 @@ Value* Graph::add_input(const std::string& name, ValueType type) {
   return value;
 }
 
-void Graph::add_input(Value* value) { inputs_.push_back(value); }
+void Graph::add_input(Value* value) {
+  inputs_.push_back(value);
+}
 
-void Graph::remove_input(size_t index) { inputs_.erase(inputs_.begin() + index); }
+void Graph::remove_input(size_t index) {
+  inputs_.erase(inputs_.begin() + index);
+}
 
-void Graph::add_output(Value* value) { outputs_.push_back(value); }
+void Graph::add_output(Value* value) {
+  outputs_.push_back(value);
+}
 
-void Graph::set_output(size_t index, Value* value) { outputs_.at(index) = value; }
+void Graph::set_output(size_t index, Value* value) {
+  outputs_.at(index) = value;
+}
 
-void Graph::remove_output(size_t index) { outputs_.erase(outputs_.begin() + index); }
+void Graph::remove_output(size_t index) {
+  outputs_.erase(outputs_.begin() + index);
+}
 
 bool Graph::is_input(const Value* value) const {
   return std::find(inputs_.begin(), inputs_.end(), value) != inputs_.end();
@@ -212,8 +222,7 @@ void Graph::set_node_output(Node* node, size_t index, Value* value) {
          node->describe());
   }
   if (value->initializer_) {
-    fail("value '{}' is both an initializer and an output of {}", value->name(),
-         node->describe());
+    fail("value '{}' is both an initializer and an output of {}", value->name(), node->describe());
   }
   if (index >= node->outputs_.size()) node->outputs_.resize(index + 1, nullptr);
   if (Value* old = node->outputs_[index]) old->producer_ = nullptr;
@@ -246,8 +255,8 @@ void Graph::add_node_input(Node* node, Value* value) {
 
 void Graph::remove_node_input(Node* node, size_t index) {
   // Later inputs shift down by one: re-register their uses with the new index.
-  for (size_t i = index; i < node->inputs_.size(); ++i) unlink_input(node, i);
   std::vector<Value*> tail(node->inputs_.begin() + index + 1, node->inputs_.end());
+  for (size_t i = index; i < node->inputs_.size(); ++i) unlink_input(node, i);
   node->inputs_.resize(index);
   for (Value* value : tail) add_node_input(node, value);
 }

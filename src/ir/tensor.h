@@ -3,9 +3,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

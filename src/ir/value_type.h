@@ -13,9 +13,9 @@ namespace onnxkit {
 
 // One dimension: a number, a named symbol ("batch"), or unknown.
 struct Dim {
-  int64_t value = -1;       // >= 0 when known
-  std::string param;        // symbolic name when not known
-  std::string denotation;   // ONNX dimension denotation, kept for round trips
+  int64_t value = -1;      // >= 0 when known
+  std::string param;       // symbolic name when not known
+  std::string denotation;  // ONNX dimension denotation, kept for round trips
 
   static Dim known(int64_t v) { return Dim{v, {}, {}}; }
   static Dim symbol(std::string name) { return Dim{-1, std::move(name), {}}; }

@@ -35,8 +35,8 @@ void check_value_visible(const Graph& graph, const Node* node, size_t index, con
 
 void verify_recursive(const Graph& graph) {
   for (const Node* node : graph.nodes()) {
-    if (node->graph() != &graph) fail("{}: {} has a wrong owner", graph_label(graph),
-                                      node->describe());
+    if (node->graph() != &graph)
+      fail("{}: {} has a wrong owner", graph_label(graph), node->describe());
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       if (const Value* value = node->inputs()[i]) check_value_visible(graph, node, i, value);
     }

@@ -24,9 +24,10 @@ std::shared_ptr<Buffer> ExternalDataFiles::view(const std::string& tensor_name,
   if (location.empty()) fail("tensor '{}': external data has no location", tensor_name);
   fs::path relative(location);
   if (relative.is_absolute()) {
-    fail("tensor '{}': external data location '{}' is an absolute path; only files inside the "
-         "model's folder are read",
-         tensor_name, location);
+    fail(
+        "tensor '{}': external data location '{}' is an absolute path; only files inside the "
+        "model's folder are read",
+        tensor_name, location);
   }
   fs::path normal = relative.lexically_normal();
   if (normal.empty() || *normal.begin() == ".." || normal == ".") {
@@ -99,8 +100,8 @@ void copy_file_range_sparse(int source_fd, uint64_t offset, uint64_t length, int
     if (static_cast<uint64_t>(data) >= end) return;
     off_t hole = ::lseek(source_fd, data, SEEK_HOLE);
     uint64_t stop = hole < 0 ? end : std::min<uint64_t>(static_cast<uint64_t>(hole), end);
-    copy_dense(source_fd, static_cast<uint64_t>(data), stop - static_cast<uint64_t>(data),
-               dest_fd, dest_offset + (static_cast<uint64_t>(data) - offset));
+    copy_dense(source_fd, static_cast<uint64_t>(data), stop - static_cast<uint64_t>(data), dest_fd,
+               dest_offset + (static_cast<uint64_t>(data) - offset));
     position = stop;
   }
 }

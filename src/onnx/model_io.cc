@@ -1,9 +1,9 @@
 #include "onnx/model_io.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,8 +38,7 @@ bool parse_proto(const void* data, size_t size, onnx::ModelProto& proto) {
 
 void check_is_model(const onnx::ModelProto& proto, const std::string& label) {
   if (!proto.has_graph() || proto.ir_version() <= 0) {
-    fail("{}: not an ONNX model ({})", label,
-         !proto.has_graph() ? "no graph" : "no IR version");
+    fail("{}: not an ONNX model ({})", label, !proto.has_graph() ? "no graph" : "no IR version");
   }
 }
 
@@ -149,21 +148,21 @@ Result<Model> load_model(const fs::path& path, const LoadOptions& options) {
 Status save_model(const Model& model, const fs::path& path, const SaveOptions& options) {
   return capture([&] {
     const uint64_t tensor_bytes = model_tensor_bytes(model);
-    bool external = options.external_data == ExternalDataMode::kAlways ||
-                    (options.external_data == ExternalDataMode::kAuto &&
-                     tensor_bytes > kInlineLimitBytes);
+    bool external =
+        options.external_data == ExternalDataMode::kAlways ||
+        (options.external_data == ExternalDataMode::kAuto && tensor_bytes > kInlineLimitBytes);
     if (!external && tensor_bytes > kInlineLimitBytes) {
-      fail("{}: the model holds {:.2f} GiB of tensors, more than one protobuf file can hold "
-           "(2 GiB); save it with external data",
-           path.string(), static_cast<double>(tensor_bytes) / (1 << 30));
+      fail(
+          "{}: the model holds {:.2f} GiB of tensors, more than one protobuf file can hold "
+          "(2 GiB); save it with external data",
+          path.string(), static_cast<double>(tensor_bytes) / (1 << 30));
     }
     fs::path dir = fs::absolute(path).parent_path();
     std::unique_ptr<onnx_io::ExternalDataWriter> writer;
     WriteContext context;
     if (external) {
-      std::string location = options.external_location.empty()
-                                 ? path.filename().string() + ".data"
-                                 : options.external_location;
+      std::string location = options.external_location.empty() ? path.filename().string() + ".data"
+                                                               : options.external_location;
       fs::path normal = fs::path(location).lexically_normal();
       if (normal.is_absolute() || normal.empty() || *normal.begin() == "..") {
         fail("{}: external data location '{}' must be a file inside the model's folder",

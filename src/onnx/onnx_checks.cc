@@ -47,7 +47,8 @@ void apply_types(const onnx::GraphProto& proto, Graph& graph) {
     std::vector<Graph*> subgraphs = nodes[n]->subgraphs();
     size_t next = 0;
     for (const auto& attribute : node_proto.attribute()) {
-      if (attribute.has_g() && next < subgraphs.size()) apply_types(attribute.g(), *subgraphs[next++]);
+      if (attribute.has_g() && next < subgraphs.size())
+        apply_types(attribute.g(), *subgraphs[next++]);
       for (const auto& g : attribute.graphs()) {
         if (next < subgraphs.size()) apply_types(g, *subgraphs[next++]);
       }
@@ -69,10 +70,11 @@ Status check_opsets_supported(const Model& model) {
     for (const OpsetImport& opset : model.opset_imports) {
       int64_t known = max_known_opset(opset.domain);
       if (known >= 0 && opset.version > known) {
-        fail("model imports {} opset {}, newer than the {} this build knows (libonnx {}); "
-             "convert it to opset {} or older",
-             canonical_domain(opset.domain), opset.version, known, ONNX_NAMESPACE::LAST_RELEASE_VERSION,
-             known);
+        fail(
+            "model imports {} opset {}, newer than the {} this build knows (libonnx {}); "
+            "convert it to opset {} or older",
+            canonical_domain(opset.domain), opset.version, known,
+            ONNX_NAMESPACE::LAST_RELEASE_VERSION, known);
       }
     }
   });

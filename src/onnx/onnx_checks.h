@@ -20,8 +20,8 @@ Status check_opsets_supported(const Model& model);
 Status check_model(const Model& model, bool full_check = false);
 
 struct ShapeInferenceOptions {
-  bool strict = false;            // fail on inference errors instead of skipping the node
-  bool data_propagation = true;   // fold shape computations (Shape -> Gather -> ...)
+  bool strict = false;           // fail on inference errors instead of skipping the node
+  bool data_propagation = true;  // fold shape computations (Shape -> Gather -> ...)
 };
 
 // Runs ONNX's shape inference and records the inferred types on the model's values

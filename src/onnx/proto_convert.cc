@@ -117,7 +117,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
   const DType dtype = static_cast<DType>(proto.data_type());
   Shape shape(proto.dims().begin(), proto.dims().end());
   for (int64_t dim : shape) {
-    if (dim < 0) fail("tensor '{}': negative dimension in {}", proto.name(), shape_to_string(shape));
+    if (dim < 0)
+      fail("tensor '{}': negative dimension in {}", proto.name(), shape_to_string(shape));
   }
   Tensor tensor;
   const int64_t numel = shape_numel(shape);
@@ -131,8 +132,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
     tensor = Tensor::from_strings(shape, {proto.string_data().begin(), proto.string_data().end()});
   } else if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (!context.external_files) {
-      fail("tensor '{}': has external data but the model was not loaded from a file",
-           proto.name());
+      fail("tensor '{}': has external data but the model was not loaded from a file", proto.name());
     }
     const std::string location = external_entry(proto, "location");
     const uint64_t offset = parse_external_number(proto, "offset", 0);
@@ -232,7 +232,8 @@ ValueType type_from_proto(const onnx::TypeProto& proto) {
     case onnx::TypeProto::kTensorType:
       type.kind = ValueType::Kind::kTensor;
       type.elem_type = static_cast<DType>(proto.tensor_type().elem_type());
-      if (proto.tensor_type().has_shape()) type.shape = shape_from_proto(proto.tensor_type().shape());
+      if (proto.tensor_type().has_shape())
+        type.shape = shape_from_proto(proto.tensor_type().shape());
       break;
     case onnx::TypeProto::kSparseTensorType:
       type.kind = ValueType::Kind::kSparseTensor;
@@ -390,15 +391,27 @@ void attribute_to_proto(const Attribute& attribute, onnx::AttributeProto& proto,
   // A reference to a caller's attribute carries no value of its own.
   if (!attribute.ref_attr_name.empty()) return;
   switch (attribute.type) {
-    case AttrType::kFloat: proto.set_f(attribute.f); break;
-    case AttrType::kInt: proto.set_i(attribute.i); break;
-    case AttrType::kString: proto.set_s(attribute.s); break;
-    case AttrType::kTensor: tensor_to_proto(attribute.t, *proto.mutable_t(), context); break;
-    case AttrType::kGraph: graph_to_proto(*attribute.g, *proto.mutable_g(), context); break;
+    case AttrType::kFloat:
+      proto.set_f(attribute.f);
+      break;
+    case AttrType::kInt:
+      proto.set_i(attribute.i);
+      break;
+    case AttrType::kString:
+      proto.set_s(attribute.s);
+      break;
+    case AttrType::kTensor:
+      tensor_to_proto(attribute.t, *proto.mutable_t(), context);
+      break;
+    case AttrType::kGraph:
+      graph_to_proto(*attribute.g, *proto.mutable_g(), context);
+      break;
     case AttrType::kSparseTensor:
       sparse_to_proto(attribute.sparse_tensor, *proto.mutable_sparse_tensor(), context);
       break;
-    case AttrType::kTypeProto: type_to_proto(attribute.tp, *proto.mutable_tp()); break;
+    case AttrType::kTypeProto:
+      type_to_proto(attribute.tp, *proto.mutable_tp());
+      break;
     case AttrType::kFloats:
       for (float f : attribute.floats) proto.add_floats(f);
       break;
@@ -644,8 +657,10 @@ Model model_from_proto(const onnx::ModelProto& proto, ReadContext& context) {
   model.domain = proto.domain();
   model.model_version = proto.model_version();
   model.doc_string = proto.doc_string();
-  for (const auto& kv : proto.metadata_props()) model.metadata_props.emplace_back(kv.key(), kv.value());
-  for (const auto& info : proto.training_info()) model.training_info.push_back(info.SerializeAsString());
+  for (const auto& kv : proto.metadata_props())
+    model.metadata_props.emplace_back(kv.key(), kv.value());
+  for (const auto& info : proto.training_info())
+    model.training_info.push_back(info.SerializeAsString());
   for (const auto& function : proto.functions()) {
     try {
       model.functions.push_back(function_from_proto(function, context));

@@ -115,7 +115,8 @@ std::string strip_tensor(std::span<const std::byte> bytes, size_t base, size_t i
     if (field.number == kTensorRawData && field.wire_type == kLengthDelimited &&
         length >= min_payload) {
       // A repeated raw_data field overrides the earlier one (last one wins).
-      std::erase_if(payloads, [&](const RawDataLocation& p) { return p.initializer_index == index; });
+      std::erase_if(payloads,
+                    [&](const RawDataLocation& p) { return p.initializer_index == index; });
       payloads.push_back({index, base + field.payload_start, length});
       continue;
     }
@@ -151,9 +152,9 @@ SplitModel split_model_bytes(std::span<const std::byte> bytes, size_t min_payloa
   while (!reader.done()) {
     auto field = reader.next();
     if (field.number == kModelGraph && field.wire_type == kLengthDelimited) {
-      std::string graph = strip_graph(reader.slice(field.payload_start, field.end),
-                                      field.payload_start, initializer_count, min_payload,
-                                      result.payloads);
+      std::string graph =
+          strip_graph(reader.slice(field.payload_start, field.end), field.payload_start,
+                      initializer_count, min_payload, result.payloads);
       append_length_delimited(result.stripped, kModelGraph, graph);
       continue;
     }

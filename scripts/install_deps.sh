@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages onnxkit needs to build and test; does nothing when all are
+# present. Safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build ccache pkg-config
+  libprotobuf-dev libonnx-dev          # ONNX format, checker, shape inference
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev            # tests
+  libonnx-testdata                     # ONNX backend test data (round trip, conformance)
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install_deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "install_deps: installing ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

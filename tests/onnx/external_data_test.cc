@@ -1,0 +1,142 @@
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "../test_util.h"
+#include "model_builder.h"
+#include "onnx/model_io.h"
+
+namespace onnxkit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+TEST(ExternalData, SaveAlwaysWritesADataFileAndLoadsBackAsViews) {
+  TempDir dir;
+  testing::write_model(testing::add_model(1000), dir / "in.onnx");
+  auto model = load_model(dir / "in.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  SaveOptions options;
+  options.external_data = ExternalDataMode::kAlways;
+  options.external_threshold_bytes = 256;
+  ASSERT_TRUE(save_model(model.value(), dir / "out.onnx", options).ok());
+  ASSERT_TRUE(fs::exists(dir / "out.onnx.data"));
+  EXPECT_LT(fs::file_size(dir / "out.onnx"), 1000u);
+
+  auto reloaded = load_model(dir / "out.onnx");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error();
+  const Tensor& w = reloaded.value().graph().find_value("w")->initializer();
+  ASSERT_NE(w.file_region(), nullptr);
+  EXPECT_EQ(w.file_region()->file->path().filename(), "out.onnx.data");
+  EXPECT_EQ(w.file_region()->offset % 64, 0u);
+  EXPECT_TRUE(w.same_contents(model.value().graph().find_value("w")->initializer()));
+  EXPECT_EQ(w.data<float>()[999], 499.5f);
+}
+
+TEST(ExternalData, SavingOverTheSourceFileKeepsViewsValid) {
+  TempDir dir;
+  testing::write_model(testing::add_model(4096), dir / "m.onnx");
+  auto model = load_model(dir / "m.onnx");
+  ASSERT_TRUE(model.ok());
+  ASSERT_NE(model.value().graph().find_value("w")->initializer().file_region(), nullptr);
+  ASSERT_TRUE(save_model(model.value(), dir / "m.onnx").ok());
+  auto reloaded = load_model(dir / "m.onnx");
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_TRUE(reloaded.value().graph().find_value("w")->initializer().same_contents(
+      model.value().graph().find_value("w")->initializer()));
+}
+
+// A model with more than 2 GiB of weights, stored in a sparse file so that it costs
+// almost no disk and no time: it must save (external data is chosen automatically),
+// load back, and `inspect` it without reading the weights into memory.
+TEST(ExternalData, ModelOver2GiBSavesLoadsAndInspectsCheaply) {
+  TempDir dir;
+  struct statvfs fs_stats {};
+  ASSERT_EQ(::statvfs(dir.path().c_str(), &fs_stats), 0);
+  const uint64_t free_bytes = static_cast<uint64_t>(fs_stats.f_bavail) * fs_stats.f_frsize;
+  if (free_bytes < (uint64_t{256} << 20)) {
+    GTEST_SKIP() << "needs 256 MiB free in " << dir.path() << ", has " << (free_bytes >> 20)
+                 << " MiB";
+  }
+  constexpr int64_t kElements = int64_t{200} << 20;  // 800 MiB of float per tensor
+  constexpr int kTensors = 3;                        // 2.34 GiB in all
+  const uint64_t tensor_bytes = kElements * sizeof(float);
+
+  onnx::ModelProto proto = testing::add_model(1);
+  auto* graph = proto.mutable_graph();
+  for (auto* info : {graph->mutable_input(0), graph->mutable_output(0)}) {
+    info->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(
+        kElements);
+  }
+  graph->clear_initializer();
+  graph->clear_node();
+  std::string previous = "x";
+  for (int i = 0; i < kTensors; ++i) {
+    auto* w = graph->add_initializer();
+    w->set_name("w" + std::to_string(i));
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(kElements);
+    testing::set_external(w, "weights.bin", static_cast<int64_t>(i * tensor_bytes),
+                          static_cast<int64_t>(tensor_bytes));
+    auto* node = graph->add_node();
+    node->set_op_type("Add");
+    node->add_input(previous);
+    node->add_input(w->name());
+    previous = i + 1 == kTensors ? "y" : "sum" + std::to_string(i);
+    node->add_output(previous);
+  }
+  testing::write_model(proto, dir / "big.onnx");
+  {
+    int fd = ::open((dir / "weights.bin").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(kTensors * tensor_bytes)), 0);
+    // One marker value at the end of each tensor, so copies can be checked.
+    for (int i = 0; i < kTensors; ++i) {
+      float marker = 1.0f + static_cast<float>(i);
+      ASSERT_EQ(::pwrite(fd, &marker, sizeof marker,
+                         static_cast<off_t>((i + 1) * tensor_bytes - sizeof marker)),
+                static_cast<ssize_t>(sizeof marker));
+    }
+    ::close(fd);
+  }
+
+  auto model = load_model(dir / "big.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  EXPECT_GT(model_tensor_bytes(model.value()), uint64_t{2} << 30);
+  fs::create_directory(dir / "copy");
+  ASSERT_TRUE(save_model(model.value(), dir / "copy" / "big.onnx").ok());
+  ASSERT_TRUE(fs::exists(dir / "copy" / "big.onnx.data"));
+  struct stat data_stat {};
+  ASSERT_EQ(::stat((dir / "copy" / "big.onnx.data").c_str(), &data_stat), 0);
+  EXPECT_GE(static_cast<uint64_t>(data_stat.st_size), kTensors * tensor_bytes);
+  EXPECT_LT(static_cast<uint64_t>(data_stat.st_blocks) * 512, uint64_t{64} << 20)
+      << "holes in the weights were written out as zeros";
+
+  auto reloaded = load_model(dir / "copy" / "big.onnx");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error();
+  for (int i = 0; i < kTensors; ++i) {
+    const Tensor& w = reloaded.value().graph().find_value("w" + std::to_string(i))->initializer();
+    ASSERT_EQ(w.numel(), kElements);
+    EXPECT_EQ(w.data<float>()[kElements - 1], 1.0f + static_cast<float>(i));
+    EXPECT_EQ(w.data<float>()[0], 0.0f);
+  }
+
+  auto inspect = testing::run_command(testing::onnxkit_binary() + " inspect " +
+                                      (dir / "copy" / "big.onnx").string());
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("629,145,600 parameters"), std::string::npos) << inspect.output;
+  std::cout << "[ measured ] onnxkit inspect on a " << (kTensors * tensor_bytes >> 20)
+            << " MiB model: peak RSS " << inspect.peak_rss_kib / 1024 << " MiB\n";
+  RecordProperty("inspect_peak_rss_kib", std::to_string(inspect.peak_rss_kib));
+  EXPECT_LT(inspect.peak_rss_kib, 128 * 1024) << "inspect read the weights into memory";
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -1,0 +1,72 @@
+// Helpers shared by the test binaries: temporary folders and running the CLI.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+
+namespace onnxkit::testing {
+
+// A fresh folder under the system temp dir, removed when the object goes away.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device seed;
+    path_ = std::filesystem::temp_directory_path() /
+            ("onnxkit-test-" + std::to_string(::getpid()) + "-" + std::to_string(seed()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+  long peak_rss_kib = 0;
+};
+
+// Runs `command` through /bin/sh, capturing output, exit code and the child's peak RSS.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult result;
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return result;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], 1);
+    ::dup2(pipe_fds[1], 2);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) result.output.append(buffer, got);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.peak_rss_kib = usage.ru_maxrss;
+  return result;
+}
+
+inline std::string onnxkit_binary() {
+  return ONNXKIT_BINARY;
+}
+
+}  // namespace onnxkit::testing
