@@ -1,0 +1,158 @@
+// `onnxkit run MODEL [--input NAME=FILE ...] [--random] [--seed N] [--dim NAME=V ...]
+//  [--output-dir DIR]`: runs a model once and shows (and optionally saves) its outputs.
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "cli/commands.h"
+#include "ir/npy.h"
+#include "onnx/tensor_io.h"
+#include "ops/op_utils.h"
+#include "runtime/random_inputs.h"
+#include "runtime/session.h"
+
+namespace onnxkit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> dims;
+  bool random = false;
+  uint64_t seed = 0;
+  std::string output_dir;
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    fail("{} expects NAME=VALUE, got '{}'", flag, text);
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+RuntimeValue read_input_file(const fs::path& path, const Value& input) {
+  if (path.extension() == ".npy") {
+    auto tensor = read_npy(path);
+    if (!tensor) fail("{}", tensor.error());
+    return RuntimeValue(std::move(tensor).value());
+  }
+  auto value = read_value_pb(path, input.type());
+  if (!value) fail("{}", value.error());
+  return std::move(value).value();
+}
+
+std::string preview(const Tensor& tensor, size_t count = 8) {
+  std::string text = "[";
+  const int64_t n = std::min<int64_t>(tensor.numel(), static_cast<int64_t>(count));
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) text += ", ";
+    if (tensor.dtype() == DType::kString) {
+      text += "\"" + tensor.strings()[i] + "\"";
+    } else if (tensor.dtype() == DType::kBool) {
+      text += tensor.data<bool>()[i] ? "true" : "false";
+    } else if (tensor.dtype() == DType::kComplex64 || tensor.dtype() == DType::kComplex128) {
+      text += "complex";
+    } else {
+      dispatch_numeric(tensor.dtype(), "preview", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        text += fmt::format("{:.6g}", convert_element<double>(tensor.data<T>()[i]));
+      });
+    }
+  }
+  if (tensor.numel() > n) text += ", ...";
+  return text + "]";
+}
+
+std::string file_stem(std::string name) {
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  }
+  return name;
+}
+
+int run_model(const RunArgs& args) {
+  std::map<std::string, int64_t> dims;
+  for (const auto& text : args.dims) {
+    auto [name, value] = split_assignment(text, "--dim");
+    try {
+      dims[name] = std::stoll(value);
+    } catch (const std::exception&) {
+      fail("--dim {}: '{}' is not a number", name, value);
+    }
+  }
+  std::map<std::string, std::string> files;
+  for (const auto& text : args.inputs) {
+    auto [name, path] = split_assignment(text, "--input");
+    files[name] = path;
+  }
+  auto session = Session::load(args.model);
+  if (!session) fail("{}", session.error());
+  const Session& s = *session.value();
+
+  std::mt19937_64 rng(args.seed);
+  NamedValues feeds;
+  std::vector<std::string> missing;
+  for (const Value* input : s.model().graph().inputs()) {
+    auto file = files.find(input->name());
+    if (file != files.end()) {
+      feeds.emplace_back(input->name(), read_input_file(file->second, *input));
+      files.erase(file);
+    } else if (!input->has_initializer()) {
+      if (!args.random) {
+        missing.push_back(input->name());
+        continue;
+      }
+      if (input->type().kind != ValueType::Kind::kTensor) {
+        fail("input '{}' is a {}: give it as a file", input->name(),
+             value_type_to_string(input->type()));
+      }
+      feeds.emplace_back(input->name(),
+                         random_tensor(input->type().elem_type, concrete_shape(*input, dims), rng));
+    }
+  }
+  if (!files.empty())
+    fail("--input names '{}', which is not an input of the model", files.begin()->first);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& name : missing) list += (list.empty() ? "" : ", ") + name;
+    fail("inputs without data: {} (give --input NAME=FILE, or --random)", list);
+  }
+  for (const auto& [name, value] : feeds) {
+    std::cout << fmt::format("input  {}: {}\n", name, value.describe());
+  }
+  auto outputs = s.run(feeds);
+  if (!outputs) fail("{}", outputs.error());
+  if (!args.output_dir.empty()) fs::create_directories(args.output_dir);
+  for (const auto& [name, value] : outputs.value()) {
+    std::string line = fmt::format("output {}: {}", name, value.describe());
+    if (value.is_tensor()) line += "  " + preview(value.tensor());
+    std::cout << line << "\n";
+    if (args.output_dir.empty()) continue;
+    bool as_npy = value.is_tensor() && value.tensor().dtype() != DType::kString &&
+                  value.tensor().dtype() != DType::kBFloat16;
+    fs::path path = fs::path(args.output_dir) / (file_stem(name) + (as_npy ? ".npy" : ".pb"));
+    Status written = as_npy ? write_npy(value.tensor(), path) : write_value_pb(value, name, path);
+    if (!written.ok()) fail("{}", written.message());
+    std::cout << "       written to " << path.string() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& root) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* command = root.add_subcommand("run", "Run a model once and show its outputs");
+  command->add_option("model", args->model, "The .onnx file")->required();
+  command->add_option("--input", args->inputs, "NAME=FILE (.pb TensorProto or .npy); repeatable");
+  command->add_flag("--random", args->random, "Random data for inputs not given as files");
+  command->add_option("--seed", args->seed, "Seed for --random")->capture_default_str();
+  command->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dimension; repeatable");
+  command->add_option("--output-dir", args->output_dir, "Write each output as NAME.npy (or .pb)");
+  return {command, [args] { return run_model(*args); }};
+}
+
+}  // namespace onnxkit::cli

@@ -1,0 +1,127 @@
+// The kernel interface every op implements, and the contexts it sees.
+//
+// A kernel object is created once per node when a session is built: its constructor
+// parses the node's attributes into typed members (errors name the node). compute() runs
+// once per inference: it reads inputs, works out output shapes from them, allocates the
+// outputs and fills them. compute() is const: one kernel may serve concurrent runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "ir/graph.h"
+#include "ir/runtime_value.h"
+
+namespace onnxkit {
+
+class CompiledGraph;  // runtime: an executable plan of a (sub)graph
+class Frame;          // runtime: the values of one running graph
+
+// Runs compiled subgraphs on behalf of control-flow kernels (If, Loop, Scan).
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  // Runs `graph` with `inputs` bound to its formal inputs; `outer` resolves captured values.
+  virtual std::vector<RuntimeValue> run(const CompiledGraph& graph,
+                                        std::vector<RuntimeValue> inputs, const Frame& outer) = 0;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const Node& node, std::span<const RuntimeValue* const> inputs,
+                std::span<RuntimeValue* const> outputs, SubgraphRunner* runner, const Frame* frame)
+      : node_(node), inputs_(inputs), outputs_(outputs), runner_(runner), frame_(frame) {}
+
+  const Node& node() const { return node_; }
+
+  size_t num_inputs() const { return inputs_.size(); }
+  // True when input `i` exists and is not an omitted optional / empty optional.
+  bool has_input(size_t i) const {
+    return i < inputs_.size() && inputs_[i] && !inputs_[i]->is_none();
+  }
+  // The tensor at input `i`; fails naming the node when it is absent or not a tensor.
+  const Tensor& input(size_t i) const;
+  // Any input value (tensor, sequence, none); a none value when absent.
+  const RuntimeValue& input_value(size_t i) const;
+
+  size_t num_outputs() const { return outputs_.size(); }
+  // True when the graph reads output `i` (omitted optional outputs need not be computed).
+  bool wants_output(size_t i) const { return i < outputs_.size() && outputs_[i] != nullptr; }
+  // A new zero-filled output tensor (returns a scratch tensor for unwanted outputs).
+  Tensor& allocate_output(size_t i, DType dtype, Shape shape);
+  // Hands over an existing tensor (Identity, Reshape: no copy).
+  void set_output(size_t i, Tensor tensor);
+  void set_output_value(size_t i, RuntimeValue value);
+
+  SubgraphRunner& subgraph_runner() const;
+  const Frame& frame() const;
+
+  // Throws Error prefixed with the node's description: "[Gather] node 'g1': ...".
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    throw Error(node_.describe() + ": " + fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  const Node& node_;
+  std::span<const RuntimeValue* const> inputs_;
+  std::span<RuntimeValue* const> outputs_;
+  SubgraphRunner* runner_;
+  const Frame* frame_;
+  Tensor scratch_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void compute(KernelContext& context) const = 0;
+};
+
+// What a kernel constructor sees: the node, the opset it is resolved against, typed
+// attribute readers, and a way to compile subgraphs.
+class KernelCreateContext {
+ public:
+  using SubgraphCompiler = std::function<std::shared_ptr<const CompiledGraph>(const Graph&)>;
+
+  KernelCreateContext(const Node& node, int64_t opset, SubgraphCompiler compiler = {})
+      : node_(node), opset_(opset), compiler_(std::move(compiler)) {}
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+
+  bool has_attribute(std::string_view name) const { return node_.find_attribute(name); }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  int64_t attr_int(std::string_view name) const;  // required
+  float attr_float(std::string_view name, float fallback) const;
+  float attr_float(std::string_view name) const;  // required
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::string attr_string(std::string_view name) const;  // required
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::optional<std::vector<int64_t>> attr_ints_opt(std::string_view name) const;
+  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
+  std::vector<std::string> attr_strings(std::string_view name,
+                                        std::vector<std::string> fallback = {}) const;
+  const Tensor* attr_tensor(std::string_view name) const;  // nullptr when absent
+  const Graph* attr_graph(std::string_view name) const;    // nullptr when absent
+
+  std::shared_ptr<const CompiledGraph> compile_subgraph(const Graph& graph) const;
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    throw Error(node_.describe() + ": " + fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  const Attribute* typed(std::string_view name, AttrType type) const;
+  const Node& node_;
+  int64_t opset_;
+  SubgraphCompiler compiler_;
+};
+
+}  // namespace onnxkit

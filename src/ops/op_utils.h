@@ -1,0 +1,181 @@
+// Helpers shared by op families: dtype dispatch, broadcasting, axes, index tensors.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "core/status.h"
+#include "ir/tensor.h"
+
+namespace onnxkit {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// C++ element type of each DType (bool is stored as one byte 0/1).
+// Calls f(TypeTag<T>{}) for the dtypes of the set; other dtypes fail naming `what`.
+template <typename F>
+decltype(auto) dispatch_float(DType dtype, std::string_view what, F&& f) {
+  switch (dtype) {
+    case DType::kFloat:
+      return f(TypeTag<float>{});
+    case DType::kDouble:
+      return f(TypeTag<double>{});
+    case DType::kFloat16:
+      return f(TypeTag<Float16>{});
+    case DType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    default:
+      fail("{}: type {} is not supported (needs a floating-point type)", what, dtype_name(dtype));
+  }
+}
+
+template <typename F>
+decltype(auto) dispatch_integer(DType dtype, std::string_view what, F&& f) {
+  switch (dtype) {
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kInt16:
+      return f(TypeTag<int16_t>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    case DType::kUInt16:
+      return f(TypeTag<uint16_t>{});
+    case DType::kUInt32:
+      return f(TypeTag<uint32_t>{});
+    case DType::kUInt64:
+      return f(TypeTag<uint64_t>{});
+    default:
+      fail("{}: type {} is not supported (needs an integer type)", what, dtype_name(dtype));
+  }
+}
+
+// Floats and integers (not bool, not string).
+template <typename F>
+decltype(auto) dispatch_numeric(DType dtype, std::string_view what, F&& f) {
+  if (dtype_is_float(dtype)) return dispatch_float(dtype, what, std::forward<F>(f));
+  return dispatch_integer(dtype, what, std::forward<F>(f));
+}
+
+// Numeric plus bool.
+template <typename F>
+decltype(auto) dispatch_numeric_bool(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kBool) return f(TypeTag<bool>{});
+  return dispatch_numeric(dtype, what, std::forward<F>(f));
+}
+
+// Every tensor dtype including string (std::string) and bool.
+template <typename F>
+decltype(auto) dispatch_all(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kString) return f(TypeTag<std::string>{});
+  return dispatch_numeric_bool(dtype, what, std::forward<F>(f));
+}
+
+// Element access that works for string tensors too.
+template <typename T>
+const T* tensor_elements(const Tensor& tensor) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return tensor.strings().data();
+  } else {
+    return tensor.data<T>();
+  }
+}
+template <typename T>
+T* mutable_tensor_elements(Tensor& tensor) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return tensor.mutable_strings().data();
+  } else {
+    return tensor.mutable_data<T>();
+  }
+}
+
+// Row-major strides (in elements).
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
+
+// Multidirectional (numpy) broadcasting; fails naming the shapes when impossible.
+Shape broadcast_shapes(std::span<const Shape> shapes);
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// Strides of `shape` read as if it had `out_shape` (0 where a dim is broadcast).
+std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out_shape);
+
+// Visits every output element of `out_shape` in order, with the matching element offset
+// of each input (given by its broadcast strides). f(out_index, offsets) where offsets has
+// one entry per input.
+template <typename F>
+void for_each_broadcast(const Shape& out_shape, const std::vector<std::vector<int64_t>>& strides,
+                        F&& f) {
+  const int64_t total = shape_numel(out_shape);
+  const size_t rank = out_shape.size();
+  const size_t n = strides.size();
+  std::vector<int64_t> offsets(n, 0);
+  std::vector<int64_t> counter(rank, 0);
+  for (int64_t index = 0; index < total; ++index) {
+    f(index, offsets.data());
+    for (size_t d = rank; d-- > 0;) {
+      if (++counter[d] < out_shape[d]) {
+        for (size_t i = 0; i < n; ++i) offsets[i] += strides[i][d];
+        break;
+      }
+      for (size_t i = 0; i < n; ++i) offsets[i] -= strides[i][d] * (out_shape[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
+// out[i] = op(a[i'], b[i'']) with broadcasting; `out` must already have the broadcast shape.
+template <typename TA, typename TB, typename TO, typename Op>
+void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+  const TA* pa = tensor_elements<TA>(a);
+  const TB* pb = tensor_elements<TB>(b);
+  TO* po = mutable_tensor_elements<TO>(out);
+  const int64_t n = out.numel();
+  if (a.shape() == out.shape() && b.shape() == out.shape()) {
+    for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], pb[i]);
+  } else if (a.shape() == out.shape() && b.numel() == 1) {
+    const TB scalar = pb[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], scalar);
+  } else if (b.shape() == out.shape() && a.numel() == 1) {
+    const TA scalar = pa[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = op(scalar, pb[i]);
+  } else {
+    std::vector<std::vector<int64_t>> strides{broadcast_strides(a.shape(), out.shape()),
+                                              broadcast_strides(b.shape(), out.shape())};
+    for_each_broadcast(out.shape(), strides, [&](int64_t i, const int64_t* offsets) {
+      po[i] = op(pa[offsets[0]], pb[offsets[1]]);
+    });
+  }
+}
+
+// Maps a possibly negative axis into [0, rank); fails naming `what` when out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what);
+
+// Values of an integer tensor (int32 or int64, any shape) as int64.
+std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what);
+// A scalar (or one-element) tensor of any numeric type, as double.
+double read_scalar(const Tensor& tensor, std::string_view what);
+
+// Converts between element types as ONNX Cast does for numbers (float -> int truncates).
+template <typename To, typename From>
+To convert_element(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (std::is_same_v<To, Float16> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<From, Float16> || std::is_same_v<From, BFloat16>) {
+    return static_cast<To>(static_cast<float>(value));
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,38 @@
+// The one list of op families. Adding a family: write src/ops/<family>.cc with its
+// register_<family>_ops, declare it here and call it below (tract's way: explicit, no
+// self-registering statics that a static link could drop).
+#include "ops/registry.h"
+
+namespace onnxkit {
+
+void register_activation_ops(OpRegistry& registry);
+void register_cast_ops(OpRegistry& registry);
+void register_conv_ops(OpRegistry& registry);
+void register_elementwise_binary_ops(OpRegistry& registry);
+void register_elementwise_unary_ops(OpRegistry& registry);
+void register_indexing_ops(OpRegistry& registry);
+void register_linalg_ops(OpRegistry& registry);
+void register_normalization_ops(OpRegistry& registry);
+void register_pool_ops(OpRegistry& registry);
+void register_reduce_ops(OpRegistry& registry);
+void register_shape_ops(OpRegistry& registry);
+void register_softmax_ops(OpRegistry& registry);
+void register_spatial_ops(OpRegistry& registry);
+
+void register_all_ops(OpRegistry& registry) {
+  register_activation_ops(registry);
+  register_cast_ops(registry);
+  register_conv_ops(registry);
+  register_elementwise_binary_ops(registry);
+  register_elementwise_unary_ops(registry);
+  register_indexing_ops(registry);
+  register_linalg_ops(registry);
+  register_normalization_ops(registry);
+  register_pool_ops(registry);
+  register_reduce_ops(registry);
+  register_shape_ops(registry);
+  register_softmax_ops(registry);
+  register_spatial_ops(registry);
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,170 @@
+#include "runtime/compiled_graph.h"
+
+#include <algorithm>
+
+namespace onnxkit {
+namespace {
+
+// Values owned by `owner` that nodes inside `graph` (recursively) read.
+void collect_captures(const Graph& graph, const Graph* owner, std::vector<const Value*>& out) {
+  for (const Node* node : graph.nodes()) {
+    for (const Value* input : node->inputs()) {
+      if (input && input->graph() == owner) out.push_back(input);
+    }
+    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, owner, out);
+  }
+  for (const Value* output : graph.outputs()) {
+    if (output && output->graph() == owner) out.push_back(output);
+  }
+}
+
+int64_t opset_for(const std::vector<OpsetImport>& opsets, std::string_view domain) {
+  auto canonical = [](std::string_view d) { return d == "ai.onnx" ? std::string_view() : d; };
+  for (const OpsetImport& opset : opsets) {
+    if (canonical(opset.domain) == canonical(domain)) return opset.version;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int CompiledGraph::slot_of(const Value* value) const {
+  auto it = slots_.find(value);
+  return it == slots_.end() ? -1 : it->second;
+}
+
+SlotRef CompiledGraph::resolve(const Value* value) const {
+  int depth = 0;
+  for (const CompiledGraph* plan = this; plan; plan = plan->parent_, ++depth) {
+    int slot = plan->slot_of(value);
+    if (slot >= 0) return SlotRef{depth, slot};
+  }
+  fail("internal: value '{}' has no slot in any enclosing graph", value->name());
+}
+
+std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
+                                                            const OpRegistry& registry,
+                                                            const std::vector<OpsetImport>& opsets,
+                                                            const CompiledGraph* parent) {
+  std::shared_ptr<CompiledGraph> plan(new CompiledGraph(graph, parent));
+  auto add_slot = [&](const Value* value) {
+    auto [it, inserted] = plan->slots_.try_emplace(value, static_cast<int>(plan->slot_count_));
+    if (inserted) ++plan->slot_count_;
+    return it->second;
+  };
+  // Slots first, so subgraphs compiled below can resolve captures into this plan.
+  for (const Value* input : graph.inputs()) plan->input_slots_.push_back(add_slot(input));
+  for (const Value* value : graph.initializers()) {
+    plan->constants_.emplace_back(add_slot(value), value->initializer());
+  }
+  std::vector<Node*> order = graph.topological_order();
+  for (const Node* node : order) {
+    for (const Value* output : node->outputs()) {
+      if (output) add_slot(output);
+    }
+  }
+  for (const auto& [value, sparse] : graph.sparse_initializers()) {
+    if (plan->slot_of(value) < 0) {
+      fail("sparse initializer '{}' is not supported by the executor yet", value->name());
+    }
+  }
+
+  KernelCreateContext::SubgraphCompiler compiler = [&registry, &opsets,
+                                                    raw = plan.get()](const Graph& sub) {
+    return compile(sub, registry, opsets, raw);
+  };
+  std::unordered_map<int, size_t> last_reader;  // slot -> step index
+  for (const Node* node : order) {
+    Step step;
+    step.node = node;
+    const int64_t opset = opset_for(opsets, node->domain());
+    const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
+    if (!registration) {
+      std::string domain = node->domain().empty() ? "ai.onnx" : node->domain();
+      if (registry.knows(node->domain(), node->op_type())) {
+        fail("{}: no kernel for {} opset {}", node->describe(), domain, opset);
+      }
+      fail("{}: operator {}::{} is not implemented", node->describe(), domain, node->op_type());
+    }
+    KernelCreateContext context(*node, opset, compiler);
+    try {
+      step.kernel = registration->factory(context);
+    } catch (const Error& e) {
+      std::string message = e.what();
+      if (message.rfind(node->describe(), 0) == 0) throw;
+      fail("{}: {}", node->describe(), message);
+    }
+    for (const Value* input : node->inputs()) {
+      step.inputs.push_back(input ? plan->resolve(input) : SlotRef{});
+    }
+    for (const Value* output : node->outputs()) {
+      // Outputs nobody reads are still computed (kernels may need them), into a slot.
+      step.outputs.push_back(output ? plan->slot_of(output) : -1);
+    }
+    std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
+    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, &graph, reads);
+    for (const Value* value : reads) {
+      if (value && value->graph() == &graph)
+        last_reader[plan->slot_of(value)] = plan->steps_.size();
+    }
+    plan->steps_.push_back(std::move(step));
+  }
+  for (const Value* output : graph.outputs()) plan->outputs_.push_back(plan->resolve(output));
+  // Free each slot after its last reader, unless the graph returns it.
+  for (auto [slot, step_index] : last_reader) {
+    bool is_output = std::any_of(plan->outputs_.begin(), plan->outputs_.end(),
+                                 [&](SlotRef ref) { return ref.depth == 0 && ref.slot == slot; });
+    if (!is_output) plan->steps_[step_index].release.push_back(slot);
+  }
+  return plan;
+}
+
+const RuntimeValue& Frame::resolve(SlotRef ref) const {
+  const Frame* frame = this;
+  for (int i = 0; i < ref.depth; ++i) frame = frame->parent_;
+  return frame->slots_[static_cast<size_t>(ref.slot)];
+}
+
+std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
+                                        std::vector<RuntimeValue> inputs, const Frame* outer,
+                                        SubgraphRunner& runner) {
+  Frame frame(graph, outer);
+  for (const auto& [slot, tensor] : graph.constants()) frame.slot(slot) = RuntimeValue(tensor);
+  const auto& input_slots = graph.input_slots();
+  if (inputs.size() > input_slots.size()) {
+    fail("graph '{}' takes {} inputs, got {}", graph.graph().name(), input_slots.size(),
+         inputs.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // A graph input without a value keeps its initializer (old-style default), if any.
+    if (!inputs[i].is_none() || frame.slot(input_slots[i]).is_none()) {
+      frame.slot(input_slots[i]) = std::move(inputs[i]);
+    }
+  }
+  std::vector<const RuntimeValue*> input_ptrs;
+  std::vector<RuntimeValue*> output_ptrs;
+  for (const auto& step : graph.steps()) {
+    input_ptrs.clear();
+    for (SlotRef ref : step.inputs)
+      input_ptrs.push_back(ref.omitted() ? nullptr : &frame.resolve(ref));
+    output_ptrs.clear();
+    for (int slot : step.outputs) output_ptrs.push_back(slot < 0 ? nullptr : &frame.slot(slot));
+    KernelContext context(*step.node, input_ptrs, output_ptrs, &runner, &frame);
+    try {
+      step.kernel->compute(context);
+    } catch (const Error& e) {
+      std::string message = e.what();
+      if (message.find(step.node->describe()) != std::string::npos) throw;
+      fail("{}: {}", step.node->describe(), message);
+    } catch (const std::bad_alloc&) {
+      fail("{}: out of memory", step.node->describe());
+    }
+    for (int slot : step.release) frame.slot(slot) = RuntimeValue();
+  }
+  std::vector<RuntimeValue> outputs;
+  outputs.reserve(graph.outputs().size());
+  for (SlotRef ref : graph.outputs()) outputs.push_back(frame.resolve(ref));
+  return outputs;
+}
+
+}  // namespace onnxkit

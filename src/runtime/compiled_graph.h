@@ -1,0 +1,95 @@
+// An executable plan of one graph: its nodes in topological order with their kernels,
+// every value mapped to a slot, and the step after which each slot can be freed.
+// Subgraphs (If/Loop/Scan bodies) are compiled by their kernels into child plans whose
+// captured outer values resolve through the parent frames.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/runtime_value.h"
+#include "ops/kernel.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+
+// Where a value lives at run time: `depth` frames up from the reading graph, at `slot`.
+struct SlotRef {
+  int depth = 0;
+  int slot = -1;
+  bool omitted() const { return slot < 0; }
+};
+
+class CompiledGraph {
+ public:
+  struct Step {
+    const Node* node = nullptr;
+    std::unique_ptr<OpKernel> kernel;
+    std::vector<SlotRef> inputs;
+    std::vector<int> outputs;  // -1 for omitted outputs
+    std::vector<int> release;  // slots whose last reader is this step
+  };
+
+  // Compiles `graph`. `opsets` resolves each node's domain to the imported version;
+  // `parent` is the plan of the enclosing graph (nullptr for a main graph or a function).
+  static std::shared_ptr<const CompiledGraph> compile(const Graph& graph,
+                                                      const OpRegistry& registry,
+                                                      const std::vector<OpsetImport>& opsets,
+                                                      const CompiledGraph* parent = nullptr);
+
+  const Graph& graph() const { return graph_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  size_t slot_count() const { return slot_count_; }
+  const std::vector<int>& input_slots() const { return input_slots_; }
+  const std::vector<SlotRef>& outputs() const { return outputs_; }
+  const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
+  int slot_of(const Value* value) const;
+
+ private:
+  explicit CompiledGraph(const Graph& graph, const CompiledGraph* parent)
+      : graph_(graph), parent_(parent) {}
+  SlotRef resolve(const Value* value) const;
+
+  const Graph& graph_;
+  const CompiledGraph* parent_;
+  std::vector<Step> steps_;
+  size_t slot_count_ = 0;
+  std::unordered_map<const Value*, int> slots_;
+  std::vector<int> input_slots_;
+  std::vector<SlotRef> outputs_;
+  std::vector<std::pair<int, Tensor>> constants_;
+};
+
+// The values of one running graph; `parent` is the frame of the enclosing graph.
+class Frame {
+ public:
+  Frame(const CompiledGraph& graph, const Frame* parent)
+      : graph_(graph), parent_(parent), slots_(graph.slot_count()) {}
+  RuntimeValue& slot(int index) { return slots_[static_cast<size_t>(index)]; }
+  const RuntimeValue& resolve(SlotRef ref) const;
+  const CompiledGraph& graph() const { return graph_; }
+
+ private:
+  const CompiledGraph& graph_;
+  const Frame* parent_;
+  std::vector<RuntimeValue> slots_;
+};
+
+// Runs `graph` with `inputs` bound to its inputs in order; returns its outputs in order.
+std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
+                                        std::vector<RuntimeValue> inputs, const Frame* outer,
+                                        SubgraphRunner& runner);
+
+// The runner control-flow kernels use: plain recursive execution.
+class SequentialRunner : public SubgraphRunner {
+ public:
+  std::vector<RuntimeValue> run(const CompiledGraph& graph, std::vector<RuntimeValue> inputs,
+                                const Frame& outer) override {
+    return execute_graph(graph, std::move(inputs), &outer, *this);
+  }
+};
+
+}  // namespace onnxkit

@@ -1,0 +1,59 @@
+#include "runtime/random_inputs.h"
+
+#include "ops/op_utils.h"
+
+namespace onnxkit {
+
+Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  Tensor tensor(dtype, shape);
+  const int64_t n = tensor.numel();
+  if (dtype == DType::kString) {
+    auto& strings = tensor.mutable_strings();
+    for (int64_t i = 0; i < n; ++i) strings[i] = "s" + std::to_string(rng() % 100);
+    return tensor;
+  }
+  if (dtype == DType::kBool) {
+    bool* data = tensor.mutable_data<bool>();
+    for (int64_t i = 0; i < n; ++i) data[i] = rng() & 1;
+    return tensor;
+  }
+  if (dtype == DType::kComplex64 || dtype == DType::kComplex128) {
+    fail("random data for {} is not supported", dtype_name(dtype));
+  }
+  dispatch_numeric(dtype, "random input", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* data = tensor.mutable_data<T>();
+    if constexpr (std::is_integral_v<T>) {
+      std::uniform_int_distribution<int> dist(0, 9);
+      for (int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(dist(rng));
+    } else {
+      std::normal_distribution<double> dist(0.0, 1.0);
+      for (int64_t i = 0; i < n; ++i) data[i] = convert_element<T>(dist(rng));
+    }
+  });
+  return tensor;
+}
+
+Shape concrete_shape(const Value& input, const std::map<std::string, int64_t>& dims) {
+  const ValueType& type = input.type();
+  if (!type.shape) fail("input '{}' has no declared shape; give it as a file", input.name());
+  Shape shape;
+  for (size_t d = 0; d < type.shape->size(); ++d) {
+    const Dim& dim = (*type.shape)[d];
+    if (dim.is_known()) {
+      shape.push_back(dim.value);
+    } else if (dim.is_symbolic()) {
+      auto it = dims.find(dim.param);
+      if (it == dims.end()) {
+        fail("input '{}' dim {} is dynamic ('{}'): set it with --dim {}=N", input.name(), d,
+             dim.param, dim.param);
+      }
+      shape.push_back(it->second);
+    } else {
+      shape.push_back(1);
+    }
+  }
+  return shape;
+}
+
+}  // namespace onnxkit

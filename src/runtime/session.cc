@@ -1,0 +1,129 @@
+#include "runtime/session.h"
+
+#include <map>
+
+#include "onnx/model_io.h"
+#include "ops/registry.h"
+#include "runtime/compiled_graph.h"
+
+namespace onnxkit {
+namespace {
+
+// Checks one input against its declared type; binds symbolic dims across inputs.
+void validate_input(const Value& declared, const RuntimeValue& value,
+                    std::map<std::string, std::pair<int64_t, std::string>>& symbols) {
+  const ValueType& type = declared.type();
+  const std::string& name = declared.name();
+  switch (type.kind) {
+    case ValueType::Kind::kTensor:
+      break;
+    case ValueType::Kind::kSequence:
+      if (!value.is_sequence())
+        fail("input '{}' must be a sequence, got {}", name, value.describe());
+      return;
+    case ValueType::Kind::kOptional:
+      return;
+    default:
+      return;
+  }
+  if (!value.is_tensor()) fail("input '{}' must be a tensor, got {}", name, value.describe());
+  const Tensor& tensor = value.tensor();
+  if (type.elem_type != DType::kUndefined && tensor.dtype() != type.elem_type) {
+    fail("input '{}' must be {}, got {}", name, dtype_name(type.elem_type),
+         dtype_name(tensor.dtype()));
+  }
+  if (!type.shape) return;
+  const auto& dims = *type.shape;
+  if (dims.size() != tensor.rank()) {
+    fail("input '{}' must have shape {} (rank {}), got {}", name,
+         symbolic_shape_to_string(type.shape), dims.size(), shape_to_string(tensor.shape()));
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const int64_t actual = tensor.shape()[d];
+    if (dims[d].is_known() && dims[d].value != actual) {
+      fail("input '{}' must have shape {}, got {} (dim {} is {}, expected {})", name,
+           symbolic_shape_to_string(type.shape), shape_to_string(tensor.shape()), d, actual,
+           dims[d].value);
+    }
+    if (dims[d].is_symbolic()) {
+      auto [it, inserted] = symbols.try_emplace(dims[d].param, actual, name);
+      if (!inserted && it->second.first != actual) {
+        fail("input '{}' has {} = {} (dim {}), but input '{}' set {} = {}", name, dims[d].param,
+             actual, d, it->second.second, dims[d].param, it->second.first);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Session::Session(Model model, const SessionOptions& options)
+    : model_(std::move(model)), options_(options) {}
+
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
+  return capture([&] {
+    std::unique_ptr<Session> session(new Session(std::move(model), options));
+    session->plan_ = CompiledGraph::compile(session->model_.graph(), OpRegistry::builtin(),
+                                            session->model_.opset_imports);
+    return session;
+  });
+}
+
+Result<std::unique_ptr<Session>> Session::load(const std::filesystem::path& path,
+                                               const SessionOptions& options) {
+  auto model = load_model(path);
+  if (!model) return Status::error(model.error());
+  auto session = create(std::move(model).value(), options);
+  if (!session) return Status::error(path.string() + ": " + session.error());
+  return session;
+}
+
+std::vector<const Value*> Session::required_inputs() const {
+  std::vector<const Value*> inputs;
+  for (const Value* value : model_.graph().inputs()) {
+    if (!value->has_initializer()) inputs.push_back(value);
+  }
+  return inputs;
+}
+
+Result<NamedValues> Session::run(const NamedValues& inputs) const {
+  return capture([&] { return run_checked(inputs); });
+}
+
+NamedValues Session::run_checked(const NamedValues& inputs) const {
+  const auto& graph_inputs = model_.graph().inputs();
+  std::vector<RuntimeValue> ordered(graph_inputs.size());
+  std::vector<bool> fed(graph_inputs.size(), false);
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  for (const auto& [name, value] : inputs) {
+    auto it = std::find_if(graph_inputs.begin(), graph_inputs.end(),
+                           [&](const Value* v) { return v->name() == name; });
+    if (it == graph_inputs.end()) {
+      std::string known;
+      for (const Value* v : required_inputs()) known += (known.empty() ? "" : ", ") + v->name();
+      fail("unknown input '{}' (the model's inputs: {})", name, known);
+    }
+    size_t index = static_cast<size_t>(it - graph_inputs.begin());
+    if (fed[index]) fail("input '{}' is given twice", name);
+    if (options_.validate_inputs) validate_input(**it, value, symbols);
+    ordered[index] = value;
+    fed[index] = true;
+  }
+  for (size_t i = 0; i < graph_inputs.size(); ++i) {
+    const Value* input = graph_inputs[i];
+    if (!fed[i] && !input->has_initializer() && input->type().kind != ValueType::Kind::kOptional) {
+      fail("input '{}' ({}) is missing", input->name(), value_type_to_string(input->type()));
+    }
+  }
+  SequentialRunner runner;
+  std::vector<RuntimeValue> results = execute_graph(*plan_, std::move(ordered), nullptr, runner);
+  NamedValues outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    outputs.emplace_back(model_.graph().outputs()[i]->name(), std::move(results[i]));
+  }
+  return outputs;
+}
+
+}  // namespace onnxkit
