@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/buffer.h"
@@ -82,7 +83,12 @@ Tensor Tensor::from_vector(DType dtype, Shape shape, const std::vector<T>& value
   if (static_cast<int64_t>(values.size()) != tensor.numel() || sizeof(T) != dtype_size(dtype)) {
     throw std::invalid_argument("Tensor::from_vector: size or element type mismatch");
   }
-  if (!values.empty()) std::memcpy(tensor.mutable_raw_data(), values.data(), tensor.nbytes());
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: copy one by one
+    bool* out = tensor.mutable_data<bool>();
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  } else if (!values.empty()) {
+    std::memcpy(tensor.mutable_raw_data(), values.data(), tensor.nbytes());
+  }
   return tensor;
 }
 

@@ -1,10 +1,320 @@
-// Op family: activation (not implemented yet).
+// Op family: activations (Relu, LeakyRelu, PRelu, Elu, Selu, Sigmoid, Clip, Shrink, ...).
+//
+// Float16/BFloat16 compute in float; float in float and double in double (as the
+// reference implementation does). Outputs always have the shape of X.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
+namespace {
+
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type a T element is computed in.
+template <typename T>
+using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
+
+template <typename T>
+T from_compute(ComputeType<T> value) {
+  if constexpr (kIsHalf<T>) {
+    return T(value);
+  } else {
+    return value;
+  }
+}
+
+// y[i] = f(x[i]) computed in ComputeType<T>.
+template <typename T, typename F>
+void map_elements(const Tensor& x, Tensor& y, F f) {
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    py[i] = from_compute<T>(f(static_cast<ComputeType<T>>(px[i])));
+  }
+}
+
+enum class Act {
+  kRelu,
+  kLeakyRelu,
+  kElu,
+  kSelu,
+  kCelu,
+  kThresholdedRelu,
+  kHardSigmoid,
+  kHardSwish,
+  kSigmoid,
+  kTanh,
+  kSoftplus,
+  kSoftsign,
+};
+
+// Activations of one element with up to two float attributes (alpha, beta/gamma).
+template <Act kOp>
+class ActivationKernel : public OpKernel {
+ public:
+  explicit ActivationKernel(const KernelCreateContext& context) {
+    if constexpr (kOp == Act::kLeakyRelu) alpha_ = context.attr_float("alpha", 0.01f);
+    if constexpr (kOp == Act::kElu || kOp == Act::kThresholdedRelu) {
+      alpha_ = context.attr_float("alpha", 1.0f);
+    }
+    if constexpr (kOp == Act::kCelu) {
+      alpha_ = context.attr_float("alpha", 1.0f);
+      if (alpha_ == 0.0f) context.fail("alpha must not be 0 (Celu divides by it)");
+    }
+    if constexpr (kOp == Act::kSelu) {
+      alpha_ = context.attr_float("alpha", 1.67326319217681884765625f);
+      beta_ = context.attr_float("gamma", 1.05070102214813232421875f);
+    }
+    if constexpr (kOp == Act::kHardSigmoid) {
+      alpha_ = context.attr_float("alpha", 0.2f);
+      beta_ = context.attr_float("beta", 0.5f);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const DType dtype = x.dtype();
+    // Relu takes signed integers too (opset 14); the rest are float-only.
+    if (dtype_is_integer(dtype) && !(kOp == Act::kRelu && dtype_is_signed(dtype))) {
+      context.fail("input type {} is not supported (needs a {} type)", dtype_name(dtype),
+                   kOp == Act::kRelu ? "floating-point or signed integer" : "floating-point");
+    }
+    Tensor& y = context.allocate_output(0, dtype, x.shape());
+    const auto run = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      map_elements<T>(x, y, [this](auto v) { return apply(v); });
+    };
+    if constexpr (kOp == Act::kRelu) {
+      dispatch_numeric(dtype, "Relu", run);
+    } else {
+      dispatch_float(dtype, context.node().op_type(), run);
+    }
+  }
+
+ private:
+  template <typename C>
+  C apply(C v) const {
+    if constexpr (kOp == Act::kRelu) {
+      return v > C(0) ? v : C(0);
+    } else {
+      const C alpha = static_cast<C>(alpha_);
+      const C beta = static_cast<C>(beta_);
+      if constexpr (kOp == Act::kLeakyRelu) return v < C(0) ? alpha * v : v;
+      if constexpr (kOp == Act::kElu) return v < C(0) ? alpha * std::expm1(v) : v;
+      if constexpr (kOp == Act::kSelu) return beta * (v > C(0) ? v : alpha * std::expm1(v));
+      if constexpr (kOp == Act::kCelu) {
+        return std::max(C(0), v) + std::min(C(0), alpha * std::expm1(v / alpha));
+      }
+      if constexpr (kOp == Act::kThresholdedRelu) return v > alpha ? v : C(0);
+      if constexpr (kOp == Act::kHardSigmoid) {
+        return std::max(C(0), std::min(C(1), alpha * v + beta));
+      }
+      if constexpr (kOp == Act::kHardSwish) {
+        return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
+      }
+      if constexpr (kOp == Act::kSigmoid) {
+        // Either branch exponentiates a non-positive number: no overflow.
+        if (v >= C(0)) return C(1) / (C(1) + std::exp(-v));
+        const C e = std::exp(v);
+        return e / (C(1) + e);
+      }
+      if constexpr (kOp == Act::kTanh) return std::tanh(v);
+      if constexpr (kOp == Act::kSoftplus) {
+        // log(1 + exp(v)) without overflow for large v.
+        return v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+      }
+      if constexpr (kOp == Act::kSoftsign) return v / (C(1) + std::abs(v));
+    }
+  }
+
+  float alpha_ = 0.0f;
+  float beta_ = 0.0f;  // beta (HardSigmoid) or gamma (Selu)
+};
+
+// PRelu: slope broadcasts unidirectionally to X (opset 7+). Opset 6 models (Caffe2,
+// PyTorch exports) also give a 1-D per-channel slope that applies along axis 1.
+class PReluKernel : public OpKernel {
+ public:
+  explicit PReluKernel(const KernelCreateContext& context) : legacy_(context.opset() < 7) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& slope = context.input(1);
+    if (slope.dtype() != x.dtype()) {
+      context.fail("slope type {} differs from X type {}", dtype_name(slope.dtype()),
+                   dtype_name(x.dtype()));
+    }
+    const Shape slope_shape = effective_slope_shape(context, x.shape(), slope.shape());
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_numeric(x.dtype(), "PRelu", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      const T* px = x.data<T>();
+      const T* ps = slope.data<T>();
+      T* py = y.mutable_data<T>();
+      const auto prelu = [](C v, C s) { return v < C(0) ? s * v : v; };
+      const int64_t n = x.numel();
+      if (slope.numel() == 1) {
+        const C s = static_cast<C>(ps[0]);
+        for (int64_t i = 0; i < n; ++i) py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), s));
+      } else if (slope_shape == x.shape()) {
+        for (int64_t i = 0; i < n; ++i) {
+          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[i])));
+        }
+      } else {
+        const std::vector<std::vector<int64_t>> strides{broadcast_strides(slope_shape, x.shape())};
+        for_each_broadcast(x.shape(), strides, [&](int64_t i, const int64_t* offsets) {
+          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[offsets[0]])));
+        });
+      }
+    });
+  }
+
+ private:
+  // The shape the slope is read with; fails when it cannot broadcast to X.
+  Shape effective_slope_shape(const KernelContext& context, const Shape& x_shape,
+                              const Shape& slope_shape) const {
+    if (legacy_ && slope_shape.size() == 1 && x_shape.size() >= 2 && slope_shape[0] == x_shape[1] &&
+        slope_shape[0] != 1) {
+      Shape channel(x_shape.size() - 1, 1);
+      channel[0] = slope_shape[0];
+      return channel;
+    }
+    bool ok = slope_shape.size() <= x_shape.size();
+    for (size_t i = 0; ok && i < slope_shape.size(); ++i) {
+      const int64_t s = slope_shape[slope_shape.size() - 1 - i];
+      ok = s == 1 || s == x_shape[x_shape.size() - 1 - i];
+    }
+    if (!ok) {
+      context.fail("slope shape {} does not broadcast to X shape {}", shape_to_string(slope_shape),
+                   shape_to_string(x_shape));
+    }
+    return slope_shape;
+  }
+
+  bool legacy_;
+};
+
+// Clip: bounds are attributes before opset 11 and optional scalar inputs from 11 on.
+class ClipKernel : public OpKernel {
+ public:
+  explicit ClipKernel(const KernelCreateContext& context)
+      : bounds_are_inputs_(context.opset() >= 11) {
+    if (!bounds_are_inputs_) {
+      min_ = context.attr_float("min", std::numeric_limits<float>::lowest());
+      max_ = context.attr_float("max", std::numeric_limits<float>::max());
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_numeric(x.dtype(), "Clip", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      C lo = std::numeric_limits<C>::lowest();
+      C hi = std::numeric_limits<C>::max();
+      if (!bounds_are_inputs_) {
+        if constexpr (!std::is_integral_v<C>) {
+          lo = static_cast<C>(min_);
+          hi = static_cast<C>(max_);
+        }
+      } else {
+        if (context.has_input(1)) lo = bound<T>(context, 1, "min");
+        if (context.has_input(2)) hi = bound<T>(context, 2, "max");
+      }
+      // max(x, lo) then min(., hi): NaN stays NaN, and lo > hi gives hi everywhere.
+      map_elements<T>(x, y, [lo, hi](C v) {
+        const C t = v < lo ? lo : v;
+        return t > hi ? hi : t;
+      });
+    });
+  }
+
+ private:
+  template <typename T>
+  static ComputeType<T> bound(const KernelContext& context, size_t index, const char* name) {
+    const Tensor& x = context.input(0);
+    const Tensor& b = context.input(index);
+    if (b.dtype() != x.dtype()) {
+      context.fail("{} type {} differs from input type {}", name, dtype_name(b.dtype()),
+                   dtype_name(x.dtype()));
+    }
+    if (b.numel() != 1) {
+      context.fail("{} must be a scalar, got shape {}", name, shape_to_string(b.shape()));
+    }
+    return static_cast<ComputeType<T>>(b.data<T>()[0]);
+  }
+
+  bool bounds_are_inputs_;
+  float min_ = 0.0f;
+  float max_ = 0.0f;
+};
+
+// Shrink: x < -lambd -> x + bias; x > lambd -> x - bias; else 0. Any numeric type.
+class ShrinkKernel : public OpKernel {
+ public:
+  explicit ShrinkKernel(const KernelCreateContext& context)
+      : bias_(context.attr_float("bias", 0.0f)), lambd_(context.attr_float("lambd", 0.5f)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_numeric(x.dtype(), "Shrink", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      if constexpr (std::is_integral_v<T>) {
+        // Integers: compare and add in double; go through int64 so the cast is defined.
+        const double bias = bias_;
+        const double lambd = lambd_;
+        map_elements<T>(x, y, [bias, lambd](T v) {
+          const double d = static_cast<double>(v);
+          const double r = d < -lambd ? d + bias : (d > lambd ? d - bias : 0.0);
+          return static_cast<T>(static_cast<int64_t>(r));
+        });
+      } else {
+        const C bias = static_cast<C>(bias_);
+        const C lambd = static_cast<C>(lambd_);
+        map_elements<T>(x, y, [bias, lambd](C v) {
+          return v < -lambd ? v + bias : (v > lambd ? v - bias : C(0));
+        });
+      }
+    });
+  }
+
+ private:
+  float bias_;
+  float lambd_;
+};
+
+}  // namespace
 
 void register_activation_ops(OpRegistry& registry) {
-  (void)registry;
+  // Since-version 6 dropped `consumed_inputs`; later versions only widened the types,
+  // which every registration accepts.
+  registry.add("Relu", {6}, kernel_factory<ActivationKernel<Act::kRelu>>());
+  registry.add("LeakyRelu", {6}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>());
+  registry.add("Elu", {6}, kernel_factory<ActivationKernel<Act::kElu>>());
+  registry.add("Selu", {6}, kernel_factory<ActivationKernel<Act::kSelu>>());
+  registry.add("Celu", {12}, kernel_factory<ActivationKernel<Act::kCelu>>());
+  registry.add("ThresholdedRelu", {10}, kernel_factory<ActivationKernel<Act::kThresholdedRelu>>());
+  registry.add("HardSigmoid", {6}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>());
+  registry.add("HardSwish", {14}, kernel_factory<ActivationKernel<Act::kHardSwish>>());
+  registry.add("Sigmoid", {6}, kernel_factory<ActivationKernel<Act::kSigmoid>>());
+  registry.add("Tanh", {6}, kernel_factory<ActivationKernel<Act::kTanh>>());
+  registry.add("Softplus", {1}, kernel_factory<ActivationKernel<Act::kSoftplus>>());
+  registry.add("Softsign", {1}, kernel_factory<ActivationKernel<Act::kSoftsign>>());
+  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting.
+  registry.add("PRelu", {6, 7}, kernel_factory<PReluKernel>());
+  registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>());
+  registry.add("Clip", {6, 11}, kernel_factory<ClipKernel>());
 }
 
 }  // namespace onnxkit

@@ -1,10 +1,372 @@
-// Op family: cast (not implemented yet).
+// Op family: Cast and CastLike between every numeric type, bool and string.
+//
+// Numbers convert as C++ (and numpy) do, made well defined: floats truncate toward zero
+// into integers (NaN and out-of-range values follow x86's "integer indefinite" value and
+// wrap), integers wrap into narrower integers, and the 16-bit floats round to nearest
+// even from any source without double rounding. Numbers print as numpy's str() does
+// (shortest round-trip digits, positional between 1e-4 and 1e16); strings parse the
+// plain and scientific forms and "INF"/"+INF"/"-INF"/"NaN" in any case.
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
+namespace {
+
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+template <typename T>
+constexpr bool kIsFloat = kIsHalf<T> || std::is_floating_point_v<T>;
+
+// ---- number -> number ----
+
+// A double rounded to float "to odd": truncated, with the lowest bit set when inexact.
+// Rounding that float to a 16-bit float then gives the correctly rounded result, as if
+// rounded once from the double (float keeps more than two extra bits).
+float round_to_odd_float(double value) {
+  float f = static_cast<float>(value);
+  if (!std::isfinite(value) || static_cast<double>(f) == value) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) {
+    f = std::nextafter(f, 0.0f);
+  }
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
+// Float to integer: truncation; NaN and values outside int64 become int64's minimum (as
+// x86's cvttsd2si does), then wrap into narrower types like any int64.
+template <typename To>
+To float_to_integer(double value) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if constexpr (std::is_same_v<To, uint64_t>) {
+    if (value >= kTwo63 && value < 2 * kTwo63) {
+      return static_cast<uint64_t>(value - kTwo63) + (uint64_t{1} << 63);
+    }
+  }
+  if (std::isnan(value) || value < -kTwo63 || value >= kTwo63) {
+    return static_cast<To>(std::numeric_limits<int64_t>::min());
+  }
+  return static_cast<To>(static_cast<int64_t>(value));
+}
+
+template <typename To, typename From>
+To cast_number(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (kIsHalf<From>) {
+      return static_cast<float>(value) != 0.0f;
+    } else {
+      return value != From(0);
+    }
+  } else if constexpr (std::is_same_v<From, bool>) {
+    if constexpr (kIsHalf<To>) {
+      return To(value ? 1.0f : 0.0f);
+    } else {
+      return static_cast<To>(value ? 1 : 0);
+    }
+  } else if constexpr (kIsHalf<To>) {
+    if constexpr (kIsHalf<From> || std::is_same_v<From, float>) {
+      return To(static_cast<float>(value));  // exact to float, then one rounding
+    } else {
+      // Integers go through double (exact up to 2^53, beyond any 16-bit float's need).
+      return To(round_to_odd_float(static_cast<double>(value)));
+    }
+  } else if constexpr (kIsHalf<From>) {
+    return cast_number<To>(static_cast<float>(value));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_integer<To>(static_cast<double>(value));
+  } else {
+    return static_cast<To>(value);  // int -> int wraps (C++20), int/float -> float rounds
+  }
+}
+
+// ---- number -> string ----
+
+// The shortest decimal digits that read back as `value`; value = 0.d1d2... * 10^(exp+1),
+// i.e. d1.d2... * 10^exp.
+struct Decimal {
+  std::string digits;
+  int exponent = 0;
+};
+
+Decimal parse_scientific(const char* begin, const char* end) {
+  Decimal decimal;
+  const char* e = std::find(begin, end, 'e');
+  for (const char* p = begin; p < e; ++p) {
+    if (std::isdigit(static_cast<unsigned char>(*p))) decimal.digits += *p;
+  }
+  if (e < end) {
+    const char* p = e + 1;
+    if (*p == '+') ++p;
+    std::from_chars(p, end, decimal.exponent);
+  }
+  // Drop trailing zeros ("1.50e+00" -> "15").
+  while (decimal.digits.size() > 1 && decimal.digits.back() == '0') decimal.digits.pop_back();
+  return decimal;
+}
+
+template <typename T>
+Decimal shortest_decimal(T value) {
+  char buffer[64];
+  if constexpr (std::is_floating_point_v<T>) {
+    auto result =
+        std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+    return parse_scientific(buffer, result.ptr);
+  } else {
+    // 16-bit floats: the fewest significant digits that round back to the same bits.
+    const float f = static_cast<float>(value);
+    int length = 0;
+    for (int precision = 0; precision < 9; ++precision) {
+      length = std::snprintf(buffer, sizeof buffer, "%.*e", precision, static_cast<double>(f));
+      if (T(std::strtof(buffer, nullptr)).bits == value.bits) break;
+    }
+    return parse_scientific(buffer, buffer + length);
+  }
+}
+
+// numpy's str() of a float: "nan", "inf", "0.001", "100.0", "1e-05", "1.5e+16".
+template <typename T>
+std::string format_float(T value) {
+  double v;
+  T magnitude;
+  if constexpr (kIsHalf<T>) {
+    v = static_cast<float>(value);
+    magnitude = T::from_bits(static_cast<uint16_t>(value.bits & 0x7fffu));
+  } else {
+    v = static_cast<double>(value);
+    magnitude = std::fabs(value);
+  }
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  std::string text = std::signbit(v) ? "-" : "";
+  if (v == 0) return text + "0.0";
+  Decimal d = shortest_decimal(magnitude);
+  const auto n = static_cast<int>(d.digits.size());
+  const double abs = std::fabs(v);
+  if (abs >= 1e16 || abs < 1e-4) {
+    text += d.digits[0];
+    if (n > 1) {
+      text += '.';
+      text += d.digits.substr(1);
+    }
+    char exponent[16];
+    std::snprintf(exponent, sizeof exponent, "e%c%02d", d.exponent < 0 ? '-' : '+',
+                  std::abs(d.exponent));
+    return text + exponent;
+  }
+  if (d.exponent >= 0) {
+    const auto integer_digits = static_cast<size_t>(d.exponent + 1);
+    if (d.digits.size() <= integer_digits) {
+      text += d.digits;
+      text.append(integer_digits - d.digits.size(), '0');
+      text += ".0";
+    } else {
+      text.append(d.digits, 0, integer_digits);
+      text += '.';
+      text.append(d.digits, integer_digits);
+    }
+    return text;
+  }
+  text += "0.";
+  text.append(static_cast<size_t>(-d.exponent - 1), '0');
+  text += d.digits;
+  return text;
+}
+
+template <typename T>
+std::string number_to_string(T value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "True" : "False";  // as numpy
+  } else if constexpr (kIsFloat<T>) {
+    return format_float(value);
+  } else {
+    char buffer[32];
+    auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+  }
+}
+
+// ---- string -> number ----
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// A floating-point literal; F is float or double (parsing straight to the target type
+// rounds once). nullopt when the text is not a number.
+template <typename F>
+std::optional<F> parse_float(std::string_view text) {
+  text = trimmed(text);
+  bool negative = false;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    negative = text.front() == '-';
+    text.remove_prefix(1);
+    if (!text.empty() && (text.front() == '+' || text.front() == '-')) return std::nullopt;
+  }
+  // from_chars would also accept "infinity" and "nan(...)"; ONNX names these three.
+  F value;
+  if (equals_ignoring_case(text, "inf")) {
+    value = std::numeric_limits<F>::infinity();
+  } else if (equals_ignoring_case(text, "nan")) {
+    value = std::numeric_limits<F>::quiet_NaN();
+  } else {
+    auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (result.ec == std::errc::result_out_of_range) {
+      // Overflow reads as infinity, underflow as zero, as strtod does.
+      value = static_cast<F>(std::strtod(std::string(text).c_str(), nullptr));
+    } else if (result.ec != std::errc() || result.ptr != text.data() + text.size() ||
+               text.empty()) {
+      return std::nullopt;
+    }
+  }
+  return negative ? -value : value;
+}
+
+template <typename To>
+To parse_number(const KernelContext& context, const std::string& text, DType to) {
+  if constexpr (std::is_same_v<To, bool>) {
+    std::string_view t = trimmed(text);
+    if (equals_ignoring_case(t, "true")) return true;
+    if (equals_ignoring_case(t, "false")) return false;
+    if (auto value = parse_float<double>(t)) return *value != 0;
+  } else if constexpr (std::is_same_v<To, float> || std::is_same_v<To, double>) {
+    if (auto value = parse_float<To>(text)) return *value;
+  } else if constexpr (kIsHalf<To>) {
+    if (auto value = parse_float<double>(text)) return cast_number<To>(*value);
+  } else {
+    // Integers: exact when the text is an integer literal, else through double
+    // ("100.5" -> 100).
+    std::string_view t = trimmed(text);
+    if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+    To value{};
+    auto result = std::from_chars(t.data(), t.data() + t.size(), value);
+    if (result.ec == std::errc() && result.ptr == t.data() + t.size()) return value;
+    if (auto parsed = parse_float<double>(text)) return cast_number<To>(*parsed);
+  }
+  context.fail("cannot parse \"{}\" as {}", text, dtype_name(to));
+}
+
+// ---- the kernels ----
+
+void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& output) {
+  const DType from = input.dtype();
+  const DType to = output.dtype();
+  const auto n = static_cast<size_t>(input.numel());
+  if (from == DType::kString) {
+    const std::vector<std::string>& in = input.strings();
+    dispatch_numeric_bool(to, "Cast", [&](auto to_tag) {
+      using To = typename decltype(to_tag)::type;
+      To* out = output.mutable_data<To>();
+      for (size_t i = 0; i < n; ++i) out[i] = parse_number<To>(context, in[i], to);
+    });
+    return;
+  }
+  if (to == DType::kString) {
+    std::vector<std::string>& out = output.mutable_strings();
+    dispatch_numeric_bool(from, "Cast", [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      const From* in = input.data<From>();
+      for (size_t i = 0; i < n; ++i) out[i] = number_to_string(in[i]);
+    });
+    return;
+  }
+  dispatch_numeric_bool(from, "Cast", [&](auto from_tag) {
+    using From = typename decltype(from_tag)::type;
+    const From* in = input.data<From>();
+    dispatch_numeric_bool(to, "Cast", [&](auto to_tag) {
+      using To = typename decltype(to_tag)::type;
+      To* out = output.mutable_data<To>();
+      for (size_t i = 0; i < n; ++i) out[i] = cast_number<To>(in[i]);
+    });
+  });
+}
+
+void run_cast(KernelContext& context, DType to) {
+  const Tensor& input = context.input(0);
+  if (input.dtype() == to) {
+    context.set_output(0, input);  // shares the bytes
+    return;
+  }
+  if (input.dtype() == DType::kComplex64 || input.dtype() == DType::kComplex128 ||
+      to == DType::kComplex64 || to == DType::kComplex128) {
+    context.fail("cannot cast {} to {}", dtype_name(input.dtype()), dtype_name(to));
+  }
+  Tensor& output = context.allocate_output(0, to, input.shape());
+  cast_tensor(context, input, output);
+}
+
+bool castable(DType type) {
+  return type != DType::kUndefined && type != DType::kComplex64 && type != DType::kComplex128;
+}
+
+class CastKernel : public OpKernel {
+ public:
+  explicit CastKernel(const KernelCreateContext& context) {
+    const Attribute* attribute = context.node().find_attribute("to");
+    if (!attribute) context.fail("attribute 'to' is required");
+    if (attribute->type == AttrType::kString) {
+      // Cast-1 named the type ("FLOAT", "INT64", ...).
+      for (int32_t code = 1; code <= 16; ++code) {
+        if (dtype_is_known(code) &&
+            equals_ignoring_case(dtype_name(static_cast<DType>(code)), attribute->s)) {
+          to_ = static_cast<DType>(code);
+        }
+      }
+      if (to_ == DType::kUndefined) context.fail("'to' names an unknown type \"{}\"", attribute->s);
+    } else {
+      const int64_t code = context.attr_int("to");
+      if (code < 0 || code > 16 || !dtype_is_known(static_cast<int32_t>(code))) {
+        context.fail("'to' is {}, not a known data type", code);
+      }
+      to_ = static_cast<DType>(code);
+    }
+    if (!castable(to_)) context.fail("cannot cast to {}", dtype_name(to_));
+  }
+  void compute(KernelContext& context) const override { run_cast(context, to_); }
+
+ private:
+  DType to_ = DType::kUndefined;
+};
+
+// CastLike: the target type is that of input 1.
+class CastLikeKernel : public OpKernel {
+ public:
+  explicit CastLikeKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    run_cast(context, context.input(1).dtype());
+  }
+};
+
+}  // namespace
 
 void register_cast_ops(OpRegistry& registry) {
-  (void)registry;
+  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>());
+  registry.add("CastLike", {15}, kernel_factory<CastLikeKernel>());
 }
 
 }  // namespace onnxkit

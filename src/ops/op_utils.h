@@ -164,6 +164,17 @@ std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what);
 // A scalar (or one-element) tensor of any numeric type, as double.
 double read_scalar(const Tensor& tensor, std::string_view what);
 
+// ---- data movement for any dtype (strings included) ----
+
+// Elements [start, start + length) of `axis`, as a new tensor (same rank).
+Tensor slice_along_axis(const Tensor& input, int64_t axis, int64_t start, int64_t length);
+// Element `index` of `axis`, with that axis removed.
+Tensor select_along_axis(const Tensor& input, int64_t axis, int64_t index);
+// Joins tensors of equal dtype and rank along `axis` (other dims must match).
+Tensor concat_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::string_view what);
+// Stacks tensors of identical shape along a new `axis`.
+Tensor stack_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::string_view what);
+
 // Converts between element types as ONNX Cast does for numbers (float -> int truncates).
 template <typename To, typename From>
 To convert_element(From value) {

@@ -1,10 +1,450 @@
-// Op family: pool (not implemented yet).
+// Op family: pooling (MaxPool, AveragePool, LpPool and their Global forms).
+//
+// Every windowed pool shares one geometry (kernel, strides, pads, dilations, auto_pad,
+// ceil_mode) and one window walker; the ops differ only in how they reduce a window.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
+namespace {
+
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+// Where the windows of one spatial layout lie.
+struct PoolGeometry {
+  Shape in;  // spatial input dims
+  Shape out;
+  std::vector<int64_t> pad_begin;
+  std::vector<int64_t> pad_end;
+};
+
+// The window attributes of MaxPool / AveragePool / LpPool, parsed once.
+class PoolAttributes {
+ public:
+  PoolAttributes(const KernelCreateContext& context, bool with_dilations, bool with_ceil_mode) {
+    kernel_ = context.attr_ints("kernel_shape");
+    if (kernel_.empty()) context.fail("required attribute 'kernel_shape' is missing or empty");
+    const size_t rank = kernel_.size();
+    for (size_t i = 0; i < rank; ++i) {
+      if (kernel_[i] < 1) context.fail("kernel_shape[{}] is {}, must be >= 1", i, kernel_[i]);
+    }
+    strides_ = context.attr_ints("strides", std::vector<int64_t>(rank, 1));
+    pads_ = context.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+    dilations_ = with_dilations ? context.attr_ints("dilations", std::vector<int64_t>(rank, 1))
+                                : std::vector<int64_t>(rank, 1);
+    if (strides_.empty()) strides_.assign(rank, 1);
+    if (pads_.empty()) pads_.assign(2 * rank, 0);
+    if (dilations_.empty()) dilations_.assign(rank, 1);
+    if (strides_.size() != rank) {
+      context.fail("strides has {} values, kernel_shape has {}", strides_.size(), rank);
+    }
+    if (pads_.size() != 2 * rank) {
+      context.fail("pads has {} values, needs {} (2 per spatial dim)", pads_.size(), 2 * rank);
+    }
+    if (dilations_.size() != rank) {
+      context.fail("dilations has {} values, kernel_shape has {}", dilations_.size(), rank);
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      if (strides_[i] < 1) context.fail("strides[{}] is {}, must be >= 1", i, strides_[i]);
+      if (dilations_[i] < 1) context.fail("dilations[{}] is {}, must be >= 1", i, dilations_[i]);
+    }
+    for (size_t i = 0; i < pads_.size(); ++i) {
+      if (pads_[i] < 0) context.fail("pads[{}] is {}, must be >= 0", i, pads_[i]);
+    }
+    const std::string auto_pad = context.attr_string("auto_pad", "NOTSET");
+    if (auto_pad == "NOTSET" || auto_pad.empty()) {
+      auto_pad_ = AutoPad::kNotSet;
+    } else if (auto_pad == "SAME_UPPER") {
+      auto_pad_ = AutoPad::kSameUpper;
+    } else if (auto_pad == "SAME_LOWER") {
+      auto_pad_ = AutoPad::kSameLower;
+    } else if (auto_pad == "VALID") {
+      auto_pad_ = AutoPad::kValid;
+    } else {
+      context.fail("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad);
+    }
+    ceil_mode_ = with_ceil_mode && context.attr_int("ceil_mode", 0) != 0;
+  }
+
+  size_t rank() const { return kernel_.size(); }
+  const std::vector<int64_t>& kernel() const { return kernel_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  const std::vector<int64_t>& dilations() const { return dilations_; }
+
+  PoolGeometry geometry(const KernelContext& context, const Shape& x_shape) const {
+    const size_t rank = kernel_.size();
+    if (x_shape.size() != rank + 2) {
+      context.fail("input has rank {}, kernel_shape has {} dims so the input needs rank {}",
+                   x_shape.size(), rank, rank + 2);
+    }
+    PoolGeometry g;
+    g.in.assign(x_shape.begin() + 2, x_shape.end());
+    g.out.resize(rank);
+    g.pad_begin.resize(rank);
+    g.pad_end.resize(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t in = g.in[i];
+      const int64_t span = (kernel_[i] - 1) * dilations_[i] + 1;  // dilated kernel extent
+      const int64_t stride = strides_[i];
+      int64_t begin = 0, end = 0;
+      if (auto_pad_ == AutoPad::kSameUpper || auto_pad_ == AutoPad::kSameLower) {
+        const int64_t out = (in + stride - 1) / stride;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + span - in);
+        begin = auto_pad_ == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+        end = total - begin;
+        g.out[i] = out;
+      } else {
+        if (auto_pad_ == AutoPad::kNotSet) {
+          begin = pads_[i];
+          end = pads_[i + rank];
+        }
+        const int64_t room = in + begin + end - span;
+        if (room < 0) {
+          context.fail("kernel extent {} of spatial dim {} exceeds its padded size {}", span, i,
+                       in + begin + end);
+        }
+        int64_t out = (ceil_mode_ ? (room + stride - 1) / stride : room / stride) + 1;
+        // A window may not start in the end padding (as PyTorch and ONNX Runtime do).
+        if (ceil_mode_ && out > 1 && (out - 1) * stride >= in + begin) --out;
+        g.out[i] = out;
+      }
+      g.pad_begin[i] = begin;
+      g.pad_end[i] = end;
+    }
+    return g;
+  }
+
+ private:
+  std::vector<int64_t> kernel_;
+  std::vector<int64_t> strides_;
+  std::vector<int64_t> pads_;
+  std::vector<int64_t> dilations_;
+  AutoPad auto_pad_ = AutoPad::kNotSet;
+  bool ceil_mode_ = false;
+};
+
+// Walks the windows of one channel. For each output position: begin(), then
+// visit(row_major_offset, column_major_offset) for every window element inside the
+// input (padding is skipped), then end(out_index, padded_count) where padded_count counts
+// the window's elements inside the padded input (count_include_pad's divisor).
+class WindowWalker {
+ public:
+  WindowWalker(const PoolAttributes& attrs, const PoolGeometry& g) : attrs_(attrs), g_(g) {
+    const size_t rank = g.in.size();
+    row_strides_ = contiguous_strides(g.in);
+    col_strides_.assign(rank, 1);
+    for (size_t i = 1; i < rank; ++i) col_strides_[i] = col_strides_[i - 1] * g.in[i - 1];
+    first_.resize(rank);
+    count_.resize(rank);
+    index_.resize(rank);
+    out_coord_.assign(rank, 0);
+  }
+
+  template <typename Begin, typename Visit, typename End>
+  void run(Begin&& begin, Visit&& visit, End&& end) {
+    const size_t rank = g_.in.size();
+    const int64_t outputs = shape_numel(g_.out);
+    std::fill(out_coord_.begin(), out_coord_.end(), 0);
+    for (int64_t o = 0; o < outputs; ++o) {
+      int64_t row = 0, col = 0, total = 1, padded = 1;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t start = out_coord_[d] * attrs_.strides()[d] - g_.pad_begin[d];
+        const int64_t step = attrs_.dilations()[d];
+        const int64_t k = attrs_.kernel()[d];
+        // First kernel tap at or after 0, and how many taps land before g_.in[d].
+        const int64_t skip = start < 0 ? (-start + step - 1) / step : 0;
+        const int64_t first = start + skip * step;
+        const int64_t count =
+            first >= g_.in[d] ? 0 : std::min(k - skip, (g_.in[d] - 1 - first) / step + 1);
+        first_[d] = first;
+        count_[d] = std::max<int64_t>(count, 0);
+        index_[d] = 0;
+        row += first * row_strides_[d];
+        col += first * col_strides_[d];
+        total *= count_[d];
+        // Taps inside [-pad_begin, in + pad_end): the padded input.
+        const int64_t limit = g_.in[d] + g_.pad_end[d];
+        padded *= start >= limit ? 0 : std::min(k, (limit - 1 - start) / step + 1);
+      }
+      begin();
+      for (int64_t t = 0; t < total; ++t) {
+        visit(row, col);
+        for (size_t d = rank; d-- > 0;) {
+          const int64_t step = attrs_.dilations()[d];
+          if (++index_[d] < count_[d]) {
+            row += step * row_strides_[d];
+            col += step * col_strides_[d];
+            break;
+          }
+          row -= step * row_strides_[d] * (count_[d] - 1);
+          col -= step * col_strides_[d] * (count_[d] - 1);
+          index_[d] = 0;
+        }
+      }
+      end(o, padded);
+      for (size_t d = rank; d-- > 0;) {
+        if (++out_coord_[d] < g_.out[d]) break;
+        out_coord_[d] = 0;
+      }
+    }
+  }
+
+ private:
+  const PoolAttributes& attrs_;
+  const PoolGeometry& g_;
+  std::vector<int64_t> row_strides_, col_strides_, first_, count_, index_, out_coord_;
+};
+
+Shape pooled_shape(const Shape& x_shape, const PoolGeometry& g) {
+  Shape shape{x_shape[0], x_shape[1]};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  return shape;
+}
+
+// Float16/BFloat16 compute in float; others in their own type for max, double for sums.
+template <typename T>
+using Compute =
+    std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
+
+class MaxPoolKernel : public OpKernel {
+ public:
+  explicit MaxPoolKernel(const KernelCreateContext& context)
+      : attrs_(context, context.opset() >= 10, context.opset() >= 10),
+        storage_order_(context.opset() >= 8 ? context.attr_int("storage_order", 0) : 0),
+        opset_(context.opset()) {
+    if (storage_order_ != 0 && storage_order_ != 1) {
+      context.fail("storage_order is {}, must be 0 (row major) or 1 (column major)",
+                   storage_order_);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const PoolGeometry g = attrs_.geometry(context, x.shape());
+    const Shape y_shape = pooled_shape(x.shape(), g);
+    const DType dtype = x.dtype();
+    if (dtype_is_integer(dtype) && dtype != DType::kInt8 && dtype != DType::kUInt8) {
+      context.fail("type {} is not supported (needs float16, float, double, int8 or uint8)",
+                   dtype_name(dtype));
+    }
+    if (dtype_is_integer(dtype) && opset_ < 12) {
+      context.fail("type {} needs opset 12 or later (model opset is {})", dtype_name(dtype),
+                   opset_);
+    }
+    Tensor& y = context.allocate_output(0, dtype, y_shape);
+    const bool want_indices = context.wants_output(1);
+    int64_t* indices = nullptr;
+    if (want_indices) {
+      indices = context.allocate_output(1, DType::kInt64, y_shape).mutable_data<int64_t>();
+    }
+    dispatch_numeric(dtype, "MaxPool", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = Compute<T>;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      const int64_t channels = x.shape()[0] * x.shape()[1];
+      const int64_t in_size = shape_numel(g.in);
+      const int64_t out_size = shape_numel(g.out);
+      WindowWalker walker(attrs_, g);
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* xc = px + c * in_size;
+        C best = std::numeric_limits<C>::lowest();
+        int64_t best_index = -1;
+        bool seen = false;
+        walker.run([&] { seen = false; },
+                   [&](int64_t row, int64_t col) {
+                     const C v = static_cast<C>(xc[row]);
+                     // NaN wins so that it propagates; the first maximum keeps its index.
+                     if (!seen || v > best || (v != v && best == best)) {
+                       best = v;
+                       best_index = storage_order_ == 0 ? row : col;
+                       seen = true;
+                     }
+                   },
+                   [&](int64_t o, int64_t) {
+                     if (!seen) {  // window entirely in the padding
+                       best = std::numeric_limits<C>::lowest();
+                       best_index = -1;
+                     }
+                     py[c * out_size + o] = static_cast<T>(best);
+                     if (indices) {
+                       indices[c * out_size + o] = best_index < 0 ? -1 : c * in_size + best_index;
+                     }
+                   });
+      }
+    });
+  }
+
+ private:
+  PoolAttributes attrs_;
+  int64_t storage_order_;
+  int64_t opset_;
+};
+
+class AveragePoolKernel : public OpKernel {
+ public:
+  explicit AveragePoolKernel(const KernelCreateContext& context)
+      : attrs_(context, false, context.opset() >= 10),
+        count_include_pad_(context.opset() >= 7 && context.attr_int("count_include_pad", 0) != 0) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const PoolGeometry g = attrs_.geometry(context, x.shape());
+    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    dispatch_float(x.dtype(), "AveragePool", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      const int64_t channels = x.shape()[0] * x.shape()[1];
+      const int64_t in_size = shape_numel(g.in);
+      const int64_t out_size = shape_numel(g.out);
+      WindowWalker walker(attrs_, g);
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* xc = px + c * in_size;
+        double sum = 0;
+        int64_t count = 0;
+        walker.run([&] { sum = 0, count = 0; },
+                   [&](int64_t row, int64_t) {
+                     sum += static_cast<double>(xc[row]);
+                     ++count;
+                   },
+                   [&](int64_t o, int64_t padded) {
+                     const int64_t divisor = count_include_pad_ ? padded : count;
+                     py[c * out_size + o] =
+                         static_cast<T>(divisor > 0 ? sum / static_cast<double>(divisor)
+                                                    : std::numeric_limits<double>::quiet_NaN());
+                   });
+      }
+    });
+  }
+
+ private:
+  PoolAttributes attrs_;
+  bool count_include_pad_;
+};
+
+// LpPool's p: a float at opset 1, an int from opset 2 on.
+double read_p(const KernelCreateContext& context) {
+  const Attribute* a = context.node().find_attribute("p");
+  double p = 2;
+  if (a && a->type == AttrType::kFloat) {
+    p = a->f;
+  } else if (a) {
+    p = static_cast<double>(context.attr_int("p"));
+  }
+  if (!(p > 0)) context.fail("p is {}, must be > 0", p);
+  return p;
+}
+
+double lp_term(double v, double p) {
+  const double a = std::fabs(v);
+  return p == 1 ? a : p == 2 ? a * a : std::pow(a, p);
+}
+
+double lp_root(double sum, double p) {
+  return p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, 1.0 / p);
+}
+
+class LpPoolKernel : public OpKernel {
+ public:
+  explicit LpPoolKernel(const KernelCreateContext& context)
+      : attrs_(context, false, false), p_(read_p(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const PoolGeometry g = attrs_.geometry(context, x.shape());
+    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    dispatch_float(x.dtype(), "LpPool", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      const int64_t channels = x.shape()[0] * x.shape()[1];
+      const int64_t in_size = shape_numel(g.in);
+      const int64_t out_size = shape_numel(g.out);
+      WindowWalker walker(attrs_, g);
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* xc = px + c * in_size;
+        double sum = 0;
+        walker.run(
+            [&] { sum = 0; },
+            [&](int64_t row, int64_t) { sum += lp_term(static_cast<double>(xc[row]), p_); },
+            [&](int64_t o, int64_t) { py[c * out_size + o] = static_cast<T>(lp_root(sum, p_)); });
+      }
+    });
+  }
+
+ private:
+  PoolAttributes attrs_;
+  double p_;
+};
+
+enum class GlobalPool { kAverage, kMax, kLp };
+
+// Reduces all spatial dims of (N, C, D1, ...) to 1.
+template <GlobalPool kKind>
+class GlobalPoolKernel : public OpKernel {
+ public:
+  explicit GlobalPoolKernel(const KernelCreateContext& context)
+      : p_(kKind == GlobalPool::kLp ? read_p(context) : 2.0) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() < 2) context.fail("input has rank {}, needs at least 2 (N, C, ...)", x.rank());
+    Shape y_shape = x.shape();
+    std::fill(y_shape.begin() + 2, y_shape.end(), 1);
+    const int64_t channels = x.shape()[0] * x.shape()[1];
+    const int64_t size = shape_numel(std::span(x.shape()).subspan(2));
+    if (kKind == GlobalPool::kMax && size == 0 && channels > 0) {
+      context.fail("input {} has no spatial elements to take the maximum of",
+                   shape_to_string(x.shape()));
+    }
+    Tensor& y = context.allocate_output(0, x.dtype(), y_shape);
+    dispatch_float(x.dtype(), context.node().op_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* xc = px + c * size;
+        if constexpr (kKind == GlobalPool::kMax) {
+          Compute<T> best = static_cast<Compute<T>>(xc[0]);
+          for (int64_t i = 1; i < size; ++i) {
+            const Compute<T> v = static_cast<Compute<T>>(xc[i]);
+            if (v > best || v != v) best = v;
+            if (best != best) break;
+          }
+          py[c] = static_cast<T>(best);
+        } else if constexpr (kKind == GlobalPool::kAverage) {
+          double sum = 0;
+          for (int64_t i = 0; i < size; ++i) sum += static_cast<double>(xc[i]);
+          py[c] = static_cast<T>(sum / static_cast<double>(size));
+        } else {
+          double sum = 0;
+          for (int64_t i = 0; i < size; ++i) sum += lp_term(static_cast<double>(xc[i]), p_);
+          py[c] = static_cast<T>(lp_root(sum, p_));
+        }
+      }
+    });
+  }
+
+ private:
+  double p_;
+};
+
+}  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
-  (void)registry;
+  // Since-versions as the schemas define them; one kernel reads the attributes its opset
+  // has (dilations and ceil_mode from 10, storage_order from 8, int8/uint8 from 12).
+  registry.add("MaxPool", {1, 8, 10, 11, 12}, kernel_factory<MaxPoolKernel>());
+  registry.add("AveragePool", {1, 7, 10, 11}, kernel_factory<AveragePoolKernel>());
+  registry.add("LpPool", {1, 2, 11}, kernel_factory<LpPoolKernel>());
+  registry.add("GlobalAveragePool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kAverage>>());
+  registry.add("GlobalMaxPool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kMax>>());
+  registry.add("GlobalLpPool", {1, 2}, kernel_factory<GlobalPoolKernel<GlobalPool::kLp>>());
 }
 
 }  // namespace onnxkit

@@ -7,6 +7,7 @@ namespace onnxkit {
 
 void register_activation_ops(OpRegistry& registry);
 void register_cast_ops(OpRegistry& registry);
+void register_control_flow_ops(OpRegistry& registry);
 void register_conv_ops(OpRegistry& registry);
 void register_elementwise_binary_ops(OpRegistry& registry);
 void register_elementwise_unary_ops(OpRegistry& registry);
@@ -15,6 +16,7 @@ void register_linalg_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
+void register_sequence_ops(OpRegistry& registry);
 void register_shape_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
@@ -22,6 +24,7 @@ void register_spatial_ops(OpRegistry& registry);
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
   register_cast_ops(registry);
+  register_control_flow_ops(registry);
   register_conv_ops(registry);
   register_elementwise_binary_ops(registry);
   register_elementwise_unary_ops(registry);
@@ -30,6 +33,7 @@ void register_all_ops(OpRegistry& registry) {
   register_normalization_ops(registry);
   register_pool_ops(registry);
   register_reduce_ops(registry);
+  register_sequence_ops(registry);
   register_shape_ops(registry);
   register_softmax_ops(registry);
   register_spatial_ops(registry);

@@ -1,9 +1,131 @@
-// Op family: shape and data movement (Identity, ...).
+// Op family: shape and data movement (Identity, Shape, Size, Reshape, Flatten, Squeeze,
+// Unsqueeze, Transpose, Concat, Split, Expand, Tile, Constant, ConstantOfShape, Range).
+//
+// Data movement never looks at element values, so it moves opaque words of the element's
+// size (every dtype, complex included) or std::string. Ops that only change the shape
+// (Reshape, Flatten, Squeeze, Unsqueeze) share the input's bytes instead of copying.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
 namespace {
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+// Calls f(TypeTag<T>{}) with a trivially copyable T of the element's size, or std::string.
+template <typename F>
+decltype(auto) dispatch_movable(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kString) return f(TypeTag<std::string>{});
+  switch (dtype_size(dtype)) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+    case 16:
+      return f(TypeTag<Bytes16>{});
+    default:
+      fail("{}: type {} is not supported", what, dtype_name(dtype));
+  }
+}
+
+// `input`'s elements under another shape of the same size: shares the bytes (strings, which
+// have no byte buffer, are copied).
+Tensor with_shape(const Tensor& input, Shape shape) {
+  if (input.dtype() == DType::kString)
+    return Tensor::from_strings(std::move(shape), input.strings());
+  if (!input.buffer()) return Tensor(input.dtype(), std::move(shape));
+  return Tensor::from_buffer(input.dtype(), std::move(shape), input.buffer());
+}
+
+// Merges dims that are contiguous in the source and drops size-1 dims, so the inner copy
+// loop runs as long as possible. Keeps at least one dim.
+void coalesce(Shape& shape, std::vector<int64_t>& strides) {
+  Shape merged_shape;
+  std::vector<int64_t> merged_strides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!merged_shape.empty() && merged_strides.back() == strides[d] * shape[d]) {
+      merged_shape.back() *= shape[d];
+      merged_strides.back() = strides[d];
+    } else {
+      merged_shape.push_back(shape[d]);
+      merged_strides.push_back(strides[d]);
+    }
+  }
+  if (merged_shape.empty()) {
+    merged_shape.push_back(1);
+    merged_strides.push_back(1);
+  }
+  shape = std::move(merged_shape);
+  strides = std::move(merged_strides);
+}
+
+// dst, contiguous of `shape`, gets src[sum(index[d] * strides[d])] at each index.
+// Strides may be 0 (broadcast) and in any order (transpose).
+template <typename T>
+void copy_strided(const T* src, Shape shape, std::vector<int64_t> strides, T* dst) {
+  if (shape_numel(shape) == 0) return;
+  coalesce(shape, strides);
+  const size_t rank = shape.size();
+  const int64_t total = shape_numel(shape);
+  const int64_t inner = shape[rank - 1];
+  const int64_t inner_stride = strides[rank - 1];
+  std::vector<int64_t> counter(rank - 1, 0);
+  int64_t offset = 0;
+  for (int64_t done = 0; done < total; done += inner) {
+    const T* from = src + offset;
+    if (inner_stride == 1) {
+      std::copy_n(from, inner, dst);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) dst[i] = from[i * inner_stride];
+    }
+    dst += inner;
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++counter[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (shape[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
+// Axes of rank `rank`, normalized, checked in range and free of duplicates.
+std::vector<int64_t> normalize_axes(const KernelContext& context, std::vector<int64_t> axes,
+                                    int64_t rank) {
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t& axis : axes) {
+    if (axis < -rank || axis >= rank) {
+      context.fail("axis {} is out of range for rank {}", axis, rank);
+    }
+    if (axis < 0) axis += rank;
+    if (seen[static_cast<size_t>(axis)]) context.fail("axis {} is repeated", axis);
+    seen[static_cast<size_t>(axis)] = true;
+  }
+  return axes;
+}
+
+// A 1-D (or scalar) int64 tensor input as values.
+std::vector<int64_t> read_index_input(const KernelContext& context, size_t i,
+                                      std::string_view what) {
+  const Tensor& tensor = context.input(i);
+  if (tensor.rank() > 1) {
+    context.fail("{} must be 1-D, got shape {}", what, shape_to_string(tensor.shape()));
+  }
+  return read_int64s(tensor, what);
+}
 
 // Identity: passes the value through (tensors share storage; sequences too).
 class IdentityKernel : public OpKernel {
@@ -14,10 +136,647 @@ class IdentityKernel : public OpKernel {
   }
 };
 
+// Shape: the input's dims as int64, from opset 15 sliced by start/end (clamped).
+class ShapeKernel : public OpKernel {
+ public:
+  explicit ShapeKernel(const KernelCreateContext& context) {
+    if (context.opset() >= 15) {
+      start_ = context.attr_int("start", 0);
+      if (context.has_attribute("end")) end_ = context.attr_int("end");
+    }
+  }
+  void compute(KernelContext& context) const override {
+    const Shape& shape = context.input(0).shape();
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    auto clamp = [&](int64_t index) {
+      if (index < 0) index += rank;
+      return std::clamp<int64_t>(index, 0, rank);
+    };
+    const int64_t start = clamp(start_);
+    const int64_t end = end_ ? clamp(*end_) : rank;
+    const int64_t count = std::max<int64_t>(end - start, 0);
+    Tensor& out = context.allocate_output(0, DType::kInt64, {count});
+    std::copy_n(shape.begin() + start, count, out.mutable_data<int64_t>());
+  }
+
+ private:
+  int64_t start_ = 0;
+  std::optional<int64_t> end_;
+};
+
+// Size: the input's element count as an int64 scalar.
+class SizeKernel : public OpKernel {
+ public:
+  explicit SizeKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const int64_t numel = context.input(0).numel();
+    context.allocate_output(0, DType::kInt64, {}).mutable_data<int64_t>()[0] = numel;
+  }
+};
+
+// Reshape: shape from input 1; 0 copies the input dim (or is a 0 dim with allowzero, opset
+// 14), one -1 is inferred. The output shares the input's bytes.
+class ReshapeKernel : public OpKernel {
+ public:
+  explicit ReshapeKernel(const KernelCreateContext& context) {
+    if (context.opset() >= 14) allow_zero_ = context.attr_int("allowzero", 0) != 0;
+  }
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const std::vector<int64_t> requested = read_index_input(context, 1, "shape");
+    const Shape& in_shape = input.shape();
+    Shape shape(requested.size());
+    std::optional<size_t> inferred;
+    bool has_zero = false;
+    int64_t known = 1;
+    for (size_t i = 0; i < requested.size(); ++i) {
+      const int64_t dim = requested[i];
+      if (dim == -1) {
+        if (inferred) {
+          context.fail("shape {} has more than one -1", shape_to_string(requested));
+        }
+        inferred = i;
+        continue;
+      }
+      if (dim < -1) {
+        context.fail("shape {} has the invalid dim {} at index {}", shape_to_string(requested), dim,
+                     i);
+      }
+      if (dim == 0 && !allow_zero_) {
+        if (i >= in_shape.size()) {
+          context.fail("shape {}: 0 at index {} copies an input dim, but the input {} has rank {}",
+                       shape_to_string(requested), i, shape_to_string(in_shape), in_shape.size());
+        }
+        shape[i] = in_shape[i];
+      } else {
+        shape[i] = dim;
+        has_zero = has_zero || dim == 0;
+      }
+      if (__builtin_mul_overflow(known, shape[i], &known)) {
+        context.fail("shape {} has too many elements", shape_to_string(requested));
+      }
+    }
+    if (inferred) {
+      if (has_zero) {
+        context.fail("shape {} has both 0 and -1, which allowzero=1 forbids",
+                     shape_to_string(requested));
+      }
+      if (known == 0 || input.numel() % known != 0) {
+        context.fail("cannot reshape {} ({} elements) to {}: the -1 dim cannot be inferred",
+                     shape_to_string(in_shape), input.numel(), shape_to_string(requested));
+      }
+      shape[*inferred] = input.numel() / known;
+    }
+    if (shape_numel(shape) != input.numel()) {
+      context.fail("cannot reshape {} ({} elements) to {} ({} elements)", shape_to_string(in_shape),
+                   input.numel(), shape_to_string(shape), shape_numel(shape));
+    }
+    context.set_output(0, with_shape(input, std::move(shape)));
+  }
+
+ private:
+  bool allow_zero_ = false;
+};
+
+// Flatten: [d0 * ... * d(axis-1), d(axis) * ... * d(n-1)], sharing the input's bytes.
+class FlattenKernel : public OpKernel {
+ public:
+  explicit FlattenKernel(const KernelCreateContext& context) : axis_(context.attr_int("axis", 1)) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int64_t rank = static_cast<int64_t>(input.rank());
+    if (axis_ < -rank || axis_ > rank) {
+      context.fail("axis {} is out of range for rank {} (allowed: {}..{})", axis_, rank, -rank,
+                   rank);
+    }
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    const Shape& shape = input.shape();
+    const int64_t outer = shape_numel(std::span(shape).first(static_cast<size_t>(axis)));
+    const int64_t inner = shape_numel(std::span(shape).subspan(static_cast<size_t>(axis)));
+    context.set_output(0, with_shape(input, {outer, inner}));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// Squeeze: removes the given 1-dims (attribute before opset 13, optional input after), or
+// every 1-dim when no axes are given. Shares the input's bytes.
+class SqueezeKernel : public OpKernel {
+ public:
+  explicit SqueezeKernel(const KernelCreateContext& context) : axes_input_(context.opset() >= 13) {
+    if (!axes_input_) {
+      axes_ = context.attr_ints("axes");
+    }
+  }
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Shape& in_shape = input.shape();
+    const int64_t rank = static_cast<int64_t>(in_shape.size());
+    std::vector<int64_t> axes = axes_;
+    if (axes_input_ && context.has_input(1)) axes = read_index_input(context, 1, "axes");
+    std::vector<bool> drop(in_shape.size(), false);
+    if (axes.empty()) {
+      for (size_t d = 0; d < in_shape.size(); ++d) drop[d] = in_shape[d] == 1;
+    } else {
+      for (int64_t axis : normalize_axes(context, std::move(axes), rank)) {
+        if (in_shape[static_cast<size_t>(axis)] != 1) {
+          context.fail("cannot squeeze axis {} of size {} (input shape {})", axis,
+                       in_shape[static_cast<size_t>(axis)], shape_to_string(in_shape));
+        }
+        drop[static_cast<size_t>(axis)] = true;
+      }
+    }
+    Shape shape;
+    for (size_t d = 0; d < in_shape.size(); ++d) {
+      if (!drop[d]) shape.push_back(in_shape[d]);
+    }
+    context.set_output(0, with_shape(input, std::move(shape)));
+  }
+
+ private:
+  bool axes_input_;
+  std::vector<int64_t> axes_;
+};
+
+// Unsqueeze: inserts 1-dims at the given output axes (attribute before opset 13, input
+// after). Shares the input's bytes.
+class UnsqueezeKernel : public OpKernel {
+ public:
+  explicit UnsqueezeKernel(const KernelCreateContext& context)
+      : axes_input_(context.opset() >= 13) {
+    if (!axes_input_) {
+      auto axes = context.attr_ints_opt("axes");
+      if (!axes) context.fail("required attribute 'axes' is missing");
+      axes_ = std::move(*axes);
+    }
+  }
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    std::vector<int64_t> axes = axes_input_ ? read_index_input(context, 1, "axes") : axes_;
+    const Shape& in_shape = input.shape();
+    const int64_t out_rank = static_cast<int64_t>(in_shape.size() + axes.size());
+    std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+    for (int64_t axis : normalize_axes(context, std::move(axes), out_rank)) {
+      inserted[static_cast<size_t>(axis)] = true;
+    }
+    Shape shape;
+    size_t next = 0;
+    for (int64_t d = 0; d < out_rank; ++d) {
+      shape.push_back(inserted[static_cast<size_t>(d)] ? 1 : in_shape[next++]);
+    }
+    context.set_output(0, with_shape(input, std::move(shape)));
+  }
+
+ private:
+  bool axes_input_;
+  std::vector<int64_t> axes_;
+};
+
+// Transpose: output dim i is input dim perm[i]; perm defaults to the reversed dims.
+class TransposeKernel : public OpKernel {
+ public:
+  explicit TransposeKernel(const KernelCreateContext& context)
+      : perm_(context.attr_ints_opt("perm")) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const size_t rank = input.rank();
+    std::vector<int64_t> perm(rank);
+    if (perm_) {
+      if (perm_->size() != rank) {
+        context.fail("perm has {} entries, the input {} has rank {}", perm_->size(),
+                     shape_to_string(input.shape()), rank);
+      }
+      std::vector<bool> seen(rank, false);
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t p = (*perm_)[i];
+        if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) {
+          context.fail("perm {} is not a permutation of 0..{}", shape_to_string(*perm_),
+                       static_cast<int64_t>(rank) - 1);
+        }
+        seen[static_cast<size_t>(p)] = true;
+        perm[i] = p;
+      }
+    } else {
+      for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
+    }
+    const std::vector<int64_t> in_strides = contiguous_strides(input.shape());
+    Shape shape(rank);
+    std::vector<int64_t> strides(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      shape[i] = input.shape()[static_cast<size_t>(perm[i])];
+      strides[i] = in_strides[static_cast<size_t>(perm[i])];
+    }
+    Tensor& out = context.allocate_output(0, input.dtype(), shape);
+    dispatch_movable(input.dtype(), "Transpose", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      copy_strided(tensor_elements<T>(input), shape, strides, mutable_tensor_elements<T>(out));
+    });
+  }
+
+ private:
+  std::optional<std::vector<int64_t>> perm_;
+};
+
+// Concat: joins the inputs along `axis`; every other dim must match.
+class ConcatKernel : public OpKernel {
+ public:
+  explicit ConcatKernel(const KernelCreateContext& context)
+      : axis_(context.opset() < 4 ? context.attr_int("axis", 1) : context.attr_int("axis")) {}
+  void compute(KernelContext& context) const override {
+    const size_t count = context.num_inputs();
+    if (count == 0) context.fail("needs at least one input");
+    const Tensor& first = context.input(0);
+    const int64_t rank = static_cast<int64_t>(first.rank());
+    if (rank == 0) context.fail("cannot concatenate scalars (inputs need rank >= 1)");
+    if (axis_ < -rank || axis_ >= rank) {
+      context.fail("axis {} is out of range for rank {}", axis_, rank);
+    }
+    const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    Shape shape = first.shape();
+    shape[axis] = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const Tensor& in = context.input(i);
+      if (in.dtype() != first.dtype()) {
+        context.fail("input {} has type {}, input 0 has {}", i, dtype_name(in.dtype()),
+                     dtype_name(first.dtype()));
+      }
+      bool match = in.rank() == first.rank();
+      for (size_t d = 0; match && d < in.rank(); ++d) {
+        match = d == axis || in.shape()[d] == first.shape()[d];
+      }
+      if (!match) {
+        context.fail("input {} has shape {}, which does not match input 0's {} outside axis {}", i,
+                     shape_to_string(in.shape()), shape_to_string(first.shape()), axis);
+      }
+      shape[axis] += in.shape()[axis];
+    }
+    Tensor& out = context.allocate_output(0, first.dtype(), shape);
+    if (out.numel() == 0) return;
+    const int64_t outer = shape_numel(std::span(shape).first(axis));
+    const int64_t inner = shape_numel(std::span(shape).subspan(axis + 1));
+    const int64_t out_row = shape[axis] * inner;
+    dispatch_movable(first.dtype(), "Concat", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* dst = mutable_tensor_elements<T>(out);
+      int64_t column = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const Tensor& in = context.input(i);
+        const int64_t row = in.shape()[axis] * inner;
+        if (row == 0) continue;
+        const T* src = tensor_elements<T>(in);
+        for (int64_t o = 0; o < outer; ++o)
+          std::copy_n(src + o * row, row, dst + o * out_row + column);
+        column += row;
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// Split: cuts the input along `axis` into the outputs; sizes from `split` (attribute before
+// opset 13, optional input after) or equal parts that must divide the dim exactly.
+class SplitKernel : public OpKernel {
+ public:
+  explicit SplitKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", 0)), split_input_(context.opset() >= 13) {
+    if (!split_input_) split_ = context.attr_ints_opt("split");
+  }
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int64_t rank = static_cast<int64_t>(input.rank());
+    if (rank == 0) context.fail("cannot split a scalar");
+    if (axis_ < -rank || axis_ >= rank) {
+      context.fail("axis {} is out of range for rank {}", axis_, rank);
+    }
+    const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    const int64_t dim = input.shape()[axis];
+    const size_t parts = context.num_outputs();
+    std::vector<int64_t> sizes;
+    if (split_input_ && context.has_input(1)) {
+      sizes = read_index_input(context, 1, "split");
+    } else if (split_) {
+      sizes = *split_;
+    }
+    if (sizes.empty()) {
+      if (parts == 0 || dim % static_cast<int64_t>(parts) != 0) {
+        context.fail("dim {} of size {} cannot be split into {} equal parts", axis, dim, parts);
+      }
+      sizes.assign(parts, dim / static_cast<int64_t>(parts));
+    } else {
+      if (sizes.size() != parts) {
+        context.fail("split {} has {} entries for {} outputs", shape_to_string(sizes), sizes.size(),
+                     parts);
+      }
+      int64_t total = 0;
+      for (int64_t size : sizes) {
+        if (size < 0) context.fail("split {} has a negative size", shape_to_string(sizes));
+        total += size;
+      }
+      if (total != dim) {
+        context.fail("split {} sums to {}, but dim {} has size {}", shape_to_string(sizes), total,
+                     axis, dim);
+      }
+    }
+    const int64_t outer = shape_numel(std::span(input.shape()).first(axis));
+    const int64_t inner = shape_numel(std::span(input.shape()).subspan(axis + 1));
+    const int64_t in_row = dim * inner;
+    dispatch_movable(input.dtype(), "Split", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      int64_t column = 0;
+      for (size_t i = 0; i < parts; ++i) {
+        Shape shape = input.shape();
+        shape[axis] = sizes[i];
+        const int64_t row = sizes[i] * inner;
+        if (context.wants_output(i)) {
+          Tensor& out = context.allocate_output(i, input.dtype(), shape);
+          if (out.numel() > 0) {
+            const T* src = tensor_elements<T>(input) + column;
+            T* dst = mutable_tensor_elements<T>(out);
+            for (int64_t o = 0; o < outer; ++o) std::copy_n(src + o * in_row, row, dst + o * row);
+          }
+        }
+        column += row;
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  bool split_input_;
+  std::optional<std::vector<int64_t>> split_;
+};
+
+// Expand: broadcasts the input and the shape input against each other (numpy rules).
+class ExpandKernel : public OpKernel {
+ public:
+  explicit ExpandKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const std::vector<int64_t> requested = read_index_input(context, 1, "shape");
+    for (int64_t dim : requested) {
+      if (dim < 0) context.fail("shape {} has a negative dim", shape_to_string(requested));
+    }
+    const Shape shape = broadcast_shapes(input.shape(), requested);
+    Tensor& out = context.allocate_output(0, input.dtype(), shape);
+    dispatch_movable(input.dtype(), "Expand", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      copy_strided(tensor_elements<T>(input), shape, broadcast_strides(input.shape(), shape),
+                   mutable_tensor_elements<T>(out));
+    });
+  }
+};
+
+// Tile: repeats the input repeats[d] times along each dim d.
+class TileKernel : public OpKernel {
+ public:
+  explicit TileKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const std::vector<int64_t> repeats = read_index_input(context, 1, "repeats");
+    const size_t rank = input.rank();
+    if (repeats.size() != rank) {
+      context.fail("repeats has {} entries, the input {} has rank {}", repeats.size(),
+                   shape_to_string(input.shape()), rank);
+    }
+    // Reads the input as [r0, d0, r1, d1, ...] with stride 0 on each repeat dim; written
+    // contiguously that is exactly the [r0*d0, r1*d1, ...] output.
+    const std::vector<int64_t> in_strides = contiguous_strides(input.shape());
+    Shape shape(rank);
+    Shape view_shape;
+    std::vector<int64_t> view_strides;
+    for (size_t d = 0; d < rank; ++d) {
+      if (repeats[d] < 0) {
+        context.fail("repeats {} has a negative value", shape_to_string(repeats));
+      }
+      shape[d] = input.shape()[d] * repeats[d];
+      view_shape.insert(view_shape.end(), {repeats[d], input.shape()[d]});
+      view_strides.insert(view_strides.end(), {0, in_strides[d]});
+    }
+    Tensor& out = context.allocate_output(0, input.dtype(), shape);
+    dispatch_movable(input.dtype(), "Tile", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      copy_strided(tensor_elements<T>(input), view_shape, view_strides,
+                   mutable_tensor_elements<T>(out));
+    });
+  }
+};
+
+// A COO sparse tensor made dense (indices flat [NNZ] or coordinates [NNZ, rank]).
+Tensor densify(const KernelCreateContext& context, const SparseTensor& sparse) {
+  const Tensor& values = sparse.values;
+  const int64_t nnz = values.numel();
+  Tensor dense(values.dtype(), sparse.dims);
+  const int64_t rank = static_cast<int64_t>(sparse.dims.size());
+  std::vector<int64_t> indices = read_int64s(sparse.indices, "sparse_value indices");
+  const bool flat = sparse.indices.rank() == 1;
+  if (static_cast<int64_t>(indices.size()) != (flat ? nnz : nnz * rank)) {
+    context.fail("sparse_value: indices of shape {} do not fit {} values of rank {}",
+                 shape_to_string(sparse.indices.shape()), nnz, rank);
+  }
+  const std::vector<int64_t> strides = contiguous_strides(sparse.dims);
+  dispatch_movable(values.dtype(), "sparse_value", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = tensor_elements<T>(values);
+    T* dst = mutable_tensor_elements<T>(dense);
+    for (int64_t k = 0; k < nnz; ++k) {
+      int64_t offset = 0;
+      if (flat) {
+        offset = indices[static_cast<size_t>(k)];
+      } else {
+        for (int64_t d = 0; d < rank; ++d) {
+          int64_t index = indices[static_cast<size_t>(k * rank + d)];
+          if (index < 0 || index >= sparse.dims[static_cast<size_t>(d)]) {
+            context.fail("sparse_value: index {} is out of bounds for dim {} of size {}", index, d,
+                         sparse.dims[static_cast<size_t>(d)]);
+          }
+          offset += index * strides[static_cast<size_t>(d)];
+        }
+      }
+      if (offset < 0 || offset >= dense.numel()) {
+        context.fail("sparse_value: flat index {} is out of bounds for {} elements", offset,
+                     dense.numel());
+      }
+      dst[offset] = src[k];
+    }
+  });
+  return dense;
+}
+
+// Constant: the one value attribute as a tensor (shared, never copied per run).
+class ConstantKernel : public OpKernel {
+ public:
+  explicit ConstantKernel(const KernelCreateContext& context) {
+    static constexpr std::string_view kNames[] = {"value",        "sparse_value", "value_float",
+                                                  "value_floats", "value_int",    "value_ints",
+                                                  "value_string", "value_strings"};
+    std::string_view found;
+    for (std::string_view name : kNames) {
+      if (!context.has_attribute(name)) continue;
+      if (!found.empty()) {
+        context.fail("has both '{}' and '{}'; exactly one value attribute is allowed", found, name);
+      }
+      found = name;
+    }
+    if (found.empty()) context.fail("needs one of the attributes value, sparse_value, value_*");
+    const int64_t needs = found == "value" ? 1 : found == "sparse_value" ? 11 : 12;
+    if (context.opset() < needs) {
+      context.fail("attribute '{}' needs opset {} or later (model uses opset {})", found, needs,
+                   context.opset());
+    }
+    if (found == "value") {
+      value_ = *context.attr_tensor("value");
+    } else if (found == "sparse_value") {
+      const Attribute* attribute = context.node().find_attribute("sparse_value");
+      if (attribute->type != AttrType::kSparseTensor) {
+        context.fail("attribute 'sparse_value' must be a sparse tensor, is {}",
+                     attr_type_name(attribute->type));
+      }
+      value_ = densify(context, attribute->sparse_tensor);
+    } else if (found == "value_float") {
+      value_ = Tensor::from_vector<float>(DType::kFloat, {}, {context.attr_float(found)});
+    } else if (found == "value_floats") {
+      std::vector<float> values = context.attr_floats(found);
+      value_ = Tensor::from_vector(DType::kFloat, {static_cast<int64_t>(values.size())}, values);
+    } else if (found == "value_int") {
+      value_ = Tensor::from_vector<int64_t>(DType::kInt64, {}, {context.attr_int(found)});
+    } else if (found == "value_ints") {
+      std::vector<int64_t> values = context.attr_ints(found);
+      value_ = Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
+    } else if (found == "value_string") {
+      value_ = Tensor::from_strings({}, {context.attr_string(found)});
+    } else {
+      std::vector<std::string> values = context.attr_strings(found);
+      const int64_t n = static_cast<int64_t>(values.size());
+      value_ = Tensor::from_strings({n}, std::move(values));
+    }
+  }
+  void compute(KernelContext& context) const override { context.set_output(0, value_); }
+
+ private:
+  Tensor value_;
+};
+
+// ConstantOfShape: a tensor of the input shape filled with `value` (default float 0).
+class ConstantOfShapeKernel : public OpKernel {
+ public:
+  explicit ConstantOfShapeKernel(const KernelCreateContext& context) {
+    if (const Tensor* value = context.attr_tensor("value")) {
+      if (value->numel() != 1) {
+        context.fail("attribute 'value' must hold one element, has shape {}",
+                     shape_to_string(value->shape()));
+      }
+      value_ = *value;
+    } else {
+      value_ = Tensor(DType::kFloat, {1});
+    }
+  }
+  void compute(KernelContext& context) const override {
+    const Shape shape = read_index_input(context, 0, "shape");
+    for (int64_t dim : shape) {
+      if (dim < 0) context.fail("shape {} has a negative dim", shape_to_string(shape));
+    }
+    Tensor& out = context.allocate_output(0, value_.dtype(), shape);
+    dispatch_movable(value_.dtype(), "ConstantOfShape", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::fill_n(mutable_tensor_elements<T>(out), out.numel(), tensor_elements<T>(value_)[0]);
+    });
+  }
+
+ private:
+  Tensor value_;
+};
+
+// Range: start, start + delta, ... up to (excluding) limit;
+// count = max(ceil((limit - start) / delta), 0).
+class RangeKernel : public OpKernel {
+ public:
+  explicit RangeKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& start = context.input(0);
+    const DType dtype = start.dtype();
+    for (size_t i = 0; i < 3; ++i) {
+      const Tensor& in = context.input(i);
+      if (in.dtype() != dtype) {
+        context.fail("input {} has type {}, start has {}", i, dtype_name(in.dtype()),
+                     dtype_name(dtype));
+      }
+      if (in.numel() != 1) {
+        context.fail("input {} must be a scalar, got shape {}", i, shape_to_string(in.shape()));
+      }
+    }
+    switch (dtype) {
+      case DType::kFloat:
+        return fill<float>(context);
+      case DType::kDouble:
+        return fill<double>(context);
+      case DType::kInt16:
+        return fill<int16_t>(context);
+      case DType::kInt32:
+        return fill<int32_t>(context);
+      case DType::kInt64:
+        return fill<int64_t>(context);
+      default:
+        context.fail("type {} is not supported (float, double, int16, int32, int64)",
+                     dtype_name(dtype));
+    }
+  }
+
+ private:
+  template <typename T>
+  static void fill(KernelContext& context) {
+    const T start = context.input(0).data<T>()[0];
+    const T limit = context.input(1).data<T>()[0];
+    const T delta = context.input(2).data<T>()[0];
+    if (delta == 0) context.fail("delta must not be zero");
+    int64_t count = 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      const double steps = std::ceil((static_cast<double>(limit) - start) / delta);
+      if (std::isnan(steps)) context.fail("range {}..{} by {} is undefined", start, limit, delta);
+      if (steps >= 9.2e18) context.fail("range {}..{} by {} is too long", start, limit, delta);
+      count = steps > 0 ? static_cast<int64_t>(steps) : 0;
+    } else {
+      // 128-bit: limit - start of int64 may overflow 64 bits.
+      const __int128 span = static_cast<__int128>(limit) - start;
+      const __int128 step = delta;
+      if ((span > 0 && step > 0) || (span < 0 && step < 0)) {
+        const __int128 magnitude = span > 0 ? span : -span;
+        const __int128 step_magnitude = step > 0 ? step : -step;
+        count = static_cast<int64_t>((magnitude + step_magnitude - 1) / step_magnitude);
+      }
+    }
+    Tensor& out = context.allocate_output(0, context.input(0).dtype(), {count});
+    T* dst = out.mutable_data<T>();
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        dst[i] = static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * delta);
+      } else {
+        dst[i] = static_cast<T>(start + static_cast<__int128>(i) * delta);
+      }
+    }
+  }
+};
+
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
   registry.add("Identity", {1}, kernel_factory<IdentityKernel>());
+  registry.add("Shape", {1, 13, 15}, kernel_factory<ShapeKernel>());
+  registry.add("Size", {1, 13}, kernel_factory<SizeKernel>());
+  registry.add("Reshape", {5, 13, 14}, kernel_factory<ReshapeKernel>());
+  registry.add("Flatten", {1, 9, 11, 13}, kernel_factory<FlattenKernel>());
+  registry.add("Squeeze", {1, 11, 13}, kernel_factory<SqueezeKernel>());
+  registry.add("Unsqueeze", {1, 11, 13}, kernel_factory<UnsqueezeKernel>());
+  registry.add("Transpose", {1, 13}, kernel_factory<TransposeKernel>());
+  registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>());
+  registry.add("Split", {2, 11, 13}, kernel_factory<SplitKernel>());
+  registry.add("Expand", {8, 13}, kernel_factory<ExpandKernel>());
+  registry.add("Tile", {6, 13}, kernel_factory<TileKernel>());
+  registry.add("Constant", {1, 9, 11, 12, 13}, kernel_factory<ConstantKernel>());
+  registry.add("ConstantOfShape", {9}, kernel_factory<ConstantOfShapeKernel>());
+  registry.add("Range", {11}, kernel_factory<RangeKernel>());
 }
 
 }  // namespace onnxkit

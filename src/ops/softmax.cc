@@ -1,10 +1,106 @@
-// Op family: softmax (not implemented yet).
+// Op family: Softmax, LogSoftmax, Hardmax.
+//
+// Before opset 13 the input is coerced to 2-D at `axis` (default 1) and the op runs over
+// each row of that matrix; from opset 13 on it runs along the single dim `axis`
+// (default -1). Both are an (outer, axis, inner) walk: the old form is inner = 1 with
+// axis = the product of the trailing dims.
+#include <cmath>
+#include <limits>
+
+#include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
+namespace {
+
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+
+template <SoftmaxKind kKind>
+class SoftmaxKernel : public OpKernel {
+ public:
+  explicit SoftmaxKernel(const KernelCreateContext& context)
+      : coerce_2d_(context.opset() < 13), axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    const Shape& shape = x.shape();
+    int64_t outer = 1, dim = 1, inner = 1;
+    if (coerce_2d_) {
+      // The 2-D coercion accepts axis == rank (every dim goes to the rows).
+      const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+      if (axis < 0 || axis > rank) {
+        context.fail("axis {} is out of range for rank {} (valid: [{}, {}])", axis_, rank, -rank,
+                     rank);
+      }
+      for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
+      for (int64_t i = axis; i < rank; ++i) dim *= shape[i];
+    } else {
+      if (rank == 0) context.fail("input is a scalar; it needs rank >= 1");
+      const int64_t axis = normalize_axis(axis_, rank, context.node().describe());
+      for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
+      dim = shape[axis];
+      for (int64_t i = axis + 1; i < rank; ++i) inner *= shape[i];
+    }
+    Tensor& y = context.allocate_output(0, x.dtype(), shape);
+    if (x.numel() == 0) return;
+    dispatch_float(x.dtype(), context.node().op_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      // Float16/BFloat16/float compute in float, double in double; sums in double.
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* row = px + o * dim * inner + i;
+          T* out = py + o * dim * inner + i;
+          run_row<T, C>(row, out, dim, inner);
+        }
+      }
+    });
+  }
+
+ private:
+  // One softmax line of `dim` elements `stride` apart.
+  template <typename T, typename C>
+  static void run_row(const T* x, T* y, int64_t dim, int64_t stride) {
+    C max = static_cast<C>(x[0]);
+    int64_t arg = 0;
+    for (int64_t k = 1; k < dim; ++k) {
+      const C v = static_cast<C>(x[k * stride]);
+      if (v > max) max = v, arg = k;
+    }
+    if constexpr (kKind == SoftmaxKind::kHardmax) {
+      for (int64_t k = 0; k < dim; ++k) y[k * stride] = static_cast<T>(k == arg ? C(1) : C(0));
+    } else {
+      // Subtracting the maximum keeps exp() from overflowing.
+      double sum = 0;
+      for (int64_t k = 0; k < dim; ++k) sum += std::exp(static_cast<C>(x[k * stride]) - max);
+      if constexpr (kKind == SoftmaxKind::kSoftmax) {
+        const C inv = static_cast<C>(1.0 / sum);
+        for (int64_t k = 0; k < dim; ++k) {
+          y[k * stride] = static_cast<T>(std::exp(static_cast<C>(x[k * stride]) - max) * inv);
+        }
+      } else {
+        const C log_sum = static_cast<C>(std::log(sum));
+        for (int64_t k = 0; k < dim; ++k) {
+          y[k * stride] = static_cast<T>(static_cast<C>(x[k * stride]) - max - log_sum);
+        }
+      }
+    }
+  }
+
+  bool coerce_2d_;
+  int64_t axis_;
+};
+
+}  // namespace
 
 void register_softmax_ops(OpRegistry& registry) {
-  (void)registry;
+  registry.add("Softmax", {1, 11, 13}, kernel_factory<SoftmaxKernel<SoftmaxKind::kSoftmax>>());
+  registry.add("LogSoftmax", {1, 11, 13},
+               kernel_factory<SoftmaxKernel<SoftmaxKind::kLogSoftmax>>());
+  registry.add("Hardmax", {1, 11, 13}, kernel_factory<SoftmaxKernel<SoftmaxKind::kHardmax>>());
 }
 
 }  // namespace onnxkit

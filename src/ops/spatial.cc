@@ -1,10 +1,759 @@
-// Op family: spatial (not implemented yet).
+// Op family: spatial data movement and resampling (Pad, Resize, Upsample, DepthToSpace,
+// SpaceToDepth).
+//
+// Pure data movement (Pad, DepthToSpace, SpaceToDepth, nearest resampling) works on element
+// storage of the dtype's byte size, so every dtype the schemas allow (complex and string
+// included) takes the same path. Linear and cubic resampling are separable: the input is
+// interpolated axis by axis in double precision, each axis with precomputed taps.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
+namespace {
+
+// 16-byte element storage (complex128).
+struct Bytes16 {
+  uint64_t lo;
+  uint64_t hi;
+};
+
+// Calls f(TypeTag<S>{}) with S a storage type of the dtype's element size (std::string
+// for strings). Only for kernels that copy elements without looking at their values.
+template <typename F>
+decltype(auto) dispatch_storage(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kString) return f(TypeTag<std::string>{});
+  switch (dtype_size(dtype)) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+    case 16:
+      return f(TypeTag<Bytes16>{});
+    default:
+      fail("{}: type {} is not supported", what, dtype_name(dtype));
+  }
+}
+
+// Fills `out`, laid out row-major over the lengths of `offsets`, with
+// in[offsets[0][o_0] + ... + offsets[r-1][o_r-1]], or with `fill` where any term is
+// negative. Pad, nearest resampling and the block permutations are all this gather.
+template <typename T>
+class OffsetGather {
+ public:
+  OffsetGather(const T* in, T* out, const std::vector<std::vector<int64_t>>& offsets, const T& fill)
+      : in_(in), out_(out), offsets_(offsets), fill_(fill), block_(offsets.size() + 1, 1) {
+    for (size_t d = offsets.size(); d-- > 0;) {
+      block_[d] = block_[d + 1] * static_cast<int64_t>(offsets[d].size());
+    }
+  }
+
+  void run() {
+    if (offsets_.empty()) {
+      *out_ = in_[0];
+      return;
+    }
+    if (block_[0] == 0) return;
+    visit(0, 0);
+  }
+
+ private:
+  void visit(size_t d, int64_t base) {
+    const std::vector<int64_t>& axis = offsets_[d];
+    if (d + 1 == offsets_.size()) {
+      for (int64_t offset : axis) *out_++ = offset < 0 ? fill_ : in_[base + offset];
+      return;
+    }
+    for (int64_t offset : axis) {
+      if (offset < 0) {
+        out_ = std::fill_n(out_, block_[d + 1], fill_);
+      } else {
+        visit(d + 1, base + offset);
+      }
+    }
+  }
+
+  const T* in_;
+  T* out_;
+  const std::vector<std::vector<int64_t>>& offsets_;
+  const T& fill_;
+  std::vector<int64_t> block_;  // output elements under one index of each axis
+};
+
+// Runs the gather for any dtype; `fill` is a one-element tensor of the same dtype (or
+// undefined when no offset is negative).
+void gather_elements(const Tensor& in, Tensor& out,
+                     const std::vector<std::vector<int64_t>>& offsets, const Tensor& fill,
+                     std::string_view what) {
+  if (out.numel() == 0) return;
+  dispatch_storage(in.dtype(), what, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S fill_value = fill.defined() ? tensor_elements<S>(fill)[0] : S{};
+    OffsetGather<S>(tensor_elements<S>(in), mutable_tensor_elements<S>(out), offsets, fill_value)
+        .run();
+  });
+}
+
+// Reads `in` as a tensor of `view_shape` and writes it with its axes permuted by `perm`
+// (output axis i is view axis perm[i]); `out` must already have the output's shape.
+void permute_elements(const Tensor& in, Tensor& out, const Shape& view_shape,
+                      const std::vector<size_t>& perm, std::string_view what) {
+  const std::vector<int64_t> strides = contiguous_strides(view_shape);
+  std::vector<std::vector<int64_t>> offsets(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    offsets[i].resize(static_cast<size_t>(view_shape[perm[i]]));
+    for (size_t o = 0; o < offsets[i].size(); ++o) {
+      offsets[i][o] = static_cast<int64_t>(o) * strides[perm[i]];
+    }
+  }
+  gather_elements(in, out, offsets, Tensor(), what);
+}
+
+// ---------------------------------------------------------------------------------------
+// Pad
+
+enum class PadMode { kConstant, kReflect, kEdge };
+
+PadMode parse_pad_mode(const KernelCreateContext& context) {
+  const std::string mode = context.attr_string("mode", "constant");
+  if (mode == "constant") return PadMode::kConstant;
+  if (mode == "reflect") return PadMode::kReflect;
+  if (mode == "edge") return PadMode::kEdge;
+  context.fail("mode '{}' is not one of constant, reflect, edge", mode);
+}
+
+// Pad-1 and Pad-2 take pads and value as attributes; Pad-11 and later take inputs.
+class PadKernel : public OpKernel {
+ public:
+  explicit PadKernel(const KernelCreateContext& context)
+      : mode_(parse_pad_mode(context)), pads_from_input_(context.opset() >= 11) {
+    if (!pads_from_input_) {
+      const char* name = context.opset() >= 2 ? "pads" : "paddings";
+      auto pads = context.attr_ints_opt(name);
+      if (!pads) context.fail("required attribute '{}' is missing", name);
+      pads_ = *pads;
+      value_ = context.attr_float("value", 0.0f);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& data = context.input(0);
+    const int64_t rank = static_cast<int64_t>(data.rank());
+    std::vector<int64_t> pads = pads_;
+    if (pads_from_input_) pads = read_int64s(context.input(1), "Pad pads");
+    if (static_cast<int64_t>(pads.size()) != 2 * rank) {
+      context.fail("pads has {} values, expected 2 * rank = {} for input shape {}", pads.size(),
+                   2 * rank, shape_to_string(data.shape()));
+    }
+
+    Shape out_shape(data.rank());
+    std::vector<std::vector<int64_t>> offsets(data.rank());
+    const std::vector<int64_t> strides = contiguous_strides(data.shape());
+    bool needs_fill = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t dim = data.shape()[d];
+      const int64_t begin = pads[d];
+      const int64_t end = pads[d + rank];
+      // Negative pads crop first; the positive ones then pad what is left.
+      const int64_t first = std::max<int64_t>(0, -begin);
+      const int64_t kept = dim - first - std::max<int64_t>(0, -end);
+      if (kept < 0) {
+        context.fail("pads {} and {} crop more than dim {} of size {}", begin, end, d, dim);
+      }
+      const int64_t before = std::max<int64_t>(0, begin);
+      const int64_t out_dim = kept + before + std::max<int64_t>(0, end);
+      if (kept == 0 && out_dim > 0 && mode_ != PadMode::kConstant) {
+        context.fail("{} mode cannot pad dim {}, which is empty after cropping",
+                     mode_ == PadMode::kEdge ? "edge" : "reflect", d);
+      }
+      out_shape[d] = out_dim;
+      std::vector<int64_t>& axis = offsets[d];
+      axis.resize(static_cast<size_t>(out_dim));
+      for (int64_t o = 0; o < out_dim; ++o) {
+        int64_t j = o - before;  // index into the cropped axis
+        if (j < 0 || j >= kept) {
+          if (mode_ == PadMode::kConstant) {
+            axis[o] = -1;
+            needs_fill = true;
+            continue;
+          }
+          j = mode_ == PadMode::kEdge ? std::clamp<int64_t>(j, 0, kept - 1) : reflect(j, kept);
+        }
+        axis[o] = (first + j) * strides[d];
+      }
+    }
+
+    Tensor fill;
+    if (needs_fill) fill = constant_value(context, data.dtype());
+    Tensor& out = context.allocate_output(0, data.dtype(), out_shape);
+    gather_elements(data, out, offsets, fill, "Pad");
+  }
+
+ private:
+  // numpy's 'reflect': mirrored on the first and last values, repeating as needed.
+  static int64_t reflect(int64_t j, int64_t size) {
+    if (size == 1) return 0;
+    const int64_t period = 2 * (size - 1);
+    int64_t m = j % period;
+    if (m < 0) m += period;
+    return m < size ? m : period - m;
+  }
+
+  Tensor constant_value(const KernelContext& context, DType dtype) const {
+    Tensor fill(dtype, {});
+    if (pads_from_input_) {
+      if (!context.has_input(2)) return fill;  // 0, empty string or false
+      const Tensor& value = context.input(2);
+      if (value.dtype() != dtype) {
+        context.fail("constant_value has type {}, data has type {}", dtype_name(value.dtype()),
+                     dtype_name(dtype));
+      }
+      if (value.numel() == 0) return fill;
+      if (value.numel() != 1) {
+        context.fail("constant_value must be a scalar, got shape {}",
+                     shape_to_string(value.shape()));
+      }
+      dispatch_storage(dtype, "Pad", [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        mutable_tensor_elements<S>(fill)[0] = tensor_elements<S>(value)[0];
+      });
+      return fill;
+    }
+    if (dtype == DType::kString) context.fail("the value attribute cannot pad a string tensor");
+    if (dtype == DType::kComplex64 || dtype == DType::kComplex128) {
+      context.fail("the value attribute cannot pad a {} tensor", dtype_name(dtype));
+    }
+    dispatch_numeric_bool(dtype, "Pad", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      fill.mutable_data<T>()[0] = convert_element<T>(value_);
+    });
+    return fill;
+  }
+
+  PadMode mode_;
+  bool pads_from_input_;
+  std::vector<int64_t> pads_;
+  float value_ = 0.0f;
+};
+
+// ---------------------------------------------------------------------------------------
+// DepthToSpace / SpaceToDepth
+
+int64_t parse_blocksize(const KernelCreateContext& context) {
+  const int64_t blocksize = context.attr_int("blocksize");
+  if (blocksize <= 0) context.fail("blocksize must be positive, got {}", blocksize);
+  return blocksize;
+}
+
+void check_rank4(const KernelContext& context, const Tensor& input) {
+  if (input.rank() != 4) {
+    context.fail("input must have rank 4 (N, C, H, W), got shape {}",
+                 shape_to_string(input.shape()));
+  }
+}
+
+class DepthToSpaceKernel : public OpKernel {
+ public:
+  explicit DepthToSpaceKernel(const KernelCreateContext& context)
+      : blocksize_(parse_blocksize(context)) {
+    // Opset 1 has no mode attribute: it is always DCR.
+    const std::string mode = context.opset() >= 11 ? context.attr_string("mode", "DCR") : "DCR";
+    if (mode != "DCR" && mode != "CRD") context.fail("mode '{}' is not DCR or CRD", mode);
+    crd_ = mode == "CRD";
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    check_rank4(context, input);
+    const Shape& s = input.shape();
+    const int64_t b = blocksize_;
+    if (s[1] % (b * b) != 0) {
+      context.fail("channels {} are not divisible by blocksize^2 = {}", s[1], b * b);
+    }
+    const int64_t c = s[1] / (b * b);
+    Tensor& out = context.allocate_output(0, input.dtype(), {s[0], c, s[2] * b, s[3] * b});
+    if (crd_) {  // (N, C', b, b, H, W) -> (N, C', H, b, W, b)
+      permute_elements(input, out, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, "DepthToSpace");
+    } else {  // (N, b, b, C', H, W) -> (N, C', H, b, W, b)
+      permute_elements(input, out, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, "DepthToSpace");
+    }
+  }
+
+ private:
+  int64_t blocksize_;
+  bool crd_ = false;
+};
+
+class SpaceToDepthKernel : public OpKernel {
+ public:
+  explicit SpaceToDepthKernel(const KernelCreateContext& context)
+      : blocksize_(parse_blocksize(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    check_rank4(context, input);
+    const Shape& s = input.shape();
+    const int64_t b = blocksize_;
+    if (s[2] % b != 0 || s[3] % b != 0) {
+      context.fail("spatial dims {}x{} are not divisible by blocksize {}", s[2], s[3], b);
+    }
+    const int64_t h = s[2] / b;
+    const int64_t w = s[3] / b;
+    Tensor& out = context.allocate_output(0, input.dtype(), {s[0], s[1] * b * b, h, w});
+    // (N, C, H', b, W', b) -> (N, b, b, C, H', W')
+    permute_elements(input, out, {s[0], s[1], h, b, w, b}, {0, 3, 5, 1, 2, 4}, "SpaceToDepth");
+  }
+
+ private:
+  int64_t blocksize_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Resize / Upsample
+
+enum class InterpMode { kNearest, kLinear, kCubic };
+enum class CoordMode {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize,
+};
+// kSimple is the rounding of Upsample and Resize-10: floor up, ceil when downsampling.
+enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
+
+struct ResizeOptions {
+  InterpMode mode = InterpMode::kNearest;
+  CoordMode coord = CoordMode::kAsymmetric;
+  NearestMode nearest = NearestMode::kSimple;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+};
+
+InterpMode parse_interp_mode(const KernelCreateContext& context, bool allow_cubic) {
+  const std::string mode = context.attr_string("mode", "nearest");
+  if (mode == "nearest") return InterpMode::kNearest;
+  if (mode == "linear") return InterpMode::kLinear;
+  if (mode == "cubic" && allow_cubic) return InterpMode::kCubic;
+  context.fail("mode '{}' is not one of nearest, linear{}", mode, allow_cubic ? ", cubic" : "");
+}
+
+// Where output coordinate x of an axis samples the input (spec of Resize-11/13).
+// `length_resized` is the output length, or input length * scale when scales are given
+// (what the ONNX reference and its test data use).
+double original_coordinate(CoordMode coord, double x, double scale, double length_resized,
+                           int64_t length_original, double roi_start, double roi_end) {
+  const double original = static_cast<double>(length_original);
+  switch (coord) {
+    case CoordMode::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
+    case CoordMode::kPytorchHalfPixel:
+      return length_resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case CoordMode::kAlignCorners:
+      return length_resized == 1 ? 0.0 : x * (original - 1) / (length_resized - 1);
+    case CoordMode::kAsymmetric:
+      return x / scale;
+    case CoordMode::kTfHalfPixelForNn:
+      return (x + 0.5) / scale;
+    case CoordMode::kTfCropAndResize:
+      if (length_resized > 1) {
+        return roi_start * (original - 1) +
+               x * (roi_end - roi_start) * (original - 1) / (length_resized - 1);
+      }
+      return 0.5 * (roi_start + roi_end) * (original - 1);
+  }
+  return x;
+}
+
+int64_t nearest_index(NearestMode mode, double x, bool downsampling) {
+  const double floor_x = std::floor(x);
+  const double frac = x - floor_x;
+  const auto low = static_cast<int64_t>(floor_x);
+  if (frac == 0) return low;
+  switch (mode) {
+    case NearestMode::kRoundPreferFloor:
+      return frac <= 0.5 ? low : low + 1;
+    case NearestMode::kRoundPreferCeil:
+      return frac < 0.5 ? low : low + 1;
+    case NearestMode::kFloor:
+      return low;
+    case NearestMode::kCeil:
+      return low + 1;
+    case NearestMode::kSimple:
+      return downsampling ? low + 1 : static_cast<int64_t>(x);
+  }
+  return low;
+}
+
+// Keys' cubic convolution weights of the 4 neighbours i0-1 .. i0+2 at x = i0 + ratio.
+void cubic_coefficients(double ratio, double a, double* c) {
+  const double r1 = ratio + 1;
+  const double q = 1 - ratio;
+  const double q1 = q + 1;
+  c[0] = ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a;
+  c[1] = ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1;
+  c[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+  c[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+}
+
+// How one axis is resampled: for each output index, `taps` input indices and weights.
+struct AxisPlan {
+  int64_t out = 0;
+  bool identity = true;
+  int taps = 1;
+  std::vector<int64_t> index;  // out * taps; -1 marks an extrapolated output
+  std::vector<double> weight;  // out * taps
+};
+
+AxisPlan plan_axis(const ResizeOptions& options, int64_t in, int64_t out, double scale,
+                   double length_resized, double roi_start, double roi_end) {
+  AxisPlan plan;
+  plan.out = out;
+  plan.taps = options.mode == InterpMode::kNearest  ? 1
+              : options.mode == InterpMode::kLinear ? 2
+                                                    : 4;
+  plan.identity = in == out;
+  plan.index.resize(static_cast<size_t>(out * plan.taps));
+  plan.weight.assign(static_cast<size_t>(out * plan.taps), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t* index = &plan.index[static_cast<size_t>(o * plan.taps)];
+    double* weight = &plan.weight[static_cast<size_t>(o * plan.taps)];
+    const double x = original_coordinate(options.coord, static_cast<double>(o), scale,
+                                         length_resized, in, roi_start, roi_end);
+    if (x != static_cast<double>(o)) plan.identity = false;
+    if (options.coord == CoordMode::kTfCropAndResize &&
+        (x < 0 || x > static_cast<double>(in - 1))) {
+      std::fill_n(index, plan.taps, -1);
+      plan.identity = false;
+      continue;
+    }
+    if (options.mode == InterpMode::kNearest || x == std::floor(x)) {
+      // One source element (an integral coordinate hits a sample exactly).
+      const int64_t source = options.mode == InterpMode::kNearest
+                                 ? nearest_index(options.nearest, x, scale < 1)
+                                 : static_cast<int64_t>(x);
+      std::fill_n(index, plan.taps, std::clamp<int64_t>(source, 0, in - 1));
+      weight[0] = 1.0;
+      continue;
+    }
+    // The neighbours sit left of x first: x = i0 + ratio with ratio in (0, 1).
+    const auto i0 = static_cast<int64_t>(std::floor(x));
+    const double ratio = x - static_cast<double>(i0);
+    int64_t first = i0;
+    if (options.mode == InterpMode::kLinear) {
+      weight[0] = 1 - ratio;
+      weight[1] = ratio;
+    } else {
+      cubic_coefficients(ratio, options.cubic_a, weight);
+      first = i0 - 1;
+    }
+    double total = 0;
+    for (int t = 0; t < plan.taps; ++t) {
+      const int64_t i = first + t;
+      if (options.exclude_outside && (i < 0 || i >= in)) weight[t] = 0;
+      total += weight[t];
+      index[t] = std::clamp<int64_t>(i, 0, in - 1);  // outside samples repeat the edge
+    }
+    if (options.exclude_outside && total != 0) {
+      for (int t = 0; t < plan.taps; ++t) weight[t] /= total;
+    }
+  }
+  return plan;
+}
+
+// Converts an interpolated value back to the element type (integers round and saturate).
+template <typename T>
+T from_double(double value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(value)) return T{0};
+    const double rounded = std::round(value);
+    if (rounded <= static_cast<double>(std::numeric_limits<T>::min())) {
+      return std::numeric_limits<T>::min();
+    }
+    if (rounded >= static_cast<double>(std::numeric_limits<T>::max())) {
+      return std::numeric_limits<T>::max();
+    }
+    return static_cast<T>(rounded);
+  } else {
+    return convert_element<T>(value);
+  }
+}
+
+// A one-element tensor of `dtype` holding `value` (the nearest-mode extrapolation value).
+Tensor scalar_of(DType dtype, double value) {
+  Tensor t(dtype, {});
+  if (dtype == DType::kString) return t;
+  if (dtype == DType::kComplex64) {
+    t.mutable_data<float>()[0] = static_cast<float>(value);
+  } else if (dtype == DType::kComplex128) {
+    t.mutable_data<double>()[0] = value;
+  } else {
+    dispatch_numeric_bool(dtype, "Resize", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      t.mutable_data<T>()[0] = convert_element<T>(value);
+    });
+  }
+  return t;
+}
+
+// Resamples `x` to `out_shape`. `scales` has one entry per axis; `from_sizes` says the
+// output shape was given (so the resized length is exact); `roi` is empty or 2 * rank.
+void resize_tensor(KernelContext& context, const ResizeOptions& options, const Tensor& x,
+                   const Shape& out_shape, const std::vector<double>& scales, bool from_sizes,
+                   const std::vector<double>& roi) {
+  const size_t rank = x.rank();
+  Tensor& out = context.allocate_output(0, x.dtype(), out_shape);
+  if (out.numel() == 0) return;
+  if (x.numel() == 0) {
+    context.fail("cannot resize an empty input of shape {} to shape {}", shape_to_string(x.shape()),
+                 shape_to_string(out_shape));
+  }
+  std::vector<AxisPlan> plans;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t in = x.shape()[d];
+    const double length_resized =
+        from_sizes ? static_cast<double>(out_shape[d]) : scales[d] * static_cast<double>(in);
+    const double roi_start = roi.empty() ? 0.0 : roi[d];
+    const double roi_end = roi.empty() ? 1.0 : roi[d + rank];
+    plans.push_back(
+        plan_axis(options, in, out_shape[d], scales[d], length_resized, roi_start, roi_end));
+  }
+
+  if (options.mode == InterpMode::kNearest) {
+    const std::vector<int64_t> strides = contiguous_strides(x.shape());
+    std::vector<std::vector<int64_t>> offsets(rank);
+    bool extrapolates = false;
+    for (size_t d = 0; d < rank; ++d) {
+      offsets[d] = plans[d].index;
+      for (int64_t& i : offsets[d]) {
+        if (i < 0) {
+          extrapolates = true;
+        } else {
+          i *= strides[d];
+        }
+      }
+    }
+    if (extrapolates && x.dtype() == DType::kString) {
+      context.fail("tf_crop_and_resize cannot extrapolate a string tensor");
+    }
+    gather_elements(x, out, offsets,
+                    extrapolates ? scalar_of(x.dtype(), options.extrapolation) : Tensor(),
+                    "Resize");
+    return;
+  }
+
+  if (!dtype_is_float(x.dtype()) && !dtype_is_integer(x.dtype())) {
+    context.fail("{} mode needs a numeric input, got {}",
+                 options.mode == InterpMode::kLinear ? "linear" : "cubic", dtype_name(x.dtype()));
+  }
+  dispatch_numeric(x.dtype(), "Resize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = x.data<T>();
+    std::vector<double> current(static_cast<size_t>(x.numel()));
+    for (size_t i = 0; i < current.size(); ++i) current[i] = convert_element<double>(src[i]);
+    Shape shape = x.shape();
+    std::vector<double> next;
+    // Separable: interpolate one axis at a time over rows of `inner` contiguous elements.
+    for (size_t d = 0; d < rank; ++d) {
+      const AxisPlan& plan = plans[d];
+      if (plan.identity) continue;
+      int64_t outer = 1;
+      int64_t inner = 1;
+      for (size_t k = 0; k < d; ++k) outer *= shape[k];
+      for (size_t k = d + 1; k < rank; ++k) inner *= shape[k];
+      const int64_t in = shape[d];
+      next.assign(static_cast<size_t>(outer * plan.out * inner), 0.0);
+      for (int64_t o = 0; o < outer; ++o) {
+        const double* src_rows = current.data() + o * in * inner;
+        for (int64_t j = 0; j < plan.out; ++j) {
+          double* dst = next.data() + (o * plan.out + j) * inner;
+          const int64_t* index = &plan.index[static_cast<size_t>(j * plan.taps)];
+          const double* weight = &plan.weight[static_cast<size_t>(j * plan.taps)];
+          if (index[0] < 0) {
+            std::fill_n(dst, inner, options.extrapolation);
+            continue;
+          }
+          for (int t = 0; t < plan.taps; ++t) {
+            if (weight[t] == 0) continue;
+            const double w = weight[t];
+            const double* row = src_rows + index[t] * inner;
+            for (int64_t k = 0; k < inner; ++k) dst[k] += w * row[k];
+          }
+        }
+      }
+      current.swap(next);
+      shape[d] = plan.out;
+    }
+    T* dst = out.mutable_data<T>();
+    for (size_t i = 0; i < current.size(); ++i) dst[i] = from_double<T>(current[i]);
+  });
+}
+
+// Output shape and per-axis scales from a scales list (output = floor(input * scale)).
+Shape shape_from_scales(const KernelContext& context, const Tensor& x,
+                        const std::vector<double>& scales, bool upsample_only) {
+  if (scales.size() != x.rank()) {
+    context.fail("scales has {} values, expected one per axis of the rank-{} input", scales.size(),
+                 x.rank());
+  }
+  Shape out(x.rank());
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (!(scales[d] > 0) || !std::isfinite(scales[d])) {
+      context.fail("scale {} of axis {} must be a positive number", scales[d], d);
+    }
+    if (upsample_only && scales[d] < 1) {
+      context.fail("scale {} of axis {} is below 1 (Upsample only enlarges)", scales[d], d);
+    }
+    out[d] = static_cast<int64_t>(std::floor(scales[d] * static_cast<double>(x.shape()[d])));
+  }
+  return out;
+}
+
+std::vector<double> read_doubles(const KernelContext& context, const Tensor& t,
+                                 std::string_view what) {
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  if (!dtype_is_float(t.dtype())) {
+    context.fail("{} must be a floating-point tensor, got {}", what, dtype_name(t.dtype()));
+  }
+  dispatch_float(t.dtype(), what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = convert_element<double>(p[i]);
+  });
+  return values;
+}
+
+// Upsample-7 (scales attribute) and Upsample-9 (scales input): asymmetric coordinates.
+class UpsampleKernel : public OpKernel {
+ public:
+  explicit UpsampleKernel(const KernelCreateContext& context)
+      : scales_from_input_(context.opset() >= 9) {
+    options_.mode = parse_interp_mode(context, false);
+    if (!scales_from_input_) {
+      if (!context.has_attribute("scales")) context.fail("required attribute 'scales' is missing");
+      for (float s : context.attr_floats("scales")) scales_.push_back(s);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    std::vector<double> scales =
+        scales_from_input_ ? read_doubles(context, context.input(1), "scales") : scales_;
+    const Shape out_shape = shape_from_scales(context, x, scales, true);
+    resize_tensor(context, options_, x, out_shape, scales, false, {});
+  }
+
+ private:
+  ResizeOptions options_;
+  bool scales_from_input_;
+  std::vector<double> scales_;
+};
+
+// Resize-10 (X, scales; Upsample's sampling), Resize-11 (X, roi, scales, sizes?) and
+// Resize-13 (roi and scales optional).
+class ResizeKernel : public OpKernel {
+ public:
+  explicit ResizeKernel(const KernelCreateContext& context) : opset_(context.opset()) {
+    options_.mode = parse_interp_mode(context, opset_ >= 11);
+    if (opset_ < 11) return;  // asymmetric coordinates, simple nearest rounding
+    const std::string coord = context.attr_string("coordinate_transformation_mode", "half_pixel");
+    if (coord == "half_pixel") {
+      options_.coord = CoordMode::kHalfPixel;
+    } else if (coord == "pytorch_half_pixel") {
+      options_.coord = CoordMode::kPytorchHalfPixel;
+    } else if (coord == "align_corners") {
+      options_.coord = CoordMode::kAlignCorners;
+    } else if (coord == "asymmetric") {
+      options_.coord = CoordMode::kAsymmetric;
+    } else if (coord == "tf_half_pixel_for_nn") {
+      options_.coord = CoordMode::kTfHalfPixelForNn;
+    } else if (coord == "tf_crop_and_resize") {
+      options_.coord = CoordMode::kTfCropAndResize;
+    } else {
+      context.fail("coordinate_transformation_mode '{}' is not supported", coord);
+    }
+    const std::string nearest = context.attr_string("nearest_mode", "round_prefer_floor");
+    if (nearest == "round_prefer_floor") {
+      options_.nearest = NearestMode::kRoundPreferFloor;
+    } else if (nearest == "round_prefer_ceil") {
+      options_.nearest = NearestMode::kRoundPreferCeil;
+    } else if (nearest == "floor") {
+      options_.nearest = NearestMode::kFloor;
+    } else if (nearest == "ceil") {
+      options_.nearest = NearestMode::kCeil;
+    } else {
+      context.fail("nearest_mode '{}' is not supported", nearest);
+    }
+    options_.cubic_a = context.attr_float("cubic_coeff_a", -0.75f);
+    options_.exclude_outside = context.attr_int("exclude_outside", 0) != 0;
+    options_.extrapolation = context.attr_float("extrapolation_value", 0.0f);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const size_t rank = x.rank();
+    if (opset_ < 11) {
+      std::vector<double> scales = read_doubles(context, context.input(1), "scales");
+      const Shape out_shape = shape_from_scales(context, x, scales, false);
+      resize_tensor(context, options_, x, out_shape, scales, false, {});
+      return;
+    }
+    // Omitted and empty inputs both mean "not given".
+    auto given = [&](size_t i) { return context.has_input(i) && context.input(i).numel() > 0; };
+    std::vector<double> roi;
+    if (options_.coord == CoordMode::kTfCropAndResize) {
+      if (!given(1)) context.fail("tf_crop_and_resize needs the roi input");
+      roi = read_doubles(context, context.input(1), "roi");
+      if (roi.size() != 2 * rank) {
+        context.fail("roi has {} values, expected 2 * rank = {}", roi.size(), 2 * rank);
+      }
+    }
+    const bool has_scales = given(2);
+    const bool has_sizes = given(3);
+    if (has_scales && has_sizes) context.fail("scales and sizes are both given; give only one");
+    if (!has_scales && !has_sizes) context.fail("one of scales and sizes must be given");
+    if (has_scales) {
+      std::vector<double> scales = read_doubles(context, context.input(2), "scales");
+      const Shape out_shape = shape_from_scales(context, x, scales, false);
+      resize_tensor(context, options_, x, out_shape, scales, false, roi);
+      return;
+    }
+    const std::vector<int64_t> sizes = read_int64s(context.input(3), "Resize sizes");
+    if (sizes.size() != rank) {
+      context.fail("sizes has {} values, expected one per axis of the rank-{} input", sizes.size(),
+                   rank);
+    }
+    std::vector<double> scales(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      if (sizes[d] < 0) context.fail("sizes value {} of axis {} is negative", sizes[d], d);
+      const int64_t in = x.shape()[d];
+      scales[d] = in == 0 ? 1.0 : static_cast<double>(sizes[d]) / static_cast<double>(in);
+    }
+    resize_tensor(context, options_, x, Shape(sizes.begin(), sizes.end()), scales, true, roi);
+  }
+
+ private:
+  int64_t opset_;
+  ResizeOptions options_;
+};
+
+}  // namespace
 
 void register_spatial_ops(OpRegistry& registry) {
-  (void)registry;
+  registry.add("Pad", {1, 2, 11, 13}, kernel_factory<PadKernel>());
+  registry.add("DepthToSpace", {1, 11, 13}, kernel_factory<DepthToSpaceKernel>());
+  registry.add("SpaceToDepth", {1, 13}, kernel_factory<SpaceToDepthKernel>());
+  registry.add("Upsample", {7, 9}, kernel_factory<UpsampleKernel>());
+  registry.add("Resize", {10, 11, 13}, kernel_factory<ResizeKernel>());
 }
 
 }  // namespace onnxkit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 #include "onnx/tensor_io.h"
 
@@ -18,6 +19,28 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
     files.push_back(file);
   }
   return files;
+}
+
+// ONNX 1.12's test generator stores bfloat16 tensors as uint16 (numpy has no bfloat16):
+// read such data as the bfloat16 the model declares.
+void adapt_stored_type(RuntimeValue& value, const ValueType& declared) {
+  if (declared.kind == ValueType::Kind::kTensor && declared.elem_type == DType::kBFloat16 &&
+      value.is_tensor() && value.tensor().dtype() == DType::kUInt16) {
+    const Tensor& stored = value.tensor();
+    value = RuntimeValue(Tensor::from_buffer(DType::kBFloat16, stored.shape(), stored.buffer()));
+  }
+}
+
+// Ops whose outputs are random: their cases compare dtype and shape only.
+bool has_random_op(const Graph& graph) {
+  static const std::set<std::string> kRandomOps{"RandomUniform",     "RandomNormal",
+                                                "RandomUniformLike", "RandomNormalLike",
+                                                "Bernoulli",         "Multinomial"};
+  bool found = false;
+  for_each_node_recursive(graph, [&](const Node* node) {
+    found = found || (node->domain().empty() && kRandomOps.count(node->op_type()));
+  });
+  return found;
 }
 
 }  // namespace
@@ -68,6 +91,7 @@ CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionO
     result.message = "no test_data_set_* folder";
     return result;
   }
+  result.shape_only = has_random_op(s.model().graph());
   const auto inputs = s.required_inputs();
   const auto& outputs = s.outputs();
   for (const fs::path& data_set : data_sets) {
@@ -93,6 +117,7 @@ CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionO
         result.message = value.error();
         return result;
       }
+      adapt_stored_type(value.value(), targets[i]->type());
       feeds.emplace_back(targets[i]->name(), std::move(value).value());
     }
     auto computed = s.run(feeds);
@@ -111,8 +136,21 @@ CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionO
         result.message = expected.error();
         return result;
       }
-      Comparison comparison =
-          compare_values(computed.value()[i].second, expected.value(), tolerance);
+      adapt_stored_type(expected.value(), outputs[i]->type());
+      const RuntimeValue& actual = computed.value()[i].second;
+      if (result.shape_only) {
+        const bool same = actual.is_tensor() && expected.value().is_tensor() &&
+                          actual.tensor().dtype() == expected.value().tensor().dtype() &&
+                          actual.tensor().shape() == expected.value().tensor().shape();
+        if (!same) {
+          result.message =
+              fmt::format("{}: output '{}': got {}, expected {}", set_name, outputs[i]->name(),
+                          actual.describe(), expected.value().describe());
+          return result;
+        }
+        continue;
+      }
+      Comparison comparison = compare_values(actual, expected.value(), tolerance);
       result.max_abs_error = std::max(result.max_abs_error, comparison.max_abs_error);
       if (!comparison.ok) {
         result.message =

@@ -20,7 +20,8 @@ struct ConformanceCase {
 struct CaseResult {
   bool passed = false;
   double max_abs_error = 0;
-  std::string message;  // the first failure
+  bool shape_only = false;  // the model has random ops: only dtypes and shapes were compared
+  std::string message;      // the first failure
 };
 
 // Finds cases: each path is a case folder itself or a folder of case folders. Sorted by name.

@@ -9,7 +9,7 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   const int64_t n = tensor.numel();
   if (dtype == DType::kString) {
     auto& strings = tensor.mutable_strings();
-    for (int64_t i = 0; i < n; ++i) strings[i] = "s" + std::to_string(rng() % 100);
+    for (int64_t i = 0; i < n; ++i) strings[i] = fmt::format("s{}", rng() % 100);
     return tensor;
   }
   if (dtype == DType::kBool) {

@@ -1,0 +1,259 @@
+// Op family: sequences and optionals (SequenceEmpty ... SequenceMap, Optional,
+// OptionalHasElement, OptionalGetElement).
+#include "ops/op_utils.h"
+#include "ops/registry.h"
+#include "runtime/compiled_graph.h"
+
+namespace onnxkit {
+namespace {
+
+const std::vector<Tensor>& sequence_of(const KernelContext& context, size_t index) {
+  const RuntimeValue& value = context.input_value(index);
+  if (!value.is_sequence())
+    context.fail("input {} must be a sequence, got {}", index, value.describe());
+  return value.sequence_items();
+}
+
+DType sequence_dtype(const RuntimeValue& value) {
+  const auto& items = value.sequence_items();
+  return items.empty() ? value.sequence_elem_type() : items[0].dtype();
+}
+
+// A position input (scalar int32/int64), checked against [-size, size + extra).
+int64_t read_position(const KernelContext& context, size_t index, int64_t size, int64_t extra) {
+  int64_t position = static_cast<int64_t>(read_scalar(context.input(index), "position"));
+  if (position < -size || position >= size + extra) {
+    context.fail("position {} is out of range for a sequence of {} items", position, size);
+  }
+  return position < 0 ? position + size : position;
+}
+
+class SequenceEmptyKernel : public OpKernel {
+ public:
+  explicit SequenceEmptyKernel(const KernelCreateContext& context)
+      : dtype_(static_cast<DType>(context.attr_int("dtype", static_cast<int64_t>(DType::kFloat)))) {
+  }
+  void compute(KernelContext& context) const override {
+    context.set_output_value(0, RuntimeValue::sequence({}, dtype_));
+  }
+
+ private:
+  DType dtype_;
+};
+
+class SequenceConstructKernel : public OpKernel {
+ public:
+  explicit SequenceConstructKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    std::vector<Tensor> items;
+    for (size_t i = 0; i < context.num_inputs(); ++i) {
+      items.push_back(context.input(i));
+      if (items.back().dtype() != items[0].dtype()) {
+        context.fail("all inputs must share one type: {} and {}", dtype_name(items[0].dtype()),
+                     dtype_name(items.back().dtype()));
+      }
+    }
+    DType dtype = items.empty() ? DType::kUndefined : items[0].dtype();
+    context.set_output_value(0, RuntimeValue::sequence(std::move(items), dtype));
+  }
+};
+
+class SequenceInsertKernel : public OpKernel {
+ public:
+  explicit SequenceInsertKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    std::vector<Tensor> items = sequence_of(context, 0);
+    const Tensor& tensor = context.input(1);
+    DType dtype = sequence_dtype(context.input_value(0));
+    if (dtype != DType::kUndefined && tensor.dtype() != dtype) {
+      context.fail("cannot insert a {} tensor into a sequence of {}", dtype_name(tensor.dtype()),
+                   dtype_name(dtype));
+    }
+    const int64_t size = static_cast<int64_t>(items.size());
+    int64_t position = context.has_input(2) ? read_position(context, 2, size, 1) : size;
+    items.insert(items.begin() + position, tensor);
+    context.set_output_value(0, RuntimeValue::sequence(std::move(items), tensor.dtype()));
+  }
+};
+
+class SequenceEraseKernel : public OpKernel {
+ public:
+  explicit SequenceEraseKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    std::vector<Tensor> items = sequence_of(context, 0);
+    const int64_t size = static_cast<int64_t>(items.size());
+    if (size == 0) context.fail("cannot erase from an empty sequence");
+    int64_t position = context.has_input(1) ? read_position(context, 1, size, 0) : size - 1;
+    items.erase(items.begin() + position);
+    context.set_output_value(
+        0, RuntimeValue::sequence(std::move(items), sequence_dtype(context.input_value(0))));
+  }
+};
+
+class SequenceAtKernel : public OpKernel {
+ public:
+  explicit SequenceAtKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const auto& items = sequence_of(context, 0);
+    int64_t position = read_position(context, 1, static_cast<int64_t>(items.size()), 0);
+    context.set_output(0, items[static_cast<size_t>(position)]);
+  }
+};
+
+class SequenceLengthKernel : public OpKernel {
+ public:
+  explicit SequenceLengthKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    int64_t size = static_cast<int64_t>(sequence_of(context, 0).size());
+    context.set_output(0, Tensor::from_vector<int64_t>(DType::kInt64, {}, {size}));
+  }
+};
+
+class SplitToSequenceKernel : public OpKernel {
+ public:
+  explicit SplitToSequenceKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", 0)), keepdims_(context.attr_int("keepdims", 1) != 0) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(input.rank()), "axis");
+    const int64_t length = input.shape()[static_cast<size_t>(axis)];
+    std::vector<Tensor> items;
+    if (!context.has_input(1)) {
+      for (int64_t i = 0; i < length; ++i) {
+        items.push_back(keepdims_ ? slice_along_axis(input, axis, i, 1)
+                                  : select_along_axis(input, axis, i));
+      }
+    } else {
+      const Tensor& split = context.input(1);
+      std::vector<int64_t> sizes = read_int64s(split, "split");
+      if (split.rank() == 0) {
+        const int64_t chunk = sizes.at(0);
+        if (chunk <= 0) context.fail("split size must be positive, got {}", chunk);
+        sizes.clear();
+        for (int64_t start = 0; start < length; start += chunk) {
+          sizes.push_back(std::min(chunk, length - start));
+        }
+      }
+      int64_t start = 0;
+      for (int64_t size : sizes) {
+        if (size < 0 || start + size > length) {
+          context.fail("split sizes exceed dim {} of size {}", axis, length);
+        }
+        items.push_back(slice_along_axis(input, axis, start, size));
+        start += size;
+      }
+      if (start != length) {
+        context.fail("split sizes add up to {}, dim {} has size {}", start, axis, length);
+      }
+    }
+    context.set_output_value(0, RuntimeValue::sequence(std::move(items), input.dtype()));
+  }
+
+ private:
+  int64_t axis_;
+  bool keepdims_;
+};
+
+class ConcatFromSequenceKernel : public OpKernel {
+ public:
+  explicit ConcatFromSequenceKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis")), new_axis_(context.attr_int("new_axis", 0) != 0) {}
+  void compute(KernelContext& context) const override {
+    const auto& items = sequence_of(context, 0);
+    if (items.empty()) context.fail("cannot concatenate an empty sequence");
+    const std::string what = context.node().describe();
+    context.set_output(
+        0, new_axis_ ? stack_tensors(items, axis_, what) : concat_tensors(items, axis_, what));
+  }
+
+ private:
+  int64_t axis_;
+  bool new_axis_;
+};
+
+// SequenceMap: runs the body once per sequence position; sequence inputs are indexed,
+// tensor inputs are passed whole; each body output becomes an output sequence.
+class SequenceMapKernel : public OpKernel {
+ public:
+  explicit SequenceMapKernel(const KernelCreateContext& context) {
+    const Graph* body = context.attr_graph("body");
+    if (!body) context.fail("required graph attribute 'body' is missing");
+    body_ = context.compile_subgraph(*body);
+    body_graph_ = body;
+  }
+  void compute(KernelContext& context) const override {
+    const size_t length = sequence_of(context, 0).size();
+    for (size_t i = 1; i < context.num_inputs(); ++i) {
+      const RuntimeValue& value = context.input_value(i);
+      if (value.is_sequence() && value.sequence_items().size() != length) {
+        context.fail("input {} has {} items, input 0 has {}", i, value.sequence_items().size(),
+                     length);
+      }
+    }
+    std::vector<std::vector<Tensor>> outputs(context.num_outputs());
+    for (size_t position = 0; position < length; ++position) {
+      std::vector<RuntimeValue> inputs;
+      for (size_t i = 0; i < context.num_inputs(); ++i) {
+        const RuntimeValue& value = context.input_value(i);
+        inputs.push_back(value.is_sequence() ? RuntimeValue(value.sequence_items()[position])
+                                             : value);
+      }
+      auto results = context.subgraph_runner().run(*body_, std::move(inputs), context.frame());
+      for (size_t o = 0; o < outputs.size(); ++o) outputs[o].push_back(results.at(o).tensor());
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const ValueType& type = body_graph_->outputs()[o]->type();
+      context.set_output_value(o, RuntimeValue::sequence(std::move(outputs[o]), type.elem_type));
+    }
+  }
+
+ private:
+  std::shared_ptr<const CompiledGraph> body_;
+  const Graph* body_graph_ = nullptr;
+};
+
+class OptionalKernel : public OpKernel {
+ public:
+  explicit OptionalKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    context.set_output_value(0, context.input_value(0));
+  }
+};
+
+class OptionalHasElementKernel : public OpKernel {
+ public:
+  explicit OptionalHasElementKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    bool has = !context.input_value(0).is_none();
+    context.set_output(0, Tensor::from_vector<bool>(DType::kBool, {}, {has}));
+  }
+};
+
+class OptionalGetElementKernel : public OpKernel {
+ public:
+  explicit OptionalGetElementKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const RuntimeValue& value = context.input_value(0);
+    if (value.is_none()) context.fail("the optional input holds no element");
+    context.set_output_value(0, value);
+  }
+};
+
+}  // namespace
+
+void register_sequence_ops(OpRegistry& registry) {
+  registry.add("SequenceEmpty", {11}, kernel_factory<SequenceEmptyKernel>());
+  registry.add("SequenceConstruct", {11}, kernel_factory<SequenceConstructKernel>());
+  registry.add("SequenceInsert", {11}, kernel_factory<SequenceInsertKernel>());
+  registry.add("SequenceErase", {11}, kernel_factory<SequenceEraseKernel>());
+  registry.add("SequenceAt", {11}, kernel_factory<SequenceAtKernel>());
+  registry.add("SequenceLength", {11}, kernel_factory<SequenceLengthKernel>());
+  registry.add("SplitToSequence", {11}, kernel_factory<SplitToSequenceKernel>());
+  registry.add("ConcatFromSequence", {11}, kernel_factory<ConcatFromSequenceKernel>());
+  registry.add("SequenceMap", {17}, kernel_factory<SequenceMapKernel>());
+  registry.add("Optional", {15}, kernel_factory<OptionalKernel>());
+  registry.add("OptionalHasElement", {15}, kernel_factory<OptionalHasElementKernel>());
+  registry.add("OptionalGetElement", {15}, kernel_factory<OptionalGetElementKernel>());
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,429 @@
+// Unit tests for the indexing op family: the corners the backend test data leaves out.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include "core/half.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+// Runs a one-node model: given inputs become graph inputs (nullopt omits an optional
+// input), returns output 0.
+Tensor run_one(const std::string& op, std::vector<std::optional<Tensor>> inputs, int64_t opset,
+               std::function<void(Node*)> set_attrs = {}) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}};
+  Graph& g = model.graph();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back(inputs[i]
+                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i]->dtype()))
+                      : nullptr);
+  }
+  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
+  if (set_attrs) set_attrs(n);
+  g.add_output(n->output(0));
+  auto session = Session::create(std::move(model));
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i]) feeds.emplace_back("in" + std::to_string(i), *inputs[i]);
+  }
+  auto out = session.value()->run(feeds);
+  if (!out) throw Error(out.error());
+  return out.value()[0].second.tensor();
+}
+
+// The error message of running the node (empty when it succeeds).
+std::string run_error(const std::string& op, std::vector<std::optional<Tensor>> inputs,
+                      int64_t opset, std::function<void(Node*)> set_attrs = {}) {
+  try {
+    run_one(op, std::move(inputs), opset, std::move(set_attrs));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::function<void(Node*)> int_attr(const std::string& name, int64_t value) {
+  return [=](Node* n) {
+    Attribute a;
+    a.name = name;
+    a.type = AttrType::kInt;
+    a.i = value;
+    n->set_attribute(std::move(a));
+  };
+}
+
+void set_ints(Node* n, const std::string& name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  n->set_attribute(std::move(a));
+}
+
+void set_string(Node* n, const std::string& name, const std::string& value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = value;
+  n->set_attribute(std::move(a));
+}
+
+Tensor floats(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+Tensor i32(Shape shape, std::vector<int32_t> values) {
+  return Tensor::from_vector<int32_t>(DType::kInt32, std::move(shape), values);
+}
+Tensor i64s(std::vector<int64_t> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  return i64({n}, std::move(values));
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+// 0, 1, ..., n-1 as float.
+Tensor iota(Shape shape) {
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  return floats(std::move(shape), v);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// ---- Slice ----
+
+TEST(Slice, NegativeStepsWithExtremeEnds) {
+  // data[3, 4] = 0..11; rows reversed with INT64_MIN end, cols from 10 (clamped to 3) by -2.
+  Tensor out = run_one(
+      "Slice", {iota({3, 4}), i64s({kMax, 10}), i64s({kMin, kMin}), i64s({0, 1}), i64s({-1, -2})},
+      13);
+  EXPECT_EQ(out.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{11, 9, 7, 5, 3, 1}));
+}
+
+TEST(Slice, ForwardClampsAndInt32Inputs) {
+  Tensor out = run_one(
+      "Slice",
+      {iota({2, 5}), i32({2}, {-100, 1}), i32({2}, {1000, -1}), std::nullopt, i32({2}, {1, 2})},
+      13);
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{1, 3, 6, 8}));
+}
+
+TEST(Slice, NegativeStepEndMinusOneMeansBeforeLast) {
+  // end -1 is dim - 1 after adjustment, so slicing 4..-1 by -1 of size 5 is empty.
+  Tensor empty = run_one("Slice", {iota({5}), i64s({4}), i64s({-1}), i64s({0}), i64s({-1})}, 13);
+  EXPECT_EQ(empty.shape(), (Shape{0}));
+  Tensor out = run_one("Slice", {iota({5}), i64s({-2}), i64s({-6}), std::nullopt, i64s({-1})}, 13);
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{3, 2, 1, 0}));
+}
+
+TEST(Slice, StepInt64MinTakesOneElement) {
+  Tensor out =
+      run_one("Slice", {iota({5}), i64s({kMax}), i64s({kMin}), i64s({0}), i64s({kMin})}, 13);
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{4}));
+}
+
+TEST(Slice, EmptyDimWithNegativeStep) {
+  Tensor out =
+      run_one("Slice", {iota({0, 3}), i64s({-1}), i64s({kMin}), i64s({0}), i64s({-1})}, 13);
+  EXPECT_EQ(out.shape(), (Shape{0, 3}));
+}
+
+TEST(Slice, StringsAndNegativeAxes) {
+  Tensor data = Tensor::from_strings({2, 3}, {"a", "b", "c", "d", "e", "f"});
+  Tensor out = run_one("Slice", {data, i64s({1}), i64s({3}), i64s({-1})}, 13);
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"b", "c", "e", "f"}));
+}
+
+TEST(Slice, Opset1Attributes) {
+  Tensor out = run_one("Slice", {iota({2, 4})}, 9, [](Node* n) {
+    set_ints(n, "starts", {1, 0});
+    set_ints(n, "ends", {2, kMax});
+    set_ints(n, "axes", {0, 1});
+  });
+  EXPECT_EQ(out.shape(), (Shape{1, 4}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{4, 5, 6, 7}));
+  // Without axes: starts apply to the leading axes.
+  Tensor lead = run_one("Slice", {iota({2, 4})}, 1, [](Node* n) {
+    set_ints(n, "starts", {0, -2});
+    set_ints(n, "ends", {-1, 1000});
+  });
+  EXPECT_EQ(values_of<float>(lead), (std::vector<float>{2, 3}));
+}
+
+TEST(Slice, Errors) {
+  EXPECT_TRUE(
+      contains(run_error("Slice", {iota({4}), i64s({0}), i64s({2}), i64s({0}), i64s({0})}, 13),
+               "step for axis 0 is 0"));
+  EXPECT_TRUE(
+      contains(run_error("Slice", {iota({2, 2}), i64s({0, 0}), i64s({1, 1}), i64s({1, -1})}, 13),
+               "axis 1 appears more than once"));
+  EXPECT_TRUE(contains(run_error("Slice", {iota({2, 2}), i64s({0}), i64s({1}), i64s({2})}, 13),
+                       "axis 2 is out of range for rank 2"));
+  EXPECT_TRUE(contains(run_error("Slice", {iota({4}), i64s({0, 1}), i64s({1})}, 13),
+                       "starts has 2 values but ends has 1"));
+}
+
+// ---- Gather family ----
+
+TEST(Gather, NegativeAxisAndIndicesInt32) {
+  Tensor out = run_one("Gather", {iota({2, 3}), i32({2}, {-1, 0})}, 13, int_attr("axis", -1));
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 0, 5, 3}));
+}
+
+TEST(Gather, ScalarIndexDropsAxis) {
+  Tensor out = run_one("Gather", {iota({3, 2}), i64({}, {1})}, 13);
+  EXPECT_EQ(out.shape(), (Shape{2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 3}));
+}
+
+TEST(Gather, StringsAndBool) {
+  Tensor s = run_one("Gather", {Tensor::from_strings({3}, {"x", "y", "z"}), i64s({2, 2, 0})}, 11);
+  EXPECT_EQ(s.strings(), (std::vector<std::string>{"z", "z", "x"}));
+  Tensor b = run_one("Gather",
+                     {Tensor::from_vector<uint8_t>(DType::kBool, {2}, {1, 0}), i64s({1, 0})}, 13);
+  EXPECT_EQ(b.dtype(), DType::kBool);
+  EXPECT_EQ(values_of<bool>(b), (std::vector<bool>{false, true}));
+}
+
+TEST(Gather, OutOfBoundsNamesTheIndex) {
+  std::string error = run_error("Gather", {iota({5, 2}), i64s({0, 7})}, 13);
+  EXPECT_TRUE(contains(error, "indices value 7")) << error;
+  EXPECT_TRUE(contains(error, "element 1")) << error;
+  EXPECT_TRUE(contains(error, "axis 0 of size 5")) << error;
+  EXPECT_TRUE(contains(run_error("Gather", {iota({5}), i64s({-6})}, 13), "indices value -6"));
+}
+
+TEST(GatherElements, Axis1WithNegativeIndices) {
+  // data [[0,1,2],[3,4,5]], indices [[-1,0],[1,1]] along axis 1.
+  Tensor out = run_one("GatherElements", {iota({2, 3}), i64({2, 2}, {-1, 0, 1, 1})}, 13,
+                       int_attr("axis", 1));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 0, 4, 4}));
+}
+
+TEST(GatherElements, SmallerIndicesAlongOtherAxes) {
+  // data 3x3, indices 1x2 along axis 0: out[0][j] = data[idx][j].
+  Tensor out = run_one("GatherElements", {iota({3, 3}), i64({1, 2}, {2, 1})}, 13);
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{6, 4}));
+  EXPECT_TRUE(
+      contains(run_error("GatherElements", {iota({2, 2}), i64({2, 3}, {0, 0, 0, 0, 0, 0})}, 13),
+               "indices dim 1 is 3, larger than data dim 2"));
+}
+
+TEST(GatherND, Examples) {
+  // Example 3: data [2,2,2], indices [[0,1],[1,0]] -> [[2,3],[4,5]].
+  Tensor out = run_one("GatherND", {iota({2, 2, 2}), i64({2, 2}, {0, 1, 1, 0})}, 13);
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 3, 4, 5}));
+  // Example 5, batch_dims 1: indices [[1],[0]] -> [[2,3],[4,5]].
+  Tensor batched =
+      run_one("GatherND", {iota({2, 2, 2}), i64({2, 1}, {1, 0})}, 13, int_attr("batch_dims", 1));
+  EXPECT_EQ(batched.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values_of<float>(batched), (std::vector<float>{2, 3, 4, 5}));
+  // Batch dims with several tuples per batch and a negative index.
+  Tensor many = run_one("GatherND", {iota({2, 3}), i64({2, 2, 1}, {2, -3, 0, 1})}, 13,
+                        int_attr("batch_dims", 1));
+  EXPECT_EQ(many.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values_of<float>(many), (std::vector<float>{2, 0, 3, 4}));
+}
+
+TEST(GatherND, Errors) {
+  EXPECT_TRUE(
+      contains(run_error("GatherND", {iota({2, 2}), i64({1, 2}, {0, 2})}, 13), "indices value 2"));
+  EXPECT_TRUE(contains(run_error("GatherND", {iota({2, 2}), i64({1, 3}, {0, 0, 0})}, 13),
+                       "indices last dim 3 is larger than data rank 2"));
+}
+
+// ---- Scatter family ----
+
+TEST(Scatter, Opset9IsScatterElements) {
+  Tensor out =
+      run_one("Scatter",
+              {floats({1, 5}, {1, 2, 3, 4, 5}), i64({1, 2}, {1, 3}), floats({1, 2}, {1.1f, 2.1f})},
+              9, int_attr("axis", 1));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{1, 1.1f, 3, 2.1f, 5}));
+}
+
+TEST(ScatterElements, ReductionAddAndMulWithDuplicates) {
+  auto with = [](const char* reduction) {
+    return [=](Node* n) {
+      int_attr("axis", 1)(n);
+      set_string(n, "reduction", reduction);
+    };
+  };
+  Tensor data = floats({1, 5}, {1, 2, 3, 4, 5});
+  Tensor indices = i64({1, 3}, {1, 1, -1});
+  Tensor updates = floats({1, 3}, {10, 20, 3});
+  Tensor add = run_one("ScatterElements", {data, indices, updates}, 16, with("add"));
+  EXPECT_EQ(values_of<float>(add), (std::vector<float>{1, 32, 3, 4, 8}));
+  Tensor mul = run_one("ScatterElements", {data, indices, updates}, 16, with("mul"));
+  EXPECT_EQ(values_of<float>(mul), (std::vector<float>{1, 400, 3, 4, 15}));
+  // The input stays untouched.
+  EXPECT_EQ(values_of<float>(data), (std::vector<float>{1, 2, 3, 4, 5}));
+  // Reduction is an opset 16 attribute.
+  EXPECT_TRUE(contains(run_error("ScatterElements", {data, indices, updates}, 13, with("add")),
+                       "needs opset 16"));
+}
+
+TEST(ScatterElements, Float16AddAndInt8Wraps) {
+  auto add = [](Node* n) { set_string(n, "reduction", "add"); };
+  Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {2}, {Float16(1.5f), Float16(2.0f)});
+  Tensor hu = Tensor::from_vector<Float16>(DType::kFloat16, {1}, {Float16(0.25f)});
+  Tensor out = run_one("ScatterElements", {h, i64s({1}), hu}, 16, add);
+  EXPECT_EQ(static_cast<float>(out.data<Float16>()[1]), 2.25f);
+  Tensor b = Tensor::from_vector<int8_t>(DType::kInt8, {1}, {127});
+  Tensor bu = Tensor::from_vector<int8_t>(DType::kInt8, {1}, {1});
+  Tensor wrapped = run_one("ScatterElements", {b, i64s({0}), bu}, 16, add);
+  EXPECT_EQ(wrapped.data<int8_t>()[0], -128);
+}
+
+TEST(ScatterElements, StringsAndErrors) {
+  Tensor s = run_one(
+      "ScatterElements",
+      {Tensor::from_strings({3}, {"a", "b", "c"}), i32({1}, {0}), Tensor::from_strings({1}, {"z"})},
+      13);
+  EXPECT_EQ(s.strings(), (std::vector<std::string>{"z", "b", "c"}));
+  EXPECT_TRUE(
+      contains(run_error("ScatterElements", {iota({3}), i64s({3}), floats({1}, {0})}, 13),
+               "indices value 3 (at indices element 0) is out of bounds for axis 0 of size 3"));
+  EXPECT_TRUE(
+      contains(run_error("ScatterElements", {iota({3}), i64s({0, 1}), floats({1}, {0})}, 13),
+               "updates shape [1] differs from indices shape [2]"));
+}
+
+TEST(ScatterND, SlicesAndReductions) {
+  // data 2x3, replace row 1.
+  Tensor out =
+      run_one("ScatterND", {iota({2, 3}), i64({1, 1}, {-1}), floats({1, 3}, {7, 8, 9})}, 13);
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 1, 2, 7, 8, 9}));
+  Tensor add = run_one("ScatterND", {iota({4}), i64({3, 1}, {1, 1, 3}), floats({3}, {10, 20, 5})},
+                       16, [](Node* n) { set_string(n, "reduction", "add"); });
+  EXPECT_EQ(values_of<float>(add), (std::vector<float>{0, 31, 2, 8}));
+  Tensor mul = run_one("ScatterND", {iota({2, 2}), i64({1, 2}, {1, 1}), floats({1}, {4})}, 16,
+                       [](Node* n) { set_string(n, "reduction", "mul"); });
+  EXPECT_EQ(values_of<float>(mul), (std::vector<float>{0, 1, 2, 12}));
+  EXPECT_TRUE(
+      contains(run_error("ScatterND", {iota({2, 3}), i64({1, 1}, {0}), floats({3}, {1, 2, 3})}, 13),
+               "updates shape [3] must be [1,3]"));
+}
+
+// ---- NonZero ----
+
+TEST(NonZero, RowMajorOrderAndFloatZeroes) {
+  Tensor x = floats({2, 3}, {0, -0.0f, 3, NAN, 0, -1});
+  Tensor out = run_one("NonZero", {x}, 13);
+  EXPECT_EQ(out.dtype(), DType::kInt64);
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{0, 1, 1, 2, 0, 2}));
+}
+
+TEST(NonZero, ScalarStringsAndEmpty) {
+  Tensor scalar = run_one("NonZero", {floats({}, {5})}, 13);
+  EXPECT_EQ(scalar.shape(), (Shape{0, 1}));
+  Tensor s = run_one("NonZero", {Tensor::from_strings({3}, {"", "a", ""})}, 13);
+  EXPECT_EQ(values_of<int64_t>(s), (std::vector<int64_t>{1}));
+  Tensor none = run_one("NonZero", {iota({0, 4})}, 13);
+  EXPECT_EQ(none.shape(), (Shape{2, 0}));
+}
+
+// ---- OneHot ----
+
+TEST(OneHot, AxisZeroIntDepthStringValues) {
+  Tensor depth = Tensor::from_vector<uint8_t>(DType::kUInt8, {}, {3});
+  Tensor out = run_one("OneHot", {i64s({2, 0, 5}), depth, Tensor::from_strings({2}, {"off", "on"})},
+                       11, int_attr("axis", 0));
+  EXPECT_EQ(out.shape(), (Shape{3, 3}));
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"off", "on", "off", "off", "off", "off", "on",
+                                                     "off", "off"}));
+}
+
+TEST(OneHot, NegativeIndicesWrapFromOpset11) {
+  Tensor depth = floats({1}, {3.7f});  // cast to int64: 3
+  Tensor values = i32({2}, {0, 1});
+  Tensor v11 = run_one("OneHot", {floats({3}, {-1.9f, 2.2f, -4}), depth, values}, 11);
+  EXPECT_EQ(v11.dtype(), DType::kInt32);
+  EXPECT_EQ(v11.shape(), (Shape{3, 3}));
+  EXPECT_EQ(values_of<int32_t>(v11), (std::vector<int32_t>{0, 0, 1, 0, 0, 1, 0, 0, 0}));
+  Tensor v9 = run_one("OneHot", {i64s({-1, 1}), depth, values}, 9);
+  EXPECT_EQ(values_of<int32_t>(v9), (std::vector<int32_t>{0, 0, 0, 0, 1, 0}));
+}
+
+TEST(OneHot, Errors) {
+  EXPECT_TRUE(
+      contains(run_error("OneHot", {i64s({0}), floats({}, {2}), floats({3}, {0, 1, 2})}, 11),
+               "values must hold two elements"));
+  EXPECT_TRUE(contains(run_error("OneHot", {i64s({0}), floats({}, {-2}), floats({2}, {0, 1})}, 11),
+                       "depth -2 is invalid"));
+  EXPECT_TRUE(contains(run_error("OneHot", {i64s({0}), floats({}, {2}), floats({2}, {0, 1})}, 11,
+                                 int_attr("axis", 2)),
+                       "axis 2 is out of range for output rank 2"));
+}
+
+// ---- Trilu, EyeLike ----
+
+TEST(Trilu, UpperLowerWithKAndBatches) {
+  Tensor x = iota({2, 2, 3});
+  Tensor upper = run_one("Trilu", {x, i64({}, {1})}, 14);
+  EXPECT_EQ(values_of<float>(upper), (std::vector<float>{0, 1, 2, 0, 0, 5, 0, 7, 8, 0, 0, 11}));
+  Tensor lower = run_one("Trilu", {x, i64({}, {-1})}, 14, int_attr("upper", 0));
+  EXPECT_EQ(values_of<float>(lower), (std::vector<float>{0, 0, 0, 3, 0, 0, 0, 0, 0, 9, 0, 0}));
+  Tensor lower_default = run_one("Trilu", {iota({2, 2})}, 14, int_attr("upper", 0));
+  EXPECT_EQ(values_of<float>(lower_default), (std::vector<float>{0, 0, 2, 3}));
+}
+
+TEST(Trilu, ExtremeKAndStrings) {
+  Tensor all = run_one("Trilu", {iota({2, 2}), i64({}, {kMin})}, 14);
+  EXPECT_EQ(values_of<float>(all), (std::vector<float>{0, 1, 2, 3}));
+  Tensor none = run_one("Trilu", {iota({2, 2}), i64({}, {kMax})}, 14);
+  EXPECT_EQ(values_of<float>(none), (std::vector<float>{0, 0, 0, 0}));
+  Tensor none_lower = run_one("Trilu", {iota({2, 2}), i64({}, {kMin})}, 14, int_attr("upper", 0));
+  EXPECT_EQ(values_of<float>(none_lower), (std::vector<float>{0, 0, 0, 0}));
+  Tensor s = run_one("Trilu", {Tensor::from_strings({2, 2}, {"a", "b", "c", "d"})}, 14);
+  EXPECT_EQ(s.strings(), (std::vector<std::string>{"a", "b", "", "d"}));
+  EXPECT_TRUE(contains(run_error("Trilu", {iota({3})}, 14), "rank >= 2"));
+}
+
+TEST(EyeLike, KAndDtype) {
+  Tensor up = run_one("EyeLike", {iota({2, 3})}, 9, int_attr("k", 1));
+  EXPECT_EQ(values_of<float>(up), (std::vector<float>{0, 1, 0, 0, 0, 1}));
+  Tensor down = run_one("EyeLike", {i64({3, 2}, {9, 9, 9, 9, 9, 9})}, 9, int_attr("k", -1));
+  EXPECT_EQ(down.dtype(), DType::kInt64);
+  EXPECT_EQ(values_of<int64_t>(down), (std::vector<int64_t>{0, 0, 1, 0, 0, 1}));
+  Tensor b = run_one("EyeLike", {iota({2, 2})}, 9, int_attr("dtype", 9));
+  EXPECT_EQ(b.dtype(), DType::kBool);
+  EXPECT_EQ(values_of<bool>(b), (std::vector<bool>{true, false, false, true}));
+  Tensor h = run_one("EyeLike", {iota({1, 1})}, 9, int_attr("dtype", 10));
+  EXPECT_EQ(static_cast<float>(h.data<Float16>()[0]), 1.0f);
+  Tensor far = run_one("EyeLike", {iota({2, 2})}, 9, int_attr("k", kMin));
+  EXPECT_EQ(values_of<float>(far), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_TRUE(contains(run_error("EyeLike", {iota({2, 2})}, 9, int_attr("dtype", 8)),
+                       "output type string is not supported"));
+  EXPECT_TRUE(contains(run_error("EyeLike", {iota({2})}, 9), "rank 2"));
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -1,0 +1,286 @@
+// Unit tests of the normalization op family (BatchNormalization, InstanceNormalization,
+// LayerNormalization, MeanVarianceNormalization, LRN, Dropout).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+namespace {
+
+[[maybe_unused]] Attribute int_attr(const std::string& name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute float_attr(const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute ints_attr(const std::string& name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
+[[maybe_unused]] Attribute string_attr(const std::string& name, std::string value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+// Runs a one-node model. An undefined Tensor in `inputs` omits that input; `outputs`
+// names the node's outputs ("" omits one). Returns the named outputs in order.
+[[maybe_unused]] std::vector<Tensor> run_node(const std::string& op,
+                                              const std::vector<Tensor>& inputs, int64_t opset,
+                                              std::vector<Attribute> attrs = {},
+                                              std::vector<std::string> outputs = {"out"}) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}};
+  Graph& g = model.graph();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back(inputs[i].defined()
+                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype()))
+                      : nullptr);
+  }
+  Node* n = g.add_node(op, ins, outputs, "", "node0");
+  for (auto& a : attrs) n->set_attribute(std::move(a));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].empty()) g.add_output(n->output(i));
+  }
+  auto session = Session::create(std::move(model));
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
+  }
+  auto out = session.value()->run(feeds);
+  if (!out) throw Error(out.error());
+  std::vector<Tensor> result;
+  for (auto& [name, value] : out.value()) result.push_back(value.tensor());
+  return result;
+}
+
+[[maybe_unused]] Tensor run_one(const std::string& op, const std::vector<Tensor>& inputs,
+                                int64_t opset, std::vector<Attribute> attrs = {}) {
+  return run_node(op, inputs, opset, std::move(attrs))[0];
+}
+
+[[maybe_unused]] Tensor floats(Shape shape, const std::vector<float>& values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
+[[maybe_unused]] void expect_near(const Tensor& t, const std::vector<float>& expected,
+                                  float tol = 1e-5f) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
+  const std::vector<float> got = values_of<float>(t);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], tol + tol * std::fabs(expected[i])) << "at " << i;
+  }
+}
+
+[[maybe_unused]] Tensor bool_scalar(bool value) {
+  Tensor t(DType::kBool, {});
+  t.mutable_data<bool>()[0] = value;
+  return t;
+}
+
+// Runs `f` and returns the Error's message ("" when nothing is thrown).
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BatchNormalization, InferenceWithMixedParameterTypes) {
+  Tensor x = floats({1, 2, 1, 2}, {1, 2, 3, 4});
+  Tensor scale = floats({2}, {1, 2});
+  Tensor bias = floats({2}, {0, 1});
+  Tensor mean = Tensor::from_vector<double>(DType::kDouble, {2}, {1.5, 3.5});
+  Tensor var = Tensor::from_vector<double>(DType::kDouble, {2}, {0.25, 0.25});
+  std::vector<Attribute> attrs;
+  attrs.push_back(float_attr("epsilon", 0));
+  Tensor y = run_one("BatchNormalization", {x, scale, bias, mean, var}, 15, std::move(attrs));
+  ASSERT_EQ(y.dtype(), DType::kFloat);
+  expect_near(y, {-1, 1, -1, 3});
+  // Opset 9 is the same computation (no training outputs).
+  std::vector<Attribute> old;
+  old.push_back(float_attr("epsilon", 0));
+  Tensor m32 = floats({2}, {1.5f, 3.5f}), v32 = floats({2}, {0.25f, 0.25f});
+  expect_near(run_one("BatchNormalization", {x, scale, bias, m32, v32}, 9, std::move(old)),
+              {-1, 1, -1, 3});
+}
+
+TEST(BatchNormalization, TrainingModeOutputsRunningStatistics) {
+  Tensor x = floats({2, 1, 2}, {1, 3, 5, 7});  // one channel: mean 4, variance 5
+  Tensor one = floats({1}, {1}), zero = floats({1}, {0});
+  std::vector<Attribute> attrs;
+  attrs.push_back(float_attr("epsilon", 0));
+  attrs.push_back(int_attr("training_mode", 1));
+  auto out = run_node("BatchNormalization", {x, one, zero, zero, one}, 15, std::move(attrs),
+                      {"y", "running_mean", "running_var"});
+  expect_near(out[0], {-1.3416408f, -0.4472136f, 0.4472136f, 1.3416408f});
+  expect_near(out[1], {0.4f});  // 0 * 0.9 + 4 * 0.1
+  expect_near(out[2], {1.4f});  // 1 * 0.9 + 5 * 0.1
+}
+
+TEST(BatchNormalization, Opset7PerActivationWhenNotSpatial) {
+  Tensor x = floats({1, 1, 2}, {1, 2});
+  std::vector<Attribute> attrs;
+  attrs.push_back(float_attr("epsilon", 0));
+  attrs.push_back(int_attr("spatial", 0));
+  Tensor y = run_one("BatchNormalization",
+                     {x, floats({1, 2}, {1, 1}), floats({1, 2}, {0, 10}), floats({1, 2}, {1, 0}),
+                      floats({1, 2}, {1, 4})},
+                     7, std::move(attrs));
+  expect_near(y, {0, 11});
+}
+
+TEST(BatchNormalization, WrongParameterSizeFails) {
+  Tensor x = floats({1, 2, 1}, {1, 2});
+  Tensor p = floats({3}, {1, 1, 1});
+  std::string message = error_of([&] { run_one("BatchNormalization", {x, p, p, p, p}, 15); });
+  EXPECT_NE(message.find("needs 2 values"), std::string::npos) << message;
+}
+
+TEST(InstanceNormalization, PerSampleAndChannel) {
+  Tensor x = floats({2, 2, 2}, {1, 3, 2, 6, 0, 4, 5, 5});
+  Tensor y = run_one("InstanceNormalization", {x, floats({2}, {1, 2}), floats({2}, {0, 1})}, 6);
+  // The last channel has variance 0: (x - mean) = 0, so y = B.
+  expect_near(y, {-1, 1, -1, 3, -1, 1, 1, 1}, 1e-4f);
+}
+
+TEST(LayerNormalization, LastAxisWithStatistics) {
+  Tensor x = floats({2, 3}, {1, 2, 3, 2, 4, 6});
+  std::vector<Attribute> attrs;
+  attrs.push_back(float_attr("epsilon", 0));
+  auto out = run_node("LayerNormalization", {x, floats({3}, {1, 1, 2}), floats({3}, {0, 0, 1})}, 17,
+                      std::move(attrs), {"y", "mean", "inv_std"});
+  expect_near(out[0], {-1.2247449f, 0, 3.4494897f, -1.2247449f, 0, 3.4494897f});
+  EXPECT_EQ(out[1].shape(), (Shape{2, 1}));
+  expect_near(out[1], {2, 4});
+  expect_near(out[2], {1.2247449f, 0.6123724f});
+}
+
+TEST(LayerNormalization, AxisZeroBroadcastScaleNoBias) {
+  Tensor x = floats({2, 2}, {1, 2, 3, 6});  // mean 3, variance 3.5
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 0));
+  attrs.push_back(float_attr("epsilon", 0));
+  auto out = run_node("LayerNormalization", {x, floats({2}, {1, 2})}, 17, std::move(attrs),
+                      {"y", "", "inv_std"});
+  const float s = 1 / std::sqrt(3.5f);
+  expect_near(out[0], {-2 * s, -2 * s, 0, 6 * s});
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1}));
+  expect_near(out[1], {s});
+}
+
+TEST(LayerNormalization, BadScaleShapeAndAxisFail) {
+  Tensor x = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  std::string message = error_of([&] {
+    run_one("LayerNormalization", {x, floats({2}, {1, 1})}, 17);
+  });
+  EXPECT_NE(message.find("does not broadcast"), std::string::npos) << message;
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", -3));
+  message = error_of([&] {
+    run_one("LayerNormalization", {x, floats({3}, {1, 1, 1})}, 17, std::move(attrs));
+  });
+  EXPECT_NE(message.find("axis -3 is out of range for rank 2"), std::string::npos) << message;
+}
+
+TEST(MeanVarianceNormalization, DefaultAndExplicitAxes) {
+  Tensor x = floats({1, 2, 1, 2}, {1, 3, 2, 2});
+  // Channel 1 is constant: 0 / (0 + 1e-9) = 0.
+  expect_near(run_one("MeanVarianceNormalization", {x}, 13), {-1, 1, 0, 0});
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("axes", {-1}));
+  expect_near(
+      run_one("MeanVarianceNormalization", {floats({2, 2}, {1, 3, 0, 4})}, 9, std::move(attrs)),
+      {-1, 1, -1, 1});
+}
+
+TEST(Lrn, OddAndEvenSizes) {
+  Tensor x = floats({1, 3, 1, 1}, {1, 2, 3});
+  auto run = [&](int64_t size, float alpha) {
+    std::vector<Attribute> attrs;
+    attrs.push_back(int_attr("size", size));
+    attrs.push_back(float_attr("alpha", alpha));
+    attrs.push_back(float_attr("beta", 1));
+    attrs.push_back(float_attr("bias", 1));
+    return run_one("LRN", {x}, 13, std::move(attrs));
+  };
+  expect_near(run(3, 3), {1.f / 6, 2.f / 15, 3.f / 14});
+  // size 2 looks at the channel itself and the next one.
+  expect_near(run(2, 2), {1.f / 6, 2.f / 14, 3.f / 10});
+  std::string message = error_of([&] { run_one("LRN", {x}, 13); });
+  EXPECT_NE(message.find("'size'"), std::string::npos) << message;
+}
+
+TEST(Dropout, InferenceAndZeroRatioPassThrough) {
+  Tensor x = floats({2, 2}, {1, 2, 3, 4});
+  auto out = run_node("Dropout", {x}, 13, {}, {"y", "mask"});
+  expect_near(out[0], {1, 2, 3, 4});
+  EXPECT_EQ(out[1].dtype(), DType::kBool);
+  EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{true, true, true, true}));
+  Tensor on = bool_scalar(true);
+  out = run_node("Dropout", {x, floats({}, {0}), on}, 12, {}, {"y", "mask"});
+  expect_near(out[0], {1, 2, 3, 4});
+  EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{true, true, true, true}));
+  // Before opset 10 the mask has the data type.
+  out = run_node("Dropout", {x}, 7, {}, {"y", "mask"});
+  EXPECT_EQ(out[1].dtype(), DType::kFloat);
+  expect_near(out[1], {1, 1, 1, 1});
+  out = run_node("Dropout", {x}, 10, {}, {"y", "mask"});
+  EXPECT_EQ(out[1].dtype(), DType::kBool);
+}
+
+TEST(Dropout, TrainingWithSeedMatchesNumpy) {
+  // np.random.seed(0); np.random.uniform(0, 1, 6) =
+  // [0.549, 0.715, 0.603, 0.545, 0.424, 0.646]; kept where >= 0.6, scaled by 2.5.
+  Tensor x = floats({6}, {1, 2, 3, 4, 5, 6});
+  Tensor on = bool_scalar(true);
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("seed", 0));
+  auto out = run_node("Dropout", {x, floats({}, {0.6f}), on}, 13, std::move(attrs), {"y", "mask"});
+  expect_near(out[0], {0, 5, 7.5f, 0, 0, 15});
+  EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{false, true, true, false, false, true}));
+}
+
+TEST(Dropout, TrainingWithoutSeedDropsOrScales) {
+  std::vector<float> v(64, 1.f);
+  Tensor on = bool_scalar(true);
+  auto out = run_node("Dropout", {floats({64}, v), floats({}, {0.5f}), on}, 13, {}, {"y", "mask"});
+  const std::vector<float> y = values_of<float>(out[0]);
+  const std::vector<bool> mask = values_of<bool>(out[1]);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], mask[i] ? 2.f : 0.f) << i;
+}
+
+}  // namespace
+}  // namespace onnxkit

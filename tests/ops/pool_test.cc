@@ -1,0 +1,312 @@
+// Unit tests of the pool op family (MaxPool, AveragePool, LpPool, Global*Pool).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+namespace {
+
+[[maybe_unused]] Attribute int_attr(const std::string& name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute float_attr(const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute ints_attr(const std::string& name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
+[[maybe_unused]] Attribute string_attr(const std::string& name, std::string value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+// Runs a one-node model. An undefined Tensor in `inputs` omits that input; `outputs`
+// names the node's outputs ("" omits one). Returns the named outputs in order.
+[[maybe_unused]] std::vector<Tensor> run_node(const std::string& op,
+                                              const std::vector<Tensor>& inputs, int64_t opset,
+                                              std::vector<Attribute> attrs = {},
+                                              std::vector<std::string> outputs = {"out"}) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}};
+  Graph& g = model.graph();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back(inputs[i].defined()
+                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype()))
+                      : nullptr);
+  }
+  Node* n = g.add_node(op, ins, outputs, "", "node0");
+  for (auto& a : attrs) n->set_attribute(std::move(a));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].empty()) g.add_output(n->output(i));
+  }
+  auto session = Session::create(std::move(model));
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
+  }
+  auto out = session.value()->run(feeds);
+  if (!out) throw Error(out.error());
+  std::vector<Tensor> result;
+  for (auto& [name, value] : out.value()) result.push_back(value.tensor());
+  return result;
+}
+
+[[maybe_unused]] Tensor run_one(const std::string& op, const std::vector<Tensor>& inputs,
+                                int64_t opset, std::vector<Attribute> attrs = {}) {
+  return run_node(op, inputs, opset, std::move(attrs))[0];
+}
+
+[[maybe_unused]] Tensor floats(Shape shape, const std::vector<float>& values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
+[[maybe_unused]] void expect_near(const Tensor& t, const std::vector<float>& expected,
+                                  float tol = 1e-5f) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
+  const std::vector<float> got = values_of<float>(t);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], tol + tol * std::fabs(expected[i])) << "at " << i;
+  }
+}
+
+[[maybe_unused]] Tensor bool_scalar(bool value) {
+  Tensor t(DType::kBool, {});
+  t.mutable_data<bool>()[0] = value;
+  return t;
+}
+
+// Runs `f` and returns the Error's message ("" when nothing is thrown).
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MaxPool, PadsAndIndicesInBothStorageOrders) {
+  // Two channels of 3x3; kernel 2x2, stride 2, end pads 1 -> 2x2 windows.
+  Tensor x = floats({1, 2, 3, 3}, {1, 5, 2, 4, 3, 9, 7, 8, 6, 1, 5, 2, 4, 3, 9, 7, 8, 6});
+  auto make = [](int64_t order) {
+    std::vector<Attribute> a;
+    a.push_back(ints_attr("kernel_shape", {2, 2}));
+    a.push_back(ints_attr("strides", {2, 2}));
+    a.push_back(ints_attr("pads", {0, 0, 1, 1}));
+    a.push_back(int_attr("storage_order", order));
+    return a;
+  };
+  auto out = run_node("MaxPool", {x}, 12, make(0), {"y", "i"});
+  EXPECT_EQ(out[0].shape(), (Shape{1, 2, 2, 2}));
+  expect_near(out[0], {5, 9, 8, 6, 5, 9, 8, 6});
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{1, 5, 7, 8, 10, 14, 16, 17}));
+  out = run_node("MaxPool", {x}, 12, make(1), {"y", "i"});
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{3, 7, 5, 8, 12, 16, 14, 17}));
+}
+
+TEST(MaxPool, CeilModeDropsWindowsStartingInPadding) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2}));
+  attrs.push_back(ints_attr("strides", {2}));
+  attrs.push_back(int_attr("ceil_mode", 1));
+  Tensor y = run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 10, std::move(attrs));
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3}));
+  expect_near(y, {2, 4, 5});
+  // in 3, kernel 1, stride 2, end pad 1: ceil gives 3 windows but the third starts at 4.
+  std::vector<Attribute> b;
+  b.push_back(ints_attr("kernel_shape", {1}));
+  b.push_back(ints_attr("strides", {2}));
+  b.push_back(ints_attr("pads", {0, 1}));
+  b.push_back(int_attr("ceil_mode", 1));
+  y = run_one("MaxPool", {floats({1, 1, 3}, {1, 2, 3})}, 12, std::move(b));
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2}));
+  expect_near(y, {1, 3});
+}
+
+TEST(MaxPool, Dilations) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2}));
+  attrs.push_back(ints_attr("dilations", {2}));
+  auto out = run_node("MaxPool", {floats({1, 1, 6}, {1, 9, 2, 8, 3, 7})}, 12, std::move(attrs),
+                      {"y", "i"});
+  expect_near(out[0], {2, 9, 3, 8});
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{2, 1, 4, 3}));
+}
+
+TEST(MaxPool, AutoPadSameUpperAndLower) {
+  auto run = [](const std::string& mode) {
+    std::vector<Attribute> attrs;
+    attrs.push_back(ints_attr("kernel_shape", {2}));
+    attrs.push_back(string_attr("auto_pad", mode));
+    return run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, std::move(attrs));
+  };
+  expect_near(run("SAME_UPPER"), {2, 3, 4, 5, 5});
+  expect_near(run("SAME_LOWER"), {1, 2, 3, 4, 5});
+  Tensor valid = run("VALID");
+  EXPECT_EQ(valid.shape(), (Shape{1, 1, 4}));
+  expect_near(valid, {2, 3, 4, 5});
+}
+
+TEST(MaxPool, Uint8AndInt8FromOpset12) {
+  Tensor x = Tensor::from_vector<uint8_t>(DType::kUInt8, {1, 1, 4}, {3, 250, 7, 1});
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2}));
+  attrs.push_back(ints_attr("strides", {2}));
+  EXPECT_EQ(values_of<uint8_t>(run_one("MaxPool", {x}, 12, std::move(attrs))),
+            (std::vector<uint8_t>{250, 7}));
+  Tensor s = Tensor::from_vector<int8_t>(DType::kInt8, {1, 1, 3}, {-5, -3, -128});
+  std::vector<Attribute> b;
+  b.push_back(ints_attr("kernel_shape", {2}));
+  b.push_back(ints_attr("pads", {1, 1}));
+  EXPECT_EQ(values_of<int8_t>(run_one("MaxPool", {s}, 12, std::move(b))),
+            (std::vector<int8_t>{-5, -3, -3, -128}));
+  std::vector<Attribute> c;
+  c.push_back(ints_attr("kernel_shape", {2}));
+  EXPECT_NE(error_of([&] { run_one("MaxPool", {x}, 11, std::move(c)); }).find("opset 12"),
+            std::string::npos);
+}
+
+TEST(MaxPool, ThreeDimensionalWithIndices) {
+  std::vector<float> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<float>((i * 5) % 8);  // 0 5 2 7 4 1 6 3
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2, 2, 2}));
+  auto out = run_node("MaxPool", {floats({1, 1, 2, 2, 2}, v)}, 12, std::move(attrs), {"y", "i"});
+  EXPECT_EQ(out[0].shape(), (Shape{1, 1, 1, 1, 1}));
+  expect_near(out[0], {7});
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{3}));
+}
+
+TEST(MaxPool, EmptyBatchAndFloat16) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2}));
+  Tensor y = run_one("MaxPool", {Tensor(DType::kFloat, {0, 3, 4})}, 12, std::move(attrs));
+  EXPECT_EQ(y.shape(), (Shape{0, 3, 3}));
+  Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {1, 1, 3},
+                                          {Float16(1.5f), Float16(-2.f), Float16(4.25f)});
+  std::vector<Attribute> b;
+  b.push_back(ints_attr("kernel_shape", {2}));
+  Tensor hy = run_one("MaxPool", {h}, 12, std::move(b));
+  ASSERT_EQ(hy.dtype(), DType::kFloat16);
+  EXPECT_EQ(static_cast<float>(hy.data<Float16>()[0]), 1.5f);
+  EXPECT_EQ(static_cast<float>(hy.data<Float16>()[1]), 4.25f);
+}
+
+TEST(MaxPool, ErrorsNameTheProblem) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2, 2}));
+  std::string message = error_of([&] {
+    run_one("MaxPool", {floats({1, 1, 4}, {1, 2, 3, 4})}, 12, std::move(attrs));
+  });
+  EXPECT_NE(message.find("input has rank 3"), std::string::npos) << message;
+  std::vector<Attribute> b;
+  b.push_back(ints_attr("kernel_shape", {2}));
+  b.push_back(string_attr("auto_pad", "SAME"));
+  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, std::move(b)); });
+  EXPECT_NE(message.find("auto_pad 'SAME'"), std::string::npos) << message;
+  std::vector<Attribute> c;
+  c.push_back(ints_attr("kernel_shape", {5}));
+  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, std::move(c)); });
+  EXPECT_NE(message.find("kernel extent 5"), std::string::npos) << message;
+}
+
+TEST(AveragePool, CountIncludePad) {
+  auto run = [](int64_t include) {
+    std::vector<Attribute> attrs;
+    attrs.push_back(ints_attr("kernel_shape", {2, 2}));
+    attrs.push_back(ints_attr("pads", {1, 1, 1, 1}));
+    attrs.push_back(int_attr("count_include_pad", include));
+    return run_one("AveragePool", {floats({1, 1, 2, 2}, {1, 2, 3, 4})}, 11, std::move(attrs));
+  };
+  expect_near(run(1), {0.25f, 0.75f, 0.5f, 1.f, 2.5f, 1.5f, 0.75f, 1.75f, 1.f});
+  expect_near(run(0), {1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4});
+}
+
+TEST(AveragePool, SameLowerWithAndWithoutPadCount) {
+  auto run = [](int64_t include) {
+    std::vector<Attribute> attrs;
+    attrs.push_back(ints_attr("kernel_shape", {2}));
+    attrs.push_back(string_attr("auto_pad", "SAME_LOWER"));
+    attrs.push_back(int_attr("count_include_pad", include));
+    return run_one("AveragePool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, std::move(attrs));
+  };
+  expect_near(run(0), {1, 1.5f, 2.5f, 3.5f, 4.5f});
+  expect_near(run(1), {0.5f, 1.5f, 2.5f, 3.5f, 4.5f});
+}
+
+TEST(AveragePool, DoubleAndCeilMode) {
+  Tensor x = Tensor::from_vector<double>(DType::kDouble, {1, 1, 5}, {1, 2, 3, 4, 6});
+  std::vector<Attribute> attrs;
+  attrs.push_back(ints_attr("kernel_shape", {2}));
+  attrs.push_back(ints_attr("strides", {2}));
+  attrs.push_back(int_attr("ceil_mode", 1));
+  Tensor y = run_one("AveragePool", {x}, 11, std::move(attrs));
+  EXPECT_EQ(values_of<double>(y), (std::vector<double>{1.5, 3.5, 6}));
+}
+
+TEST(LpPool, PowersOneTwoThree) {
+  auto run = [](int64_t p) {
+    std::vector<Attribute> attrs;
+    attrs.push_back(ints_attr("kernel_shape", {2}));
+    attrs.push_back(ints_attr("strides", {2}));
+    attrs.push_back(int_attr("p", p));
+    return run_one("LpPool", {floats({1, 1, 4}, {3, 4, -6, 8})}, 11, std::move(attrs));
+  };
+  expect_near(run(2), {5, 10});
+  expect_near(run(1), {7, 14});
+  expect_near(run(3), {std::cbrt(91.f), std::cbrt(728.f)});
+}
+
+TEST(GlobalPool, AverageMaxLp) {
+  Tensor x = floats({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, 2});
+  Tensor avg = run_one("GlobalAveragePool", {x}, 1);
+  EXPECT_EQ(avg.shape(), (Shape{1, 2, 1, 1}));
+  expect_near(avg, {2.5f, -1});
+  expect_near(run_one("GlobalMaxPool", {x}, 1), {4, 2});
+  expect_near(run_one("GlobalLpPool", {x}, 2), {std::sqrt(30.f), std::sqrt(18.f)});
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("p", 1));
+  expect_near(run_one("GlobalLpPool", {x}, 2, std::move(attrs)), {10, 8});
+}
+
+TEST(GlobalPool, EmptyChannelsAndRankErrors) {
+  Tensor y = run_one("GlobalAveragePool", {Tensor(DType::kFloat, {2, 0, 3})}, 1);
+  EXPECT_EQ(y.shape(), (Shape{2, 0, 1}));
+  std::string message = error_of([] { run_one("GlobalMaxPool", {floats({3}, {1, 2, 3})}, 1); });
+  EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -1,0 +1,209 @@
+// Unit tests of the softmax op family (Softmax, LogSoftmax, Hardmax).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+namespace {
+
+[[maybe_unused]] Attribute int_attr(const std::string& name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute float_attr(const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = value;
+  return a;
+}
+
+[[maybe_unused]] Attribute ints_attr(const std::string& name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
+[[maybe_unused]] Attribute string_attr(const std::string& name, std::string value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+// Runs a one-node model. An undefined Tensor in `inputs` omits that input; `outputs`
+// names the node's outputs ("" omits one). Returns the named outputs in order.
+[[maybe_unused]] std::vector<Tensor> run_node(const std::string& op,
+                                              const std::vector<Tensor>& inputs, int64_t opset,
+                                              std::vector<Attribute> attrs = {},
+                                              std::vector<std::string> outputs = {"out"}) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}};
+  Graph& g = model.graph();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back(inputs[i].defined()
+                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype()))
+                      : nullptr);
+  }
+  Node* n = g.add_node(op, ins, outputs, "", "node0");
+  for (auto& a : attrs) n->set_attribute(std::move(a));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].empty()) g.add_output(n->output(i));
+  }
+  auto session = Session::create(std::move(model));
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
+  }
+  auto out = session.value()->run(feeds);
+  if (!out) throw Error(out.error());
+  std::vector<Tensor> result;
+  for (auto& [name, value] : out.value()) result.push_back(value.tensor());
+  return result;
+}
+
+[[maybe_unused]] Tensor run_one(const std::string& op, const std::vector<Tensor>& inputs,
+                                int64_t opset, std::vector<Attribute> attrs = {}) {
+  return run_node(op, inputs, opset, std::move(attrs))[0];
+}
+
+[[maybe_unused]] Tensor floats(Shape shape, const std::vector<float>& values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
+[[maybe_unused]] void expect_near(const Tensor& t, const std::vector<float>& expected,
+                                  float tol = 1e-5f) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
+  const std::vector<float> got = values_of<float>(t);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], tol + tol * std::fabs(expected[i])) << "at " << i;
+  }
+}
+
+[[maybe_unused]] Tensor bool_scalar(bool value) {
+  Tensor t(DType::kBool, {});
+  t.mutable_data<bool>()[0] = value;
+  return t;
+}
+
+// Runs `f` and returns the Error's message ("" when nothing is thrown).
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const Tensor kCube = floats({2, 2, 2}, {0, 1, 2, 3, 1, 1, 1, 1});
+
+TEST(Softmax, OldOpsetsCoerceTo2D) {
+  // Opset 11, default axis 1: rows of 4 values.
+  expect_near(run_one("Softmax", {kCube}, 11),
+              {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f, 0.25f, 0.25f, 0.25f, 0.25f});
+  // axis 3 == rank: every dim goes to the rows, so each row has one element.
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 3));
+  expect_near(run_one("Softmax", {kCube}, 11, std::move(attrs)), std::vector<float>(8, 1.f));
+  // Negative axis at opset 11: -2 is axis 1.
+  std::vector<Attribute> neg;
+  neg.push_back(int_attr("axis", -2));
+  expect_near(run_one("Softmax", {kCube}, 11, std::move(neg)),
+              {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f, 0.25f, 0.25f, 0.25f, 0.25f});
+}
+
+TEST(Softmax, Opset13RunsAlongOneAxis) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 1));
+  expect_near(run_one("Softmax", {kCube}, 13, std::move(attrs)),
+              {0.1192029f, 0.1192029f, 0.8807971f, 0.8807971f, 0.5f, 0.5f, 0.5f, 0.5f});
+  // Default axis -1: pairs along the last dim.
+  expect_near(run_one("Softmax", {kCube}, 13),
+              {0.2689414f, 0.7310586f, 0.2689414f, 0.7310586f, 0.5f, 0.5f, 0.5f, 0.5f});
+}
+
+TEST(Softmax, LargeValuesStayFinite) {
+  Tensor x = floats({2}, {1000, 1001});
+  expect_near(run_one("Softmax", {x}, 13), {0.2689414f, 0.7310586f});
+  expect_near(run_one("LogSoftmax", {x}, 13), {-1.3132617f, -0.3132617f});
+  Tensor d = Tensor::from_vector<double>(DType::kDouble, {2}, {-1e5, -1e5 + 1});
+  std::vector<double> y = values_of<double>(run_one("LogSoftmax", {d}, 13));
+  EXPECT_NEAR(y[0], -1.3132616875182228, 1e-12);
+  EXPECT_NEAR(y[1], -0.3132616875182228, 1e-12);
+}
+
+TEST(LogSoftmax, OldAndNewAxisSemantics) {
+  expect_near(run_one("LogSoftmax", {kCube}, 1),
+              {-3.4401897f, -2.4401897f, -1.4401897f, -0.4401897f, -1.3862944f, -1.3862944f,
+               -1.3862944f, -1.3862944f});
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 0));
+  expect_near(run_one("LogSoftmax", {kCube}, 13, std::move(attrs)),
+              {-1.3132617f, -0.6931472f, -0.3132617f, -0.126928f, -0.3132617f, -0.6931472f,
+               -1.3132617f, -2.126928f});
+}
+
+TEST(Hardmax, FirstMaximumWinsAndOldCoercion) {
+  Tensor x = floats({1, 4}, {1, 3, 3, 2});
+  expect_near(run_one("Hardmax", {x}, 13), {0, 1, 0, 0});
+  expect_near(run_one("Hardmax", {kCube}, 11), {0, 0, 0, 1, 1, 0, 0, 0});
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 0));
+  expect_near(run_one("Hardmax", {kCube}, 13, std::move(attrs)), {0, 1, 1, 1, 1, 0, 0, 0});
+}
+
+TEST(Softmax, HalfTypesAndEmptyTensors) {
+  Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {2}, {Float16(0.f), Float16(0.f)});
+  Tensor y = run_one("Softmax", {h}, 13);
+  ASSERT_EQ(y.dtype(), DType::kFloat16);
+  EXPECT_EQ(static_cast<float>(y.data<Float16>()[1]), 0.5f);
+  Tensor b = Tensor::from_vector<BFloat16>(DType::kBFloat16, {2}, {BFloat16(1.f), BFloat16(1.f)});
+  EXPECT_EQ(static_cast<float>(run_one("Hardmax", {b}, 13).data<BFloat16>()[0]), 1.f);
+  Tensor empty = run_one("Softmax", {Tensor(DType::kFloat, {0, 3})}, 13);
+  EXPECT_EQ(empty.shape(), (Shape{0, 3}));
+  Tensor zero_axis = run_one("LogSoftmax", {Tensor(DType::kFloat, {2, 0})}, 11);
+  EXPECT_EQ(zero_axis.shape(), (Shape{2, 0}));
+}
+
+TEST(Softmax, AxisOutOfRangeAndIntegerInputFail) {
+  std::vector<Attribute> attrs;
+  attrs.push_back(int_attr("axis", 2));
+  std::string message = error_of([&] {
+    run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 13, std::move(attrs));
+  });
+  EXPECT_NE(message.find("axis 2 is out of range for rank 2"), std::string::npos) << message;
+  std::vector<Attribute> old;
+  old.push_back(int_attr("axis", 3));
+  message = error_of([&] {
+    run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 11, std::move(old));
+  });
+  EXPECT_NE(message.find("axis 3 is out of range for rank 2"), std::string::npos) << message;
+  Tensor ints = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {1, 2});
+  message = error_of([&] { run_one("Softmax", {ints}, 13); });
+  EXPECT_NE(message.find("int32"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace onnxkit

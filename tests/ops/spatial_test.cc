@@ -1,0 +1,391 @@
+// Unit tests of the spatial op family: Pad, Resize, Upsample, DepthToSpace, SpaceToDepth.
+// Expected values are worked out by hand or with numpy / the ONNX reference resize.
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <functional>
+
+#include "core/half.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+namespace {
+
+// Runs a one-node model: inputs become graph inputs (an undefined tensor leaves that input
+// slot empty), returns output 0.
+Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+               std::function<void(Node*)> set_attrs = {}) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}};
+  Graph& g = model.graph();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
+  }
+  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
+  if (set_attrs) set_attrs(n);
+  g.add_output(n->output(0));
+  auto session = Session::create(std::move(model));
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
+  }
+  auto out = session.value()->run(feeds);
+  if (!out) throw Error(out.error());
+  return out.value()[0].second.tensor();
+}
+
+void set_int(Node* n, const std::string& name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = value;
+  n->set_attribute(std::move(a));
+}
+void set_float(Node* n, const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = value;
+  n->set_attribute(std::move(a));
+}
+void set_string(Node* n, const std::string& name, const std::string& value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = value;
+  n->set_attribute(std::move(a));
+}
+void set_ints(Node* n, const std::string& name, std::vector<int64_t> value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(value);
+  n->set_attribute(std::move(a));
+}
+void set_floats(Node* n, const std::string& name, std::vector<float> value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloats;
+  a.floats = std::move(value);
+  n->set_attribute(std::move(a));
+}
+
+Tensor int64s(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+Tensor floats(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+void expect_near(const Tensor& t, const std::vector<double>& expected, double tolerance = 1e-4) {
+  ASSERT_EQ(t.dtype(), DType::kFloat);
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(t.data<float>()[i], expected[i], tolerance) << "element " << i;
+  }
+}
+
+// Expects the run to throw an error whose message contains `needle`.
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// ---- Pad ----
+
+TEST(Pad, ConstantInt32WithCropAndValue) {
+  // [[1,2,3],[4,5,6]], pads begin (1,-1) end (0,2): crop first column, pad after.
+  Tensor data = Tensor::from_vector<int32_t>(DType::kInt32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor value = Tensor::from_vector<int32_t>(DType::kInt32, {}, {9});
+  Tensor out = run_one("Pad", {data, int64s({4}, {1, -1, 0, 2}), value}, 13);
+  EXPECT_EQ(out.shape(), (Shape{3, 4}));
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{9, 9, 9, 9, 2, 3, 9, 9, 5, 6, 9, 9}));
+}
+
+TEST(Pad, ReflectBeyondTheSizeRepeatsLikeNumpy) {
+  // np.pad([1,2,3], (4,0), 'reflect') == [1,2,3,2,1,2,3]
+  Tensor out = run_one("Pad", {floats({3}, {1, 2, 3}), int64s({2}, {4, 0})}, 11,
+                       [](Node* n) { set_string(n, "mode", "reflect"); });
+  expect_near(out, {1, 2, 3, 2, 1, 2, 3});
+}
+
+TEST(Pad, EdgeTwoAxes) {
+  Tensor out = run_one("Pad", {floats({2, 2}, {1, 2, 3, 4}), int64s({4}, {0, 2, 1, 0})}, 13,
+                       [](Node* n) { set_string(n, "mode", "edge"); });
+  EXPECT_EQ(out.shape(), (Shape{3, 4}));
+  expect_near(out, {1, 1, 1, 2, 3, 3, 3, 4, 3, 3, 3, 4});
+}
+
+TEST(Pad, ReflectAfterCrop) {
+  // Crop 1 from the start of [1,2,3,4] -> [2,3,4], then reflect 2 at the end -> 3, 2.
+  Tensor out = run_one("Pad", {floats({4}, {1, 2, 3, 4}), int64s({2}, {-1, 2})}, 13,
+                       [](Node* n) { set_string(n, "mode", "reflect"); });
+  expect_near(out, {2, 3, 4, 3, 2});
+}
+
+TEST(Pad, OpsetTwoAttributes) {
+  Tensor out = run_one("Pad", {floats({1, 2}, {1, 2})}, 2, [](Node* n) {
+    set_ints(n, "pads", {0, 1, 1, 0});
+    set_float(n, "value", 7.5f);
+  });
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  expect_near(out, {7.5, 1, 2, 7.5, 7.5, 7.5});
+}
+
+TEST(Pad, StringsAndBoolsDefaultToEmptyAndFalse) {
+  Tensor s = Tensor::from_strings({2}, {"a", "b"});
+  Tensor out = run_one("Pad", {s, int64s({2}, {1, 1})}, 13);
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"", "a", "b", ""}));
+  Tensor fill = Tensor::from_strings({}, {"z"});
+  out = run_one("Pad", {s, int64s({2}, {0, 2}), fill}, 13);
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"a", "b", "z", "z"}));
+  Tensor b = Tensor::from_vector<uint8_t>(DType::kBool, {1}, {1});
+  out = run_one("Pad", {b, int64s({2}, {1, 0})}, 13);
+  EXPECT_EQ(values_of<bool>(out), (std::vector<bool>{false, true}));
+}
+
+TEST(Pad, EmptyInputConstantAndErrors) {
+  Tensor empty(DType::kFloat, {0, 2});
+  Tensor value = floats({}, {3});
+  Tensor out = run_one("Pad", {empty, int64s({4}, {1, 0, 0, 1}), value}, 13);
+  EXPECT_EQ(out.shape(), (Shape{1, 3}));
+  expect_near(out, {3, 3, 3});
+  expect_error(
+      [&] {
+        run_one("Pad", {empty, int64s({4}, {1, 0, 0, 0})}, 13,
+                [](Node* n) { set_string(n, "mode", "edge"); });
+      },
+      "edge mode cannot pad dim 0");
+  expect_error(
+      [&] {
+        run_one("Pad", {floats({2}, {1, 2}), int64s({3}, {1, 0, 0})}, 13);
+      },
+      "pads has 3 values, expected 2 * rank = 2");
+  expect_error(
+      [&] {
+        run_one("Pad", {floats({2}, {1, 2}), int64s({2}, {-3, 1})}, 13);
+      },
+      "crop more than dim 0 of size 2");
+}
+
+TEST(Pad, Complex64CopiesBothParts) {
+  // complex64 [1+2i], constant_value 3+4i, pads (1, 0).
+  Tensor data = Tensor::from_vector<std::complex<float>>(DType::kComplex64, {1}, {{1, 2}});
+  Tensor value = Tensor::from_vector<std::complex<float>>(DType::kComplex64, {}, {{3, 4}});
+  Tensor out = run_one("Pad", {data, int64s({2}, {1, 0}), value}, 13);
+  ASSERT_EQ(out.dtype(), DType::kComplex64);
+  EXPECT_EQ(std::vector<float>(out.data<float>(), out.data<float>() + 4),
+            (std::vector<float>{3, 4, 1, 2}));
+}
+
+// ---- DepthToSpace / SpaceToDepth ----
+
+TEST(DepthToSpace, DcrAndCrd) {
+  // 1x4x1x1 channels [0,1,2,3], blocksize 2 -> 1x1x2x2; DCR gives 0 1 / 2 3. With 8 channels
+  // (C' = 2), DCR channel k*2+c and CRD channel c*4+k feed block position k of output c.
+  std::vector<int64_t> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = i;
+  Tensor x = int64s({1, 8, 1, 1}, v);
+  Tensor dcr = run_one("DepthToSpace", {x}, 13, [](Node* n) { set_int(n, "blocksize", 2); });
+  EXPECT_EQ(dcr.shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_EQ(values_of<int64_t>(dcr), (std::vector<int64_t>{0, 2, 4, 6, 1, 3, 5, 7}));
+  Tensor crd = run_one("DepthToSpace", {x}, 13, [](Node* n) {
+    set_int(n, "blocksize", 2);
+    set_string(n, "mode", "CRD");
+  });
+  EXPECT_EQ(values_of<int64_t>(crd), v);
+}
+
+TEST(SpaceToDepth, InvertsDepthToSpaceDcr) {
+  std::vector<std::string> v;
+  for (int i = 0; i < 2 * 4 * 6; ++i) v.push_back(std::to_string(i));
+  Tensor x = Tensor::from_strings({1, 2, 4, 6}, v);
+  Tensor packed = run_one("SpaceToDepth", {x}, 13, [](Node* n) { set_int(n, "blocksize", 2); });
+  EXPECT_EQ(packed.shape(), (Shape{1, 8, 2, 3}));
+  // Channel 1 = block offset (0,0) of input channel 1: its first element is x[0,1,0,0] = 24.
+  EXPECT_EQ(packed.strings()[6], "24");
+  Tensor back = run_one("DepthToSpace", {packed}, 11, [](Node* n) { set_int(n, "blocksize", 2); });
+  EXPECT_EQ(back.strings(), v);
+  expect_error(
+      [&] { run_one("SpaceToDepth", {x}, 13, [](Node* n) { set_int(n, "blocksize", 4); }); },
+      "not divisible by blocksize 4");
+}
+
+// ---- Resize / Upsample ----
+
+TEST(Resize, LinearThreeAxesMatchesReference) {
+  // x = arange(24).reshape(2,3,4) ** 1.5 resized to (3,5,3), half_pixel (ONNX reference).
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = std::pow(static_cast<float>(i), 1.5f);
+  Tensor out = run_one("Resize", {floats({2, 3, 4}, x), Tensor(), Tensor(), int64s({3}, {3, 5, 3})},
+                       13, [](Node* n) { set_string(n, "mode", "linear"); });
+  EXPECT_EQ(out.shape(), (Shape{3, 5, 3}));
+  const std::vector<double> expected = {
+      0.16666667,  1.91421354,  4.80153131,  3.51202273,  6.32398367,  10.03413486, 8.53005695,
+      12.93863964, 17.88303947, 17.42573166, 22.76228905, 28.55693054, 23.35618019, 29.31138802,
+      35.67285538, 21.30985451, 25.77094841, 30.97217941, 27.49501801, 32.69633102, 38.50867844,
+      36.7727623,  43.08440018, 49.81343079, 48.88834381, 55.94066238, 63.36271667, 56.96539688,
+      64.51150513, 72.39557648, 42.45304489, 49.62768555, 57.14282608, 51.47801208, 59.06867599,
+      66.98322296, 65.01546478, 73.23016357, 81.74382019, 80.35095215, 89.11903381, 98.1685028,
+      90.57461548, 99.71161652, 109.11829376};
+  expect_near(out, expected);
+}
+
+TEST(Resize, CubicExcludeOutsideAndAlignCorners) {
+  Tensor x = floats({5}, {1, 4, 2, 8, 5});
+  Tensor out = run_one("Resize", {x, Tensor(), floats({1}, {1.6f})}, 13, [](Node* n) {
+    set_string(n, "mode", "cubic");
+    set_float(n, "cubic_coeff_a", -0.5f);
+    set_int(n, "exclude_outside", 1);
+  });
+  expect_near(out, {0.78413284, 2.28507821, 3.99768066, 2.20202637, 3.58630371, 7.85754395,
+                    6.48647106, 4.78413284});
+  // Scales give a fractional resized length (5 * 0.7 = 3.5) that align_corners divides by.
+  out = run_one("Resize", {x, Tensor(), floats({1}, {0.7f})}, 13, [](Node* n) {
+    set_string(n, "mode", "cubic");
+    set_string(n, "coordinate_transformation_mode", "align_corners");
+  });
+  expect_near(out, {1.0, 2.34399987, 8.04799988});
+}
+
+TEST(Resize, TfCropAndResizeExtrapolates) {
+  std::vector<float> v(12);
+  for (int i = 0; i < 12; ++i) v[i] = static_cast<float>(i);
+  Tensor roi = floats({4}, {0.5f, -0.5f, 1.5f, 0.5f});
+  Tensor out =
+      run_one("Resize", {floats({3, 4}, v), roi, Tensor(), int64s({2}, {2, 2})}, 13, [](Node* n) {
+        set_string(n, "mode", "linear");
+        set_string(n, "coordinate_transformation_mode", "tf_crop_and_resize");
+        set_float(n, "extrapolation_value", -1.0f);
+      });
+  expect_near(out, {-1, 5.5, -1, -1});
+  // Nearest on int32 (1.5 rounds down under round_prefer_floor).
+  Tensor xi =
+      Tensor::from_vector<int32_t>(DType::kInt32, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  out = run_one("Resize", {xi, roi, Tensor(), int64s({2}, {2, 2})}, 13, [](Node* n) {
+    set_string(n, "coordinate_transformation_mode", "tf_crop_and_resize");
+    set_float(n, "extrapolation_value", -1.0f);
+  });
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{-1, 5, -1, -1}));
+}
+
+TEST(Resize, NearestModesOnUint8) {
+  // asymmetric, scale 2 from sizes: x = o / 2, ties at .5.
+  Tensor x = Tensor::from_vector<uint8_t>(DType::kUInt8, {3}, {10, 20, 30});
+  auto run_mode = [&](const std::string& mode) {
+    return values_of<uint8_t>(
+        run_one("Resize", {x, Tensor(), Tensor(), int64s({1}, {6})}, 13, [&](Node* n) {
+          set_string(n, "coordinate_transformation_mode", "asymmetric");
+          set_string(n, "nearest_mode", mode);
+        }));
+  };
+  EXPECT_EQ(run_mode("round_prefer_floor"), (std::vector<uint8_t>{10, 10, 20, 20, 30, 30}));
+  EXPECT_EQ(run_mode("round_prefer_ceil"), (std::vector<uint8_t>{10, 20, 20, 30, 30, 30}));
+  EXPECT_EQ(run_mode("floor"), (std::vector<uint8_t>{10, 10, 20, 20, 30, 30}));
+  EXPECT_EQ(run_mode("ceil"), (std::vector<uint8_t>{10, 20, 20, 30, 30, 30}));
+}
+
+TEST(Resize, LinearOnIntegersRounds) {
+  Tensor x = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {0, 3});
+  Tensor out = run_one("Resize", {x, Tensor(), Tensor(), int64s({1}, {4})}, 13, [](Node* n) {
+    set_string(n, "mode", "linear");
+    set_string(n, "coordinate_transformation_mode", "align_corners");
+  });
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
+TEST(Resize, OpsetTenNearestCeilsWhenDownsampling) {
+  // Resize-10: asymmetric; downsampling axes round up (1 / 0.6 = 1.67 -> 2).
+  Tensor x = floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor out = run_one("Resize", {x, floats({4}, {1, 1, 0.6f, 0.6f})}, 10);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 1, 2}));
+  expect_near(out, {1, 3});
+  out = run_one("Resize", {x, floats({4}, {1, 1, 1, 0.5f})}, 10,
+                [](Node* n) { set_string(n, "mode", "linear"); });
+  expect_near(out, {1, 3, 5, 7});
+}
+
+TEST(Resize, LinearFloat16) {
+  std::vector<Float16> v = {Float16(1.0f), Float16(2.0f)};
+  Tensor x = Tensor::from_vector<Float16>(DType::kFloat16, {2}, v);
+  Tensor out = run_one("Resize", {x, Tensor(), floats({1}, {2})}, 13,
+                       [](Node* n) { set_string(n, "mode", "linear"); });
+  ASSERT_EQ(out.dtype(), DType::kFloat16);
+  // half_pixel: x = -0.25, 0.25, 0.75, 1.25 -> 1, 1.25, 1.75, 2 (edges clamp).
+  std::vector<float> got;
+  for (int64_t i = 0; i < out.numel(); ++i) got.push_back(out.data<Float16>()[i]);
+  EXPECT_EQ(got, (std::vector<float>{1, 1.25f, 1.75f, 2}));
+}
+
+TEST(Resize, ScalesAndSizesErrors) {
+  Tensor x = floats({2}, {1, 2});
+  expect_error(
+      [&] {
+        run_one("Resize", {x, Tensor(), floats({1}, {2}), int64s({1}, {4})}, 13);
+      },
+      "scales and sizes are both given");
+  expect_error(
+      [&] {
+        run_one("Resize", {x, Tensor(), Tensor(), Tensor()}, 13);
+      },
+      "one of scales and sizes must be given");
+  expect_error(
+      [&] {
+        run_one("Resize", {x, Tensor(), floats({2}, {1, 2})}, 13);
+      },
+      "scales has 2 values, expected one per axis of the rank-1 input");
+  expect_error(
+      [&] {
+        run_one("Resize", {x, Tensor(), floats({1}, {-1})}, 13);
+      },
+      "must be a positive number");
+  Tensor s = Tensor::from_strings({2}, {"a", "b"});
+  expect_error(
+      [&] {
+        run_one("Resize", {s, Tensor(), floats({1}, {2})}, 13,
+                [](Node* n) { set_string(n, "mode", "linear"); });
+      },
+      "linear mode needs a numeric input, got string");
+  Tensor strings = run_one("Resize", {s, Tensor(), floats({1}, {2})}, 13);
+  EXPECT_EQ(strings.strings(), (std::vector<std::string>{"a", "a", "b", "b"}));
+}
+
+TEST(Upsample, AttributeScalesLinearAndInputScalesNearest) {
+  // Upsample-7, linear, asymmetric: x = o / 2 -> 1, 1.5, 2, 2 (clamped at the edge).
+  Tensor out = run_one("Upsample", {floats({1, 2}, {1, 2})}, 7, [](Node* n) {
+    set_string(n, "mode", "linear");
+    set_floats(n, "scales", {1.0f, 2.0f});
+  });
+  EXPECT_EQ(out.shape(), (Shape{1, 4}));
+  expect_near(out, {1, 1.5, 2, 2});
+  Tensor b = Tensor::from_vector<uint8_t>(DType::kBool, {2, 1}, {1, 0});
+  out = run_one("Upsample", {b, floats({2}, {1.5f, 3})}, 9);
+  EXPECT_EQ(out.shape(), (Shape{3, 3}));
+  EXPECT_EQ(values_of<bool>(out),
+            (std::vector<bool>{true, true, true, true, true, true, false, false, false}));
+  expect_error(
+      [&] {
+        run_one("Upsample", {floats({2}, {1, 2}), floats({1}, {0.5f})}, 9);
+      },
+      "is below 1");
+}
+
+}  // namespace
+}  // namespace onnxkit
