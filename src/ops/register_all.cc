@@ -13,13 +13,21 @@ void register_elementwise_binary_ops(OpRegistry& registry);
 void register_elementwise_unary_ops(OpRegistry& registry);
 void register_indexing_ops(OpRegistry& registry);
 void register_linalg_ops(OpRegistry& registry);
+void register_loss_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
+void register_object_detection_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
+void register_quantization_ops(OpRegistry& registry);
+void register_random_ops(OpRegistry& registry);
+void register_recurrent_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
 void register_sequence_ops(OpRegistry& registry);
-void register_shape_ops(OpRegistry& registry);
+void register_shape_ops_ops(OpRegistry& registry);
+void register_signal_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
+void register_text_ops(OpRegistry& registry);
+void register_training_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -30,13 +38,21 @@ void register_all_ops(OpRegistry& registry) {
   register_elementwise_unary_ops(registry);
   register_indexing_ops(registry);
   register_linalg_ops(registry);
+  register_loss_ops(registry);
   register_normalization_ops(registry);
+  register_object_detection_ops(registry);
   register_pool_ops(registry);
+  register_quantization_ops(registry);
+  register_random_ops(registry);
+  register_recurrent_ops(registry);
   register_reduce_ops(registry);
   register_sequence_ops(registry);
-  register_shape_ops(registry);
+  register_shape_ops_ops(registry);
+  register_signal_ops(registry);
   register_softmax_ops(registry);
   register_spatial_ops(registry);
+  register_text_ops(registry);
+  register_training_ops(registry);
 }
 
 }  // namespace onnxkit
