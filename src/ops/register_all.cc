@@ -22,7 +22,7 @@ void register_random_ops(OpRegistry& registry);
 void register_recurrent_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
 void register_sequence_ops(OpRegistry& registry);
-void register_shape_ops_ops(OpRegistry& registry);
+void register_shape_ops(OpRegistry& registry);
 void register_signal_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
@@ -47,7 +47,7 @@ void register_all_ops(OpRegistry& registry) {
   register_recurrent_ops(registry);
   register_reduce_ops(registry);
   register_sequence_ops(registry);
-  register_shape_ops_ops(registry);
+  register_shape_ops(registry);
   register_signal_ops(registry);
   register_softmax_ops(registry);
   register_spatial_ops(registry);
