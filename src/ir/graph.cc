@@ -108,6 +108,15 @@ std::string Graph::unique_name(std::string_view prefix) const {
   }
 }
 
+void Graph::rename_value(Value* value, const std::string& name) {
+  if (value->name_ == name) return;
+  if (name.empty() || find_value(name)) fail("cannot rename '{}' to '{}': name taken", value->name_, name);
+  auto node = values_.extract(value->name_);
+  node.key() = name;
+  value->name_ = name;
+  values_.insert(std::move(node));
+}
+
 void Graph::remove_value(Value* value) {
   if (value->graph_ != this) fail("internal: value '{}' is not in this graph", value->name());
   if (value->producer_ || !value->uses_.empty() || is_input(value) || is_output(value)) {

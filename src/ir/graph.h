@@ -135,6 +135,8 @@ class Graph {
   // A name not used in this graph or any enclosing one: `prefix`, `prefix_1`, ...
   std::string unique_name(std::string_view prefix) const;
   size_t value_count() const { return values_.size(); }
+  // Gives `value` (of this graph) a new name; throws if the name is taken.
+  void rename_value(Value* value, const std::string& name);
   // Removes a value nothing refers to (no producer, no uses, not an input/output).
   void remove_value(Value* value);
 

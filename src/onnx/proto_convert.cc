@@ -546,6 +546,22 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
   }
 }
 
+}  // namespace
+
+void node_to_proto(const Node& node, onnx::NodeProto& node_proto, WriteContext& context) {
+  for (const Value* input : node.inputs()) node_proto.add_input(input ? input->name() : "");
+  for (const Value* output : node.outputs()) node_proto.add_output(output ? output->name() : "");
+  if (!node.name().empty()) node_proto.set_name(node.name());
+  node_proto.set_op_type(node.op_type());
+  if (!node.domain().empty()) node_proto.set_domain(node.domain());
+  for (const Attribute& attribute : node.attributes()) {
+    attribute_to_proto(attribute, *node_proto.add_attribute(), context);
+  }
+  if (!node.doc_string().empty()) node_proto.set_doc_string(node.doc_string());
+}
+
+namespace {
+
 void value_info_to_proto(const Value& value, onnx::ValueInfoProto& proto) {
   proto.set_name(value.name());
   if (value.type().kind != ValueType::Kind::kNone || !value.type().denotation.empty()) {
@@ -557,20 +573,7 @@ void value_info_to_proto(const Value& value, onnx::ValueInfoProto& proto) {
 void graph_to_proto(const Graph& graph, onnx::GraphProto& proto, WriteContext& context) {
   if (!graph.name().empty()) proto.set_name(graph.name());
   if (!graph.doc_string().empty()) proto.set_doc_string(graph.doc_string());
-  for (const Node* node : graph.nodes()) {
-    auto* node_proto = proto.add_node();
-    for (const Value* input : node->inputs()) node_proto->add_input(input ? input->name() : "");
-    for (const Value* output : node->outputs()) {
-      node_proto->add_output(output ? output->name() : "");
-    }
-    if (!node->name().empty()) node_proto->set_name(node->name());
-    node_proto->set_op_type(node->op_type());
-    if (!node->domain().empty()) node_proto->set_domain(node->domain());
-    for (const Attribute& attribute : node->attributes()) {
-      attribute_to_proto(attribute, *node_proto->add_attribute(), context);
-    }
-    if (!node->doc_string().empty()) node_proto->set_doc_string(node->doc_string());
-  }
+  for (const Node* node : graph.nodes()) node_to_proto(*node, *proto.add_node(), context);
   for (const Value* value : graph.initializers()) {
     auto* tensor = proto.add_initializer();
     tensor_to_proto(value->initializer(), *tensor, context);
@@ -613,6 +616,8 @@ void opsets_to_proto(const std::vector<OpsetImport>& opsets,
   }
 }
 
+}  // namespace
+
 Function function_from_proto(const onnx::FunctionProto& proto, ReadContext& context) {
   Function function;
   function.name = proto.name();
@@ -631,6 +636,8 @@ Function function_from_proto(const onnx::FunctionProto& proto, ReadContext& cont
   function.body->set_name(proto.name());
   return function;
 }
+
+namespace {
 
 void function_to_proto(const Function& function, onnx::FunctionProto& proto,
                        WriteContext& context) {

@@ -41,6 +41,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
                          std::shared_ptr<Buffer> payload = nullptr);
 void tensor_to_proto(const Tensor& tensor, onnx::TensorProto& proto, WriteContext& context);
 
+void node_to_proto(const Node& node, onnx::NodeProto& proto, WriteContext& context);
+Function function_from_proto(const onnx::FunctionProto& proto, ReadContext& context);
+
 ValueType type_from_proto(const onnx::TypeProto& proto);
 void type_to_proto(const ValueType& type, onnx::TypeProto& proto);
 

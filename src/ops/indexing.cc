@@ -1,5 +1,5 @@
 // Op family: indexing (Slice, Gather, GatherElements, GatherND, Scatter, ScatterElements,
-// ScatterND, NonZero, OneHot, Trilu, EyeLike).
+// ScatterND, NonZero, OneHot, Trilu, EyeLike, Compress, Unique).
 //
 // Most of these ops only move elements, so they dispatch on the element's storage (an
 // unsigned integer of the dtype's size, or std::string) rather than on its meaning: one
@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "ops/op_utils.h"
@@ -773,6 +775,203 @@ class EyeLikeKernel : public OpKernel {
   std::optional<DType> dtype_;
 };
 
+// ---------------------------------------------------------------------------------------
+// Compress
+
+class CompressKernel : public OpKernel {
+ public:
+  explicit CompressKernel(const KernelCreateContext& context) {
+    if (context.has_attribute("axis")) axis_ = context.attr_int("axis");
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Tensor& condition = context.input(1);
+    if (condition.dtype() != DType::kBool) {
+      context.fail("condition must be bool, got {}", dtype_name(condition.dtype()));
+    }
+    if (condition.rank() != 1) {
+      context.fail("condition must be 1-D, got shape {}", shape_to_string(condition.shape()));
+    }
+    // Without an axis the input is read flattened: one axis of numel elements.
+    int64_t outer = 1, length = input.numel(), inner = 1;
+    int64_t axis = 0;
+    if (axis_) {
+      if (input.rank() == 0) context.fail("input must have rank >= 1 when axis is given");
+      axis = normalize_axis(*axis_, static_cast<int64_t>(input.rank()), "Compress axis");
+      outer = product(input.shape(), 0, static_cast<size_t>(axis));
+      length = input.shape()[static_cast<size_t>(axis)];
+      inner = product(input.shape(), static_cast<size_t>(axis) + 1, input.rank());
+    }
+    const bool* cond = condition.data<bool>();
+    std::vector<int64_t> selected;
+    for (int64_t i = 0; i < condition.numel(); ++i) {
+      if (!cond[i]) continue;
+      if (i >= length) {
+        context.fail("condition is true at index {}, beyond the {} slices of the input", i, length);
+      }
+      selected.push_back(i);
+    }
+    const int64_t count = static_cast<int64_t>(selected.size());
+    Shape out_shape{count};
+    if (axis_) {
+      out_shape = input.shape();
+      out_shape[static_cast<size_t>(axis)] = count;
+    }
+    Tensor& out = context.allocate_output(0, input.dtype(), out_shape);
+    if (out.numel() == 0) return;
+    dispatch_storage(input.dtype(), "Compress", [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const S* src = storage<S>(input);
+      S* dst = mutable_storage<S>(out);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i : selected) {
+          dst = std::copy_n(src + (o * length + i) * inner, inner, dst);
+        }
+      }
+    });
+  }
+
+ private:
+  std::optional<int64_t> axis_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Unique
+
+// A complex element, ordered as numpy orders complex numbers (real part, then imaginary).
+template <typename F>
+struct ComplexPair {
+  F re, im;
+};
+
+// Three-way comparison of two real values; NaN sorts after every number and equals NaN
+// (numpy's unique collapses NaNs).
+template <typename F>
+int compare_real(F a, F b) {
+  const bool a_nan = a != a, b_nan = b != b;
+  if (a_nan || b_nan) return a_nan == b_nan ? 0 : a_nan ? 1 : -1;
+  return a < b ? -1 : b < a ? 1 : 0;
+}
+
+template <typename T>
+int compare_values(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    const int c = a.compare(b);
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    return compare_real(static_cast<float>(a), static_cast<float>(b));
+  } else if constexpr (std::is_same_v<T, ComplexPair<float>> ||
+                       std::is_same_v<T, ComplexPair<double>>) {
+    const int c = compare_real(a.re, b.re);
+    return c != 0 ? c : compare_real(a.im, b.im);
+  } else {
+    return compare_real(a, b);
+  }
+}
+
+// Like dispatch_all, with complex numbers as ComplexPair.
+template <typename F>
+decltype(auto) dispatch_comparable(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kComplex64) return f(TypeTag<ComplexPair<float>>{});
+  if (dtype == DType::kComplex128) return f(TypeTag<ComplexPair<double>>{});
+  return dispatch_all(dtype, what, std::forward<F>(f));
+}
+
+class UniqueKernel : public OpKernel {
+ public:
+  explicit UniqueKernel(const KernelCreateContext& context)
+      : sorted_(context.attr_int("sorted", 1)) {
+    if (sorted_ != 0 && sorted_ != 1) context.fail("sorted is {}, must be 0 or 1", sorted_);
+    if (context.has_attribute("axis")) axis_ = context.attr_int("axis");
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    // The items compared are the slices of `axis`, or the elements when there is no axis.
+    int64_t outer = 1, length = x.numel(), inner = 1;
+    size_t axis = 0;
+    if (axis_) {
+      if (x.rank() == 0) context.fail("input must have rank >= 1 when axis is given");
+      axis = static_cast<size_t>(normalize_axis(*axis_, static_cast<int64_t>(x.rank()), "axis"));
+      outer = product(x.shape(), 0, axis);
+      length = x.shape()[axis];
+      inner = product(x.shape(), axis + 1, x.rank());
+    }
+    dispatch_comparable(x.dtype(), "Unique", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = tensor_elements<T>(x);
+      // Lexicographic over the slice's elements in row-major order, as numpy compares.
+      auto compare = [&](int64_t i, int64_t j) {
+        for (int64_t o = 0; o < outer; ++o) {
+          const T* a = px + (o * length + i) * inner;
+          const T* b = px + (o * length + j) * inner;
+          for (int64_t k = 0; k < inner; ++k) {
+            if (const int c = compare_values(a[k], b[k]); c != 0) return c;
+          }
+        }
+        return 0;
+      };
+      std::vector<int64_t> order(static_cast<size_t>(length));
+      std::iota(order.begin(), order.end(), int64_t{0});
+      // Stable: the first item of each run of equal items is its first occurrence.
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t i, int64_t j) { return compare(i, j) < 0; });
+      std::vector<int64_t> first, counts;
+      std::vector<int64_t> inverse(static_cast<size_t>(length));
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (k == 0 || compare(order[k - 1], order[k]) != 0) {
+          first.push_back(order[k]);
+          counts.push_back(0);
+        }
+        ++counts.back();
+        inverse[static_cast<size_t>(order[k])] = static_cast<int64_t>(first.size()) - 1;
+      }
+      const int64_t unique = static_cast<int64_t>(first.size());
+      if (sorted_ == 0) {  // order of first occurrence
+        std::vector<int64_t> by_first(first.size());
+        std::iota(by_first.begin(), by_first.end(), int64_t{0});
+        std::sort(by_first.begin(), by_first.end(),
+                  [&](int64_t a, int64_t b) { return first[a] < first[b]; });
+        std::vector<int64_t> rank_of(first.size()), new_first(first.size()),
+            new_counts(first.size());
+        for (size_t r = 0; r < by_first.size(); ++r) {
+          rank_of[static_cast<size_t>(by_first[r])] = static_cast<int64_t>(r);
+          new_first[r] = first[static_cast<size_t>(by_first[r])];
+          new_counts[r] = counts[static_cast<size_t>(by_first[r])];
+        }
+        for (int64_t& v : inverse) v = rank_of[static_cast<size_t>(v)];
+        first.swap(new_first);
+        counts.swap(new_counts);
+      }
+      Shape y_shape{unique};
+      if (axis_) {
+        y_shape = x.shape();
+        y_shape[axis] = unique;
+      }
+      Tensor& y = context.allocate_output(0, x.dtype(), y_shape);
+      if (y.numel() > 0) {
+        T* py = mutable_tensor_elements<T>(y);
+        for (int64_t o = 0; o < outer; ++o) {
+          for (int64_t u : first) py = std::copy_n(px + (o * length + u) * inner, inner, py);
+        }
+      }
+      auto write = [&](size_t i, const std::vector<int64_t>& values) {
+        Tensor& t =
+            context.allocate_output(i, DType::kInt64, {static_cast<int64_t>(values.size())});
+        std::copy(values.begin(), values.end(), t.mutable_data<int64_t>());
+      };
+      write(1, first);
+      write(2, inverse);
+      write(3, counts);
+    });
+  }
+
+ private:
+  int64_t sorted_;
+  std::optional<int64_t> axis_;
+};
+
 }  // namespace
 
 void register_indexing_ops(OpRegistry& registry) {
@@ -787,6 +986,8 @@ void register_indexing_ops(OpRegistry& registry) {
   registry.add("OneHot", {9, 11}, kernel_factory<OneHotKernel>());
   registry.add("Trilu", {14}, kernel_factory<TriluKernel>());
   registry.add("EyeLike", {9}, kernel_factory<EyeLikeKernel>());
+  registry.add("Compress", {9, 11}, kernel_factory<CompressKernel>());
+  registry.add("Unique", {11}, kernel_factory<UniqueKernel>());
 }
 
 }  // namespace onnxkit

@@ -1,4 +1,4 @@
-// Op family: linalg — MatMul, Gemm and Einsum, all on top of the blocked GEMM.
+// Op family: linalg — MatMul, Gemm and Einsum, all on top of the blocked GEMM; Det.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -627,12 +627,72 @@ class EinsumKernel : public OpKernel {
   EinsumTerm output_;
 };
 
+// Det: determinants of the trailing M x M matrices, by LU decomposition with partial
+// pivoting in double precision.
+class DetKernel : public OpKernel {
+ public:
+  explicit DetKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() < 2)
+      context.fail("input must have rank >= 2, got shape {}", shape_to_string(x.shape()));
+    const int64_t m = x.shape()[x.rank() - 1];
+    if (x.shape()[x.rank() - 2] != m) {
+      context.fail("input shape {} does not end in square matrices", shape_to_string(x.shape()));
+    }
+    const Shape batch_shape(x.shape().begin(), x.shape().end() - 2);
+    Tensor& y = context.allocate_output(0, x.dtype(), batch_shape);
+    const int64_t count = shape_numel(batch_shape);
+    dispatch_float(x.dtype(), "Det", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      const size_t size = static_cast<size_t>(m);
+      std::vector<double> a(size * size);
+      for (int64_t b = 0; b < count; ++b) {
+        const T* src = px + b * m * m;
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(src[i]);
+        py[b] = static_cast<T>(determinant(a, size));
+      }
+    });
+  }
+
+ private:
+  // Destroys `a` (row-major n x n).
+  static double determinant(std::vector<double>& a, size_t n) {
+    double det = 1;
+    for (size_t k = 0; k < n; ++k) {
+      size_t pivot = k;
+      for (size_t i = k + 1; i < n; ++i) {
+        if (std::fabs(a[i * n + k]) > std::fabs(a[pivot * n + k])) pivot = i;
+      }
+      const double p = a[pivot * n + k];
+      if (p == 0) return 0.0;  // singular (NaN pivots fall through and propagate)
+      if (pivot != k) {
+        std::swap_ranges(a.begin() + static_cast<ptrdiff_t>(k * n),
+                         a.begin() + static_cast<ptrdiff_t>((k + 1) * n),
+                         a.begin() + static_cast<ptrdiff_t>(pivot * n));
+        det = -det;
+      }
+      det *= p;
+      for (size_t i = k + 1; i < n; ++i) {
+        const double f = a[i * n + k] / p;
+        if (f == 0) continue;
+        for (size_t j = k + 1; j < n; ++j) a[i * n + j] -= f * a[k * n + j];
+      }
+    }
+    return det;
+  }
+};
+
 }  // namespace
 
 void register_linalg_ops(OpRegistry& registry) {
   registry.add("MatMul", {1, 9, 13}, kernel_factory<MatMulKernel>());
   registry.add("Gemm", {1, 6, 7, 9, 11, 13}, kernel_factory<GemmKernel>());
   registry.add("Einsum", {12}, kernel_factory<EinsumKernel>());
+  registry.add("Det", {11}, kernel_factory<DetKernel>());
 }
 
 }  // namespace onnxkit

@@ -1,4 +1,4 @@
-// Op family: pooling (MaxPool, AveragePool, LpPool and their Global forms).
+// Op family: pooling (MaxPool, AveragePool, LpPool and their Global forms, MaxUnpool).
 //
 // Every windowed pool shares one geometry (kernel, strides, pads, dilations, auto_pad,
 // ceil_mode) and one window walker; the ops differ only in how they reduce a window.
@@ -434,6 +434,104 @@ class GlobalPoolKernel : public OpKernel {
   double p_;
 };
 
+// Scatters pooled values back to the positions MaxPool took them from. Indices are
+// linear offsets into the output MaxUnpool infers from kernel_shape, strides and pads;
+// an explicit output_shape then places that result at its origin (zero-filling or
+// cropping), as the ONNX reference and its test data do.
+class MaxUnpoolKernel : public OpKernel {
+ public:
+  explicit MaxUnpoolKernel(const KernelCreateContext& context)
+      : kernel_(context.attr_ints("kernel_shape")) {
+    if (kernel_.empty()) context.fail("required attribute 'kernel_shape' is missing or empty");
+    const size_t rank = kernel_.size();
+    strides_ = context.attr_ints("strides", std::vector<int64_t>(rank, 1));
+    pads_ = context.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+    if (strides_.size() != rank) {
+      context.fail("strides has {} values, kernel_shape has {}", strides_.size(), rank);
+    }
+    if (pads_.size() != 2 * rank) {
+      context.fail("pads has {} values, needs {} (begin and end per axis)", pads_.size(), 2 * rank);
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      if (kernel_[i] < 1) context.fail("kernel_shape[{}] is {}, must be >= 1", i, kernel_[i]);
+      if (strides_[i] < 1) context.fail("strides[{}] is {}, must be >= 1", i, strides_[i]);
+      if (pads_[i] < 0 || pads_[i + rank] < 0) {
+        context.fail("pads {} and {} of axis {} must be >= 0", pads_[i], pads_[i + rank], i);
+      }
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& indices = context.input(1);
+    const size_t rank = kernel_.size();
+    if (x.rank() != rank + 2) {
+      context.fail("X has rank {}, kernel_shape needs rank {} (N, C and {} spatial dims)", x.rank(),
+                   rank + 2, rank);
+    }
+    if (indices.shape() != x.shape()) {
+      context.fail("I shape {} differs from X shape {}", shape_to_string(indices.shape()),
+                   shape_to_string(x.shape()));
+    }
+    Shape inferred{x.shape()[0], x.shape()[1]};
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t size =
+          (x.shape()[d + 2] - 1) * strides_[d] - (pads_[d] + pads_[d + rank]) + kernel_[d];
+      if (size < 0) context.fail("inferred output dim {} is negative ({})", d + 2, size);
+      inferred.push_back(size);
+    }
+    Shape out_shape = inferred;
+    if (context.has_input(2)) {
+      out_shape = read_int64s(context.input(2), "output_shape");
+      if (out_shape.size() != x.rank()) {
+        context.fail("output_shape {} must have {} values (the rank of X)",
+                     shape_to_string(out_shape), x.rank());
+      }
+      for (size_t d = 0; d < out_shape.size(); ++d) {
+        if (out_shape[d] < 0) context.fail("output_shape[{}] is {}, must be >= 0", d, out_shape[d]);
+      }
+    }
+    const std::vector<int64_t> index = read_int64s(indices, "I");
+    const int64_t inferred_size = shape_numel(inferred);
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (index[i] < 0 || index[i] >= inferred_size) {
+        context.fail("I value {} (element {}) is out of range for the unpooled shape {}", index[i],
+                     i, shape_to_string(inferred));
+      }
+    }
+    Tensor& y = context.allocate_output(0, x.dtype(), out_shape);
+    const bool same = out_shape == inferred;
+    // Strides of the inferred layout, for mapping an index into the output's layout.
+    const std::vector<int64_t> in_strides = contiguous_strides(inferred);
+    const std::vector<int64_t> out_strides = contiguous_strides(out_shape);
+    dispatch_float(x.dtype(), "MaxUnpool", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for (size_t i = 0; i < index.size(); ++i) {
+        if (same) {
+          py[index[i]] = px[i];
+          continue;
+        }
+        int64_t rest = index[i], offset = 0;
+        bool inside = true;
+        for (size_t d = 0; d < inferred.size(); ++d) {
+          const int64_t coord = rest / in_strides[d];
+          rest %= in_strides[d];
+          if (coord >= out_shape[d]) inside = false;
+          offset += coord * out_strides[d];
+        }
+        if (inside) py[offset] = px[i];
+      }
+    });
+  }
+
+ private:
+  std::vector<int64_t> kernel_;
+  std::vector<int64_t> strides_;
+  std::vector<int64_t> pads_;
+};
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
@@ -445,6 +543,7 @@ void register_pool_ops(OpRegistry& registry) {
   registry.add("GlobalAveragePool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kAverage>>());
   registry.add("GlobalMaxPool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kMax>>());
   registry.add("GlobalLpPool", {1, 2}, kernel_factory<GlobalPoolKernel<GlobalPool::kLp>>());
+  registry.add("MaxUnpool", {9, 11}, kernel_factory<MaxUnpoolKernel>());
 }
 
 }  // namespace onnxkit

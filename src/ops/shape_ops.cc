@@ -1,5 +1,6 @@
 // Op family: shape and data movement (Identity, Shape, Size, Reshape, Flatten, Squeeze,
-// Unsqueeze, Transpose, Concat, Split, Expand, Tile, Constant, ConstantOfShape, Range).
+// Unsqueeze, Transpose, Concat, Split, Expand, Tile, Constant, ConstantOfShape, Range,
+// ReverseSequence).
 //
 // Data movement never looks at element values, so it moves opaque words of the element's
 // size (every dtype, complex included) or std::string. Ops that only change the shape
@@ -759,6 +760,62 @@ class RangeKernel : public OpKernel {
   }
 };
 
+// ReverseSequence: reverses the first sequence_lens[b] steps of each batch entry along the
+// time axis; later steps are copied as they are.
+class ReverseSequenceKernel : public OpKernel {
+ public:
+  explicit ReverseSequenceKernel(const KernelCreateContext& context)
+      : batch_axis_(context.attr_int("batch_axis", 1)),
+        time_axis_(context.attr_int("time_axis", 0)) {
+    if ((batch_axis_ != 0 && batch_axis_ != 1) || (time_axis_ != 0 && time_axis_ != 1) ||
+        batch_axis_ == time_axis_) {
+      context.fail("batch_axis {} and time_axis {} must be 0 and 1 in some order", batch_axis_,
+                   time_axis_);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    if (input.rank() < 2) context.fail("input must have rank >= 2, got {}", input.rank());
+    const int64_t batch = input.shape()[static_cast<size_t>(batch_axis_)];
+    const int64_t steps = input.shape()[static_cast<size_t>(time_axis_)];
+    const Tensor& lens_tensor = context.input(1);
+    if (lens_tensor.rank() != 1 || lens_tensor.shape()[0] != batch) {
+      context.fail("sequence_lens must have shape [{}] (the batch size), got {}", batch,
+                   shape_to_string(lens_tensor.shape()));
+    }
+    const std::vector<int64_t> lens = read_int64s(lens_tensor, "sequence_lens");
+    for (int64_t b = 0; b < batch; ++b) {
+      if (lens[b] < 0 || lens[b] > steps) {
+        context.fail("sequence_lens value {} (batch {}) is out of range [0, {}]", lens[b], b,
+                     steps);
+      }
+    }
+    const int64_t inner = input.rank() > 2 ? shape_numel(std::span(input.shape()).subspan(2)) : 1;
+    Tensor& out = context.allocate_output(0, input.dtype(), input.shape());
+    if (out.numel() == 0) return;
+    // Element offset of (batch b, time t).
+    auto offset = [&](int64_t b, int64_t t) {
+      return (batch_axis_ == 0 ? b * steps + t : t * batch + b) * inner;
+    };
+    dispatch_movable(input.dtype(), "ReverseSequence", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* src = tensor_elements<T>(input);
+      T* dst = mutable_tensor_elements<T>(out);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < steps; ++t) {
+          const int64_t from = t < lens[b] ? lens[b] - 1 - t : t;
+          std::copy_n(src + offset(b, from), inner, dst + offset(b, t));
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t batch_axis_;
+  int64_t time_axis_;
+};
+
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
@@ -777,6 +834,7 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add("Constant", {1, 9, 11, 12, 13}, kernel_factory<ConstantKernel>());
   registry.add("ConstantOfShape", {9}, kernel_factory<ConstantOfShapeKernel>());
   registry.add("Range", {11}, kernel_factory<RangeKernel>());
+  registry.add("ReverseSequence", {10}, kernel_factory<ReverseSequenceKernel>());
 }
 
 }  // namespace onnxkit

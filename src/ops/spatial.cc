@@ -746,6 +746,211 @@ class ResizeKernel : public OpKernel {
   ResizeOptions options_;
 };
 
+// ---------------------------------------------------------------------------------------
+// GridSample
+
+enum class GridMode { kBilinear, kNearest, kBicubic };
+enum class GridPadding { kZeros, kBorder, kReflection };
+
+// Reflects x into [lo, hi] (repeatedly, as a mirror at each bound does).
+double reflect_coordinate(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x >= lo && x <= hi) return x;
+  const double d = x < lo ? lo - x : x - hi;
+  const double flips = std::floor(d / range);
+  const double r = d - flips * range;
+  const bool even = std::fmod(flips, 2.0) == 0;
+  if (x < lo) return even ? lo + r : hi - r;
+  return even ? hi - r : lo + r;
+}
+
+// One input element (offset in the channel plane, or -1 for a zero) and its weight.
+struct GridTap {
+  int64_t offset;
+  double weight;
+};
+
+class GridSampleKernel : public OpKernel {
+ public:
+  explicit GridSampleKernel(const KernelCreateContext& context)
+      : align_corners_(context.attr_int("align_corners", 0) != 0) {
+    const std::string mode = context.attr_string("mode", "bilinear");
+    if (mode == "bilinear") {
+      mode_ = GridMode::kBilinear;
+    } else if (mode == "nearest") {
+      mode_ = GridMode::kNearest;
+    } else if (mode == "bicubic") {
+      mode_ = GridMode::kBicubic;
+    } else {
+      context.fail("mode is '{}', must be 'bilinear', 'nearest' or 'bicubic'", mode);
+    }
+    const std::string padding = context.attr_string("padding_mode", "zeros");
+    if (padding == "zeros") {
+      padding_ = GridPadding::kZeros;
+    } else if (padding == "border") {
+      padding_ = GridPadding::kBorder;
+    } else if (padding == "reflection") {
+      padding_ = GridPadding::kReflection;
+    } else {
+      context.fail("padding_mode is '{}', must be 'zeros', 'border' or 'reflection'", padding);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& grid = context.input(1);
+    if (x.rank() != 4)
+      context.fail("X must be 4-D (N, C, H, W), got {}", shape_to_string(x.shape()));
+    if (grid.rank() != 4 || grid.shape()[3] != 2 || grid.shape()[0] != x.shape()[0]) {
+      context.fail("grid must have shape [{}, H_out, W_out, 2], got {}", x.shape()[0],
+                   shape_to_string(grid.shape()));
+    }
+    const int64_t n = x.shape()[0], channels = x.shape()[1];
+    const int64_t h = x.shape()[2], w = x.shape()[3];
+    const int64_t out_h = grid.shape()[1], out_w = grid.shape()[2];
+    const DType dtype = x.dtype();
+    const bool interpolates = mode_ != GridMode::kNearest;
+    if (interpolates &&
+        (dtype == DType::kString || dtype == DType::kComplex64 || dtype == DType::kComplex128)) {
+      context.fail("{} mode needs a real number type, got {}",
+                   mode_ == GridMode::kBilinear ? "bilinear" : "bicubic", dtype_name(dtype));
+    }
+    Tensor& y = context.allocate_output(0, dtype, {n, channels, out_h, out_w});
+    if (y.numel() == 0) return;
+    std::vector<double> coords(static_cast<size_t>(grid.numel()));
+    dispatch_float(grid.dtype(), "GridSample grid", [&](auto tag) {
+      using G = typename decltype(tag)::type;
+      const G* pg = grid.data<G>();
+      for (size_t i = 0; i < coords.size(); ++i) coords[i] = static_cast<double>(pg[i]);
+    });
+    const int64_t points = out_h * out_w;
+    const size_t per_point = mode_ == GridMode::kNearest    ? 1
+                             : mode_ == GridMode::kBilinear ? 4
+                                                            : 16;
+    const int64_t plane = h * w;
+    std::vector<GridTap> taps(static_cast<size_t>(points) * per_point);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t p = 0; p < points; ++p) {
+        const double* g = coords.data() + (b * points + p) * 2;
+        plan_point(g[0], g[1], h, w, taps.data() + static_cast<size_t>(p) * per_point);
+      }
+      const int64_t in_base = b * channels * plane, out_base = b * channels * points;
+      if (interpolates) {
+        dispatch_numeric_bool(dtype, "GridSample", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* px = x.data<T>() + in_base;
+          T* py = y.mutable_data<T>() + out_base;
+          for (int64_t c = 0; c < channels; ++c) {
+            const T* xc = px + c * plane;
+            for (int64_t p = 0; p < points; ++p) {
+              const GridTap* t = taps.data() + static_cast<size_t>(p) * per_point;
+              double sum = 0;
+              for (size_t k = 0; k < per_point; ++k) {
+                if (t[k].offset >= 0) sum += t[k].weight * static_cast<double>(xc[t[k].offset]);
+              }
+              py[c * points + p] = from_double<T>(sum);
+            }
+          }
+        });
+      } else {
+        dispatch_storage(dtype, "GridSample", [&](auto tag) {
+          using S = typename decltype(tag)::type;
+          const S* px = tensor_elements<S>(x) + in_base;
+          S* py = mutable_tensor_elements<S>(y) + out_base;
+          for (int64_t c = 0; c < channels; ++c) {
+            const S* xc = px + c * plane;
+            for (int64_t p = 0; p < points; ++p) {
+              const int64_t offset = taps[static_cast<size_t>(p)].offset;
+              py[c * points + p] = offset >= 0 ? xc[offset] : S{};
+            }
+          }
+        });
+      }
+    }
+  }
+
+ private:
+  // Input coordinate of a normalized grid value on an axis of `size` elements.
+  double denormalize(double v, int64_t size) const {
+    const double n = static_cast<double>(size);
+    return align_corners_ ? (v + 1) / 2 * (n - 1) : ((v + 1) * n - 1) / 2;
+  }
+
+  // The element index read for integer position `i` of an axis (-1: a zero).
+  int64_t tap_index(int64_t i, int64_t size) const {
+    if (i >= 0 && i < size) return i;
+    if (size <= 0 || padding_ == GridPadding::kZeros) return -1;
+    if (padding_ == GridPadding::kReflection) {
+      const double lo = align_corners_ ? 0.0 : -0.5;
+      const double hi = static_cast<double>(size - 1) - lo;
+      i = static_cast<int64_t>(reflect_coordinate(static_cast<double>(i), lo, hi));
+    }
+    return std::clamp<int64_t>(i, 0, size - 1);
+  }
+
+  void add_tap(int64_t row, int64_t col, int64_t h, int64_t w, double weight, GridTap* tap) const {
+    const int64_t r = tap_index(row, h), c = tap_index(col, w);
+    *tap = r < 0 || c < 0 ? GridTap{-1, 0.0} : GridTap{r * w + c, weight};
+  }
+
+  // The taps of the output point whose grid value is (gx, gy).
+  void plan_point(double gx, double gy, int64_t h, int64_t w, GridTap* taps) const {
+    double x = denormalize(gx, w), y = denormalize(gy, h);
+    if (mode_ == GridMode::kNearest) {
+      x = std::nearbyint(x);  // ties to even
+      y = std::nearbyint(y);
+    }
+    // Coordinates outside the image move inside first (border: clamp; reflection: mirror).
+    const double lo = align_corners_ ? 0.0 : -0.5;
+    const double x_hi = static_cast<double>(w - 1) - lo, y_hi = static_cast<double>(h - 1) - lo;
+    if (x < lo || x > x_hi || y < lo || y > y_hi) {
+      if (padding_ == GridPadding::kBorder) {
+        x = std::clamp(x, 0.0, std::max(0.0, static_cast<double>(w - 1)));
+        y = std::clamp(y, 0.0, std::max(0.0, static_cast<double>(h - 1)));
+      } else if (padding_ == GridPadding::kReflection) {
+        x = reflect_coordinate(x, lo, x_hi);
+        y = reflect_coordinate(y, lo, y_hi);
+      }
+    }
+    if (!std::isfinite(x) || !std::isfinite(y)) {  // NaN grid values read zeros
+      const size_t count = mode_ == GridMode::kNearest ? 1 : mode_ == GridMode::kBilinear ? 4 : 16;
+      std::fill_n(taps, count, GridTap{-1, 0.0});
+      return;
+    }
+    // Far outside (zeros padding) every tap reads zero anyway; clamping keeps the integer
+    // conversions below defined.
+    x = std::clamp(x, -8.0, static_cast<double>(w) + 8);
+    y = std::clamp(y, -8.0, static_cast<double>(h) + 8);
+    if (mode_ == GridMode::kNearest) {
+      add_tap(static_cast<int64_t>(y), static_cast<int64_t>(x), h, w, 1.0, taps);
+      return;
+    }
+    const double fx = std::floor(x), fy = std::floor(y);
+    const int64_t x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+    const double dx = x - fx, dy = y - fy;
+    if (mode_ == GridMode::kBilinear) {
+      add_tap(y0, x0, h, w, (1 - dy) * (1 - dx), taps);
+      add_tap(y0, x0 + 1, h, w, (1 - dy) * dx, taps + 1);
+      add_tap(y0 + 1, x0, h, w, dy * (1 - dx), taps + 2);
+      add_tap(y0 + 1, x0 + 1, h, w, dy * dx, taps + 3);
+      return;
+    }
+    double cx[4], cy[4];
+    cubic_coefficients(dx, -0.75, cx);
+    cubic_coefficients(dy, -0.75, cy);
+    for (int64_t i = 0; i < 4; ++i) {
+      for (int64_t j = 0; j < 4; ++j) {
+        add_tap(y0 - 1 + i, x0 - 1 + j, h, w, cy[i] * cx[j], taps + i * 4 + j);
+      }
+    }
+  }
+
+  bool align_corners_;
+  GridMode mode_ = GridMode::kBilinear;
+  GridPadding padding_ = GridPadding::kZeros;
+};
+
 }  // namespace
 
 void register_spatial_ops(OpRegistry& registry) {
@@ -754,6 +959,7 @@ void register_spatial_ops(OpRegistry& registry) {
   registry.add("SpaceToDepth", {1, 13}, kernel_factory<SpaceToDepthKernel>());
   registry.add("Upsample", {7, 9}, kernel_factory<UpsampleKernel>());
   registry.add("Resize", {10, 11, 13}, kernel_factory<ResizeKernel>());
+  registry.add("GridSample", {16}, kernel_factory<GridSampleKernel>());
 }
 
 }  // namespace onnxkit

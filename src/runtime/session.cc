@@ -4,6 +4,7 @@
 
 #include "onnx/model_io.h"
 #include "ops/registry.h"
+#include "passes/inline_functions.h"
 #include "runtime/compiled_graph.h"
 
 namespace onnxkit {
@@ -64,6 +65,13 @@ Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
+    const OpRegistry& registry = OpRegistry::builtin();
+    InlineOptions inline_options;
+    inline_options.has_kernel = [&](const Node& node) {
+      return registry.find(node.domain(), node.op_type(), model.opset_version(node.domain())) !=
+             nullptr;
+    };
+    inline_functions(model, inline_options).value();
     std::unique_ptr<Session> session(new Session(std::move(model), options));
     session->plan_ = CompiledGraph::compile(session->model_.graph(), OpRegistry::builtin(),
                                             session->model_.opset_imports);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/half.h"
+#include "op_test_util.h"
 #include "runtime/session.h"
 
 namespace onnxkit {
@@ -425,5 +426,151 @@ TEST(EyeLike, KAndDtype) {
   EXPECT_TRUE(contains(run_error("EyeLike", {iota({2})}, 9), "rank 2"));
 }
 
+}  // namespace
+}  // namespace onnxkit
+
+// ---- Unique and Compress (through testing::run_op) ----
+namespace onnxkit {
+namespace {
+namespace unique_compress_test {
+
+using testing::run_op;
+
+[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+template <typename T>
+[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+                             const std::function<void(Node*)>& attrs = {}) {
+  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
+}
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Tensor bools(Shape shape, std::vector<bool> values) {
+  Tensor t(DType::kBool, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.mutable_data<bool>()[i] = values[i];
+  return t;
+}
+
+// The four outputs of Unique.
+struct UniqueResult {
+  Tensor y;
+  std::vector<int64_t> indices, inverse, counts;
+};
+UniqueResult unique_of(Tensor x, std::optional<int64_t> axis, int64_t sorted = 1) {
+  auto values = run_op("Unique", {std::move(x)}, 11, 4, [&](Node* n) {
+    testing::set_int(n, "sorted", sorted);
+    if (axis) testing::set_int(n, "axis", *axis);
+  });
+  return {values[0].tensor(), elems<int64_t>(values[1].tensor()),
+          elems<int64_t>(values[2].tensor()), elems<int64_t>(values[3].tensor())};
+}
+
+TEST(Unique, SpecExamplesOneAndTwo) {
+  UniqueResult r = unique_of(f32({6}, {2, 1, 1, 3, 4, 3}), std::nullopt, 0);
+  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{2, 1, 3, 4}));
+  EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 2, 2, 1}));
+  r = unique_of(i64({2, 2}, {1, 3, 2, 3}), std::nullopt);
+  EXPECT_EQ(r.y.shape(), (Shape{3}));
+  EXPECT_EQ(elems<int64_t>(r.y), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 2, 1}));
+  EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 2, 1, 2}));
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 1, 2}));
+}
+
+TEST(Unique, SlicesAlongAxisSortedAndUnsorted) {
+  // Spec example 4: the slices along axis 1 of a (2, 4, 2) tensor.
+  Tensor x = f32({2, 4, 2}, {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1});
+  UniqueResult r = unique_of(x, 1);
+  EXPECT_EQ(r.y.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1}));
+  EXPECT_EQ(r.indices, (std::vector<int64_t>{1, 0, 2}));
+  EXPECT_EQ(r.inverse, (std::vector<int64_t>{1, 0, 2, 0}));
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{2, 1, 1}));
+  r = unique_of(x, -2, 0);
+  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{1, 1, 0, 1, 2, 1, 1, 1, 0, 1, 2, 1}));
+  EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 1, 2, 1}));
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 2, 1}));
+}
+
+TEST(Unique, StringsNanAndEmpty) {
+  UniqueResult r = unique_of(Tensor::from_strings({4}, {"b", "a", "b", ""}), std::nullopt);
+  EXPECT_EQ(r.y.strings(), (std::vector<std::string>{"", "a", "b"}));
+  EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 1, 2}));
+  // NaN sorts last and NaNs count as one value.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  r = unique_of(f32({4}, {nan, 1, nan, -1}), std::nullopt);
+  std::vector<float> y = elems<float>(r.y);
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0], -1);
+  EXPECT_EQ(y[1], 1);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(r.indices, (std::vector<int64_t>{3, 1, 0}));
+  EXPECT_EQ(r.inverse, (std::vector<int64_t>{2, 1, 2, 0}));
+  r = unique_of(f32({0, 3}, {}), std::nullopt);
+  EXPECT_EQ(r.y.shape(), (Shape{0}));
+  EXPECT_TRUE(r.counts.empty());
+  r = unique_of(f32({0, 3}, {}), 0);
+  EXPECT_EQ(r.y.shape(), (Shape{0, 3}));
+}
+
+TEST(Unique, OnlyYRequestedAndBadAxis) {
+  Tensor y = run1("Unique", {i64({3}, {3, 3, 1})}, 11);
+  EXPECT_EQ(elems<int64_t>(y), (std::vector<int64_t>{1, 3}));
+  std::string message = error_of([] {
+    run1("Unique", {i64({3}, {3, 3, 1})}, 11, [](Node* n) { testing::set_int(n, "axis", 1); });
+  });
+  EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+}
+
+TEST(Compress, AxisShortConditionAndFlatten) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor out = run1("Compress", {x, bools({2}, {false, true})}, 11,
+                    [](Node* n) { testing::set_int(n, "axis", 0); });
+  EXPECT_EQ(out.shape(), (Shape{1, 2}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{3, 4}));
+  out = run1("Compress", {x, bools({2}, {true, true})}, 11,
+             [](Node* n) { testing::set_int(n, "axis", -1); });
+  EXPECT_EQ(out.shape(), (Shape{3, 2}));
+  out = run1("Compress", {x, bools({5}, {false, true, false, false, true})}, 9);
+  EXPECT_EQ(out.shape(), (Shape{2}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{2, 5}));
+  out = run1("Compress", {x, bools({3}, {false, false, false})}, 11,
+             [](Node* n) { testing::set_int(n, "axis", 0); });
+  EXPECT_EQ(out.shape(), (Shape{0, 2}));
+}
+
+TEST(Compress, StringsAndErrors) {
+  Tensor s = Tensor::from_strings({2, 2}, {"a", "b", "c", "d"});
+  Tensor out = run1("Compress", {s, bools({2}, {false, true})}, 11,
+                    [](Node* n) { testing::set_int(n, "axis", 1); });
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"b", "d"}));
+  std::string message = error_of([&] {
+    run1("Compress", {s, bools({3}, {false, false, true})}, 11,
+         [](Node* n) { testing::set_int(n, "axis", 1); });
+  });
+  EXPECT_NE(message.find("condition is true at index 2, beyond the 2 slices"), std::string::npos)
+      << message;
+  message = error_of([&] { run1("Compress", {s, i64({2}, {1, 0})}, 11); });
+  EXPECT_NE(message.find("condition must be bool"), std::string::npos) << message;
+}
+
+}  // namespace unique_compress_test
 }  // namespace
 }  // namespace onnxkit

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "op_test_util.h"
 #include "runtime/session.h"
 
 namespace onnxkit {
@@ -398,5 +399,77 @@ TEST(Einsum, Errors) {
             std::string::npos);
 }
 
+}  // namespace
+}  // namespace onnxkit
+
+// ---- Det (through testing::run_op) ----
+namespace onnxkit {
+namespace {
+namespace det_test {
+
+using testing::run_op;
+
+[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+template <typename T>
+[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+                             const std::function<void(Node*)>& attrs = {}) {
+  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
+}
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+double det_of(Tensor x) {
+  return static_cast<double>(run1("Det", {std::move(x)}, 11).data<float>()[0]);
+}
+
+TEST(Det, SmallMatricesAndPivoting) {
+  EXPECT_NEAR(det_of(f32({2, 2}, {1, 2, 3, 4})), -2.0, 1e-6);
+  // A zero leading entry needs a row swap.
+  EXPECT_NEAR(det_of(f32({3, 3}, {0, 1, 2, 1, 0, 3, 4, -3, 8})), -2.0, 1e-5);
+  EXPECT_EQ(det_of(f32({3, 3}, {1, 2, 3, 2, 4, 6, 0, 1, 1})), 0.0);  // singular
+  EXPECT_NEAR(det_of(f32({1, 1}, {-7})), -7.0, 1e-6);
+}
+
+TEST(Det, BatchesAndTypes) {
+  Tensor out = run1("Det", {f32({2, 1, 2, 2}, {1, 2, 3, 4, 2, 0, 0, 3})}, 11);
+  EXPECT_EQ(out.shape(), (Shape{2, 1}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{-2, 6}));
+  Tensor d = Tensor::from_vector<double>(DType::kDouble, {2, 2}, {1e-3, 2, 3, 4});
+  out = run1("Det", {d}, 11);
+  EXPECT_EQ(out.shape(), (Shape{}));
+  EXPECT_NEAR(out.data<double>()[0], 4e-3 - 6, 1e-12);
+  Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {2, 2},
+                                          {Float16(2), Float16(1), Float16(1), Float16(3)});
+  out = run1("Det", {h}, 11);
+  EXPECT_EQ(static_cast<float>(out.data<Float16>()[0]), 5.0f);
+  // Empty batch, and the 0 x 0 matrix whose determinant is 1.
+  EXPECT_EQ(run1("Det", {f32({0, 3, 3}, {})}, 11).shape(), (Shape{0}));
+  EXPECT_EQ(elems<float>(run1("Det", {f32({2, 0, 0}, {})}, 11)), (std::vector<float>{1, 1}));
+}
+
+TEST(Det, ErrorsNameTheProblem) {
+  std::string message = error_of([] { run1("Det", {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, 11); });
+  EXPECT_NE(message.find("does not end in square matrices"), std::string::npos) << message;
+  message = error_of([] { run1("Det", {f32({3}, {1, 2, 3})}, 11); });
+  EXPECT_NE(message.find("rank >= 2"), std::string::npos) << message;
+  message = error_of([] { run1("Det", {i64({1, 1}, {1})}, 11); });
+  EXPECT_NE(message.find("int64"), std::string::npos) << message;
+}
+
+}  // namespace det_test
 }  // namespace
 }  // namespace onnxkit

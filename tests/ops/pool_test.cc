@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "op_test_util.h"
 #include "runtime/session.h"
 
 namespace onnxkit {
@@ -308,5 +309,103 @@ TEST(GlobalPool, EmptyChannelsAndRankErrors) {
   EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
 }
 
+}  // namespace
+}  // namespace onnxkit
+
+// ---- MaxUnpool (through testing::run_op) ----
+namespace onnxkit {
+namespace {
+namespace max_unpool_test {
+
+using testing::run_op;
+
+[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+template <typename T>
+[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+                             const std::function<void(Node*)>& attrs = {}) {
+  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
+}
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::function<void(Node*)> unpool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                                        std::vector<int64_t> pads = {}) {
+  return [=](Node* n) {
+    testing::set_ints(n, "kernel_shape", kernel);
+    testing::set_ints(n, "strides", strides);
+    if (!pads.empty()) testing::set_ints(n, "pads", pads);
+  };
+}
+
+TEST(MaxUnpool, OneDimensionalScatter) {
+  // Length (2 - 1) * 2 + 2 = 4; indices are offsets into the whole output.
+  Tensor out = run1("MaxUnpool", {f32({1, 2, 2}, {5, 7, 1, 2}), i64({1, 2, 2}, {1, 2, 4, 7})}, 11,
+                    unpool_attrs({2}, {2}));
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 4}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 5, 7, 0, 1, 0, 0, 2}));
+}
+
+TEST(MaxUnpool, PadsShrinkTheInferredShape) {
+  // (3 - 1) * 1 - (1 + 1) + 3 = 3 per axis.
+  Tensor out = run1("MaxUnpool", {f32({1, 1, 3}, {4, 4, 9}), i64({1, 1, 3}, {0, 0, 2})}, 9,
+                    unpool_attrs({3}, {1}, {1, 1}));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 3}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{4, 0, 9}));
+}
+
+TEST(MaxUnpool, OutputShapePlacesTheResultAtTheOrigin) {
+  // Indices refer to the inferred 1 x 1 x 4 layout; output_shape adds a zero at the end.
+  Tensor out =
+      run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 2}, {1, 3}), i64({3}, {1, 1, 5})}, 11,
+           unpool_attrs({2}, {2}));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 5}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 5, 0, 7, 0}));
+  // In 2-D the rows move with the wider row length.
+  out = run1("MaxUnpool", {f32({1, 1, 1, 1}, {3}), i64({1, 1, 1, 1}, {3}), i64({4}, {1, 1, 3, 3})},
+             11, unpool_attrs({2, 2}, {2, 2}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0, 0, 0, 3, 0, 0, 0, 0}));
+}
+
+TEST(MaxUnpool, DoubleAndEmptyBatch) {
+  Tensor x = Tensor::from_vector<double>(DType::kDouble, {1, 1, 1}, {2.5});
+  Tensor out = run1("MaxUnpool", {x, i64({1, 1, 1}, {1})}, 11, unpool_attrs({2}, {2}));
+  EXPECT_EQ(out.dtype(), DType::kDouble);
+  EXPECT_EQ(elems<double>(out), (std::vector<double>{0, 2.5}));
+  out = run1("MaxUnpool", {f32({0, 1, 2}, {}), i64({0, 1, 2}, {})}, 11, unpool_attrs({2}, {2}));
+  EXPECT_EQ(out.shape(), (Shape{0, 1, 4}));
+}
+
+TEST(MaxUnpool, ErrorsNameTheProblem) {
+  std::string message = error_of([] {
+    run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 2}, {1, 4})}, 11, unpool_attrs({2}, {2}));
+  });
+  EXPECT_NE(message.find("I value 4 (element 1) is out of range for the unpooled shape"),
+            std::string::npos)
+      << message;
+  message = error_of([] {
+    run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 1}, {1})}, 11, unpool_attrs({2}, {2}));
+  });
+  EXPECT_NE(message.find("differs from X shape"), std::string::npos) << message;
+  message = error_of([] {
+    run1("MaxUnpool", {f32({1, 2}, {5, 7}), i64({1, 2}, {1, 2})}, 11, unpool_attrs({2}, {2}));
+  });
+  EXPECT_NE(message.find("X has rank 2, kernel_shape needs rank 3"), std::string::npos) << message;
+}
+
+}  // namespace max_unpool_test
 }  // namespace
 }  // namespace onnxkit

@@ -6,6 +6,7 @@
 
 #include "core/half.h"
 
+#include "op_test_util.h"
 #include "runtime/session.h"
 
 namespace onnxkit {
@@ -471,5 +472,92 @@ TEST(Identity, SharesTensor) {
   EXPECT_EQ(run_one("Identity", {x}, 16).raw_data(), x.raw_data());
 }
 
+}  // namespace
+}  // namespace onnxkit
+
+// ---- ReverseSequence (through testing::run_op) ----
+namespace onnxkit {
+namespace {
+namespace reverse_sequence_test {
+
+using testing::run_op;
+
+[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+template <typename T>
+[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+                             const std::function<void(Node*)>& attrs = {}) {
+  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
+}
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::function<void(Node*)> axes(int64_t batch_axis, int64_t time_axis) {
+  return [=](Node* n) {
+    testing::set_int(n, "batch_axis", batch_axis);
+    testing::set_int(n, "time_axis", time_axis);
+  };
+}
+Tensor ramp(Shape shape) {
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  return f32(std::move(shape), v);
+}
+
+TEST(ReverseSequence, SpecExamples) {
+  // Example 1: time_axis 0, batch_axis 1 (the defaults).
+  Tensor x = f32({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
+  Tensor out = run1("ReverseSequence", {x, i64({4}, {4, 3, 2, 1})}, 10);
+  EXPECT_EQ(elems<float>(out),
+            (std::vector<float>{3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15}));
+  // Example 2: batch_axis 0, time_axis 1.
+  out = run1("ReverseSequence", {ramp({4, 4}), i64({4}, {1, 2, 3, 4})}, 10, axes(0, 1));
+  EXPECT_EQ(elems<float>(out),
+            (std::vector<float>{0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12}));
+}
+
+TEST(ReverseSequence, InnerDimsMoveTogetherAndZeroLength) {
+  // (batch 2, time 3, 2): batch 0 reverses all 3 steps, batch 1 none.
+  Tensor out = run1("ReverseSequence", {ramp({2, 3, 2}), i64({2}, {3, 0})}, 10, axes(0, 1));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{4, 5, 2, 3, 0, 1, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST(ReverseSequence, StringsAndEmptyTime) {
+  Tensor s = Tensor::from_strings({2, 2}, {"a", "b", "c", "d"});
+  Tensor out = run1("ReverseSequence", {s, i64({2}, {2, 1})}, 10, axes(0, 1));
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"b", "a", "c", "d"}));
+  out = run1("ReverseSequence", {f32({0, 2}, {}), i64({2}, {0, 0})}, 10);
+  EXPECT_EQ(out.shape(), (Shape{0, 2}));
+}
+
+TEST(ReverseSequence, ErrorsNameTheProblem) {
+  std::string message = error_of([] {
+    run1("ReverseSequence", {ramp({2, 3}), i64({2}, {1, 4})}, 10, axes(0, 1));
+  });
+  EXPECT_NE(message.find("sequence_lens value 4 (batch 1) is out of range [0, 3]"),
+            std::string::npos)
+      << message;
+  message = error_of([] { run1("ReverseSequence", {ramp({2, 3}), i64({2}, {1, 1})}, 10); });
+  EXPECT_NE(message.find("sequence_lens must have shape [3]"), std::string::npos) << message;
+  message = error_of([] {
+    run1("ReverseSequence", {ramp({2, 3}), i64({3}, {1, 1, 1})}, 10, axes(1, 1));
+  });
+  EXPECT_NE(message.find("batch_axis 1 and time_axis 1"), std::string::npos) << message;
+}
+
+}  // namespace reverse_sequence_test
 }  // namespace
 }  // namespace onnxkit

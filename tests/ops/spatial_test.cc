@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/half.h"
+#include "op_test_util.h"
 #include "runtime/session.h"
 
 namespace onnxkit {
@@ -387,5 +388,142 @@ TEST(Upsample, AttributeScalesLinearAndInputScalesNearest) {
       "is below 1");
 }
 
+}  // namespace
+}  // namespace onnxkit
+
+// ---- GridSample (through testing::run_op) ----
+namespace onnxkit {
+namespace {
+namespace grid_sample_test {
+
+using testing::run_op;
+
+[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
+}
+[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
+}
+template <typename T>
+[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
+                             const std::function<void(Node*)>& attrs = {}) {
+  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
+}
+[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Tensor ramp2x2() {
+  return f32({1, 1, 2, 2}, {0, 10, 20, 30});
+}
+Tensor grid(Shape shape, std::vector<float> values) {
+  return f32(std::move(shape), values);
+}
+std::function<void(Node*)> grid_attrs(std::string mode, std::string padding, int64_t align) {
+  return [=](Node* n) {
+    testing::set_string(n, "mode", mode);
+    testing::set_string(n, "padding_mode", padding);
+    testing::set_int(n, "align_corners", align);
+  };
+}
+
+TEST(GridSample, BilinearPaddingAndAlignCorners) {
+  // Grid (0, 0) is the image centre; (1, 1) is the far corner: with align_corners 0 it
+  // lies half a pixel outside, so zeros padding keeps a quarter of X[1][1].
+  Tensor g = grid({1, 1, 2, 2}, {0, 0, 1, 1});
+  Tensor out = run1("GridSample", {ramp2x2(), g}, 16);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 1, 2}));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 7.5f}));
+  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "border", 0));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 30}));
+  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "zeros", 1));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 30}));
+}
+
+TEST(GridSample, ReflectionMirrorsAtTheBounds) {
+  Tensor x = f32({1, 1, 1, 3}, {0, 10, 20});
+  Tensor g = grid({1, 1, 2, 2}, {1.5f, 0, -1.5f, 0});
+  // align_corners 1: bounds [0, 2]; x = 2.5 -> 1.5 and x = -0.5 -> 0.5.
+  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 1));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 5}));
+  // align_corners 0: bounds [-0.5, 2.5]; x = 3.25 -> 1.75 and x = -1.25 -> 0.25.
+  out = run1("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 0));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{17.5f, 2.5f}));
+}
+
+TEST(GridSample, NearestCopiesAnyTypeIncludingStrings) {
+  Tensor x = Tensor::from_strings({1, 1, 2, 2}, {"a", "b", "c", "d"});
+  Tensor g = grid({1, 1, 3, 2}, {-1, -1, 3, 3, 0.2f, -0.2f});
+  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("nearest", "border", 0));
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"a", "d", "b"}));
+  out = run1("GridSample", {x, g}, 16, grid_attrs("nearest", "zeros", 0));
+  EXPECT_EQ(out.strings(), (std::vector<std::string>{"a", "", "b"}));
+}
+
+TEST(GridSample, IntegerInputsRoundAndHalfGrid) {
+  Tensor x = Tensor::from_vector<int32_t>(DType::kInt32, {1, 1, 2, 2}, {0, 10, 20, 31});
+  Tensor g = grid({1, 1, 1, 2}, {0, 0});
+  Tensor out = run1("GridSample", {x, g}, 16);
+  EXPECT_EQ(out.dtype(), DType::kInt32);
+  EXPECT_EQ(elems<int32_t>(out), (std::vector<int32_t>{15}));  // 15.25 rounds to 15
+  Tensor xh = Tensor::from_vector<Float16>(DType::kFloat16, {1, 1, 2, 2},
+                                           {Float16(0), Float16(10), Float16(20), Float16(30)});
+  Tensor gd = Tensor::from_vector<double>(DType::kDouble, {1, 1, 1, 2}, {0, 0});
+  out = run1("GridSample", {xh, gd}, 16);
+  EXPECT_EQ(out.dtype(), DType::kFloat16);
+  EXPECT_EQ(static_cast<float>(out.data<Float16>()[0]), 15.0f);
+}
+
+TEST(GridSample, BicubicKeepsConstantsWithBorderPadding) {
+  Tensor x = f32({1, 2, 3, 3}, std::vector<float>(18, 2.0f));
+  Tensor g = grid({1, 2, 1, 2}, {0.1f, -0.2f, 0.9f, 0.95f});
+  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("bicubic", "border", 1));
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 2, 1}));
+  for (float v : elems<float>(out)) EXPECT_NEAR(v, 2.0f, 1e-6);
+}
+
+TEST(GridSample, FarOutsideReadsZerosOrBorder) {
+  Tensor g = grid({1, 1, 2, 2}, {1e30f, -1e30f, -3e20f, 0});
+  Tensor out = run1("GridSample", {ramp2x2(), g}, 16);
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0}));
+  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bicubic", "zeros", 0));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0}));
+  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("nearest", "border", 1));
+  EXPECT_EQ(elems<float>(out), (std::vector<float>{10, 0}));  // (x 1, y 0) and (x 0, y 0.5 -> 0)
+}
+
+TEST(GridSample, EmptyGridAndErrors) {
+  Tensor out = run1("GridSample", {ramp2x2(), grid({1, 0, 2, 2}, {})}, 16);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 0, 2}));
+  std::string message = error_of([] {
+    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 3}, {0, 0, 0})}, 16);
+  });
+  EXPECT_NE(message.find("grid must have shape [1, H_out, W_out, 2]"), std::string::npos)
+      << message;
+  message = error_of([] {
+    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
+         grid_attrs("linear", "zeros", 0));
+  });
+  EXPECT_NE(message.find("mode is 'linear'"), std::string::npos) << message;
+  message = error_of([] {
+    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
+         grid_attrs("bilinear", "wrap", 0));
+  });
+  EXPECT_NE(message.find("padding_mode is 'wrap'"), std::string::npos) << message;
+  message = error_of([] {
+    run1("GridSample", {Tensor::from_strings({1, 1, 1, 1}, {"a"}), grid({1, 1, 1, 2}, {0, 0})}, 16);
+  });
+  EXPECT_NE(message.find("bilinear mode needs a real number type"), std::string::npos) << message;
+}
+
+}  // namespace grid_sample_test
 }  // namespace
 }  // namespace onnxkit

@@ -1,0 +1,216 @@
+// Unit tests of the text op family (StringNormalizer, TfIdfVectorizer).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace onnxkit {
+namespace {
+
+using testing::run_op;
+using testing::set_int;
+using testing::set_ints;
+using testing::set_string;
+
+void set_strings(Node* node, const std::string& name, std::vector<std::string> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kStrings;
+  a.strings = std::move(values);
+  node->set_attribute(std::move(a));
+}
+
+void set_floats(Node* node, const std::string& name, std::vector<float> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloats;
+  a.floats = std::move(values);
+  node->set_attribute(std::move(a));
+}
+
+// Runs `f` and expects an error whose message contains `needle`.
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    FAIL() << "expected an error containing '" << needle << "'";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+Tensor normalize(Shape shape, std::vector<std::string> words,
+                 const std::function<void(Node*)>& attrs) {
+  return run_op("StringNormalizer", {Tensor::from_strings(std::move(shape), std::move(words))}, 10,
+                1, attrs)[0]
+      .tensor();
+}
+
+// ---- StringNormalizer ----
+
+TEST(StringNormalizer, UpperCasesUtf8LatinLetters) {
+  Tensor y = normalize({4}, {"café", "Ñandú", "straße", "ÿœĳ"},
+                       [](Node* n) { set_string(n, "case_change_action", "UPPER"); });
+  EXPECT_EQ(y.shape(), (Shape{4}));
+  // ß has no one-letter capital and stays as it is.
+  EXPECT_EQ(y.strings(), (std::vector<std::string>{"CAFÉ", "ÑANDÚ", "STRAßE", "ŸŒĲ"}));
+}
+
+TEST(StringNormalizer, LowerCasesUtf8LatinGreekCyrillic) {
+  Tensor y = normalize({3}, {"ÀÉÎÕÜ", "ŁÓDŹ ŽĽ", "ΣΟΦΊΑ ПРИВЕТ"},
+                       [](Node* n) { set_string(n, "case_change_action", "LOWER"); });
+  EXPECT_EQ(y.strings(), (std::vector<std::string>{"àéîõü", "łódź žľ", "σοφία привет"}));
+}
+
+TEST(StringNormalizer, InvalidUtf8BytesPassThrough) {
+  Tensor y = normalize({1}, {std::string("a\xff") + "b\xc3"},
+                       [](Node* n) { set_string(n, "case_change_action", "UPPER"); });
+  EXPECT_EQ(y.strings()[0], std::string("A\xff") + "B\xc3");
+}
+
+TEST(StringNormalizer, CaseInsensitiveStopwordsFoldNonAscii) {
+  Tensor y = normalize({4}, {"Été", "hiver", "ÉTÉ", "été"}, [](Node* n) {
+    set_strings(n, "stopwords", {"éTÉ"});
+    set_string(n, "locale", "fr_FR");
+  });
+  EXPECT_EQ(y.strings(), (std::vector<std::string>{"hiver"}));
+}
+
+TEST(StringNormalizer, CaseSensitiveStopwordsMatchExactly) {
+  Tensor y = normalize({3}, {"Monday", "monday", "MONDAY"}, [](Node* n) {
+    set_strings(n, "stopwords", {"monday"});
+    set_int(n, "is_case_sensitive", 1);
+    set_string(n, "case_change_action", "LOWER");
+  });
+  // The case change comes after the stopword test.
+  EXPECT_EQ(y.strings(), (std::vector<std::string>{"monday", "monday"}));
+}
+
+TEST(StringNormalizer, AllRemovedGivesOneEmptyString) {
+  Tensor y1 = normalize({2}, {"a", "A"}, [](Node* n) { set_strings(n, "stopwords", {"a"}); });
+  EXPECT_EQ(y1.shape(), (Shape{1}));
+  EXPECT_EQ(y1.strings(), (std::vector<std::string>{""}));
+  Tensor y2 = normalize({1, 2}, {"a", "A"}, [](Node* n) { set_strings(n, "stopwords", {"a"}); });
+  EXPECT_EQ(y2.shape(), (Shape{1, 1}));
+  EXPECT_EQ(y2.strings(), (std::vector<std::string>{""}));
+  Tensor y3 = normalize({0}, {}, {});
+  EXPECT_EQ(y3.shape(), (Shape{1}));
+}
+
+TEST(StringNormalizer, RejectsBadShapeAndAction) {
+  expect_error([] { normalize({2, 1}, {"a", "b"}, {}); }, "expected [C] or [1, C]");
+  expect_error(
+      [] { normalize({1}, {"a"}, [](Node* n) { set_string(n, "case_change_action", "TITLE"); }); },
+      "case_change_action 'TITLE'");
+}
+
+// ---- TfIdfVectorizer ----
+
+std::function<void(Node*)> tfidf_attrs(const std::string& mode, int64_t min_gram, int64_t max_gram,
+                                       int64_t max_skip, std::vector<int64_t> counts,
+                                       std::vector<int64_t> indexes,
+                                       const std::function<void(Node*)>& pool) {
+  return [=](Node* n) {
+    set_string(n, "mode", mode);
+    set_int(n, "min_gram_length", min_gram);
+    set_int(n, "max_gram_length", max_gram);
+    set_int(n, "max_skip_count", max_skip);
+    set_ints(n, "ngram_counts", counts);
+    set_ints(n, "ngram_indexes", indexes);
+    pool(n);
+  };
+}
+
+std::vector<float> floats_of(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+TEST(TfIdfVectorizer, StringPoolWithPermutedIndexes) {
+  // Pool: unigrams "a", "b"; bigram ("a", "b"). ngram_indexes sends them to 2, 0, 1.
+  auto attrs = tfidf_attrs("TF", 1, 2, 0, {0, 2}, {2, 0, 1}, [](Node* n) {
+    set_strings(n, "pool_strings", {"a", "b", "a", "b"});
+  });
+  Tensor x = Tensor::from_strings({5}, {"a", "b", "a", "c", "a"});
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  EXPECT_EQ(y.shape(), (Shape{3}));
+  EXPECT_EQ(floats_of(y), (std::vector<float>{1, 1, 3}));  // b: 1, ab: 1, a: 3
+}
+
+TEST(TfIdfVectorizer, SkipsAndTrigramsOnInt64) {
+  // Pool: bigrams (1, 3), (2, 1); trigram (1, 3, 1). Up to one skip: item distance 1 or 2.
+  auto attrs = tfidf_attrs("TF", 2, 3, 1, {0, 0, 4}, {0, 1, 2}, [](Node* n) {
+    set_ints(n, "pool_int64s", {1, 3, 2, 1, 1, 3, 1});
+  });
+  Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {6}, {1, 2, 3, 1, 1, 3});
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  // (1, 3): [4, 5] at distance 1, [0, 2] and [3, 5] at distance 2. (2, 1): [1, 3] at
+  // distance 2 ([1, 4] would need distance 3). (1, 3, 1): [0, 2, 4] at distance 2.
+  EXPECT_EQ(floats_of(y), (std::vector<float>{3, 1, 1}));
+}
+
+TEST(TfIdfVectorizer, IdfAndTfIdfUseWeightsPerOutput) {
+  const auto pool = [](Node* n) {
+    set_ints(n, "pool_int64s", {7, 8, 9});
+    set_floats(n, "weights", {0.5f, 2.0f, 4.0f});
+  };
+  Tensor x = Tensor::from_vector<int32_t>(DType::kInt32, {2, 4}, {7, 7, 8, 1, 9, 9, 9, 7});
+  Tensor idf =
+      run_op("TfIdfVectorizer", {x}, 9, 1, tfidf_attrs("IDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0]
+          .tensor();
+  EXPECT_EQ(idf.shape(), (Shape{2, 3}));
+  EXPECT_EQ(floats_of(idf), (std::vector<float>{0.5f, 2.0f, 0.0f, 0.5f, 0.0f, 4.0f}));
+  Tensor tfidf =
+      run_op("TfIdfVectorizer", {x}, 9, 1, tfidf_attrs("TFIDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0]
+          .tensor();
+  EXPECT_EQ(floats_of(tfidf), (std::vector<float>{1.0f, 2.0f, 0.0f, 0.5f, 0.0f, 12.0f}));
+}
+
+TEST(TfIdfVectorizer, IdfWithoutWeightsIsPresence) {
+  auto attrs = tfidf_attrs("IDF", 1, 1, 0, {0}, {0, 1}, [](Node* n) {
+    set_ints(n, "pool_int64s", {4, 5});
+  });
+  Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {3}, {4, 4, 4});
+  EXPECT_EQ(floats_of(run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor()),
+            (std::vector<float>{1, 0}));
+}
+
+TEST(TfIdfVectorizer, EmptyRowsGiveZeros) {
+  auto attrs = tfidf_attrs("TF", 1, 2, 2, {0, 2}, {0, 1, 2}, [](Node* n) {
+    set_ints(n, "pool_int64s", {1, 2, 1, 2});
+  });
+  Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {2, 0}, {});
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(floats_of(y), (std::vector<float>(6, 0.0f)));
+}
+
+TEST(TfIdfVectorizer, RejectsMismatchedInputAndBadPool) {
+  auto int_pool =
+      tfidf_attrs("TF", 1, 1, 0, {0}, {0}, [](Node* n) { set_ints(n, "pool_int64s", {1}); });
+  expect_error(
+      [&] { run_op("TfIdfVectorizer", {Tensor::from_strings({1}, {"a"})}, 9, 1, int_pool); },
+      "string input needs pool_strings");
+  auto ragged = tfidf_attrs("TF", 2, 2, 0, {0, 1}, {0, 1}, [](Node* n) {
+    set_ints(n, "pool_int64s", {1, 2, 3, 4});
+  });
+  expect_error(
+      [&] {
+        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9, 1,
+               ragged);
+      },
+      "the pool holds 3 items for 2-grams, not a multiple of 2");
+  auto short_indexes = tfidf_attrs("TF", 1, 1, 0, {0}, {0}, [](Node* n) {
+    set_ints(n, "pool_int64s", {1, 2});
+  });
+  expect_error(
+      [&] {
+        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9, 1,
+               short_indexes);
+      },
+      "more n-grams than the 1 ngram_indexes");
+}
+
+}  // namespace
+}  // namespace onnxkit
