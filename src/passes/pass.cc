@@ -1,0 +1,40 @@
+#include "passes/pass.h"
+
+#include <algorithm>
+
+#include "core/status.h"
+
+namespace onnxkit {
+
+const Tensor* constant_value(const Value* value, const PassContext& context) {
+  if (!value || !value->has_initializer()) return nullptr;
+  if (value->graph()->is_input(value)) return nullptr;
+  if (context.mutable_initializers) return nullptr;
+  return &value->initializer();
+}
+
+bool is_graph_output(const Value* value) { return value && value->graph()->is_output(value); }
+
+bool is_unused(const Value* value) { return value->uses().empty() && !is_graph_output(value); }
+
+bool can_replace(const Value* from, const Value* to) {
+  if (from == to || !is_graph_output(from)) return true;
+  const Graph* graph = from->graph();
+  return to->graph() == graph && !graph->is_input(to) && !is_graph_output(to);
+}
+
+void replace_value(Graph& graph, Value* from, Value* to) {
+  if (from == to) return;
+  if (!can_replace(from, to)) {
+    fail("internal: replacing graph output '{}' by '{}' would rename it", from->name(), to->name());
+  }
+  const bool output = is_graph_output(from);
+  graph.replace_all_uses(from, to);
+  if (!output) return;
+  // Keep the graph's output name: `to` takes it over once `from` is renamed away.
+  const std::string name = from->name();
+  graph.rename_value(from, graph.unique_name(name + "__replaced"));
+  graph.rename_value(to, name);
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,64 @@
+// Graph passes: small named rewrites run by the pipeline (pipeline.h) to a fixed point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "ir/model.h"
+
+namespace onnxkit {
+
+class OpRegistry;
+
+// What every pass may read: the model (opsets), thresholds, and which nodes it must leave.
+struct PassContext {
+  Model* model = nullptr;
+  const OpRegistry* registry = nullptr;
+  // Constant folding: outputs larger than this are not folded, nor folds that grow the
+  // model by more than this (Tile, Expand, ConstantOfShape included).
+  uint64_t tensor_size_threshold = uint64_t{1536} << 20;  // 1.5 GB, as onnxsim
+  // Initializers whose values may change after export (--mutable-initializer): not folded.
+  bool mutable_initializers = false;
+  // Names of graph outputs the user wants removed (--unused-output) are already gone; these
+  // are values that must survive any rewrite (graph outputs are always kept).
+  std::set<std::string> keep_values;
+  // Why foldable-looking nodes were not folded, keyed by the node's first output name
+  // ("over the size threshold", "non-deterministic", "no kernel", ...): for --explain.
+  std::map<std::string, std::string> not_folded;
+
+  int64_t opset(std::string_view domain) const { return model->opset_version(domain); }
+};
+
+class GraphPass {
+ public:
+  virtual ~GraphPass() = default;
+  // Stable name: the CLI's --skip-optimization and reports use it.
+  virtual std::string_view name() const = 0;
+  // Rewrites `graph` (not its subgraphs: the pipeline visits those) and returns how many
+  // changes it made (0 = nothing to do).
+  virtual size_t run(Graph& graph, PassContext& context) = 0;
+};
+
+// ---- helpers passes share ----
+
+// The constant tensor `value` holds: an initializer that is not also a graph input (graph
+// inputs with initializers are defaults a caller may override). nullptr otherwise.
+const Tensor* constant_value(const Value* value, const PassContext& context);
+// True when nothing reads `value` (no node, and not a graph output of its graph).
+bool is_unused(const Value* value);
+// True when `value` is an output of its own graph.
+bool is_graph_output(const Value* value);
+// True when replace_value(from, to) keeps the graph's interface: not when `from` is a graph
+// output and `to` is a graph input, another output, or a value of an enclosing graph (the
+// output would change its name; such a node has to stay, e.g. as an Identity).
+bool can_replace(const Value* from, const Value* to);
+// Replaces every use of `from` with `to`. When `from` is a graph output, `to` takes over its
+// name, so the model's inputs and outputs keep their names. Requires can_replace.
+void replace_value(Graph& graph, Value* from, Value* to);
+
+}  // namespace onnxkit

@@ -1,0 +1,55 @@
+// Factories of every pass; pipeline.cc puts them in order. One pass per file in src/passes.
+#pragma once
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace onnxkit {
+
+// Constant nodes become initializers, so every constant looks alike to the other passes.
+std::unique_ptr<GraphPass> make_constant_to_initializer_pass();
+// Identity and inference-mode Dropout are removed.
+std::unique_ptr<GraphPass> make_eliminate_identity_pass();
+// Cast to the same type, Reshape/Flatten to the same shape, identity Transpose, zero Pad, full Slice, Expand to the same shape, single-input Concat, single-output Split are removed.
+std::unique_ptr<GraphPass> make_eliminate_noop_pass();
+// Nodes whose inputs are all constant are computed with the executor and become initializers.
+std::unique_ptr<GraphPass> make_constant_folding_pass();
+// Shape computations (Shape, Size, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, arithmetic) fold to constants where the dims they read are known, even when other dims stay symbolic.
+std::unique_ptr<GraphPass> make_shape_folding_pass();
+// BatchNormalization after Conv is folded into the Conv's weights and bias.
+std::unique_ptr<GraphPass> make_fuse_conv_bn_pass();
+// Add of a per-channel constant after Conv becomes the Conv's bias.
+std::unique_ptr<GraphPass> make_fuse_conv_add_pass();
+// Mul by a per-channel constant after Conv is folded into the Conv's weights and bias.
+std::unique_ptr<GraphPass> make_fuse_conv_mul_pass();
+// BatchNormalization after ConvTranspose is folded into its weights and bias.
+std::unique_ptr<GraphPass> make_fuse_convtranspose_bn_pass();
+// MatMul of a 2-D input by a constant matrix followed by Add of a bias becomes Gemm.
+std::unique_ptr<GraphPass> make_fuse_matmul_add_into_gemm_pass();
+// Transpose of a Gemm input becomes the Gemm's transA/transB.
+std::unique_ptr<GraphPass> make_fuse_transpose_into_gemm_pass();
+// A constant-zero Pad before Conv / AveragePool / MaxPool becomes the op's pads.
+std::unique_ptr<GraphPass> make_fuse_pad_into_conv_pass();
+// Consecutive Transposes become one (or none).
+std::unique_ptr<GraphPass> make_merge_transposes_pass();
+// Consecutive Reshape/Flatten become one Reshape.
+std::unique_ptr<GraphPass> make_merge_reshapes_pass();
+// Consecutive Squeeze/Unsqueeze pairs that cancel are removed; consecutive ones of the same kind merge.
+std::unique_ptr<GraphPass> make_merge_squeeze_unsqueeze_pass();
+// Consecutive Slices over different axes merge into one.
+std::unique_ptr<GraphPass> make_merge_slices_pass();
+// A Concat feeding only another Concat along the same axis is flattened into it.
+std::unique_ptr<GraphPass> make_merge_concats_pass();
+// If with a constant condition is replaced by the chosen branch.
+std::unique_ptr<GraphPass> make_inline_constant_if_pass();
+// Nodes computing the same op with the same inputs and attributes are merged.
+std::unique_ptr<GraphPass> make_common_subexpression_elimination_pass();
+// Initializers with identical contents are merged.
+std::unique_ptr<GraphPass> make_dedup_initializers_pass();
+// Nodes whose outputs nothing reads are removed.
+std::unique_ptr<GraphPass> make_dead_code_elimination_pass();
+// Initializers nothing reads are removed.
+std::unique_ptr<GraphPass> make_remove_unused_initializers_pass();
+
+}  // namespace onnxkit
