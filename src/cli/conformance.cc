@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "runtime/conformance.h"
+#include "simplify/simplify.h"
 
 namespace onnxkit::cli {
 namespace {
@@ -19,6 +20,7 @@ struct ConformanceArgs {
   double atol = 1e-7;
   bool quiet = false;
   std::string write_expect;
+  bool simplify = false;
 };
 
 int run_conformance(const ConformanceArgs& args) {
@@ -40,7 +42,16 @@ int run_conformance(const ConformanceArgs& args) {
   std::vector<std::pair<std::string, std::string>> failures;  // for --write-expect
   for (const auto& test_case : cases) {
     if (!std::regex_search(test_case.name, filter)) continue;
-    CaseResult result = run_conformance_case(test_case, {}, tolerance);
+    ModelTransform transform;
+    if (args.simplify) {
+      transform = [](Model& model) -> Status {
+        SimplifyOptions options;
+        options.check_n = 0;  // the test data is the check
+        auto report = simplify(model, options);
+        return report.ok() ? Status() : Status::error("simplify: " + report.error());
+      };
+    }
+    CaseResult result = run_conformance_case(test_case, {}, tolerance, transform);
     auto listed = expected_failures.find(test_case.name);
     bool expected_to_fail = listed != expected_failures.end();
     std::string line;
@@ -111,6 +122,8 @@ Command add_conformance_command(CLI::App& root) {
   command->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   command->add_option("--write-expect", args->write_expect,
                       "Write the cases that fail now to this file (keeping listed reasons)");
+  command->add_flag("--simplify", args->simplify,
+                    "Simplify each model (default options, no check) before running it");
   command->add_flag("--quiet", args->quiet, "Print only unexpected results and the summary");
   return {command, [args] { return run_conformance(*args); }};
 }

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands{
       add_inspect_command(app),
+      add_simplify_command(app),
       add_run_command(app),
       add_conformance_command(app),
   };

@@ -110,7 +110,8 @@ std::string Graph::unique_name(std::string_view prefix) const {
 
 void Graph::rename_value(Value* value, const std::string& name) {
   if (value->name_ == name) return;
-  if (name.empty() || find_value(name)) fail("cannot rename '{}' to '{}': name taken", value->name_, name);
+  if (name.empty() || find_value(name))
+    fail("cannot rename '{}' to '{}': name taken", value->name_, name);
   auto node = values_.extract(value->name_);
   node.key() = name;
   value->name_ = name;

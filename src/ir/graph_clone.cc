@@ -104,3 +104,35 @@ std::unique_ptr<Graph> clone_graph(const Graph& source, Graph* parent,
 }
 
 }  // namespace onnxkit
+
+namespace onnxkit {
+
+Model clone_model(const Model& model) {
+  Model copy;
+  copy.ir_version = model.ir_version;
+  copy.opset_imports = model.opset_imports;
+  copy.producer_name = model.producer_name;
+  copy.producer_version = model.producer_version;
+  copy.domain = model.domain;
+  copy.model_version = model.model_version;
+  copy.doc_string = model.doc_string;
+  copy.metadata_props = model.metadata_props;
+  copy.training_info = model.training_info;
+  copy.source_path = model.source_path;
+  for (const Function& function : model.functions) {
+    Function f;
+    f.name = function.name;
+    f.domain = function.domain;
+    f.doc_string = function.doc_string;
+    f.attributes = function.attributes;
+    f.opset_imports = function.opset_imports;
+    std::unordered_map<const Value*, Value*> map;
+    f.body = clone_graph(*function.body, nullptr, CloneOptions{&map, {}, {}});
+    copy.functions.push_back(std::move(f));
+  }
+  std::unordered_map<const Value*, Value*> map;
+  copy.replace_graph(clone_graph(model.graph(), nullptr, CloneOptions{&map, {}, {}}));
+  return copy;
+}
+
+}  // namespace onnxkit

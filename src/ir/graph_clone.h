@@ -34,3 +34,12 @@ void clone_nodes_into(const Graph& source, Graph& target, Node* before,
                       const CloneOptions& options);
 
 }  // namespace onnxkit
+
+#include "ir/model.h"
+
+namespace onnxkit {
+
+// A deep copy of the model's structure; tensors share their bytes (copy-on-write).
+Model clone_model(const Model& model);
+
+}  // namespace onnxkit

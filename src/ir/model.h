@@ -50,6 +50,7 @@ class Model {
 
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }
+  void replace_graph(std::unique_ptr<Graph> graph) { graph_ = std::move(graph); }
 
   // The version of `domain` this model imports ("" and "ai.onnx" are the same), or -1.
   int64_t opset_version(std::string_view domain) const;

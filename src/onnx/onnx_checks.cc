@@ -4,6 +4,7 @@
 #include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include "onnx/proto_convert.h"
 
@@ -108,6 +109,30 @@ Status infer_shapes(Model& model, const ShapeInferenceOptions& options) {
       fail("shape inference: {}", e.what());
     }
     apply_types(proto.graph(), model.graph());
+  });
+}
+
+Status convert_opset(Model& model, int64_t target) {
+  return capture([&] {
+    const int64_t current = model.opset_version("");
+    if (current == target) return;
+    const int64_t known = max_known_opset("");
+    if (target < 1 || target > known) {
+      fail("target opset {} is outside what this build knows (1 to {})", target, known);
+    }
+    onnx::ModelProto proto;
+    onnx_io::WriteContext write;
+    onnx_io::model_to_proto(model, proto, write);
+    onnx::ModelProto converted;
+    try {
+      converted = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(target));
+    } catch (const std::exception& e) {
+      fail("converting from opset {} to {}: {}", current, target, e.what());
+    }
+    onnx_io::ReadContext read;
+    Model result = onnx_io::model_from_proto(converted, read);
+    result.source_path = model.source_path;
+    model = std::move(result);
   });
 }
 

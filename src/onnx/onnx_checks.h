@@ -28,4 +28,8 @@ struct ShapeInferenceOptions {
 // (main graph and subgraphs); new types are listed in each graph's value_info.
 Status infer_shapes(Model& model, const ShapeInferenceOptions& options = {});
 
+// Converts the model's ai.onnx opset to `target` with libonnx's version converter (other
+// domains are kept). Fails naming the op that has no adapter.
+Status convert_opset(Model& model, int64_t target);
+
 }  // namespace onnxkit

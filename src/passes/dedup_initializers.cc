@@ -1,18 +1,91 @@
-// Pass dedup_initializers: Initializers with identical contents are merged.
-// (not implemented yet)
+// Pass dedup_initializers: initializers with identical contents are merged.
+//
+// Identical means the same dtype, shape and bytes (so NaNs with the same bits match and
+// 0.0 / -0.0 do not). Contents are hashed, and compared in full only on a hash match. The
+// first initializer in file order survives; readers of the others read it instead.
+// Initializers that are graph inputs (overridable defaults) or graph outputs are part of
+// the interface and never merged, nor any when initializers are declared mutable.
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
+// are not in Value::uses() and replace_value would not rewire them.
+void collect_nested_outputs(const Graph& graph, const Graph& owner,
+                            std::unordered_set<const Value*>& out) {
+  if (&graph != &owner) {
+    for (const Value* value : graph.outputs()) {
+      if (value && value->graph() == &owner) out.insert(value);
+    }
+  }
+  for (const Node* node : graph.nodes()) {
+    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
+  }
+}
+
+void mix(size_t& seed, size_t value) {
+  seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+}
+
+size_t hash_contents(const Tensor& tensor) {
+  size_t seed = static_cast<size_t>(tensor.dtype());
+  for (int64_t d : tensor.shape()) mix(seed, std::hash<int64_t>{}(d));
+  if (tensor.dtype() == DType::kString) {
+    for (const std::string& s : tensor.strings()) mix(seed, std::hash<std::string>{}(s));
+  } else if (tensor.nbytes() > 0) {
+    mix(seed, std::hash<std::string_view>{}(
+                  std::string_view(static_cast<const char*>(tensor.raw_data()), tensor.nbytes())));
+  }
+  return seed;
+}
+
 class DedupInitializersPass : public GraphPass {
  public:
   std::string_view name() const override { return "dedup_initializers"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    if (context.mutable_initializers) return 0;  // each may be changed on its own later
+    std::unordered_set<const Value*> pinned;
+    collect_nested_outputs(graph, graph, pinned);
+    std::unordered_map<size_t, std::vector<Value*>> survivors;
+    std::vector<std::pair<Value*, Value*>> merges;  // duplicate, survivor
+    for (Value* value : graph.initializers()) {
+      if (graph.is_input(value) || graph.is_output(value) || pinned.count(value) ||
+          context.keep_values.count(value->name()) || !value->initializer().defined()) {
+        continue;
+      }
+      std::vector<Value*>& bucket = survivors[hash_contents(value->initializer())];
+      Value* survivor = nullptr;
+      for (Value* candidate : bucket) {
+        if (candidate->initializer().same_contents(value->initializer())) {
+          survivor = candidate;
+          break;
+        }
+      }
+      if (survivor) {
+        merges.emplace_back(value, survivor);
+      } else {
+        bucket.push_back(value);
+      }
+    }
+    for (auto [duplicate, survivor] : merges) {
+      replace_value(graph, duplicate, survivor);
+      graph.remove_value(duplicate);
+    }
+    return merges.size();
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_dedup_initializers_pass() { return std::make_unique<DedupInitializersPass>(); }
+std::unique_ptr<GraphPass> make_dedup_initializers_pass() {
+  return std::make_unique<DedupInitializersPass>();
+}
 
 }  // namespace onnxkit

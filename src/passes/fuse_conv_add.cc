@@ -1,18 +1,132 @@
-// Pass fuse_conv_add: Add of a per-channel constant after Conv becomes the Conv's bias.
-// (not implemented yet)
+// Pass fuse_conv_add: Add of a constant that is one value per output channel (scalar,
+// [C,1,1], [1,C,1,1], ...) to a Conv output becomes (part of) the Conv's bias: B' = B + c.
+// A new bias initializer is created (the old one may be shared).
+#include <optional>
+
+#include "ops/op_utils.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+bool is_onnx_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type &&
+         (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
+bool kept(const PassContext& context, const Value* value) {
+  return context.keep_values.count(value->name()) > 0;
+}
+
+// The elements of a floating-point tensor, as doubles.
+std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  dispatch_float(t.dtype(), "fuse_conv_add", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
+  });
+  return values;
+}
+
+Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(dtype, std::move(shape));
+  dispatch_float(dtype, "fuse_conv_add", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+
+// One value per channel when `c`, broadcast against a Conv output of rank `rank` with
+// `channels` channels, leaves the output's shape alone and varies only along axis 1.
+std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels) {
+  if (c.rank() > rank) return std::nullopt;
+  const size_t offset = rank - c.rank();  // c's dim d lines up with output axis offset + d
+  for (size_t d = 0; d < c.rank(); ++d) {
+    const int64_t dim = c.shape()[d];
+    if (dim != 1 && !(offset + d == 1 && dim == channels)) return std::nullopt;
+  }
+  std::vector<double> values = to_doubles(c);
+  if (values.size() == 1) return std::vector<double>(channels, values[0]);
+  return values;
+}
+
 class FuseConvAddPass : public GraphPass {
  public:
   std::string_view name() const override { return "fuse_conv_add"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    size_t changes = 0;
+    // Only the Add visited is removed, so the snapshot stays valid.
+    for (Node* add : graph.nodes()) changes += fuse(graph, add, context) ? 1 : 0;
+    return changes;
+  }
+
+ private:
+  static bool fuse(Graph& graph, Node* add, const PassContext& context) {
+    if (!is_onnx_op(add, "Add") || add->inputs().size() != 2 || !add->output(0)) return false;
+    for (size_t side = 0; side < 2; ++side) {
+      Value* x = add->input(side);
+      Node* conv = x ? x->producer() : nullptr;
+      if (!is_onnx_op(conv, "Conv") || conv->graph() != &graph) continue;
+      const Tensor* c = constant_value(add->input(1 - side), context);
+      if (c) return fold(graph, conv, add, x, *c, context);
+    }
+    return false;
+  }
+
+  static bool fold(Graph& graph, Node* conv, Node* add, Value* x, const Tensor& c,
+                   const PassContext& context) {
+    Value* y = add->output(0);
+    // The Conv's output changes meaning, so nothing else may read it.
+    if (x->uses().size() != 1 || is_graph_output(x) || kept(context, x) || kept(context, y)) {
+      return false;
+    }
+    if (!can_replace(y, x)) return false;
+    // W gives the output rank, channels and dtype; its values are not needed, so its
+    // static type will do when it is not a constant.
+    const Value* w_value = conv->input(1);
+    if (!w_value) return false;
+    DType dtype = DType::kUndefined;
+    size_t rank = 0;
+    int64_t channels = -1;
+    if (const Tensor* w = constant_value(w_value, context)) {
+      dtype = w->dtype();
+      rank = w->rank();
+      channels = rank > 0 ? w->shape()[0] : -1;
+    } else if (w_value->type().is_tensor() && w_value->type().shape) {
+      const auto& dims = *w_value->type().shape;
+      dtype = w_value->type().elem_type;
+      rank = dims.size();
+      channels = rank > 0 ? dims[0].value : -1;
+    }
+    if (!dtype_is_float(dtype) || rank < 3 || channels <= 0 || c.dtype() != dtype) return false;
+    const Tensor* b = nullptr;
+    if (conv->input(2)) {
+      b = constant_value(conv->input(2), context);
+      if (!b || b->dtype() != dtype || b->numel() != channels) return false;
+    }
+    auto shift = per_channel(c, rank, channels);
+    if (!shift) return false;
+
+    std::vector<double> bias = b ? to_doubles(*b) : std::vector<double>(channels, 0.0);
+    for (int64_t i = 0; i < channels; ++i) bias[i] += (*shift)[i];
+    const std::string base = conv->input(2) ? conv->input(2)->name() : w_value->name() + "_bias";
+    Value* new_b = graph.add_initializer(graph.unique_name(base + "_add"),
+                                         from_doubles(dtype, {channels}, bias));
+    graph.set_node_input(conv, 2, new_b);
+    replace_value(graph, y, x);
+    graph.remove_node(add);
+    return true;
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_fuse_conv_add_pass() { return std::make_unique<FuseConvAddPass>(); }
+std::unique_ptr<GraphPass> make_fuse_conv_add_pass() {
+  return std::make_unique<FuseConvAddPass>();
+}
 
 }  // namespace onnxkit

@@ -1,18 +1,133 @@
-// Pass fuse_conv_mul: Mul by a per-channel constant after Conv is folded into the Conv's weights and bias.
-// (not implemented yet)
+// Pass fuse_conv_mul: Mul of a Conv output by a constant that is one value per output
+// channel (scalar, [C,1,1], [1,C,1,1], ...) is folded into the Conv: W' = W * s, B' = B * s.
+// New initializers are created (the old ones may be shared).
+#include <cmath>
+#include <optional>
+
+#include "ops/op_utils.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+bool is_onnx_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type &&
+         (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
+bool kept(const PassContext& context, const Value* value) {
+  return context.keep_values.count(value->name()) > 0;
+}
+
+// The elements of a floating-point tensor, as doubles.
+std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  dispatch_float(t.dtype(), "fuse_conv_mul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
+  });
+  return values;
+}
+
+Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(dtype, std::move(shape));
+  dispatch_float(dtype, "fuse_conv_mul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+
+// One value per channel when `c`, broadcast against a Conv output of rank `rank` with
+// `channels` channels, leaves the output's shape alone and varies only along axis 1.
+std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels) {
+  if (c.rank() > rank) return std::nullopt;
+  const size_t offset = rank - c.rank();  // c's dim d lines up with output axis offset + d
+  for (size_t d = 0; d < c.rank(); ++d) {
+    const int64_t dim = c.shape()[d];
+    if (dim != 1 && !(offset + d == 1 && dim == channels)) return std::nullopt;
+  }
+  std::vector<double> values = to_doubles(c);
+  if (values.size() == 1) return std::vector<double>(channels, values[0]);
+  return values;
+}
+
 class FuseConvMulPass : public GraphPass {
  public:
   std::string_view name() const override { return "fuse_conv_mul"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    size_t changes = 0;
+    // Only the Mul visited is removed, so the snapshot stays valid.
+    for (Node* mul : graph.nodes()) changes += fuse(graph, mul, context) ? 1 : 0;
+    return changes;
+  }
+
+ private:
+  static bool fuse(Graph& graph, Node* mul, const PassContext& context) {
+    if (!is_onnx_op(mul, "Mul") || mul->inputs().size() != 2 || !mul->output(0)) return false;
+    for (size_t side = 0; side < 2; ++side) {
+      Value* x = mul->input(side);
+      Node* conv = x ? x->producer() : nullptr;
+      if (!is_onnx_op(conv, "Conv") || conv->graph() != &graph) continue;
+      const Tensor* c = constant_value(mul->input(1 - side), context);
+      if (c) return fold(graph, conv, mul, x, *c, context);
+    }
+    return false;
+  }
+
+  static bool fold(Graph& graph, Node* conv, Node* mul, Value* x, const Tensor& c,
+                   const PassContext& context) {
+    Value* y = mul->output(0);
+    // The Conv's output changes meaning, so nothing else may read it.
+    if (x->uses().size() != 1 || is_graph_output(x) || kept(context, x) || kept(context, y)) {
+      return false;
+    }
+    if (!can_replace(y, x)) return false;
+    const Tensor* w = constant_value(conv->input(1), context);
+    if (!w || !dtype_is_float(w->dtype()) || w->rank() < 3 || c.dtype() != w->dtype()) {
+      return false;
+    }
+    const int64_t channels = w->shape()[0];
+    if (channels <= 0) return false;
+    const Tensor* b = nullptr;
+    if (conv->input(2)) {
+      b = constant_value(conv->input(2), context);
+      if (!b || b->dtype() != w->dtype() || b->numel() != channels) return false;
+    }
+    auto factor = per_channel(c, w->rank(), channels);
+    if (!factor) return false;
+    // inf or NaN folded into W differs from scaling the sum (e.g. inf * 0 per term).
+    for (double f : *factor) {
+      if (!std::isfinite(f)) return false;
+    }
+
+    std::vector<double> weights = to_doubles(*w);
+    const size_t per_out = weights.size() / static_cast<size_t>(channels);
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] *= (*factor)[i / per_out];
+    const std::string& base = conv->input(1)->name();
+    Value* new_w = graph.add_initializer(graph.unique_name(base + "_mul"),
+                                         from_doubles(w->dtype(), w->shape(), weights));
+    graph.set_node_input(conv, 1, new_w);
+    if (b) {
+      std::vector<double> bias = to_doubles(*b);
+      for (int64_t i = 0; i < channels; ++i) bias[i] *= (*factor)[i];
+      Value* new_b = graph.add_initializer(graph.unique_name(conv->input(2)->name() + "_mul"),
+                                           from_doubles(b->dtype(), b->shape(), bias));
+      graph.set_node_input(conv, 2, new_b);
+    }
+    replace_value(graph, y, x);
+    graph.remove_node(mul);
+    return true;
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_fuse_conv_mul_pass() { return std::make_unique<FuseConvMulPass>(); }
+std::unique_ptr<GraphPass> make_fuse_conv_mul_pass() {
+  return std::make_unique<FuseConvMulPass>();
+}
 
 }  // namespace onnxkit

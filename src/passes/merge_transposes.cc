@@ -1,18 +1,145 @@
 // Pass merge_transposes: Consecutive Transposes become one (or none).
-// (not implemented yet)
+//
+// Transpose(perm2) of Transpose(perm1) of x is Transpose(c) of x with c[i] = perm1[perm2[i]].
+// The second node is rewritten in place; the first goes when nothing else reads it. When c
+// is the identity the second node disappears too (even if the first has other readers).
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+bool is_onnx_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type &&
+         (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
+bool kept(const Value* value, const PassContext& context) {
+  return context.keep_values.count(value->name()) > 0;
+}
+
+std::optional<int64_t> known_rank(const Value* value) {
+  const ValueType& type = value->type();
+  if (!type.is_tensor() || !type.shape) return std::nullopt;
+  return static_cast<int64_t>(type.shape->size());
+}
+
+// The permutation `node` applies, or nullopt when it is malformed or (absent perm) the rank
+// is unknown. An absent perm reverses the axes.
+std::optional<std::vector<int64_t>> permutation(const Node* node, std::optional<int64_t> rank) {
+  std::vector<int64_t> perm;
+  if (const Attribute* attr = node->find_attribute("perm")) {
+    if (attr->type != AttrType::kInts) return std::nullopt;
+    perm = attr->ints;
+  } else {
+    if (!rank) return std::nullopt;
+    perm.resize(static_cast<size_t>(*rank));
+    for (int64_t i = 0; i < *rank; ++i) perm[static_cast<size_t>(i)] = *rank - 1 - i;
+  }
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[static_cast<size_t>(p)]) {
+      return std::nullopt;
+    }
+    seen[static_cast<size_t>(p)] = true;
+  }
+  if (rank && *rank != static_cast<int64_t>(perm.size())) return std::nullopt;
+  return perm;
+}
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
+  Attribute attr;
+  attr.name = std::move(name);
+  attr.type = AttrType::kInts;
+  attr.ints = std::move(values);
+  return attr;
+}
+
 class MergeTransposesPass : public GraphPass {
  public:
   std::string_view name() const override { return "merge_transposes"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    size_t changes = 0;
+    std::unordered_set<const Node*> removed;
+    for (Node* second : graph.topological_order()) {
+      if (removed.count(second) || !is_onnx_op(second, "Transpose")) continue;
+      Value* middle = second->input(0);
+      if (!middle || second->outputs().size() != 1 || !second->output(0)) continue;
+      Node* first = middle->producer();
+      // The first node must be ours to edit: values of enclosing graphs are read-only here.
+      if (!is_onnx_op(first, "Transpose") || first->graph() != &graph) continue;
+      Value* x = first->input(0);
+      if (!x) continue;
+
+      const bool both_default = !first->find_attribute("perm") && !second->find_attribute("perm");
+      std::vector<int64_t> composed;
+      if (!both_default) {
+        // The rank, from whichever perm is given (or the types when one is absent).
+        std::optional<int64_t> rank = known_rank(x);
+        if (!rank) rank = known_rank(middle);
+        if (const Attribute* a = first->find_attribute("perm"))
+          rank = static_cast<int64_t>(a->ints.size());
+        if (const Attribute* a = second->find_attribute("perm"))
+          rank = static_cast<int64_t>(a->ints.size());
+        auto perm1 = permutation(first, rank);
+        auto perm2 = permutation(second, rank);
+        if (!perm1 || !perm2 || perm1->size() != perm2->size()) continue;
+        composed.resize(perm1->size());
+        for (size_t i = 0; i < composed.size(); ++i) {
+          composed[i] = (*perm1)[static_cast<size_t>((*perm2)[i])];
+        }
+      }
+      const bool first_removable =
+          middle->uses().size() == 1 && !is_graph_output(middle) && !kept(middle, context);
+
+      if (both_default || is_identity(composed)) {
+        // x comes back unchanged: drop the second node (and the first when nothing else
+        // reads it), keeping the graph's output names.
+        Value* y = second->output(0);
+        if (kept(y, context)) continue;
+        if (can_replace(y, x)) {
+          replace_value(graph, y, x);
+        } else {
+          // y is a graph output and x is an input/output/outer value: an Identity keeps
+          // the interface.
+          std::string temp = graph.unique_name(y->name() + "_identity");
+          Node* identity = graph.add_node("Identity", {x}, {temp}, "", second->name(), second);
+          identity->output(0)->set_type(y->type());
+          replace_value(graph, y, identity->output(0));
+        }
+        graph.remove_node(second);
+        removed.insert(second);
+      } else {
+        // Only worth it when the first node goes away.
+        if (!first_removable) continue;
+        second->set_attribute(ints_attribute("perm", composed));
+        graph.set_node_input(second, 0, x);
+      }
+      if (is_unused(middle) && !kept(middle, context)) {
+        graph.remove_node(first);
+        removed.insert(first);
+      }
+      ++changes;
+    }
+    return changes;
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_merge_transposes_pass() { return std::make_unique<MergeTransposesPass>(); }
+std::unique_ptr<GraphPass> make_merge_transposes_pass() {
+  return std::make_unique<MergeTransposesPass>();
+}
 
 }  // namespace onnxkit

@@ -13,9 +13,13 @@ const Tensor* constant_value(const Value* value, const PassContext& context) {
   return &value->initializer();
 }
 
-bool is_graph_output(const Value* value) { return value && value->graph()->is_output(value); }
+bool is_graph_output(const Value* value) {
+  return value && value->graph()->is_output(value);
+}
 
-bool is_unused(const Value* value) { return value->uses().empty() && !is_graph_output(value); }
+bool is_unused(const Value* value) {
+  return value->uses().empty() && !is_graph_output(value);
+}
 
 bool can_replace(const Value* from, const Value* to) {
   if (from == to || !is_graph_output(from)) return true;

@@ -11,11 +11,13 @@ namespace onnxkit {
 std::unique_ptr<GraphPass> make_constant_to_initializer_pass();
 // Identity and inference-mode Dropout are removed.
 std::unique_ptr<GraphPass> make_eliminate_identity_pass();
-// Cast to the same type, Reshape/Flatten to the same shape, identity Transpose, zero Pad, full Slice, Expand to the same shape, single-input Concat, single-output Split are removed.
+// Cast to the same type, Reshape/Flatten to the same shape, identity Transpose, zero Pad, full
+// Slice, Expand to the same shape, single-input Concat, single-output Split are removed.
 std::unique_ptr<GraphPass> make_eliminate_noop_pass();
 // Nodes whose inputs are all constant are computed with the executor and become initializers.
 std::unique_ptr<GraphPass> make_constant_folding_pass();
-// Shape computations (Shape, Size, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, arithmetic) fold to constants where the dims they read are known, even when other dims stay symbolic.
+// Shape computations (Shape, Size, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, arithmetic)
+// fold to constants where the dims they read are known, even when other dims stay symbolic.
 std::unique_ptr<GraphPass> make_shape_folding_pass();
 // BatchNormalization after Conv is folded into the Conv's weights and bias.
 std::unique_ptr<GraphPass> make_fuse_conv_bn_pass();
@@ -35,7 +37,8 @@ std::unique_ptr<GraphPass> make_fuse_pad_into_conv_pass();
 std::unique_ptr<GraphPass> make_merge_transposes_pass();
 // Consecutive Reshape/Flatten become one Reshape.
 std::unique_ptr<GraphPass> make_merge_reshapes_pass();
-// Consecutive Squeeze/Unsqueeze pairs that cancel are removed; consecutive ones of the same kind merge.
+// Consecutive Squeeze/Unsqueeze pairs that cancel are removed; consecutive ones of the same kind
+// merge.
 std::unique_ptr<GraphPass> make_merge_squeeze_unsqueeze_pass();
 // Consecutive Slices over different axes merge into one.
 std::unique_ptr<GraphPass> make_merge_slices_pass();

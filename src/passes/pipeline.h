@@ -19,10 +19,10 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes();
 std::vector<std::string> basic_pass_names();
 
 struct PipelineOptions {
-  std::set<std::string> skip;       // pass names not to run
-  bool include_subgraphs = true;    // also rewrite If/Loop/Scan bodies
-  bool shape_inference = true;      // ONNX shape inference before each round
-  int max_rounds = 10;              // fixed-point iteration cap
+  std::set<std::string> skip;     // pass names not to run
+  bool include_subgraphs = true;  // also rewrite If/Loop/Scan bodies
+  bool shape_inference = true;    // ONNX shape inference before each round
+  int max_rounds = 10;            // fixed-point iteration cap
   // Stop after this many pass applications that changed something (for --bisect).
   size_t max_applications = SIZE_MAX;
   // Called after each application that changed something: pass name, changes.
@@ -40,7 +40,7 @@ struct PipelineResult {
   std::vector<PassStats> passes;
   int rounds = 0;
   size_t applications = 0;
-  bool converged = false;      // a round changed nothing
+  bool converged = false;  // a round changed nothing
   double shape_inference_seconds = 0;
   std::string shape_inference_warning;  // set when ONNX shape inference gave up
 };

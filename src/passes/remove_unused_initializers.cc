@@ -1,18 +1,61 @@
-// Pass remove_unused_initializers: Initializers nothing reads are removed.
-// (not implemented yet)
+// Pass remove_unused_initializers: initializers nothing reads are removed.
+//
+// Unread means: no node reads it (Value::uses() covers nodes of nested subgraphs), no
+// nested subgraph returns it, it is not a graph output and not named in keep_values.
+// Graph inputs are never removed, with or without an initializer: they are the interface.
+// Unread sparse initializers go too.
+#include <unordered_set>
+
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
+// are not in Value::uses().
+void collect_nested_outputs(const Graph& graph, const Graph& owner,
+                            std::unordered_set<const Value*>& out) {
+  if (&graph != &owner) {
+    for (const Value* value : graph.outputs()) {
+      if (value && value->graph() == &owner) out.insert(value);
+    }
+  }
+  for (const Node* node : graph.nodes()) {
+    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
+  }
+}
+
 class RemoveUnusedInitializersPass : public GraphPass {
  public:
   std::string_view name() const override { return "remove_unused_initializers"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    std::unordered_set<const Value*> pinned;
+    collect_nested_outputs(graph, graph, pinned);
+    auto unread = [&](const Value* value) {
+      return value->uses().empty() && !value->producer() && !graph.is_input(value) &&
+             !graph.is_output(value) && !pinned.count(value) &&
+             !context.keep_values.count(value->name());
+    };
+    std::vector<Value*> doomed;
+    for (Value* value : graph.initializers()) {
+      if (unread(value)) doomed.push_back(value);
+    }
+    for (const auto& [value, sparse] : graph.sparse_initializers()) {
+      if (unread(value)) doomed.push_back(value);
+    }
+    std::unordered_set<Value*> removed;
+    for (Value* value : doomed) {
+      if (removed.insert(value).second) graph.remove_value(value);
+    }
+    return removed.size();
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_remove_unused_initializers_pass() { return std::make_unique<RemoveUnusedInitializersPass>(); }
+std::unique_ptr<GraphPass> make_remove_unused_initializers_pass() {
+  return std::make_unique<RemoveUnusedInitializersPass>();
+}
 
 }  // namespace onnxkit

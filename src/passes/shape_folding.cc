@@ -1,18 +1,753 @@
-// Pass shape_folding: Shape computations (Shape, Size, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, arithmetic) fold to constants where the dims they read are known, even when other dims stay symbolic.
-// (not implemented yet)
+// Pass shape_folding: Shape computations (Shape, Size, Gather, Slice, Concat, Unsqueeze,
+// Squeeze, Cast, arithmetic) fold to constants where the dims they read are known, even when
+// other dims stay symbolic.
+//
+// A small symbolic evaluator runs over 1-D (or scalar) integer "shape vectors". Each element
+// is a number or a symbolic expression over dims: a named dim ('batch'), an unnamed dim
+// (tied to its value and index), or an undecidable result (tied to the value that computed
+// it). Expressions are kept as canonical text, so equal text means equal value at run time.
+// Then:
+//  - a shape value that becomes fully known replaces its producer with an initializer;
+//  - a Reshape whose target is partly known gets a constant target with 0 ("copy the input's
+//    dim") and at most one -1 where that is exact;
+//  - shape nodes this made dead are removed, and context.not_folded says why the rest stayed.
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/graph.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
+// Shape vectors are short; larger constants are not shape arithmetic.
+constexpr size_t kMaxElements = 1024;
+// Bounds the recursion through long shape chains (and through enclosing graphs).
+constexpr int kMaxDepth = 400;
+
+// One element of a shape vector.
+struct Elem {
+  std::optional<int64_t> known;
+  std::string expr;               // canonical text when not known: equal text, equal value
+  bool nonneg = false;            // >= 0 at run time (dims, products and sums of dims)
+  std::set<std::string> symbols;  // named dims it depends on (for --explain)
+  std::set<std::string> others;   // unnamed dims and data it depends on
+
+  static Elem number(int64_t v) {
+    Elem e;
+    e.known = v;
+    e.nonneg = v >= 0;
+    return e;
+  }
+  bool is(int64_t v) const { return known && *known == v; }
+  std::string text() const {
+    if (!known) return expr;
+    std::string out = "#";
+    out += std::to_string(*known);
+    return out;
+  }
+  void add_deps(const Elem& other) {
+    symbols.insert(other.symbols.begin(), other.symbols.end());
+    others.insert(other.others.begin(), other.others.end());
+  }
+};
+
+bool same(const Elem& a, const Elem& b) {
+  if (a.known || b.known) return a.known == b.known;
+  return a.expr == b.expr;
+}
+
+// Length-prefixed so that no two different atoms share a text.
+std::string atom_text(char kind, const std::string& name, const void* owner, size_t index) {
+  std::string text(1, kind);
+  text += std::to_string(name.size());
+  text += ':';
+  text += name;
+  if (owner) {
+    text += '@';
+    text += std::to_string(reinterpret_cast<uintptr_t>(owner));
+    text += '#';
+    text += std::to_string(index);
+  }
+  return text;
+}
+
+// Dim `index` of `value`'s type: a number, a named symbol, or an unknown equal only to itself.
+Elem dim_elem(const Value* value, size_t index) {
+  const Dim& dim = (*value->type().shape)[index];
+  if (dim.is_known()) return Elem::number(dim.value);
+  Elem e;
+  e.nonneg = true;
+  if (!dim.param.empty()) {
+    e.expr = atom_text('$', dim.param, nullptr, 0);
+    e.symbols.insert(dim.param);
+  } else {
+    e.expr = atom_text('?', value->name(), value, index);
+    std::string what = "unknown dim ";
+    what += std::to_string(index);
+    what += " of '";
+    what += value->name();
+    what += '\'';
+    e.others.insert(std::move(what));
+  }
+  return e;
+}
+
+// An element nothing can be said about except that it is what `value`[index] computes.
+Elem opaque_elem(const Value* value, size_t index, std::span<const Elem* const> inputs,
+                 bool nonneg) {
+  Elem e;
+  e.expr = atom_text('!', value->name(), value, index);
+  e.nonneg = nonneg;
+  for (const Elem* in : inputs) e.add_deps(*in);
+  return e;
+}
+
+// A 1-D or scalar integer (or bool) tensor, element by element.
+struct SymVec {
+  DType dtype = DType::kInt64;
+  bool scalar = false;
+  std::vector<Elem> elems;
+  bool from_shape = false;  // derived from Shape/Size (constant-only vectors are not ours)
+
+  bool all_known() const {
+    return std::all_of(elems.begin(), elems.end(), [](const Elem& e) { return e.known; });
+  }
+};
+
+bool is_int(DType dtype) {
+  return dtype == DType::kInt64 || dtype == DType::kInt32;
+}
+
+bool fits(DType dtype, int64_t v) {
+  if (dtype == DType::kInt32) {
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  }
+  if (dtype == DType::kBool) return v == 0 || v == 1;
+  return true;
+}
+
+std::optional<SymVec> from_tensor(const Tensor& t) {
+  if (t.rank() > 1 || static_cast<size_t>(t.numel()) > kMaxElements) return std::nullopt;
+  SymVec vec;
+  vec.dtype = t.dtype();
+  vec.scalar = t.rank() == 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t v = 0;
+    switch (t.dtype()) {
+      case DType::kInt64:
+        v = t.data<int64_t>()[i];
+        break;
+      case DType::kInt32:
+        v = t.data<int32_t>()[i];
+        break;
+      case DType::kBool:
+        v = t.data<bool>()[i] ? 1 : 0;
+        break;
+      default:
+        return std::nullopt;
+    }
+    vec.elems.push_back(Elem::number(v));
+  }
+  return vec;
+}
+
+Tensor to_tensor(const SymVec& vec) {
+  Shape shape;
+  if (!vec.scalar) shape.push_back(static_cast<int64_t>(vec.elems.size()));
+  std::vector<int64_t> values;
+  for (const Elem& e : vec.elems) values.push_back(*e.known);
+  if (vec.dtype == DType::kInt64) return Tensor::from_vector(DType::kInt64, shape, values);
+  if (vec.dtype == DType::kInt32) {
+    return Tensor::from_vector(DType::kInt32, shape,
+                               std::vector<int32_t>(values.begin(), values.end()));
+  }
+  return Tensor::from_vector(DType::kBool, shape, std::vector<bool>(values.begin(), values.end()));
+}
+
+// a (op) b for Add/Sub/Mul/Div; nullopt when the known result would overflow or divide by 0.
+std::optional<Elem> arithmetic(char op, const Elem& a, const Elem& b, DType dtype) {
+  if (a.known && b.known) {
+    int64_t x = *a.known, y = *b.known, r = 0;
+    bool overflow = false;
+    switch (op) {
+      case '+':
+        overflow = __builtin_add_overflow(x, y, &r);
+        break;
+      case '-':
+        overflow = __builtin_sub_overflow(x, y, &r);
+        break;
+      case '*':
+        overflow = __builtin_mul_overflow(x, y, &r);
+        break;
+      default:
+        if (y == 0) return std::nullopt;
+        if (y == -1) {
+          overflow = __builtin_sub_overflow(int64_t{0}, x, &r);
+        } else {
+          r = x / y;  // truncates toward zero, as the integer Div kernel
+        }
+    }
+    if (overflow || !fits(dtype, r)) return std::nullopt;
+    return Elem::number(r);
+  }
+  // Identities that hold for every value of the symbolic side.
+  switch (op) {
+    case '+':
+      if (b.is(0)) return a;
+      if (a.is(0)) return b;
+      break;
+    case '-':
+      if (b.is(0)) return a;
+      if (same(a, b)) return Elem::number(0);
+      break;
+    case '*':
+      if (b.is(1)) return a;
+      if (a.is(1)) return b;
+      if (a.is(0) || b.is(0)) return Elem::number(0);
+      break;
+    default:
+      if (b.is(1)) return a;
+      if (same(a, b)) return Elem::number(1);  // x / x (x = 0 would fail at run time anyway)
+  }
+  std::string ta = a.text(), tb = b.text();
+  if ((op == '+' || op == '*') && tb < ta) std::swap(ta, tb);
+  Elem e;
+  e.expr = std::string("(") + op + " " + ta + " " + tb + ")";
+  e.nonneg = op != '-' && a.nonneg && b.nonneg;
+  e.add_deps(a);
+  e.add_deps(b);
+  return e;
+}
+
+// Max/Min of two elements when decidable.
+std::optional<Elem> extremum(bool max, const Elem& a, const Elem& b) {
+  if (a.known && b.known)
+    return Elem::number(max ? std::max(*a.known, *b.known) : std::min(*a.known, *b.known));
+  if (same(a, b)) return a;
+  // A dim is >= 0: Max(dim, k <= 0) = dim, Min(dim, k <= 0) = k.
+  for (int i = 0; i < 2; ++i) {
+    const Elem& sym = i == 0 ? a : b;
+    const Elem& num = i == 0 ? b : a;
+    if (num.known && *num.known <= 0 && sym.nonneg) return max ? sym : num;
+  }
+  return std::nullopt;
+}
+
+int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
+  const Attribute* attr = node->find_attribute(name);
+  return attr && attr->type == AttrType::kInt ? attr->i : fallback;
+}
+
+const std::vector<int64_t>* ints_attr(const Node* node, std::string_view name) {
+  const Attribute* attr = node->find_attribute(name);
+  return attr && attr->type == AttrType::kInts ? &attr->ints : nullptr;
+}
+
+class Evaluator {
+ public:
+  explicit Evaluator(const PassContext& context) : context_(context) {}
+
+  // The shape vector `value` holds, or nullptr when it is not one this pass understands.
+  const SymVec* eval(const Value* value, int depth = 0) {
+    if (!value) return nullptr;
+    if (auto it = memo_.find(value); it != memo_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<SymVec> result;
+    if (depth < kMaxDepth) result = compute(value, depth + 1);
+    if (result && !matches_type(*result, value->type())) result.reset();
+    auto [it, inserted] = memo_.emplace(value, std::move(result));
+    return it->second ? &*it->second : nullptr;
+  }
+
+ private:
+  // The declared type must agree with what was computed; a mismatch means a misreading.
+  static bool matches_type(const SymVec& vec, const ValueType& type) {
+    if (!type.is_tensor()) return type.kind == ValueType::Kind::kNone;
+    if (type.elem_type != DType::kUndefined && type.elem_type != vec.dtype) return false;
+    if (!type.shape) return true;
+    if (type.shape->size() != (vec.scalar ? 0u : 1u)) return false;
+    if (vec.scalar) return true;
+    const Dim& dim = (*type.shape)[0];
+    return !dim.is_known() || dim.value == static_cast<int64_t>(vec.elems.size());
+  }
+
+  // A fully known int64 vector (Gather indices, Slice starts, axes, ...).
+  std::optional<std::vector<int64_t>> known_ints(const Value* value, int depth) {
+    const SymVec* vec = eval(value, depth);
+    if (!vec || !is_int(vec->dtype) || !vec->all_known()) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const Elem& e : vec->elems) out.push_back(*e.known);
+    return out;
+  }
+
+  // Axes of Unsqueeze/Squeeze/Slice: only axis 0 of a 1-D vector is meaningful here.
+  static bool is_axis_zero(const std::vector<int64_t>& axes, int64_t rank) {
+    return axes.size() == 1 && (axes[0] == 0 || axes[0] == -rank);
+  }
+
+  std::optional<SymVec> compute(const Value* value, int depth) {
+    if (const Tensor* t = constant_value(value, context_)) return from_tensor(*t);
+    const Node* node = value->producer();
+    if (!node || !node->domain().empty() || node->outputs().size() != 1) return std::nullopt;
+    const std::string& op = node->op_type();
+    const int64_t opset = context_.opset("");
+    auto input = [&](size_t i) { return eval(node->input(i), depth); };
+    std::optional<SymVec> out;
+
+    if (op == "Constant") {
+      if (const Attribute* attr = node->find_attribute("value");
+          attr && attr->type == AttrType::kTensor)
+        return from_tensor(attr->t);
+      if (const Attribute* attr = node->find_attribute("value_int");
+          attr && attr->type == AttrType::kInt)
+        return from_tensor(Tensor::from_vector<int64_t>(DType::kInt64, {}, {attr->i}));
+      if (const auto* ints = ints_attr(node, "value_ints")) {
+        return from_tensor(Tensor::from_vector<int64_t>(
+            DType::kInt64, {static_cast<int64_t>(ints->size())}, *ints));
+      }
+      return std::nullopt;
+    }
+
+    if (op == "Shape" || op == "Size") {
+      const Value* x = node->input(0);
+      if (!x || !x->type().is_tensor() || !x->type().shape) return std::nullopt;
+      const auto rank = static_cast<int64_t>(x->type().shape->size());
+      out.emplace();
+      out->from_shape = true;
+      if (op == "Size") {
+        out->scalar = true;
+        Elem product = Elem::number(1);
+        for (int64_t i = 0; i < rank; ++i) {
+          auto next = arithmetic('*', product, dim_elem(x, i), DType::kInt64);
+          if (!next) return std::nullopt;
+          product = std::move(*next);
+        }
+        out->elems.push_back(std::move(product));
+        return out;
+      }
+      int64_t start = 0, end = rank;
+      if (opset >= 15) {
+        start = int_attr(node, "start", 0);
+        end = int_attr(node, "end", rank);
+      }
+      if (start < 0) start += rank;
+      if (end < 0) end += rank;
+      start = std::clamp<int64_t>(start, 0, rank);
+      end = std::clamp<int64_t>(end, 0, rank);
+      for (int64_t i = start; i < end; ++i) out->elems.push_back(dim_elem(x, i));
+      return out;
+    }
+
+    if (op == "Identity") {
+      const SymVec* in = input(0);
+      return in ? std::optional<SymVec>(*in) : std::nullopt;
+    }
+
+    if (op == "Gather") {
+      const SymVec* data = input(0);
+      auto indices_vec = input(1);
+      if (!data || data->scalar || !indices_vec) return std::nullopt;
+      const bool scalar = indices_vec->scalar;
+      auto indices = known_ints(node->input(1), depth);
+      const int64_t axis = int_attr(node, "axis", 0);
+      if (!indices || (axis != 0 && axis != -1)) return std::nullopt;
+      const auto n = static_cast<int64_t>(data->elems.size());
+      out.emplace();
+      out->dtype = data->dtype;
+      out->scalar = scalar;
+      out->from_shape = data->from_shape || indices_vec->from_shape;
+      for (int64_t index : *indices) {
+        if (index < -n || index >= n) return std::nullopt;
+        out->elems.push_back(data->elems[index < 0 ? index + n : index]);
+      }
+      return out;
+    }
+
+    if (op == "Slice") {
+      const SymVec* data = input(0);
+      if (!data || data->scalar) return std::nullopt;
+      std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+      bool from_shape = data->from_shape;
+      if (opset < 10) {
+        if (const auto* a = ints_attr(node, "starts")) starts = *a;
+        if (const auto* a = ints_attr(node, "ends")) ends = *a;
+        if (const auto* a = ints_attr(node, "axes")) axes = *a;
+      } else {
+        starts = known_ints(node->input(1), depth);
+        ends = known_ints(node->input(2), depth);
+        if (node->input(3) && !(axes = known_ints(node->input(3), depth))) return std::nullopt;
+        if (node->input(4) && !(steps = known_ints(node->input(4), depth))) return std::nullopt;
+        for (size_t i = 1; i < 5; ++i) {
+          if (const SymVec* in = input(i)) from_shape |= in->from_shape;
+        }
+      }
+      if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
+      if (axes && !is_axis_zero(*axes, 1)) return std::nullopt;
+      if (steps && steps->size() != 1) return std::nullopt;
+      const int64_t step = steps ? (*steps)[0] : 1;
+      if (step == 0) return std::nullopt;
+      const auto n = static_cast<int64_t>(data->elems.size());
+      out.emplace();
+      out->dtype = data->dtype;
+      out->from_shape = from_shape;
+      if (n == 0) return out;
+      int64_t start = (*starts)[0], end = (*ends)[0];
+      if (start < 0) start += n;
+      if (end < 0) end += n;
+      if (step > 0) {
+        start = std::clamp<int64_t>(start, 0, n);
+        end = std::clamp<int64_t>(end, 0, n);
+      } else {
+        start = std::clamp<int64_t>(start, 0, n - 1);
+        end = std::clamp<int64_t>(end, -1, n - 1);
+      }
+      for (int64_t i = start; step > 0 ? i < end : i > end; i += step) {
+        out->elems.push_back(data->elems[i]);
+      }
+      return out;
+    }
+
+    if (op == "Concat") {
+      const int64_t axis = int_attr(node, "axis", std::numeric_limits<int64_t>::min());
+      if (axis != 0 && axis != -1) return std::nullopt;
+      out.emplace();
+      for (size_t i = 0; i < node->inputs().size(); ++i) {
+        const SymVec* in = input(i);
+        if (!in || in->scalar) return std::nullopt;
+        if (i == 0) out->dtype = in->dtype;
+        if (in->dtype != out->dtype) return std::nullopt;
+        out->from_shape |= in->from_shape;
+        out->elems.insert(out->elems.end(), in->elems.begin(), in->elems.end());
+      }
+      if (node->inputs().empty() || out->elems.size() > kMaxElements) return std::nullopt;
+      return out;
+    }
+
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      const SymVec* data = input(0);
+      if (!data) return std::nullopt;
+      std::optional<std::vector<int64_t>> axes;
+      if (opset < 13) {
+        if (const auto* a = ints_attr(node, "axes")) axes = *a;
+      } else if (node->input(1)) {
+        axes = known_ints(node->input(1), depth);
+        if (!axes) return std::nullopt;
+      }
+      out = *data;
+      if (op == "Unsqueeze") {  // scalar -> [1]
+        if (!data->scalar || !axes || !is_axis_zero(*axes, 1)) return std::nullopt;
+        out->scalar = false;
+      } else {  // [1] -> scalar
+        if (data->scalar || data->elems.size() != 1) return std::nullopt;
+        if (axes && !is_axis_zero(*axes, 1)) return std::nullopt;
+        out->scalar = true;
+      }
+      if (const SymVec* in = input(1)) out->from_shape |= in->from_shape;
+      return out;
+    }
+
+    if (op == "Cast") {
+      const SymVec* data = input(0);
+      const auto to = static_cast<DType>(int_attr(node, "to", 0));
+      if (!data || !is_int(to)) return std::nullopt;
+      if (!is_int(data->dtype) && data->dtype != DType::kBool) return std::nullopt;
+      out = *data;
+      out->dtype = to;
+      for (Elem& e : out->elems) {
+        // Symbolic elements keep their text: dims (and 0/1 bools) fit in int32.
+        if (e.known && to == DType::kInt32) e = Elem::number(static_cast<int32_t>(*e.known));
+        if (data->dtype == DType::kBool) e.nonneg = true;
+      }
+      return out;
+    }
+
+    if (op == "Reshape") {  // 1-D <-> 1-D or scalar, element order unchanged
+      const SymVec* data = input(0);
+      auto target = known_ints(node->input(1), depth);
+      if (!data || !target) return std::nullopt;
+      const auto n = static_cast<int64_t>(data->elems.size());
+      const bool allowzero = opset >= 14 && int_attr(node, "allowzero", 0) != 0;
+      out = *data;
+      if (target->empty()) {
+        if (n != 1) return std::nullopt;
+        out->scalar = true;
+      } else if (target->size() == 1) {
+        const int64_t t = (*target)[0];
+        const bool copy = t == 0 && !allowzero && !data->scalar;
+        if (!(t == -1 || t == n || copy)) return std::nullopt;
+        out->scalar = false;
+      } else {
+        return std::nullopt;
+      }
+      if (const SymVec* in = input(1)) out->from_shape |= in->from_shape;
+      return out;
+    }
+
+    // Elementwise ops: scalars and 1-D vectors broadcast against each other.
+    static const std::set<std::string, std::less<>> kElementwise = {"Add",   "Sub",   "Mul", "Div",
+                                                                    "Equal", "Where", "Max", "Min"};
+    if (!kElementwise.count(op)) return std::nullopt;
+    std::vector<const SymVec*> ins;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const SymVec* in = input(i);
+      if (!in) return std::nullopt;
+      ins.push_back(in);
+    }
+    if (ins.empty()) return std::nullopt;
+    auto elementwise = [&](DType dtype, auto&& f) -> std::optional<SymVec> {
+      SymVec result;
+      result.dtype = dtype;
+      result.scalar = true;
+      size_t n = 1;
+      for (const SymVec* in : ins) {
+        result.from_shape |= in->from_shape;
+        if (in->scalar) continue;
+        result.scalar = false;
+        const size_t len = in->elems.size();
+        if (len == 1) continue;
+        if (n != 1 && n != len) return std::nullopt;
+        n = len;
+      }
+      std::vector<const Elem*> args(ins.size());
+      for (size_t j = 0; j < n; ++j) {
+        for (size_t k = 0; k < ins.size(); ++k) {
+          args[k] = &ins[k]->elems[ins[k]->elems.size() == 1 ? 0 : j];
+        }
+        std::optional<Elem> e = f(args, j);
+        if (!e) return std::nullopt;
+        result.elems.push_back(std::move(*e));
+      }
+      return result;
+    };
+    auto same_int_dtype = [&](size_t first) {
+      for (size_t k = first; k < ins.size(); ++k) {
+        if (!is_int(ins[k]->dtype) || ins[k]->dtype != ins[first]->dtype) return false;
+      }
+      return true;
+    };
+
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      if (ins.size() != 2 || !same_int_dtype(0)) return std::nullopt;
+      const char symbol = op == "Add" ? '+' : op == "Sub" ? '-' : op == "Mul" ? '*' : '/';
+      const DType dtype = ins[0]->dtype;
+      return elementwise(dtype, [&](const std::vector<const Elem*>& a, size_t) {
+        return arithmetic(symbol, *a[0], *a[1], dtype);
+      });
+    }
+    if (op == "Equal") {
+      if (ins.size() != 2 || !same_int_dtype(0)) return std::nullopt;
+      return elementwise(DType::kBool, [&](const std::vector<const Elem*>& a, size_t j) {
+        const Elem &x = *a[0], &y = *a[1];
+        if (x.known && y.known) return std::optional<Elem>(Elem::number(*x.known == *y.known));
+        if (same(x, y)) return std::optional<Elem>(Elem::number(1));
+        // A dim (>= 0) never equals a negative number (the -1 of Reshape/Expand targets).
+        if ((x.known && *x.known < 0 && y.nonneg) || (y.known && *y.known < 0 && x.nonneg)) {
+          return std::optional<Elem>(Elem::number(0));
+        }
+        return std::optional<Elem>(opaque_elem(value, j, a, true));
+      });
+    }
+    if (op == "Where") {
+      if (ins.size() != 3 || ins[0]->dtype != DType::kBool || !same_int_dtype(1)) {
+        return std::nullopt;
+      }
+      return elementwise(ins[1]->dtype, [&](const std::vector<const Elem*>& a, size_t j) {
+        if (a[0]->known) return std::optional<Elem>(*a[0]->known ? *a[1] : *a[2]);
+        if (same(*a[1], *a[2])) return std::optional<Elem>(*a[1]);
+        return std::optional<Elem>(opaque_elem(value, j, a, a[1]->nonneg && a[2]->nonneg));
+      });
+    }
+    if (op == "Max" || op == "Min") {
+      if (!same_int_dtype(0)) return std::nullopt;
+      const bool max = op == "Max";
+      return elementwise(ins[0]->dtype, [&](const std::vector<const Elem*>& a, size_t j) {
+        std::optional<Elem> acc = *a[0];
+        bool nonneg = max ? false : true;
+        for (const Elem* e : a) nonneg = max ? (nonneg || e->nonneg) : (nonneg && e->nonneg);
+        for (size_t k = 1; k < a.size() && acc; ++k) acc = extremum(max, *acc, *a[k]);
+        return acc ? acc : std::optional<Elem>(opaque_elem(value, j, a, nonneg));
+      });
+    }
+    return std::nullopt;
+  }
+
+  const PassContext& context_;
+  std::unordered_map<const Value*, std::optional<SymVec>> memo_;
+};
+
+// "depends on dynamic dim 'batch'", "depends on dynamic dims 'batch', 'seq'", ...
+std::string why_dynamic(const SymVec& vec) {
+  std::set<std::string> symbols, others;
+  for (const Elem& e : vec.elems) {
+    if (e.known) continue;
+    symbols.insert(e.symbols.begin(), e.symbols.end());
+    others.insert(e.others.begin(), e.others.end());
+  }
+  std::vector<std::string> parts;
+  if (!symbols.empty()) {
+    std::string part = symbols.size() == 1 ? "dynamic dim " : "dynamic dims ";
+    bool first = true;
+    for (const std::string& s : symbols) {
+      part += (first ? "'" : ", '") + s + "'";
+      first = false;
+    }
+    parts.push_back(part);
+  }
+  for (const std::string& o : others) parts.push_back(o);
+  std::string text = "depends on ";
+  for (size_t i = 0; i < parts.size(); ++i) text += (i ? " and " : "") + parts[i];
+  return parts.empty() ? "shape value stays dynamic" : text;
+}
+
+// The constant target equivalent to the partly known `target` for Reshape(x, target):
+// known elements as they are, an element equal to x's own dim at that index as 0 (copy),
+// and at most one other (non-negative) element as -1. (-1 assumes the other target dims are
+// not 0 at run time, i.e. no empty tensors; PyTorch's own exports make the same assumption.)
+std::optional<std::vector<int64_t>> constant_reshape_target(const SymVec& target, const Value* x,
+                                                            bool allowzero) {
+  std::optional<size_t> rank;
+  if (x->type().is_tensor() && x->type().shape) rank = x->type().shape->size();
+  bool has_minus_one = false, has_zero = false;
+  for (const Elem& e : target.elems) {
+    has_minus_one |= e.is(-1);
+    has_zero |= e.is(0);
+  }
+  std::vector<int64_t> out;
+  bool inferred = false;
+  for (size_t i = 0; i < target.elems.size(); ++i) {
+    const Elem& e = target.elems[i];
+    if (e.known) {
+      out.push_back(*e.known);
+    } else if (!allowzero && rank && i < *rank && same(e, dim_elem(x, i))) {
+      out.push_back(0);
+    } else {
+      // -1 is exact for one element that is a real extent; it may not join another -1, nor
+      // a literal 0 under allowzero (ONNX forbids that combination).
+      if (inferred || has_minus_one || !e.nonneg || (allowzero && has_zero)) return std::nullopt;
+      inferred = true;
+      out.push_back(-1);
+    }
+  }
+  return out;
+}
+
 class ShapeFoldingPass : public GraphPass {
  public:
   std::string_view name() const override { return "shape_folding"; }
-  size_t run(Graph&, PassContext&) override { return 0; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    Evaluator evaluator(context);
+    const std::vector<Node*> order = graph.topological_order();
+    // Nodes computing a shape vector, and whether anything read them before this run.
+    std::unordered_map<Node*, const SymVec*> shape_nodes;
+    std::unordered_set<Node*> live;
+    for (Node* node : order) {
+      if (!node->domain().empty() || node->outputs().size() != 1 || !node->output(0)) continue;
+      if (const SymVec* vec = evaluator.eval(node->output(0))) {
+        shape_nodes.emplace(node, vec);
+        if (!is_unused(node->output(0))) live.insert(node);
+      }
+    }
+    size_t changes = 0;
+    std::unordered_set<Node*> removed;
+
+    // Partly known Reshape targets become constants.
+    const int64_t opset = context.opset("");
+    for (Node* node : order) {
+      if (node->op_type() != "Reshape" || !node->domain().empty()) continue;
+      const Value* x = node->input(0);
+      Value* shape = node->input(1);
+      if (!x || !shape || constant_value(shape, context) || !node->output(0)) continue;
+      const SymVec* target = evaluator.eval(shape);
+      if (!target || target->scalar || target->dtype != DType::kInt64 || target->all_known()) {
+        continue;
+      }
+      const bool allowzero = opset >= 14 && int_attr(node, "allowzero", 0) != 0;
+      auto constant = constant_reshape_target(*target, x, allowzero);
+      if (!constant) continue;
+      const auto rank = static_cast<int64_t>(constant->size());
+      Value* init = graph.add_initializer(graph.unique_name(node->output(0)->name() + "_shape"),
+                                          Tensor::from_vector(DType::kInt64, {rank}, *constant));
+      init->set_type(ValueType::tensor(DType::kInt64, std::vector<Dim>{Dim::known(rank)}));
+      graph.set_node_input(node, 1, init);
+      ++changes;
+    }
+    changes += remove_dead(graph, context, order, shape_nodes, live, removed);
+
+    // Fully known shape values become initializers. Only the last known value of a chain is
+    // folded; the known values feeding it die with it.
+    std::unordered_set<const Node*> known;
+    for (Node* node : order) {
+      auto it = shape_nodes.find(node);
+      if (it == shape_nodes.end() || removed.count(node)) continue;
+      if (it->second->from_shape && it->second->all_known()) known.insert(node);
+    }
+    for (Node* node : order) {
+      if (!known.count(node)) continue;
+      Value* old = node->output(0);
+      bool needed = is_graph_output(old);
+      for (const Use& use : old->uses()) {
+        needed |= use.node->graph() != &graph || !known.count(use.node);
+      }
+      if (!needed) continue;
+      const std::string name = old->name();
+      Value* init = graph.add_initializer(graph.unique_name(name + "_folded"),
+                                          to_tensor(*shape_nodes.at(node)));
+      const SymVec& vec = *shape_nodes.at(node);
+      init->set_type(ValueType::tensor(
+          vec.dtype, vec.scalar
+                         ? std::vector<Dim>{}
+                         : std::vector<Dim>{Dim::known(static_cast<int64_t>(vec.elems.size()))}));
+      replace_value(graph, old, init);
+      graph.remove_node(node);
+      removed.insert(node);
+      if (init->name() != name) graph.rename_value(init, name);
+      context.not_folded.erase(name);
+      ++changes;
+    }
+    changes += remove_dead(graph, context, order, shape_nodes, live, removed);
+
+    // What stays dynamic, and why (for --explain).
+    for (Node* node : order) {
+      auto it = shape_nodes.find(node);
+      if (it == shape_nodes.end() || removed.count(node)) continue;
+      if (it->second->from_shape && !it->second->all_known()) {
+        context.not_folded[node->output(0)->name()] = why_dynamic(*it->second);
+      }
+    }
+    return changes;
+  }
+
+ private:
+  // Removes shape nodes that were read before this run and are not any more.
+  static size_t remove_dead(Graph& graph, PassContext& context, const std::vector<Node*>& order,
+                            const std::unordered_map<Node*, const SymVec*>& shape_nodes,
+                            const std::unordered_set<Node*>& live,
+                            std::unordered_set<Node*>& removed) {
+    size_t changes = 0;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* node = *it;
+      if (!shape_nodes.count(node) || !live.count(node) || removed.count(node)) continue;
+      if (!is_unused(node->output(0)) || context.keep_values.count(node->output(0)->name())) {
+        continue;
+      }
+      context.not_folded.erase(node->output(0)->name());
+      graph.remove_node(node);
+      removed.insert(node);
+      ++changes;
+    }
+    return changes;
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> make_shape_folding_pass() { return std::make_unique<ShapeFoldingPass>(); }
+std::unique_ptr<GraphPass> make_shape_folding_pass() {
+  return std::make_unique<ShapeFoldingPass>();
+}
 
 }  // namespace onnxkit

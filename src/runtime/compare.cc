@@ -60,6 +60,18 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
     using T = typename decltype(tag)::type;
     const T* a = actual.data<T>();
     const T* e = expected.data<T>();
+    double mean_magnitude = 0;
+    if (tolerance.scale_by_mean && !exact && n > 0) {
+      int64_t finite = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double y = convert_element<double>(e[i]);
+        if (std::isfinite(y)) {
+          mean_magnitude += std::fabs(y);
+          ++finite;
+        }
+      }
+      if (finite) mean_magnitude /= static_cast<double>(finite);
+    }
     for (int64_t i = 0; i < n; ++i) {
       if (exact) {
         if (!(a[i] == e[i])) {
@@ -82,7 +94,7 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
       double diff = std::fabs(x - y);
       result.max_abs_error = std::max(result.max_abs_error, diff);
       if (y != 0) result.max_rel_error = std::max(result.max_rel_error, diff / std::fabs(y));
-      double excess = diff - (tolerance.atol + tolerance.rtol * std::fabs(y));
+      double excess = diff - (tolerance.atol + tolerance.rtol * (std::fabs(y) + mean_magnitude));
       if (excess > 0 && excess > worst_excess) {
         worst_excess = excess;
         worst = i;

@@ -12,6 +12,11 @@ namespace onnxkit {
 struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-7;
+  // Also scale rtol by the output's mean magnitude: |a - e| <= atol + rtol * (|e| + mean|e|).
+  // Float32 rounding grows with the size of the values an output is computed from, so an
+  // element near zero in an output of large values carries an error in proportion to those
+  // (e.g. after Conv+BN folding); the plain rule would call that a mismatch.
+  bool scale_by_mean = false;
 };
 
 struct Comparison {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
 
 namespace onnxkit {
@@ -69,9 +70,16 @@ std::vector<ConformanceCase> find_conformance_cases(const std::vector<fs::path>&
 }
 
 CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionOptions& options,
-                                const Tolerance& tolerance) {
+                                const Tolerance& tolerance, const ModelTransform& transform) {
   CaseResult result;
-  auto session = Session::load(test_case.dir / "model.onnx", options);
+  auto loaded = load_model(test_case.dir / "model.onnx");
+  Result<std::unique_ptr<Session>> session = Status::error(loaded.ok() ? "" : loaded.error());
+  if (loaded.ok()) {
+    Model model = std::move(loaded).value();
+    Status transformed = transform ? transform(model) : Status();
+    session = transformed.ok() ? Session::create(std::move(model), options)
+                               : Result<std::unique_ptr<Session>>(transformed);
+  }
   if (!session) {
     // The case name already says which model: drop the path prefix.
     result.message = session.error();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,8 +29,10 @@ struct CaseResult {
 std::vector<ConformanceCase> find_conformance_cases(
     const std::vector<std::filesystem::path>& roots);
 
+// `transform`, when set, rewrites the model before it runs (e.g. simplify it first).
+using ModelTransform = std::function<Status(Model&)>;
 CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionOptions& options,
-                                const Tolerance& tolerance);
+                                const Tolerance& tolerance, const ModelTransform& transform = {});
 
 // Expected failures: "<case name> <reason>" per line; '#' starts a comment.
 Result<std::map<std::string, std::string>> read_expectations(const std::filesystem::path& path);

@@ -95,14 +95,17 @@ namespace {
 
 TEST(CliRun, RandomInputsWithDimsAndOutputFiles) {
   testing::TempDir dir;
-  auto result = testing::run_command(onnxkit("run " + kExample + " --random --seed 3 --dim batch=2 --output-dir " +
+  auto result = testing::run_command(onnxkit("run " + kExample +
+                                             " --random --seed 3 --dim batch=2 --output-dir " +
                                              (dir / "out").string()));
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("input  input: float[2,3,32,32]"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("input  input: float[2,3,32,32]"), std::string::npos)
+      << result.output;
   EXPECT_NE(result.output.find("output logits: float[2,10]"), std::string::npos) << result.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "out" / "logits.npy"));
   // Same seed, same outputs; fed back through --input, the saved input reproduces them.
-  auto again = testing::run_command(onnxkit("run " + kExample + " --random --seed 3 --dim batch=2"));
+  auto again =
+      testing::run_command(onnxkit("run " + kExample + " --random --seed 3 --dim batch=2"));
   auto first_line = [](const std::string& text) {
     auto at = text.find("output logits");
     return text.substr(at, text.find('\n', at) - at);
@@ -116,7 +119,8 @@ TEST(CliRun, MissingDimsAndInputsAreClearErrors) {
   EXPECT_NE(no_dim.output.find("--dim batch=N"), std::string::npos) << no_dim.output;
   auto no_input = testing::run_command(onnxkit("run " + kExample));
   EXPECT_EQ(no_input.exit_code, 1);
-  EXPECT_NE(no_input.output.find("inputs without data: input"), std::string::npos) << no_input.output;
+  EXPECT_NE(no_input.output.find("inputs without data: input"), std::string::npos)
+      << no_input.output;
   auto bad_name = testing::run_command(onnxkit("run " + kExample + " --input nope=x.npy"));
   EXPECT_EQ(bad_name.exit_code, 1);
   EXPECT_NE(bad_name.output.find("'nope'"), std::string::npos) << bad_name.output;
@@ -133,21 +137,25 @@ TEST(CliRun, BackendTestInputsAsPbFiles) {
 
 TEST(CliConformance, ReportsPassAndFailAndHonoursExpectations) {
   const std::string node = ONNXKIT_TESTDATA_DIR "/node";
-  auto pass = testing::run_command(onnxkit("conformance " + node + " --filter '^node/test_(abs|relu)$'"));
+  auto pass =
+      testing::run_command(onnxkit("conformance " + node + " --filter '^node/test_(abs|relu)$'"));
   EXPECT_EQ(pass.exit_code, 0) << pass.output;
   EXPECT_NE(pass.output.find("PASS  node/test_abs"), std::string::npos);
   EXPECT_NE(pass.output.find("2 passed, 0 failed"), std::string::npos) << pass.output;
 
   testing::TempDir dir;
   std::ofstream(dir / "expect.txt") << "node/test_abs  pretend it fails\n";
-  auto xpass = testing::run_command(onnxkit("conformance " + node + " --filter '^node/test_abs$' --expect " +
-                                            (dir / "expect.txt").string()));
+  auto xpass =
+      testing::run_command(onnxkit("conformance " + node + " --filter '^node/test_abs$' --expect " +
+                                   (dir / "expect.txt").string()));
   EXPECT_EQ(xpass.exit_code, 1) << "a listed case that passes must fail the run";
   EXPECT_NE(xpass.output.find("XPASS node/test_abs"), std::string::npos) << xpass.output;
 
-  auto gradient = testing::run_command(onnxkit("conformance " ONNXKIT_TESTDATA_DIR "/simple --filter gradient_of_add$"));
+  auto gradient = testing::run_command(
+      onnxkit("conformance " ONNXKIT_TESTDATA_DIR "/simple --filter gradient_of_add$"));
   EXPECT_EQ(gradient.exit_code, 1);
-  EXPECT_NE(gradient.output.find("FAIL  simple/test_gradient_of_add"), std::string::npos) << gradient.output;
+  EXPECT_NE(gradient.output.find("FAIL  simple/test_gradient_of_add"), std::string::npos)
+      << gradient.output;
   EXPECT_NE(gradient.output.find("0 passed, 1 failed"), std::string::npos) << gradient.output;
 }
 

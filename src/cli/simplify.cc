@@ -1,0 +1,379 @@
+// `onnxkit simplify IN OUT [options]`: onnxsim's options, plus --target-opset, --explain,
+// --bisect and --json. Refuses to write over its input; writes nothing when the check fails.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "ir/npy.h"
+#include "onnx/model_io.h"
+#include "onnx/tensor_io.h"
+#include "simplify/simplify.h"
+
+namespace onnxkit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct SimplifyArgs {
+  std::string input;
+  std::string output;
+  std::vector<std::string> input_shapes;
+  int check_n = 1;
+  std::vector<std::string> skip_optimization;
+  bool skip_optimization_given = false;
+  CLI::Option* skip_option = nullptr;
+  bool skip_fuse_bn = false;
+  bool skip_constant_folding = false;
+  bool skip_shape_inference = false;
+  std::string tensor_size_threshold = "1.5GB";
+  std::string no_large_tensor;
+  std::vector<std::string> unused_outputs;
+  bool mutable_initializer = false;
+  bool save_as_external_data = false;
+  bool include_subgraph = true;
+  int64_t target_opset = -1;
+  double check_rtol = 1e-4;
+  double check_atol = 1e-5;
+  std::vector<std::string> check_inputs;
+  std::vector<std::string> dims;
+  uint64_t seed = 0;
+  bool explain = false;
+  bool bisect = false;
+  bool json = false;
+};
+
+// "1.5GB", "100MB", "2KiB", "1024" -> bytes.
+uint64_t parse_size(const std::string& text) {
+  std::smatch match;
+  static const std::regex pattern(R"(^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(i?[bB])?\s*$)");
+  if (!std::regex_match(text, match, pattern)) fail("'{}' is not a size (e.g. 1.5GB, 100MB)", text);
+  double value = std::stod(match[1]);
+  const std::string unit = match[2];
+  const bool binary = match[3].matched && match[3].str().size() == 2;
+  const double base = binary ? 1024.0 : 1000.0;
+  int power =
+      unit.empty() ? 0 : std::string("kmgt").find(static_cast<char>(std::tolower(unit[0]))) + 1;
+  // onnxsim's sizes are binary (1.5GB = 1.5 * 2^30); keep that for plain 'GB' too.
+  (void)base;
+  return static_cast<uint64_t>(value * std::pow(1024.0, power));
+}
+
+std::map<std::string, std::vector<Dim>> parse_input_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<Dim>> shapes;
+  for (const auto& spec : specs) {
+    auto colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      fail("--overwrite-input-shape expects NAME:D0,D1,..., got '{}'", spec);
+    }
+    std::vector<Dim> dims;
+    std::string list = spec.substr(colon + 1);
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      std::string item =
+          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty()) fail("--overwrite-input-shape '{}': empty dimension", spec);
+      if (std::all_of(item.begin(), item.end(), ::isdigit)) {
+        dims.push_back(Dim::known(std::stoll(item)));
+      } else {
+        dims.push_back(Dim::symbol(item));
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    shapes[spec.substr(0, colon)] = dims;
+  }
+  return shapes;
+}
+
+// A progress line on a terminal, shown once work has taken more than a second.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(2)), start_(Clock::now()) {}
+  ~Progress() { clear(); }
+  void update(std::string_view phase) {
+    if (!enabled_) return;
+    double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (elapsed < 1.0) return;
+    std::cerr << fmt::format("\r\033[K  simplify: {:.1f}s  {}", elapsed, phase) << std::flush;
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  Clock::time_point start_;
+};
+
+uint64_t files_size(const fs::path& model) {
+  uint64_t total = fs::file_size(model);
+  fs::path data = model;
+  data += ".data";
+  if (fs::exists(data)) total += fs::file_size(data);
+  return total;
+}
+
+void print_table(const SimplifyReport& report, uint64_t size_before, uint64_t size_after) {
+  std::set<std::string> ops;
+  for (const auto& [op, n] : report.before.ops) ops.insert(op);
+  for (const auto& [op, n] : report.after.ops) ops.insert(op);
+  size_t width = 12;
+  for (const auto& op : ops) width = std::max(width, op.size() + 2);
+  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
+    std::cout << fmt::format("{:<{}}{:>16}{:>16}\n", label, width, a, b);
+  };
+  auto count = [](const std::map<std::string, size_t>& m, const std::string& op) {
+    auto it = m.find(op);
+    return it == m.end() ? size_t{0} : it->second;
+  };
+  row("", "original", "simplified");
+  for (const auto& op : ops) {
+    size_t a = count(report.before.ops, op), b = count(report.after.ops, op);
+    row(op, std::to_string(a),
+        b == a ? std::to_string(b)
+               : fmt::format("{} ({:+})", b, static_cast<int64_t>(b) - static_cast<int64_t>(a)));
+  }
+  std::cout << std::string(width + 32, '-') << "\n";
+  row("nodes", format_count(report.before.nodes), format_count(report.after.nodes));
+  row("initializers", format_count(report.before.initializers),
+      format_count(report.after.initializers));
+  row("parameters", format_count(report.before.parameters), format_count(report.after.parameters));
+  row("file size", format_bytes(size_before), format_bytes(size_after));
+}
+
+int run_simplify(const SimplifyArgs& args) {
+  auto total_start = Clock::now();
+  const fs::path input(args.input), output(args.output);
+  std::error_code ec;
+  if (fs::exists(output, ec) && fs::exists(input, ec) && fs::equivalent(input, output, ec)) {
+    fail("refusing to write over the input model {}: choose another output path", args.input);
+  }
+  if (fs::weakly_canonical(input, ec) == fs::weakly_canonical(output, ec)) {
+    fail("refusing to write over the input model {}: choose another output path", args.input);
+  }
+  SimplifyOptions options;
+  options.input_shapes = parse_input_shapes(args.input_shapes);
+  std::vector<std::string> skipped;
+  for (const auto& name : args.skip_optimization) {
+    if (!name.empty()) skipped.push_back(name);
+  }
+  const bool skip_given = args.skip_optimization_given || args.skip_option->count() > 0;
+  options.skip_all_optimization = skip_given && skipped.empty();
+  options.skip_passes.insert(skipped.begin(), skipped.end());
+  for (const auto& name : options.skip_passes) {
+    auto names = basic_pass_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      fail("--skip-optimization: unknown pass '{}' (passes: {})", name, known);
+    }
+  }
+  options.skip_fuse_bn = args.skip_fuse_bn;
+  options.skip_constant_folding = args.skip_constant_folding;
+  options.skip_shape_inference = args.skip_shape_inference;
+  options.tensor_size_threshold =
+      parse_size(args.no_large_tensor.empty() ? args.tensor_size_threshold : args.no_large_tensor);
+  options.unused_outputs = args.unused_outputs;
+  options.mutable_initializers = args.mutable_initializer;
+  options.include_subgraphs = args.include_subgraph;
+  options.target_opset = args.target_opset;
+  options.check_n = args.check_n;
+  options.check_rtol = args.check_rtol;
+  options.check_atol = args.check_atol;
+  options.seed = args.seed;
+  options.explain = args.explain;
+  options.bisect = args.bisect;
+  for (const auto& text : args.dims) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos) fail("--dim expects NAME=VALUE, got '{}'", text);
+    options.check_dims[text.substr(0, eq)] = std::stoll(text.substr(eq + 1));
+  }
+  for (const auto& text : args.check_inputs) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos) fail("--input expects NAME=FILE, got '{}'", text);
+    fs::path file = text.substr(eq + 1);
+    auto tensor = file.extension() == ".npy" ? read_npy(file) : read_tensor_pb(file);
+    if (!tensor) fail("{}", tensor.error());
+    options.check_inputs[text.substr(0, eq)] = std::move(tensor).value();
+  }
+
+  Progress progress(!args.json);
+  auto load_start = Clock::now();
+  progress.update("loading");
+  auto loaded = load_model(input);
+  if (!loaded) fail("{}", loaded.error());
+  Model model = std::move(loaded).value();
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  options.reload = [&] { return load_model(input); };
+  options.progress = [&](std::string_view phase) { progress.update(phase); };
+
+  auto simplified = simplify(model, options);
+  if (!simplified) fail("{}", simplified.error());
+  const SimplifyReport& report = simplified.value();
+  progress.clear();
+
+  double save_seconds = 0;
+  bool written = false;
+  if (report.check_ok) {
+    auto save_start = Clock::now();
+    SaveOptions save;
+    if (args.save_as_external_data) save.external_data = ExternalDataMode::kAlways;
+    Status saved = save_model(model, output, save);
+    if (!saved.ok()) fail("{}", saved.message());
+    save_seconds = std::chrono::duration<double>(Clock::now() - save_start).count();
+    written = true;
+  }
+  const uint64_t size_before = files_size(input);
+  const uint64_t size_after = written ? files_size(output) : 0;
+  const double total = std::chrono::duration<double>(Clock::now() - total_start).count();
+
+  if (args.json) {
+    nlohmann::json out;
+    out["input"] = args.input;
+    out["output"] = written ? nlohmann::json(args.output) : nlohmann::json(nullptr);
+    auto counts = [](const ModelCounts& c, uint64_t size) {
+      return nlohmann::json{{"nodes", c.nodes},
+                            {"initializers", c.initializers},
+                            {"parameters", c.parameters},
+                            {"file_bytes", size},
+                            {"ops", c.ops}};
+    };
+    out["before"] = counts(report.before, size_before);
+    out["after"] = counts(report.after, size_after);
+    out["seconds"] = {{"load", load_seconds},
+                      {"convert", report.seconds_convert},
+                      {"shape_inference", report.pipeline.shape_inference_seconds},
+                      {"passes", report.seconds_passes},
+                      {"check", report.seconds_check},
+                      {"save", save_seconds},
+                      {"total", total}};
+    out["rounds"] = report.pipeline.rounds;
+    out["converged"] = report.pipeline.converged;
+    nlohmann::json passes = nlohmann::json::array();
+    for (const auto& p : report.pipeline.passes) {
+      passes.push_back({{"name", p.name},
+                        {"applications", p.applications},
+                        {"changes", p.changes},
+                        {"seconds", p.seconds}});
+    }
+    out["passes"] = passes;
+    nlohmann::json check{{"runs", report.checks_run}, {"ok", report.check_ok}};
+    for (const auto& c : report.checks) {
+      check["outputs"].push_back({{"name", c.name},
+                                  {"max_abs_error", c.max_abs_error},
+                                  {"max_rel_error", c.max_rel_error},
+                                  {"ok", c.ok}});
+    }
+    if (!report.check_ok) check["message"] = report.check_message;
+    if (!report.bisect_pass.empty()) {
+      check["bisect"] = {{"pass", report.bisect_pass}, {"application", report.bisect_application}};
+    }
+    out["check"] = check;
+    for (const auto& [node, why] : report.explain)
+      out["explain"].push_back({{"node", node}, {"reason", why}});
+    out["warnings"] = report.warnings;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_table(report, size_before, size_after);
+    std::cout << fmt::format(
+        "\ntime: load {:.2f}s, optimize {:.2f}s ({} rounds, shape inference {:.2f}s), check "
+        "{:.2f}s, "
+        "save {:.2f}s, total {:.2f}s\n",
+        load_seconds, report.seconds_passes, report.pipeline.rounds,
+        report.pipeline.shape_inference_seconds, report.seconds_check, save_seconds, total);
+    if (report.checks_run > 0) {
+      double max_abs = 0, max_rel = 0;
+      for (const auto& c : report.checks) {
+        max_abs = std::max(max_abs, c.max_abs_error);
+        max_rel = std::max(max_rel, c.max_rel_error);
+      }
+      std::cout << fmt::format(
+          "check: {} run(s), {} (max abs error {:.3g}, max relative error {:.3g})\n",
+          report.checks_run, report.check_ok ? "outputs match" : "MISMATCH", max_abs, max_rel);
+    } else if (args.check_n > 0) {
+      std::cout << "check: not run\n";
+    }
+    for (const auto& warning : report.warnings) std::cout << "warning: " << warning << "\n";
+    if (args.explain) {
+      std::cout << "\nnot folded (" << report.explain.size() << "):\n";
+      for (const auto& [node, why] : report.explain)
+        std::cout << "  " << node << ": " << why << "\n";
+    }
+    if (written) std::cout << "wrote " << args.output << "\n";
+  }
+  if (!report.check_ok) {
+    std::string message = "check failed: " + report.check_message;
+    if (!report.bisect_pass.empty()) {
+      message += fmt::format("; first broken by pass '{}' (application {})", report.bisect_pass,
+                             report.bisect_application);
+    } else if (!args.bisect) {
+      message += " (run with --bisect to find the pass; --check-n 0 skips the check)";
+    }
+    message += "; nothing was written";
+    fail("{}", message);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_simplify_command(CLI::App& root) {
+  auto args = std::make_shared<SimplifyArgs>();
+  CLI::App* c = root.add_subcommand(
+      "simplify", "Simplify a model (onnxsim's job) and check it still computes the same");
+  c->add_option("input", args->input, "Input .onnx")->required();
+  c->add_option("output", args->output, "Output .onnx (never the input)")->required();
+  c->add_option("--overwrite-input-shape,--input-shape", args->input_shapes,
+                "NAME:D0,D1,... (numbers or symbol names); repeatable");
+  c->add_option("--check-n", args->check_n, "Check runs with generated inputs (0: no check)")
+      ->capture_default_str();
+  args->skip_option = c->add_option("--skip-optimization", args->skip_optimization,
+                                    "Skip all optimization, or only the named passes")
+                          ->expected(0, -1);
+  c->add_flag_callback(
+      "--skip-all-optimization", [args] { args->skip_optimization_given = true; },
+      "Skip every pass (same as --skip-optimization with no names)");
+  c->add_flag("--skip-fuse-bn", args->skip_fuse_bn, "Do not fuse BatchNormalization into Conv");
+  c->add_flag("--skip-constant-folding", args->skip_constant_folding,
+              "Do not fold constants or shapes");
+  c->add_flag("--skip-shape-inference", args->skip_shape_inference,
+              "Do not run ONNX shape inference");
+  c->add_option("--tensor-size-threshold", args->tensor_size_threshold,
+                "Do not fold tensors larger than this (or folds growing the model by more)")
+      ->capture_default_str();
+  c->add_option("--no-large-tensor", args->no_large_tensor, "Same as --tensor-size-threshold")
+      ->expected(0, 1)
+      ->default_str("1.5GB");
+  c->add_option("--unused-output", args->unused_outputs, "Graph outputs to remove")
+      ->expected(1, -1);
+  c->add_flag("--mutable-initializer", args->mutable_initializer,
+              "Treat initializers as changeable (do not fold them)");
+  c->add_flag("--save-as-external-data", args->save_as_external_data, "Write weights to OUT.data");
+  c->add_flag("--include-subgraph,!--no-include-subgraph", args->include_subgraph,
+              "Also simplify If/Loop/Scan bodies (default on)");
+  c->add_option("--target-opset", args->target_opset, "Convert to this ai.onnx opset first");
+  c->add_option("--check-rtol", args->check_rtol, "Check relative tolerance")
+      ->capture_default_str();
+  c->add_option("--check-atol", args->check_atol, "Check absolute tolerance")
+      ->capture_default_str();
+  c->add_option("--input", args->check_inputs, "NAME=FILE (.npy or .pb) check data; repeatable");
+  c->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim in checks; repeatable");
+  c->add_option("--seed", args->seed, "Seed for generated check inputs")->capture_default_str();
+  c->add_flag("--explain", args->explain, "List nodes left with constant/shape inputs and why");
+  c->add_flag("--bisect", args->bisect, "On a failed check, name the pass that broke it");
+  c->add_flag("--json", args->json, "Print a JSON report");
+  return {c, [args] { return run_simplify(*args); }};
+}
+
+}  // namespace onnxkit::cli

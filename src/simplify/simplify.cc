@@ -1,0 +1,390 @@
+#include "simplify/simplify.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "ir/graph_clone.h"
+#include "ir/verifier.h"
+#include "onnx/onnx_checks.h"
+#include "ops/op_utils.h"
+#include "ops/registry.h"
+#include "runtime/compare.h"
+#include "runtime/random_inputs.h"
+
+namespace onnxkit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void count_graph(const Graph& graph, ModelCounts& counts) {
+  for (const Node* node : graph.nodes()) {
+    ++counts.nodes;
+    ++counts.ops[node->domain().empty() ? node->op_type() : node->domain() + "." + node->op_type()];
+    for (const Graph* sub : node->subgraphs()) count_graph(*sub, counts);
+  }
+  for (const Value* value : graph.initializers()) {
+    ++counts.initializers;
+    counts.parameters += static_cast<uint64_t>(value->initializer().numel());
+    counts.tensor_bytes += value->initializer().nbytes();
+  }
+}
+
+// The largest index an integer input may hold when it (through shape-preserving ops) is
+// used as the indices of a Gather-like op over a table whose size is known; -1 when none.
+int64_t index_bound(const Value* value, int depth = 0) {
+  if (depth > 4) return -1;
+  int64_t bound = -1;
+  for (const Use& use : value->uses()) {
+    const Node* node = use.node;
+    const std::string& op = node->op_type();
+    if ((op == "Gather" || op == "GatherElements") && use.input == 1) {
+      const Value* data = node->input(0);
+      int64_t axis = 0;
+      if (const Attribute* a = node->find_attribute("axis")) axis = a->i;
+      const auto& shape = data->type().shape;
+      if (shape && !shape->empty()) {
+        axis = axis < 0 ? axis + static_cast<int64_t>(shape->size()) : axis;
+        if (axis >= 0 && axis < static_cast<int64_t>(shape->size()) && (*shape)[axis].is_known()) {
+          int64_t size = (*shape)[static_cast<size_t>(axis)].value;
+          bound = bound < 0 ? size : std::min(bound, size);
+        }
+      }
+      if (data->has_initializer() && data->initializer().rank() > 0) {
+        int64_t rank = static_cast<int64_t>(data->initializer().rank());
+        int64_t size =
+            data->initializer().shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+        bound = bound < 0 ? size : std::min(bound, size);
+      }
+    } else if (op == "Cast" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
+               op == "Flatten" || op == "Identity" || op == "Expand") {
+      if (use.input == 0 && node->output(0)) {
+        int64_t inner = index_bound(node->output(0), depth + 1);
+        if (inner >= 0) bound = bound < 0 ? inner : std::min(bound, inner);
+      }
+    }
+  }
+  return bound;
+}
+
+bool looks_like_mask(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("mask") != std::string::npos;
+}
+
+// Runs both models on the same inputs; fills per-output errors. Returns false on a mismatch.
+bool compare_models(const Model& original, const Model& simplified, const SimplifyOptions& options,
+                    int runs, SimplifyReport& report) {
+  auto a = Session::create(clone_model(original));
+  if (!a) fail("the input model cannot run for the check: {}", a.error());
+  auto b = Session::create(clone_model(simplified));
+  if (!b) {
+    report.check_ok = false;
+    report.check_message = "the simplified model cannot run: " + b.error();
+    return false;
+  }
+  report.checks.clear();
+  for (const Value* output : simplified.graph().outputs()) {
+    OutputCheck check;
+    check.name = output->name();
+    report.checks.push_back(check);
+  }
+  for (int run = 0; run < runs; ++run) {
+    // Inputs follow the simplified model's input types (--overwrite-input-shape fixes dims).
+    NamedValues inputs = make_check_inputs(simplified, options.check_dims, options.check_inputs,
+                                           options.seed + static_cast<uint64_t>(run));
+    auto expected = a.value()->run(inputs);
+    if (!expected) fail("the input model failed on the check inputs: {}", expected.error());
+    auto actual = b.value()->run(inputs);
+    if (!actual) {
+      report.check_ok = false;
+      report.check_message = "the simplified model failed: " + actual.error();
+      return false;
+    }
+    ++report.checks_run;
+    for (size_t i = 0; i < report.checks.size(); ++i) {
+      OutputCheck& check = report.checks[i];
+      const RuntimeValue* want = nullptr;
+      for (const auto& [name, value] : expected.value()) {
+        if (name == check.name) want = &value;
+      }
+      if (!want) continue;
+      Comparison c = compare_values(actual.value()[i].second, *want,
+                                    Tolerance{options.check_rtol, options.check_atol, true});
+      check.max_abs_error = std::max(check.max_abs_error, c.max_abs_error);
+      check.max_rel_error = std::max(check.max_rel_error, c.max_rel_error);
+      if (!c.ok && check.ok) {
+        check.ok = false;
+        check.message = c.message;
+      }
+    }
+  }
+  for (const OutputCheck& check : report.checks) {
+    if (!check.ok) {
+      report.check_ok = false;
+      report.check_message =
+          fmt::format("output '{}' differs: {} (max abs error {:.3g}, max relative error {:.3g})",
+                      check.name, check.message, check.max_abs_error, check.max_rel_error);
+      return false;
+    }
+  }
+  return true;
+}
+
+void apply_input_shapes(Model& model, const SimplifyOptions& options) {
+  for (const auto& [name, dims] : options.input_shapes) {
+    Value* input = nullptr;
+    for (Value* v : model.graph().inputs()) {
+      if (v->name() == name) input = v;
+    }
+    if (!input) {
+      std::string known;
+      for (const Value* v : model.graph().inputs()) {
+        if (!v->has_initializer()) known += (known.empty() ? "" : ", ") + v->name();
+      }
+      fail("--overwrite-input-shape names '{}', which is not an input (inputs: {})", name, known);
+    }
+    ValueType type = input->type();
+    if (type.kind != ValueType::Kind::kTensor) fail("input '{}' is not a tensor", name);
+    if (type.shape && type.shape->size() != dims.size()) {
+      fail("input '{}' has rank {}, --overwrite-input-shape gives {} dims", name,
+           type.shape->size(), dims.size());
+    }
+    type.shape = dims;
+    input->set_type(std::move(type));
+  }
+  // Intermediate shapes inferred under the old input shapes are stale now.
+  for (Value* value : std::vector<Value*>(model.graph().value_info())) {
+    ValueType type = value->type();
+    if (type.kind == ValueType::Kind::kTensor) type.shape.reset();
+    value->set_type(type);
+  }
+}
+
+void remove_outputs(Model& model, const std::vector<std::string>& names) {
+  Graph& graph = model.graph();
+  for (const std::string& name : names) {
+    bool found = false;
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      if (graph.outputs()[i]->name() == name) {
+        graph.remove_output(i);
+        found = true;
+        break;
+      }
+    }
+    if (!found) fail("--unused-output names '{}', which is not an output of the model", name);
+  }
+  if (graph.outputs().empty()) fail("--unused-output would remove every output of the model");
+}
+
+PipelineOptions pipeline_options(const SimplifyOptions& options) {
+  PipelineOptions pipeline;
+  pipeline.skip = options.skip_passes;
+  if (options.skip_fuse_bn) {
+    pipeline.skip.insert("fuse_conv_bn");
+    pipeline.skip.insert("fuse_convtranspose_bn");
+  }
+  if (options.skip_constant_folding) {
+    pipeline.skip.insert("constant_folding");
+    pipeline.skip.insert("shape_folding");
+  }
+  pipeline.include_subgraphs = options.include_subgraphs;
+  pipeline.shape_inference = !options.skip_shape_inference;
+  if (options.progress) {
+    pipeline.on_change = [&](std::string_view pass, size_t) { options.progress(pass); };
+  }
+  return pipeline;
+}
+
+// Nodes left whose inputs are all constants or shapes: why they were not folded.
+void explain_leftovers(const Graph& graph, const PassContext& context, SimplifyReport& report) {
+  for (const Node* node : graph.nodes()) {
+    for (const Graph* sub : node->subgraphs()) explain_leftovers(*sub, context, report);
+    if (node->inputs().empty()) continue;
+    bool constant_like = true;
+    for (const Value* input : node->inputs()) {
+      if (!input) continue;
+      bool is_constant = input->has_initializer() && !input->graph()->is_input(input);
+      bool is_shape = input->producer() && (input->producer()->op_type() == "Shape" ||
+                                            input->producer()->op_type() == "Size");
+      if (!is_constant && !is_shape) constant_like = false;
+    }
+    if (!constant_like && node->op_type() != "Shape" && node->op_type() != "Size") continue;
+    std::string key = node->output(0) ? node->output(0)->name() : std::string();
+    auto it = context.not_folded.find(key);
+    std::string reason;
+    if (it != context.not_folded.end()) {
+      reason = it->second;
+    } else if (node->op_type() == "Shape" || node->op_type() == "Size") {
+      const Value* x = node->input(0);
+      std::string dynamic;
+      if (x && x->type().shape) {
+        for (const Dim& d : *x->type().shape) {
+          if (!d.is_known())
+            dynamic += (dynamic.empty() ? "" : ", ") + (d.param.empty() ? "?" : d.param);
+        }
+      }
+      reason = x && !x->type().shape
+                   ? "the rank of '" + x->name() + "' is unknown"
+                   : "reads dynamic dims [" + dynamic + "] of '" + (x ? x->name() : "?") + "'";
+    } else {
+      reason = "depends on a dynamic shape";
+    }
+    report.explain.emplace_back(node->describe(), reason);
+  }
+}
+
+}  // namespace
+
+ModelCounts count_model(const Model& model) {
+  ModelCounts counts;
+  count_graph(model.graph(), counts);
+  return counts;
+}
+
+NamedValues make_check_inputs(const Model& model, const std::map<std::string, int64_t>& dims,
+                              const std::map<std::string, Tensor>& given, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  NamedValues inputs;
+  for (const Value* input : model.graph().inputs()) {
+    if (input->has_initializer()) continue;
+    auto file = given.find(input->name());
+    if (file != given.end()) {
+      inputs.emplace_back(input->name(), file->second);
+      continue;
+    }
+    const ValueType& type = input->type();
+    if (type.kind != ValueType::Kind::kTensor) {
+      fail("input '{}' is a {}: give check data with --input", input->name(),
+           value_type_to_string(type));
+    }
+    std::map<std::string, int64_t> bound_dims = dims;
+    Shape shape;
+    if (type.shape) {
+      for (size_t d = 0; d < type.shape->size(); ++d) {
+        const Dim& dim = (*type.shape)[d];
+        if (dim.is_known()) {
+          shape.push_back(dim.value);
+        } else if (dim.is_symbolic() && bound_dims.count(dim.param)) {
+          shape.push_back(bound_dims[dim.param]);
+        } else {
+          shape.push_back(d == 0 ? 1 : 16);
+        }
+      }
+    }
+    Tensor tensor = random_tensor(type.elem_type, shape, rng);
+    if (dtype_is_integer(type.elem_type)) {
+      const int64_t bound = index_bound(input);
+      const bool mask = looks_like_mask(input->name());
+      dispatch_integer(type.elem_type, "check input", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* data = tensor.mutable_data<T>();
+        const int64_t n = tensor.numel();
+        const int64_t last = shape.empty() ? 1 : shape.back();
+        for (int64_t i = 0; i < n; ++i) {
+          if (mask) {
+            // Mostly ones, with the tail of every other row masked out, like padding.
+            int64_t row = last ? i / last : 0, column = last ? i % last : 0;
+            data[i] = static_cast<T>(!(row % 2 == 1 && column >= last - last / 4));
+          } else if (bound > 0) {
+            data[i] = static_cast<T>(rng() % static_cast<uint64_t>(bound));
+          }
+        }
+      });
+    }
+    inputs.emplace_back(input->name(), std::move(tensor));
+  }
+  return inputs;
+}
+
+Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
+  return capture([&] {
+    SimplifyReport report;
+    report.before = count_model(model);
+    auto progress = [&](std::string_view phase) {
+      if (options.progress) options.progress(phase);
+    };
+    Model original = clone_model(model);
+
+    if (!options.unused_outputs.empty()) remove_outputs(model, options.unused_outputs);
+    if (!options.input_shapes.empty()) apply_input_shapes(model, options);
+    if (options.target_opset > 0) {
+      progress("converting opset");
+      auto start = Clock::now();
+      convert_opset(model, options.target_opset).throw_if_error();
+      report.seconds_convert = seconds_since(start);
+    }
+    check_opsets_supported(model).throw_if_error();
+
+    PassContext context;
+    context.registry = &OpRegistry::builtin();
+    context.tensor_size_threshold = options.tensor_size_threshold;
+    context.mutable_initializers = options.mutable_initializers;
+    auto passes = basic_passes();
+    PipelineOptions pipeline = pipeline_options(options);
+    if (options.skip_all_optimization) {
+      passes.clear();
+    }
+    auto start = Clock::now();
+    progress("optimizing");
+    report.pipeline = run_pipeline(model, passes, context, pipeline).value();
+    report.seconds_passes = seconds_since(start);
+    if (!report.pipeline.shape_inference_warning.empty()) {
+      report.warnings.push_back("ONNX shape inference: " + report.pipeline.shape_inference_warning);
+    }
+    Status verified = verify_model(model);
+    if (!verified.ok()) fail("internal: the simplified graph is invalid: {}", verified.message());
+    report.after = count_model(model);
+    if (options.explain) explain_leftovers(model.graph(), context, report);
+
+    if (options.check_n > 0) {
+      progress("checking");
+      auto check_start = Clock::now();
+      // Outputs the user dropped are not compared: compare against the original restricted
+      // to the kept outputs.
+      if (!options.unused_outputs.empty()) remove_outputs(original, options.unused_outputs);
+      bool ok = compare_models(original, model, options, options.check_n, report);
+      if (!ok && options.bisect && options.reload) {
+        progress("bisecting");
+        size_t low = 0, high = report.pipeline.applications;  // high fails, find first failing
+        std::vector<std::string> applied;
+        while (low + 1 < high || (low == 0 && high == 1 && applied.empty())) {
+          size_t mid = (low + high) / 2;
+          if (mid == low) mid = low + 1;
+          Model trial = options.reload().value();
+          if (!options.unused_outputs.empty()) remove_outputs(trial, options.unused_outputs);
+          if (!options.input_shapes.empty()) apply_input_shapes(trial, options);
+          PassContext trial_context = context;
+          trial_context.not_folded.clear();
+          auto trial_passes = basic_passes();
+          PipelineOptions limited = pipeline_options(options);
+          limited.on_change = nullptr;
+          std::vector<std::string> names;
+          limited.on_change = [&](std::string_view pass, size_t) { names.emplace_back(pass); };
+          limited.max_applications = mid;
+          run_pipeline(trial, trial_passes, trial_context, limited).value();
+          SimplifyReport scratch;
+          bool trial_ok = compare_models(original, trial, options, 1, scratch);
+          if (trial_ok) {
+            low = mid;
+          } else {
+            high = mid;
+            applied = names;
+          }
+          if (high - low <= 1) break;
+        }
+        report.bisect_application = high;
+        if (!applied.empty() && applied.size() >= high) report.bisect_pass = applied[high - 1];
+      }
+      report.seconds_check = seconds_since(check_start);
+    }
+    return report;
+  });
+}
+
+}  // namespace onnxkit

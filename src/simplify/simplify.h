@@ -1,0 +1,94 @@
+// onnxkit::simplify: shape inference, constant and shape folding, cleanups and fusions
+// (the basic pass pipeline), then a check that the result computes what the input did.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "ir/model.h"
+#include "passes/pipeline.h"
+#include "runtime/session.h"
+
+namespace onnxkit {
+
+struct SimplifyOptions {
+  // --overwrite-input-shape NAME:D0,D1,...: dims are numbers or symbol names.
+  std::map<std::string, std::vector<Dim>> input_shapes;
+  bool skip_all_optimization = false;  // --skip-optimization (no names)
+  std::set<std::string> skip_passes;   // --skip-optimization PASS ...
+  bool skip_fuse_bn = false;
+  bool skip_constant_folding = false;
+  bool skip_shape_inference = false;
+  uint64_t tensor_size_threshold = uint64_t{1536} << 20;
+  std::vector<std::string> unused_outputs;  // graph outputs to drop
+  bool mutable_initializers = false;
+  bool include_subgraphs = true;
+  int64_t target_opset = -1;  // -1: keep the model's opset
+
+  // Equivalence check: check_n runs with generated (or given) inputs; 0 disables it.
+  int check_n = 1;
+  double check_rtol = 1e-4;
+  double check_atol = 1e-5;
+  std::map<std::string, Tensor> check_inputs;  // --input NAME=FILE
+  std::map<std::string, int64_t> check_dims;   // values for symbolic dims in checks
+  uint64_t seed = 0;
+  // On a failed check, find the first pass application that broke it. Needs a fresh
+  // copy of the input model for every try.
+  bool bisect = false;
+  std::function<Result<Model>()> reload;
+
+  bool explain = false;
+  std::function<void(std::string_view phase)> progress;  // called as phases/passes run
+};
+
+struct OutputCheck {
+  std::string name;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  bool ok = true;
+  std::string message;
+};
+
+struct ModelCounts {
+  std::map<std::string, size_t> ops;  // op histogram over all graphs
+  size_t nodes = 0;                   // including subgraph nodes
+  size_t initializers = 0;
+  uint64_t parameters = 0;
+  uint64_t tensor_bytes = 0;
+};
+
+ModelCounts count_model(const Model& model);
+
+struct SimplifyReport {
+  ModelCounts before;
+  ModelCounts after;
+  PipelineResult pipeline;
+  double seconds_convert = 0;
+  double seconds_passes = 0;
+  double seconds_check = 0;
+  int checks_run = 0;
+  bool check_ok = true;
+  std::vector<OutputCheck> checks;  // worst per output over all runs
+  std::string check_message;        // why the check failed (which output, by how much)
+  std::string bisect_pass;          // the pass application that first broke the check
+  size_t bisect_application = 0;
+  std::vector<std::pair<std::string, std::string>> explain;  // node, why it was not folded
+  std::vector<std::string> warnings;
+};
+
+// Simplifies `model` in place. An error means the model could not be processed; a failed
+// equivalence check is reported in the report (check_ok false), not as an error.
+Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options);
+
+// Inputs for checks: floats normal(0,1); integers that feed Gather-like indices get ids in
+// range of the table; masks get 0/1; other integers [0, 10). Symbolic dims from `dims`
+// (default: 1 for the first dim, 16 for the others).
+NamedValues make_check_inputs(const Model& model, const std::map<std::string, int64_t>& dims,
+                              const std::map<std::string, Tensor>& given, uint64_t seed);
+
+}  // namespace onnxkit

@@ -1,0 +1,136 @@
+// End-to-end: `onnxkit simplify` on small PyTorch exports checked into tests/data/models
+// (made by bench/export_models.py --small), verified against PyTorch's own outputs.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../test_util.h"
+#include "onnx/model_io.h"
+#include "onnx/onnx_checks.h"
+
+namespace onnxkit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+
+const fs::path kModels = fs::path(ONNXKIT_SOURCE_DIR) / "tests/data/models";
+
+std::string onnxkit(const std::string& args) {
+  return testing::onnxkit_binary() + " " + args;
+}
+
+class SimplifyExport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimplifyExport, FewerNodesSameOutputsValidOnnx) {
+  testing::TempDir dir;
+  const fs::path source = kModels / GetParam();
+  const fs::path out_case = dir / GetParam();
+  fs::create_directories(out_case);
+  auto result = run_command(onnxkit("simplify --json " + (source / "model.onnx").string() + " " +
+                                    (out_case / "model.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(result.output);
+  EXPECT_TRUE(report["check"]["ok"].get<bool>());
+  EXPECT_EQ(report["check"]["runs"], 1);
+  EXPECT_LT(report["after"]["nodes"].get<int>(), report["before"]["nodes"].get<int>());
+  EXPECT_EQ(report["after"]["ops"].count("Constant"), 0u) << "constants stay as initializers";
+  EXPECT_EQ(report["after"]["ops"].count("BatchNormalization"), 0u) << "BN is fused";
+
+  // The simplified model is standard ONNX that passes the checker...
+  auto model = load_model(out_case / "model.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  Status checked = check_model(model.value(), true);
+  EXPECT_TRUE(checked.ok()) << checked.message();
+  // ...and still computes what PyTorch computed.
+  fs::copy(source / "test_data_set_0", out_case / "test_data_set_0");
+  auto conformance =
+      run_command(onnxkit("conformance --rtol 1e-3 --atol 1e-4 " + out_case.string()));
+  EXPECT_EQ(conformance.exit_code, 0) << conformance.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallExports, SimplifyExport,
+                         ::testing::Values("bert_tiny", "convnet_bn_tiny", "gpt2_tiny", "vit_tiny",
+                                           "yolo_tiny"));
+
+TEST(SimplifyCli, FoldsTheExampleAndPrintsTheTable) {
+  testing::TempDir dir;
+  auto result =
+      run_command(onnxkit("simplify " ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx " +
+                          (dir / "out.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* expected : {"BatchNormalization", "original", "simplified", "nodes", "16",
+                               "check: 1 run(s), outputs match", "wrote"}) {
+    EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
+  }
+  EXPECT_TRUE(fs::exists(dir / "out.onnx"));
+}
+
+TEST(SimplifyCli, RefusesToOverwriteItsInput) {
+  testing::TempDir dir;
+  fs::copy(ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx", dir / "m.onnx");
+  const auto before = fs::file_size(dir / "m.onnx");
+  auto same = run_command(
+      onnxkit("simplify " + (dir / "m.onnx").string() + " " + (dir / "m.onnx").string()));
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_NE(same.output.find("refusing to write over the input"), std::string::npos) << same.output;
+  auto dotted = run_command(
+      onnxkit("simplify " + (dir / "m.onnx").string() + " " + (dir / "." / "m.onnx").string()));
+  EXPECT_EQ(dotted.exit_code, 1) << dotted.output;
+  EXPECT_EQ(fs::file_size(dir / "m.onnx"), before);
+}
+
+TEST(SimplifyCli, OptionErrorsAreClear) {
+  testing::TempDir dir;
+  const std::string in = ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx";
+  const std::string out = (dir / "o.onnx").string();
+  auto pass =
+      run_command(onnxkit("simplify " + in + " " + out + " --skip-optimization no_such_pass"));
+  EXPECT_EQ(pass.exit_code, 1);
+  EXPECT_NE(pass.output.find("unknown pass 'no_such_pass'"), std::string::npos) << pass.output;
+  auto shape =
+      run_command(onnxkit("simplify " + in + " " + out + " --overwrite-input-shape nope:1,3"));
+  EXPECT_EQ(shape.exit_code, 1);
+  EXPECT_NE(shape.output.find("'nope'"), std::string::npos) << shape.output;
+  auto rank =
+      run_command(onnxkit("simplify " + in + " " + out + " --overwrite-input-shape input:1,3"));
+  EXPECT_EQ(rank.exit_code, 1);
+  EXPECT_NE(rank.output.find("rank 4"), std::string::npos) << rank.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(SimplifyCli, OverwriteInputShapeMakesShapesStatic) {
+  testing::TempDir dir;
+  auto result =
+      run_command(onnxkit("simplify --json " ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx " +
+                          (dir / "o.onnx").string() + " --overwrite-input-shape input:2,3,32,32"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto model = load_model(dir / "o.onnx");
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(value_type_to_string(model.value().graph().inputs()[0]->type()), "float[2,3,32,32]");
+  EXPECT_EQ(value_type_to_string(model.value().graph().outputs()[0]->type()), "float[2,10]");
+}
+
+TEST(SimplifyCli, SkipAllOptimizationKeepsTheGraph) {
+  testing::TempDir dir;
+  auto result = run_command(onnxkit("simplify --json --skip-optimization " ONNXKIT_SOURCE_DIR
+                                    "/examples/models/tiny_cnn.onnx " +
+                                    (dir / "o.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(result.output);
+  EXPECT_EQ(report["after"]["nodes"], report["before"]["nodes"]);
+}
+
+TEST(SimplifyCli, ExplainNamesWhatStayedDynamic) {
+  testing::TempDir dir;
+  auto result =
+      run_command(onnxkit("simplify --explain " + (kModels / "bert_tiny" / "model.onnx").string() +
+                          " " + (dir / "o.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("not folded"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace onnxkit

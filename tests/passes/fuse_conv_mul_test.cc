@@ -1,0 +1,132 @@
+#include "pass_test_util.h"
+
+namespace onnxkit {
+namespace {
+
+using testing::apply_pass;
+using testing::copy_model;
+using testing::count_ops;
+using testing::empty_model;
+using testing::random_floats;
+using testing::same_outputs;
+
+constexpr int64_t kChannels = 6;
+
+// x [1, 4, 5, 5] -> Conv(W [6, 4, 3, 3], B) -> Mul(factor of `factor_shape`) -> y.
+// `conv_first`: the Conv output is the Mul's first operand.
+Model conv_mul_model(const Shape& factor_shape, bool bias = true, bool conv_first = true) {
+  Model model = empty_model(13);
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", testing::float_type({1, 4, 5, 5}));
+  std::vector<Value*> inputs{x, g.add_initializer("W", random_floats({kChannels, 4, 3, 3}, 1))};
+  if (bias) inputs.push_back(g.add_initializer("B", random_floats({kChannels}, 2)));
+  Node* conv = g.add_node("Conv", inputs, {"c"}, "", "conv");
+  Value* factor = g.add_initializer("factor", random_floats(factor_shape, 3));
+  Node* mul = conv_first ? g.add_node("Mul", {conv->output(0), factor}, {"y"}, "", "mul")
+                         : g.add_node("Mul", {factor, conv->output(0)}, {"y"}, "", "mul");
+  g.add_output(mul->output(0));
+  return model;
+}
+
+size_t run_pass(Model& model, PassContext context = {}) {
+  auto pass = make_fuse_conv_mul_pass();
+  return apply_pass(*pass, model, std::move(context));
+}
+
+void expect_fused(Model model) {
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 1u);
+  EXPECT_EQ(count_ops(model, "Mul"), 0u);
+  ASSERT_EQ(count_ops(model, "Conv"), 1u);
+  const Node* conv = model.graph().nodes()[0];
+  EXPECT_EQ(conv->output(0)->name(), "y");
+  EXPECT_NE(conv->input(1)->name(), "W");
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
+TEST(FuseConvMul, PerChannelFactorsFold) {
+  for (const Shape& shape : {Shape{kChannels, 1, 1}, Shape{1, kChannels, 1, 1}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    expect_fused(conv_mul_model(shape));
+    expect_fused(conv_mul_model(shape, /*bias=*/false, /*conv_first=*/false));
+  }
+}
+
+TEST(FuseConvMul, ScalarFactorsFold) {
+  for (const Shape& shape : {Shape{}, Shape{1}, Shape{1, 1, 1, 1}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    expect_fused(conv_mul_model(shape, true, false));
+  }
+}
+
+TEST(FuseConvMul, OneDimensionalConv) {
+  Model model = empty_model(13);
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", testing::float_type({2, 3, 7}));
+  Node* conv = g.add_node("Conv", {x, g.add_initializer("W", random_floats({5, 3, 2}, 1))}, {"c"});
+  Node* mul =
+      g.add_node("Mul", {conv->output(0), g.add_initializer("f", random_floats({5, 1}, 2))}, {"y"});
+  g.add_output(mul->output(0));
+  expect_fused(std::move(model));
+}
+
+TEST(FuseConvMul, ShapesThatAreNotPerChannelAreLeftAlone) {
+  for (const Shape& shape : {Shape{1, kChannels, 3, 3}, Shape{kChannels}, Shape{kChannels, 1},
+                             Shape{1, 1, kChannels, 1, 1}, Shape{3, 1, 1}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    Model model = conv_mul_model(shape);
+    EXPECT_EQ(run_pass(model), 0u);
+    EXPECT_EQ(count_ops(model, "Mul"), 1u);
+  }
+}
+
+TEST(FuseConvMul, NegativeCases) {
+  {  // a second reader of the Conv output
+    Model model = conv_mul_model({kChannels, 1, 1});
+    Graph& g = model.graph();
+    g.add_output(g.add_node("Relu", {g.find_value("c")}, {"r"})->output(0));
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+  {  // the Conv output is a graph output
+    Model model = conv_mul_model({kChannels, 1, 1});
+    model.graph().add_output(model.graph().find_value("c"));
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+  {  // a factor the caller may override
+    Model model = conv_mul_model({kChannels, 1, 1});
+    model.graph().add_input(model.graph().find_value("factor"));
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+  {  // a computed factor
+    Model model = conv_mul_model({kChannels, 1, 1});
+    Graph& g = model.graph();
+    Node* mul = g.find_value("y")->producer();
+    g.set_node_input(mul, 1, g.add_input("f_in", testing::float_type({kChannels, 1, 1})));
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+  {  // a non-constant bias
+    Model model = conv_mul_model({kChannels, 1, 1});
+    model.graph().add_input(model.graph().find_value("B"));
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+}
+
+TEST(FuseConvMul, SharedInitializersAreNotModified) {
+  Model model = conv_mul_model({kChannels, 1, 1});
+  Graph& g = model.graph();
+  Node* other =
+      g.add_node("Conv", {g.find_value("x"), g.find_value("W"), g.find_value("B")}, {"o"});
+  g.add_output(other->output(0));
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 1u);
+  EXPECT_EQ(other->input(1)->name(), "W");
+  EXPECT_EQ(other->input(2)->name(), "B");
+  EXPECT_TRUE(g.find_value("W")->initializer().same_contents(
+      before.graph().find_value("W")->initializer()));
+  EXPECT_TRUE(g.find_value("B")->initializer().same_contents(
+      before.graph().find_value("B")->initializer()));
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
+}  // namespace
+}  // namespace onnxkit
