@@ -105,24 +105,108 @@ void add_tensor_bytes(const Graph& graph, uint64_t& total) {
   }
 }
 
-void write_proto_file(const onnx::ModelProto& proto, const fs::path& path) {
+void append_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+size_t varint_size(uint64_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+std::string serialize_deterministic(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+// Writes `proto` (whose main-graph initializers lack their inline raw data) to `path`,
+// streaming each initializer's bytes straight from `graph`'s tensors: no copy of the
+// weights is made in memory. The graph's initializer fields come after its other fields,
+// which protobuf parsers accept in any order.
+void write_model_file(onnx::ModelProto& proto, const Graph& graph, const fs::path& path) {
+  onnx::GraphProto graph_proto = std::move(*proto.mutable_graph());
+  proto.clear_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  initializers.Swap(graph_proto.mutable_initializer());
+  const std::string head = serialize_deterministic(proto);
+  const std::string graph_head = serialize_deterministic(graph_proto);
+
+  struct Entry {
+    std::string header;  // the TensorProto without raw_data
+    const Tensor* payload = nullptr;
+    uint64_t size = 0;  // bytes of the whole TensorProto
+  };
+  std::vector<Entry> entries(static_cast<size_t>(initializers.size()));
+  uint64_t graph_size = graph_head.size();
+  for (int i = 0; i < initializers.size(); ++i) {
+    Entry& entry = entries[static_cast<size_t>(i)];
+    entry.header = serialize_deterministic(initializers.Get(i));
+    const Tensor& tensor = graph.initializers()[static_cast<size_t>(i)]->initializer();
+    const auto& tensor_proto = initializers.Get(i);
+    entry.size = entry.header.size();
+    if (tensor.dtype() != DType::kString && tensor.nbytes() > 0 &&
+        tensor_proto.data_location() != onnx::TensorProto::EXTERNAL &&
+        !tensor_proto.has_raw_data()) {
+      entry.payload = &tensor;
+      entry.size += 1 + varint_size(tensor.nbytes()) + tensor.nbytes();
+    }
+    graph_size += 1 + varint_size(entry.size) + entry.size;
+  }
+  if (head.size() + 1 + varint_size(graph_size) + graph_size > static_cast<uint64_t>(INT_MAX)) {
+    fail("{}: the serialized model exceeds protobuf's 2 GiB limit; save with external data",
+         path.string());
+  }
+
   fs::path temp = path;
   temp += ".tmp-" + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) fail("{}: cannot create: {}", temp.string(), std::strerror(errno));
-  bool ok;
-  {
-    google::protobuf::io::FileOutputStream stream(fd);
-    {
-      google::protobuf::io::CodedOutputStream coded(&stream);
-      coded.SetSerializationDeterministic(true);
-      ok = proto.SerializeToCodedStream(&coded) && !coded.HadError();
+  try {
+    uint64_t offset = 0;
+    std::string pending = head;
+    auto flush = [&] {
+      onnx_io::write_all(fd, pending.data(), pending.size(), offset, temp);
+      offset += pending.size();
+      pending.clear();
+    };
+    pending.push_back(static_cast<char>((7 << 3) | 2));  // ModelProto.graph
+    append_varint(pending, graph_size);
+    pending += graph_head;
+    for (const Entry& entry : entries) {
+      pending.push_back(static_cast<char>((5 << 3) | 2));  // GraphProto.initializer
+      append_varint(pending, entry.size);
+      pending += entry.header;
+      if (entry.payload) {
+        pending.push_back(static_cast<char>((9 << 3) | 2));  // TensorProto.raw_data
+        append_varint(pending, entry.payload->nbytes());
+        flush();
+        onnx_io::write_all(fd, entry.payload->raw_data(), entry.payload->nbytes(), offset, temp);
+        offset += entry.payload->nbytes();
+      } else if (pending.size() > (1u << 20)) {
+        flush();
+      }
     }
-    ok = stream.Close() && ok;
-  }
-  if (!ok) {
+    flush();
+    if (::close(fd) != 0) fail("{}: close failed: {}", temp.string(), std::strerror(errno));
+    fd = -1;
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
-    fail("{}: write failed", path.string());
+    throw;
   }
   std::error_code error;
   fs::rename(temp, path, error);
@@ -173,13 +257,10 @@ Status save_model(const Model& model, const fs::path& path, const SaveOptions& o
       context.external_threshold = options.external_threshold_bytes;
     }
     onnx::ModelProto proto;
+    context.stream_payloads_of = &model.graph();
     onnx_io::model_to_proto(model, proto, context);
-    if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-      fail("{}: the serialized model exceeds protobuf's 2 GiB limit; save with external data",
-           path.string());
-    }
     if (writer) writer->commit();
-    write_proto_file(proto, path);
+    write_model_file(proto, model.graph(), path);
   });
 }
 

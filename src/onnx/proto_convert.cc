@@ -576,7 +576,12 @@ void graph_to_proto(const Graph& graph, onnx::GraphProto& proto, WriteContext& c
   for (const Node* node : graph.nodes()) node_to_proto(*node, *proto.add_node(), context);
   for (const Value* value : graph.initializers()) {
     auto* tensor = proto.add_initializer();
-    tensor_to_proto(value->initializer(), *tensor, context);
+    const Tensor& data = value->initializer();
+    const size_t saved_threshold = context.omit_data_threshold;
+    const bool goes_external = context.external && data.nbytes() >= context.external_threshold;
+    if (&graph == context.stream_payloads_of && !goes_external) context.omit_data_threshold = 0;
+    tensor_to_proto(data, *tensor, context);
+    context.omit_data_threshold = saved_threshold;
     tensor->set_name(value->name());
   }
   for (const auto& [value, sparse] : graph.sparse_initializers()) {

@@ -32,6 +32,9 @@ struct WriteContext {
   // For libonnx's checker and shape inference: tensors of at least this many bytes are
   // written without their data (dims and type only), so big models are not copied.
   size_t omit_data_threshold = SIZE_MAX;
+  // The inline raw data of this graph's initializers is left out of the message; the file
+  // writer streams it from the tensors instead of copying it into protobuf strings.
+  const Graph* stream_payloads_of = nullptr;
 };
 
 Model model_from_proto(const onnx::ModelProto& proto, ReadContext& context);

@@ -22,7 +22,9 @@ struct PipelineOptions {
   std::set<std::string> skip;     // pass names not to run
   bool include_subgraphs = true;  // also rewrite If/Loop/Scan bodies
   bool shape_inference = true;    // ONNX shape inference before each round
-  int max_rounds = 10;            // fixed-point iteration cap
+  // Fixed-point iteration cap. Deep models need about a round per layer: a Reshape target
+  // often becomes known only after shape inference has seen the previous layer folded.
+  int max_rounds = 64;
   // Stop after this many pass applications that changed something (for --bisect).
   size_t max_applications = SIZE_MAX;
   // Called after each application that changed something: pass name, changes.

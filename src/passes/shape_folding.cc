@@ -677,6 +677,7 @@ class ShapeFoldingPass : public GraphPass {
       ++changes;
     }
     changes += remove_dead(graph, context, order, shape_nodes, live, removed);
+    changes += annotate_output_shapes(graph, evaluator, order, removed, opset);
 
     // Fully known shape values become initializers. Only the last known value of a chain is
     // folded; the known values feeding it die with it.
@@ -723,6 +724,137 @@ class ShapeFoldingPass : public GraphPass {
   }
 
  private:
+  // onnxkit's own symbolic shapes: ONNX shape inference gives up on Expand / ConstantOfShape /
+  // Reshape whose target is computed at run time, and everything downstream loses its rank.
+  // Where the target is known here as numbers and named dims, write the output's shape
+  // into its type, so the next round of shape inference carries on from it.
+  static size_t annotate_output_shapes(Graph& graph, Evaluator& evaluator,
+                                       const std::vector<Node*>& order,
+                                       const std::unordered_set<Node*>& removed, int64_t opset) {
+    size_t changes = 0;
+    auto to_dim = [](const Elem& e) {
+      if (e.known && *e.known >= 0) return Dim::known(*e.known);
+      if (!e.known && e.symbols.size() == 1 && e.others.empty() &&
+          e.expr == atom_text('$', *e.symbols.begin(), nullptr, 0)) {
+        return Dim::symbol(*e.symbols.begin());
+      }
+      return Dim{};
+    };
+    for (Node* node : order) {
+      if (removed.count(node)) continue;
+      const std::string& op = node->op_type();
+      if (!node->domain().empty() || !node->output(0) || node->output(0)->type().shape) continue;
+      if (op == "Slice") {
+        if (annotate_slice(graph, evaluator, node, opset)) ++changes;
+        continue;
+      }
+      if (op != "Expand" && op != "ConstantOfShape" && op != "Reshape") continue;
+      const Value* target_value = node->input(op == "ConstantOfShape" ? 0 : 1);
+      const SymVec* target = target_value ? evaluator.eval(target_value) : nullptr;
+      if (!target || target->scalar) continue;
+      std::vector<Dim> dims;
+      DType dtype = DType::kUndefined;
+      if (op == "ConstantOfShape") {
+        dtype = DType::kFloat;
+        if (const Attribute* value = node->find_attribute("value"); value && value->t.defined()) {
+          dtype = value->t.dtype();
+        }
+        for (const Elem& e : target->elems) dims.push_back(to_dim(e));
+      } else {
+        const Value* x = node->input(0);
+        if (!x || !x->type().shape || !x->type().is_tensor()) continue;
+        dtype = x->type().elem_type;
+        const std::vector<Dim>& in = *x->type().shape;
+        if (op == "Reshape") {
+          const bool allowzero = opset >= 14 && int_attr(node, "allowzero", 0) != 0;
+          for (size_t i = 0; i < target->elems.size(); ++i) {
+            const Elem& e = target->elems[i];
+            if (e.is(0) && !allowzero) {
+              dims.push_back(i < in.size() ? in[i] : Dim{});
+            } else if (e.is(-1)) {
+              dims.push_back(Dim{});
+            } else {
+              dims.push_back(to_dim(e));
+            }
+          }
+        } else {  // Expand: bidirectional broadcast of x's shape and the target
+          const size_t rank = std::max(in.size(), target->elems.size());
+          for (size_t i = 0; i < rank; ++i) {
+            const size_t a_offset = rank - in.size(), b_offset = rank - target->elems.size();
+            Dim a = i >= a_offset ? in[i - a_offset] : Dim::known(1);
+            Dim b = i >= b_offset ? to_dim(target->elems[i - b_offset]) : Dim::known(1);
+            if (a.value == 1) {
+              dims.push_back(b);
+            } else if (b.value == 1 || a == b) {
+              dims.push_back(a);
+            } else {
+              dims.push_back(Dim{});
+            }
+          }
+        }
+      }
+      if (dtype == DType::kUndefined) continue;
+      Value* out = node->output(0);
+      out->set_type(ValueType::tensor(dtype, dims));
+      if (!graph.is_output(out)) graph.add_value_info(out);
+      ++changes;
+    }
+    return changes;
+  }
+
+  // Slice(data, 0, end = a named dim `seq`, axis, step 1) over a static axis of size D is
+  // typed with `seq` on that axis: the true size is min(seq, D), and a model that reads the
+  // slice next to tensors sized by `seq` (positions, token types) only runs when seq <= D.
+  // This is how PyTorch exports position ids; it keeps symbolic shapes flowing.
+  static bool annotate_slice(Graph& graph, Evaluator& evaluator, Node* node, int64_t opset) {
+    if (opset < 10 || node->inputs().size() < 3) return false;
+    const Value* data = node->input(0);
+    if (!data) return false;
+    ValueType data_type = data->type();
+    if (data->has_initializer()) {  // initializers carry no declared type: use the tensor's
+      std::vector<Dim> shape;
+      for (int64_t d : data->initializer().shape()) shape.push_back(Dim::known(d));
+      data_type = ValueType::tensor(data->initializer().dtype(), shape);
+    }
+    if (!data_type.is_tensor() || !data_type.shape) return false;
+    const SymVec* starts = evaluator.eval(node->input(1));
+    const SymVec* ends = evaluator.eval(node->input(2));
+    const SymVec* axes = node->input(3) ? evaluator.eval(node->input(3)) : nullptr;
+    const SymVec* steps = node->input(4) ? evaluator.eval(node->input(4)) : nullptr;
+    if (!starts || !ends || starts->elems.size() != ends->elems.size()) return false;
+    if (node->input(3) && !axes) return false;
+    if (node->input(4) && !steps) return false;
+    std::vector<Dim> dims = *data_type.shape;
+    const auto rank = static_cast<int64_t>(dims.size());
+    for (size_t i = 0; i < starts->elems.size(); ++i) {
+      int64_t axis = static_cast<int64_t>(i);
+      if (axes) {
+        if (i >= axes->elems.size() || !axes->elems[i].known) return false;
+        axis = *axes->elems[i].known;
+      }
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return false;
+      if (steps && (i >= steps->elems.size() || !steps->elems[i].is(1))) return false;
+      const Elem& start = starts->elems[i];
+      const Elem& end = ends->elems[i];
+      Dim& dim = dims[static_cast<size_t>(axis)];
+      if (!start.is(0) || !dim.is_known()) return false;
+      if (end.known) {
+        int64_t stop = *end.known < 0 ? *end.known + dim.value : *end.known;
+        dim = Dim::known(std::clamp<int64_t>(stop, 0, dim.value));
+      } else if (end.symbols.size() == 1 && end.others.empty() &&
+                 end.expr == atom_text('$', *end.symbols.begin(), nullptr, 0)) {
+        dim = Dim::symbol(*end.symbols.begin());
+      } else {
+        return false;
+      }
+    }
+    Value* out = node->output(0);
+    out->set_type(ValueType::tensor(data_type.elem_type, dims));
+    if (!graph.is_output(out)) graph.add_value_info(out);
+    return true;
+  }
+
   // Removes shape nodes that were read before this run and are not any more.
   static size_t remove_dead(Graph& graph, PassContext& context, const std::vector<Node*>& order,
                             const std::unordered_map<Node*, const SymVec*>& shape_nodes,
