@@ -4,40 +4,13 @@
 #include <optional>
 
 #include "ops/op_utils.h"
+#include "passes/fusion_util.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const PassContext& context, const Value* value) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 // The elements of a floating-point tensor, as doubles.
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> values(static_cast<size_t>(t.numel()));
-  dispatch_float(t.dtype(), "fuse_conv_add", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
-  });
-  return values;
-}
-
-Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
-  Tensor t(dtype, std::move(shape));
-  dispatch_float(dtype, "fuse_conv_add", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = t.mutable_data<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
-  });
-  return t;
-}
 
 // One value per channel when `c`, broadcast against a Conv output of rank `rank` with
 // `channels` channels, leaves the output's shape alone and varies only along axis 1.

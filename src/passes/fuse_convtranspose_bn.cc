@@ -9,67 +9,17 @@
 #include <optional>
 
 #include "ops/op_utils.h"
+#include "passes/fusion_util.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
-  const Attribute* a = node->find_attribute(name);
-  return a && a->type == AttrType::kInt ? a->i : fallback;
-}
-
-bool kept(const PassContext& context, const Value* value) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 // The elements of a floating-point tensor, as doubles.
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> values(static_cast<size_t>(t.numel()));
-  dispatch_float(t.dtype(), "fuse_convtranspose_bn", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
-  });
-  return values;
-}
-
-Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
-  Tensor t(dtype, std::move(shape));
-  dispatch_float(dtype, "fuse_convtranspose_bn", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = t.mutable_data<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
-  });
-  return t;
-}
 
 // A constant float vector of exactly `n` elements (BatchNormalization's [C] parameters).
-std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
-                                                 const PassContext& context) {
-  const Tensor* t = constant_value(value, context);
-  if (!t || !dtype_is_float(t->dtype()) || t->rank() != 1 || t->numel() != n) return std::nullopt;
-  return to_doubles(*t);
-}
 
 // True when `bn` computes Y with its stored statistics (not batch statistics).
-bool inference_mode(const Node* bn, int64_t opset) {
-  if (opset >= 14 && int_attr(bn, "training_mode", 0) != 0) return false;
-  // Before opset 14 declaring the extra outputs is what selects training mode.
-  for (size_t i = 1; i < bn->outputs().size(); ++i) {
-    if (bn->output(i)) return false;
-  }
-  // Opsets 1-6: is_test defaults to 0 (training); only an explicit is_test=1 is sure.
-  if (opset < 7 && int_attr(bn, "is_test", 0) == 0) return false;
-  // spatial=0 (before opset 9) normalizes per activation, not per channel.
-  if (opset < 9 && int_attr(bn, "spatial", 1) != 1) return false;
-  return true;
-}
 
 class FuseConvTransposeBnPass : public GraphPass {
  public:

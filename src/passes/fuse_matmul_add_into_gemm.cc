@@ -9,15 +9,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const PassContext& context, const Value* value) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 // Gemm's element types that MatMul and Add share, at `opset`.
 bool gemm_dtype(DType dtype, int64_t opset) {
   return dtype == DType::kFloat || dtype == DType::kDouble || dtype == DType::kFloat16 ||

@@ -12,20 +12,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const PassContext& context, const Value* value) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
-int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
-  const Attribute* a = node->find_attribute(name);
-  return a && a->type == AttrType::kInt ? a->i : fallback;
-}
-
 std::string string_attr(const Node* node, std::string_view name, std::string fallback) {
   const Attribute* a = node->find_attribute(name);
   return a && a->type == AttrType::kString ? a->s : fallback;

@@ -5,15 +5,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const PassContext& context, const Value* value) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 // True when `transpose` swaps the two axes of a matrix.
 bool swaps_matrix_axes(const Node* transpose) {
   if (const Attribute* perm = transpose->find_attribute("perm")) {

@@ -16,15 +16,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const Value* value, const PassContext& context) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 int64_t int_attribute(const Node* node, std::string_view name, int64_t fallback) {
   const Attribute* attr = node->find_attribute(name);
   return attr && attr->type == AttrType::kInt ? attr->i : fallback;

@@ -12,15 +12,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool kept(const Value* value, const PassContext& context) {
-  return context.keep_values.count(value->name()) > 0;
-}
-
 std::optional<int64_t> known_rank(const Value* value) {
   const ValueType& type = value->type();
   if (!type.is_tensor() || !type.shape) return std::nullopt;

@@ -13,6 +13,20 @@ const Tensor* constant_value(const Value* value, const PassContext& context) {
   return &value->initializer();
 }
 
+bool is_onnx_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type &&
+         (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
+int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
+  const Attribute* attribute = node->find_attribute(name);
+  return attribute && attribute->type == AttrType::kInt ? attribute->i : fallback;
+}
+
+bool kept(const PassContext& context, const Value* value) {
+  return context.keep_values.count(value->name()) > 0;
+}
+
 bool is_graph_output(const Value* value) {
   return value && value->graph()->is_output(value);
 }

@@ -57,6 +57,16 @@ bool is_graph_output(const Value* value);
 // output and `to` is a graph input, another output, or a value of an enclosing graph (the
 // output would change its name; such a node has to stay, e.g. as an Identity).
 bool can_replace(const Value* from, const Value* to);
+// True for an op of the standard domain ("" or "ai.onnx") with this type.
+bool is_onnx_op(const Node* node, std::string_view op_type);
+// An INT attribute's value, or `fallback` when it is absent or of another type.
+int64_t int_attr(const Node* node, std::string_view name, int64_t fallback);
+// True when the user asked to keep `value` (PassContext::keep_values).
+bool kept(const PassContext& context, const Value* value);
+inline bool kept(const Value* value, const PassContext& context) {
+  return kept(context, value);
+}
+
 // Replaces every use of `from` with `to`. When `from` is a graph output, `to` takes over its
 // name, so the model's inputs and outputs keep their names. Requires can_replace.
 void replace_value(Graph& graph, Value* from, Value* to);

@@ -238,11 +238,6 @@ std::optional<Elem> extremum(bool max, const Elem& a, const Elem& b) {
   return std::nullopt;
 }
 
-int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
-  const Attribute* attr = node->find_attribute(name);
-  return attr && attr->type == AttrType::kInt ? attr->i : fallback;
-}
-
 const std::vector<int64_t>* ints_attr(const Node* node, std::string_view name) {
   const Attribute* attr = node->find_attribute(name);
   return attr && attr->type == AttrType::kInts ? &attr->ints : nullptr;

@@ -1,0 +1,47 @@
+#include "passes/fusion_util.h"
+
+#include "ops/op_utils.h"
+
+namespace onnxkit {
+
+std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  dispatch_float(t.dtype(), "fusion", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
+  });
+  return values;
+}
+
+Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(dtype, std::move(shape));
+  dispatch_float(dtype, "fusion", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+
+std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
+                                                 const PassContext& context) {
+  const Tensor* t = constant_value(value, context);
+  if (!t || !dtype_is_float(t->dtype()) || t->rank() != 1 || t->numel() != n) return std::nullopt;
+  return to_doubles(*t);
+}
+
+bool inference_mode(const Node* bn, int64_t opset) {
+  if (opset >= 14 && int_attr(bn, "training_mode", 0) != 0) return false;
+  // Before opset 14 declaring the extra outputs is what selects training mode.
+  for (size_t i = 1; i < bn->outputs().size(); ++i) {
+    if (bn->output(i)) return false;
+  }
+  // Opsets 1-6: is_test defaults to 0 (training); only an explicit is_test=1 is sure.
+  if (opset < 7 && int_attr(bn, "is_test", 0) == 0) return false;
+  // spatial=0 (before opset 9) normalizes per activation, not per channel.
+  if (opset < 9 && int_attr(bn, "spatial", 1) != 1) return false;
+  return true;
+}
+
+}  // namespace onnxkit

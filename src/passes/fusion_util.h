@@ -1,0 +1,24 @@
+// Helpers of the fusion passes that fold parameters into Conv / ConvTranspose weights.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/tensor.h"
+#include "passes/pass.h"
+
+namespace onnxkit {
+
+// Float tensor values (float, double, float16, bfloat16) as doubles: fused weights are
+// computed in double and stored back in the weight's own type.
+std::vector<double> to_doubles(const Tensor& tensor);
+Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values);
+
+// A constant float vector of exactly `n` values (a per-channel BatchNorm parameter), or nullopt.
+std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
+                                                 const PassContext& context);
+
+// True when BatchNormalization `bn` certainly runs in inference mode at `opset`.
+bool inference_mode(const Node* bn, int64_t opset);
+
+}  // namespace onnxkit
