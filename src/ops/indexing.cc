@@ -18,32 +18,6 @@
 namespace onnxkit {
 namespace {
 
-// Storage of a complex128 element (only ever copied).
-struct Bytes16 {
-  uint64_t lo;
-  uint64_t hi;
-};
-
-// Calls f(TypeTag<S>{}) with S a type of the dtype's size (std::string for strings).
-template <typename F>
-decltype(auto) dispatch_storage(DType dtype, std::string_view what, F&& f) {
-  if (dtype == DType::kString) return f(TypeTag<std::string>{});
-  switch (dtype_size(dtype)) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    case 16:
-      return f(TypeTag<Bytes16>{});
-    default:
-      fail("{}: type {} is not supported", what, dtype_name(dtype));
-  }
-}
-
 template <typename S>
 const S* storage(const Tensor& tensor) {
   if constexpr (std::is_same_v<S, std::string>) {

@@ -80,6 +80,34 @@ decltype(auto) dispatch_all(DType dtype, std::string_view what, F&& f) {
   return dispatch_numeric_bool(dtype, what, std::forward<F>(f));
 }
 
+// Storage of a 16-byte element (complex128), for kernels that only move elements.
+struct Bytes16 {
+  uint64_t lo;
+  uint64_t hi;
+};
+
+// Calls f(TypeTag<S>{}) with S a trivially copyable type of the dtype's element size
+// (std::string for strings): one instantiation per size serves every dtype in kernels that
+// copy elements without looking at their values (gathers, transposes, padding).
+template <typename F>
+decltype(auto) dispatch_storage(DType dtype, std::string_view what, F&& f) {
+  if (dtype == DType::kString) return f(TypeTag<std::string>{});
+  switch (dtype_size(dtype)) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+    case 16:
+      return f(TypeTag<Bytes16>{});
+    default:
+      fail("{}: type {} is not supported", what, dtype_name(dtype));
+  }
+}
+
 // Element access that works for string tensors too.
 template <typename T>
 const T* tensor_elements(const Tensor& tensor) {

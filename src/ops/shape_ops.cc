@@ -16,30 +16,6 @@
 namespace onnxkit {
 namespace {
 
-struct Bytes16 {
-  uint64_t lo, hi;
-};
-
-// Calls f(TypeTag<T>{}) with a trivially copyable T of the element's size, or std::string.
-template <typename F>
-decltype(auto) dispatch_movable(DType dtype, std::string_view what, F&& f) {
-  if (dtype == DType::kString) return f(TypeTag<std::string>{});
-  switch (dtype_size(dtype)) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    case 16:
-      return f(TypeTag<Bytes16>{});
-    default:
-      fail("{}: type {} is not supported", what, dtype_name(dtype));
-  }
-}
-
 // `input`'s elements under another shape of the same size: shares the bytes (strings, which
 // have no byte buffer, are copied).
 Tensor with_shape(const Tensor& input, Shape shape) {
@@ -369,7 +345,7 @@ class TransposeKernel : public OpKernel {
       strides[i] = in_strides[static_cast<size_t>(perm[i])];
     }
     Tensor& out = context.allocate_output(0, input.dtype(), shape);
-    dispatch_movable(input.dtype(), "Transpose", [&](auto tag) {
+    dispatch_storage(input.dtype(), "Transpose", [&](auto tag) {
       using T = typename decltype(tag)::type;
       copy_strided(tensor_elements<T>(input), shape, strides, mutable_tensor_elements<T>(out));
     });
@@ -417,7 +393,7 @@ class ConcatKernel : public OpKernel {
     const int64_t outer = shape_numel(std::span(shape).first(axis));
     const int64_t inner = shape_numel(std::span(shape).subspan(axis + 1));
     const int64_t out_row = shape[axis] * inner;
-    dispatch_movable(first.dtype(), "Concat", [&](auto tag) {
+    dispatch_storage(first.dtype(), "Concat", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* dst = mutable_tensor_elements<T>(out);
       int64_t column = 0;
@@ -484,7 +460,7 @@ class SplitKernel : public OpKernel {
     const int64_t outer = shape_numel(std::span(input.shape()).first(axis));
     const int64_t inner = shape_numel(std::span(input.shape()).subspan(axis + 1));
     const int64_t in_row = dim * inner;
-    dispatch_movable(input.dtype(), "Split", [&](auto tag) {
+    dispatch_storage(input.dtype(), "Split", [&](auto tag) {
       using T = typename decltype(tag)::type;
       int64_t column = 0;
       for (size_t i = 0; i < parts; ++i) {
@@ -522,7 +498,7 @@ class ExpandKernel : public OpKernel {
     }
     const Shape shape = broadcast_shapes(input.shape(), requested);
     Tensor& out = context.allocate_output(0, input.dtype(), shape);
-    dispatch_movable(input.dtype(), "Expand", [&](auto tag) {
+    dispatch_storage(input.dtype(), "Expand", [&](auto tag) {
       using T = typename decltype(tag)::type;
       copy_strided(tensor_elements<T>(input), shape, broadcast_strides(input.shape(), shape),
                    mutable_tensor_elements<T>(out));
@@ -557,7 +533,7 @@ class TileKernel : public OpKernel {
       view_strides.insert(view_strides.end(), {0, in_strides[d]});
     }
     Tensor& out = context.allocate_output(0, input.dtype(), shape);
-    dispatch_movable(input.dtype(), "Tile", [&](auto tag) {
+    dispatch_storage(input.dtype(), "Tile", [&](auto tag) {
       using T = typename decltype(tag)::type;
       copy_strided(tensor_elements<T>(input), view_shape, view_strides,
                    mutable_tensor_elements<T>(out));
@@ -578,7 +554,7 @@ Tensor densify(const KernelCreateContext& context, const SparseTensor& sparse) {
                  shape_to_string(sparse.indices.shape()), nnz, rank);
   }
   const std::vector<int64_t> strides = contiguous_strides(sparse.dims);
-  dispatch_movable(values.dtype(), "sparse_value", [&](auto tag) {
+  dispatch_storage(values.dtype(), "sparse_value", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = tensor_elements<T>(values);
     T* dst = mutable_tensor_elements<T>(dense);
@@ -680,7 +656,7 @@ class ConstantOfShapeKernel : public OpKernel {
       if (dim < 0) context.fail("shape {} has a negative dim", shape_to_string(shape));
     }
     Tensor& out = context.allocate_output(0, value_.dtype(), shape);
-    dispatch_movable(value_.dtype(), "ConstantOfShape", [&](auto tag) {
+    dispatch_storage(value_.dtype(), "ConstantOfShape", [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::fill_n(mutable_tensor_elements<T>(out), out.numel(), tensor_elements<T>(value_)[0]);
     });
@@ -798,7 +774,7 @@ class ReverseSequenceKernel : public OpKernel {
     auto offset = [&](int64_t b, int64_t t) {
       return (batch_axis_ == 0 ? b * steps + t : t * batch + b) * inner;
     };
-    dispatch_movable(input.dtype(), "ReverseSequence", [&](auto tag) {
+    dispatch_storage(input.dtype(), "ReverseSequence", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* src = tensor_elements<T>(input);
       T* dst = mutable_tensor_elements<T>(out);

@@ -15,33 +15,6 @@
 namespace onnxkit {
 namespace {
 
-// 16-byte element storage (complex128).
-struct Bytes16 {
-  uint64_t lo;
-  uint64_t hi;
-};
-
-// Calls f(TypeTag<S>{}) with S a storage type of the dtype's element size (std::string
-// for strings). Only for kernels that copy elements without looking at their values.
-template <typename F>
-decltype(auto) dispatch_storage(DType dtype, std::string_view what, F&& f) {
-  if (dtype == DType::kString) return f(TypeTag<std::string>{});
-  switch (dtype_size(dtype)) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    case 16:
-      return f(TypeTag<Bytes16>{});
-    default:
-      fail("{}: type {} is not supported", what, dtype_name(dtype));
-  }
-}
-
 // Fills `out`, laid out row-major over the lengths of `offsets`, with
 // in[offsets[0][o_0] + ... + offsets[r-1][o_r-1]], or with `fill` where any term is
 // negative. Pad, nearest resampling and the block permutations are all this gather.
