@@ -40,7 +40,8 @@ inline Tensor random_floats(Shape shape, uint64_t seed = 1) {
 // Serializes and reparses, so the copy shares nothing with `model`.
 inline Model copy_model(const Model& model);
 
-// Runs `pass` on the main graph (and subgraphs) once; returns the number of changes.
+// Runs `pass` once on the main graph only (the pipeline visits subgraphs; tests of
+// subgraph behaviour call run() on them directly); returns the number of changes.
 inline size_t apply_pass(GraphPass& pass, Model& model, PassContext context = {}) {
   context.model = &model;
   context.registry = &OpRegistry::builtin();
