@@ -13,12 +13,6 @@
 namespace onnxkit {
 namespace {
 
-// The elements of a floating-point tensor, as doubles.
-
-// A constant float vector of exactly `n` elements (BatchNormalization's [C] parameters).
-
-// True when `bn` computes Y with its stored statistics (not batch statistics).
-
 class FuseConvBnPass : public GraphPass {
  public:
   std::string_view name() const override { return "fuse_conv_bn"; }

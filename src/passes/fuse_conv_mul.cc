@@ -11,22 +11,6 @@
 namespace onnxkit {
 namespace {
 
-// The elements of a floating-point tensor, as doubles.
-
-// One value per channel when `c`, broadcast against a Conv output of rank `rank` with
-// `channels` channels, leaves the output's shape alone and varies only along axis 1.
-std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels) {
-  if (c.rank() > rank) return std::nullopt;
-  const size_t offset = rank - c.rank();  // c's dim d lines up with output axis offset + d
-  for (size_t d = 0; d < c.rank(); ++d) {
-    const int64_t dim = c.shape()[d];
-    if (dim != 1 && !(offset + d == 1 && dim == channels)) return std::nullopt;
-  }
-  std::vector<double> values = to_doubles(c);
-  if (values.size() == 1) return std::vector<double>(channels, values[0]);
-  return values;
-}
-
 class FuseConvMulPass : public GraphPass {
  public:
   std::string_view name() const override { return "fuse_conv_mul"; }

@@ -44,4 +44,16 @@ bool inference_mode(const Node* bn, int64_t opset) {
   return true;
 }
 
+std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels) {
+  if (c.rank() > rank) return std::nullopt;
+  const size_t offset = rank - c.rank();  // c's dim d lines up with output axis offset + d
+  for (size_t d = 0; d < c.rank(); ++d) {
+    const int64_t dim = c.shape()[d];
+    if (dim != 1 && !(offset + d == 1 && dim == channels)) return std::nullopt;
+  }
+  std::vector<double> values = to_doubles(c);
+  if (values.size() == 1) return std::vector<double>(static_cast<size_t>(channels), values[0]);
+  return values;
+}
+
 }  // namespace onnxkit

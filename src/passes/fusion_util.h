@@ -18,6 +18,10 @@ Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values)
 std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
                                                  const PassContext& context);
 
+// One value per channel when `c`, broadcast against a Conv output of rank `rank` with
+// `channels` channels, leaves the output's shape alone and varies only along axis 1.
+std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels);
+
 // True when BatchNormalization `bn` certainly runs in inference mode at `opset`.
 bool inference_mode(const Node* bn, int64_t opset);
 
