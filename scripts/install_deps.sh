@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config
   libprotobuf-dev libonnx-dev          # ONNX format, checker, shape inference
   libcli11-dev libfmt-dev nlohmann-json3-dev
+  libdnnl-dev ocl-icd-opencl-dev       # oneDNN (its CMake config also wants OpenCL headers)
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
 )

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/commands.h"
+#include "cli/session_flags.h"
 #include "runtime/conformance.h"
 #include "simplify/simplify.h"
 
@@ -21,6 +22,7 @@ struct ConformanceArgs {
   bool quiet = false;
   std::string write_expect;
   bool simplify = false;
+  SessionFlags session;
 };
 
 int run_conformance(const ConformanceArgs& args) {
@@ -36,6 +38,7 @@ int run_conformance(const ConformanceArgs& args) {
     expected_failures = std::move(read).value();
   }
   std::regex filter(args.filter.empty() ? ".*" : args.filter);
+  const SessionOptions session_options = to_session_options(args.session);
   Tolerance tolerance{args.rtol, args.atol};
   size_t passed = 0, failed = 0, unexpected = 0;
   std::vector<std::string> surprises;
@@ -51,7 +54,7 @@ int run_conformance(const ConformanceArgs& args) {
         return report.ok() ? Status() : Status::error("simplify: " + report.error());
       };
     }
-    CaseResult result = run_conformance_case(test_case, {}, tolerance, transform);
+    CaseResult result = run_conformance_case(test_case, session_options, tolerance, transform);
     auto listed = expected_failures.find(test_case.name);
     bool expected_to_fail = listed != expected_failures.end();
     std::string line;
@@ -124,6 +127,9 @@ Command add_conformance_command(CLI::App& root) {
                       "Write the cases that fail now to this file (keeping listed reasons)");
   command->add_flag("--simplify", args->simplify,
                     "Simplify each model (default options, no check) before running it");
+  // The defaults test the reference kernels on the graph as given; --level all
+  // --kernels optimized tests what `run` does.
+  add_session_flags(command, args->session, "none", "reference");
   command->add_flag("--quiet", args->quiet, "Print only unexpected results and the summary");
   return {command, [args] { return run_conformance(*args); }};
 }

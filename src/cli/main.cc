@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
     if (command.app->parsed()) {
       try {
         return command.run();
+      } catch (const CLI::ParseError& e) {  // a flag value only checkable once parsed
+        std::cerr << "onnxkit " << command.app->get_name() << ": " << e.what() << "\n";
+        return kExitUsage;
       } catch (const std::exception& e) {
         std::cerr << "onnxkit " << command.app->get_name() << ": " << e.what() << "\n";
         return kExitFailure;

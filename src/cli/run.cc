@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/session_flags.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
 #include "ops/op_utils.h"
@@ -23,6 +24,7 @@ struct RunArgs {
   bool random = false;
   uint64_t seed = 0;
   std::string output_dir;
+  SessionFlags session;
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag) {
@@ -88,7 +90,7 @@ int run_model(const RunArgs& args) {
     auto [name, path] = split_assignment(text, "--input");
     files[name] = path;
   }
-  auto session = Session::load(args.model);
+  auto session = Session::load(args.model, to_session_options(args.session));
   if (!session) fail("{}", session.error());
   const Session& s = *session.value();
 
@@ -120,6 +122,11 @@ int run_model(const RunArgs& args) {
     for (const auto& name : missing) list += (list.empty() ? "" : ", ") + name;
     fail("inputs without data: {} (give --input NAME=FILE, or --random)", list);
   }
+  const SessionStats& stats = s.stats();
+  std::cout << fmt::format("session: level {}, {} -> {} nodes, created in {:.1f} ms\n",
+                           optimization_level_name(s.options().level), stats.nodes_loaded,
+                           stats.nodes_optimized,
+                           (stats.optimize_seconds + stats.compile_seconds) * 1e3);
   for (const auto& [name, value] : feeds) {
     std::cout << fmt::format("input  {}: {}\n", name, value.describe());
   }
@@ -152,6 +159,7 @@ Command add_run_command(CLI::App& root) {
   command->add_option("--seed", args->seed, "Seed for --random")->capture_default_str();
   command->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dimension; repeatable");
   command->add_option("--output-dir", args->output_dir, "Write each output as NAME.npy (or .pb)");
+  add_session_flags(command, args->session, "all");
   return {command, [args] { return run_model(*args); }};
 }
 

@@ -22,6 +22,7 @@ namespace onnxkit {
 
 class CompiledGraph;  // runtime: an executable plan of a (sub)graph
 class Frame;          // runtime: the values of one running graph
+class Profiler;       // runtime: per-kernel timings of a run
 
 // Runs compiled subgraphs on behalf of control-flow kernels (If, Loop, Scan).
 class SubgraphRunner {
@@ -30,6 +31,8 @@ class SubgraphRunner {
   // Runs `graph` with `inputs` bound to its formal inputs; `outer` resolves captured values.
   virtual std::vector<RuntimeValue> run(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame& outer) = 0;
+  // Where kernel timings go, or nullptr when the run is not profiled.
+  virtual Profiler* profiler() const { return nullptr; }
 };
 
 class KernelContext {

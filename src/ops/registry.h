@@ -3,6 +3,13 @@
 // An op whose semantics changed across opsets registers once per version that changed
 // it; a model's opset resolves to the newest registration not newer than it (as ONNX
 // Runtime does). Families register themselves from register_all.cc, the one list.
+//
+// Two tiers: every op has a reference kernel (src/ops); an optimized kernel (src/kernels)
+// may be registered beside it and is preferred when a session asks for optimized kernels.
+// An optimized registration serves an opset only if it is at least as new as the
+// reference registration that opset resolves to (so it never serves semantics it was not
+// written for), and its factory may return nullptr to decline a node (an attribute or
+// type it does not handle), which then gets the reference kernel.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,11 @@
 namespace onnxkit {
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelCreateContext&)>;
+
+enum class KernelTier {
+  kReference,  // the reference kernels only (tests, bisecting a wrong result)
+  kOptimized,  // optimized kernels where registered and willing, reference otherwise
+};
 
 // A factory for a kernel class constructed from the create context.
 template <typename K>
@@ -42,11 +54,22 @@ class OpRegistry {
   // The standard domain, several since-versions sharing one factory.
   void add(std::string op_type, std::initializer_list<int64_t> since_versions,
            const KernelFactory& factory);
+  // An optimized kernel for `op_type` of `domain` from `since_version` on.
+  void add_optimized(std::string domain, std::string op_type, int64_t since_version,
+                     KernelFactory factory);
 
   // The registration for a model importing `opset` of `domain`, or nullptr.
   const OpRegistration* find(std::string_view domain, std::string_view op_type,
                              int64_t opset) const;
+  // The optimized registration serving this opset, or nullptr (see the tier rule above).
+  const OpRegistration* find_optimized(std::string_view domain, std::string_view op_type,
+                                       int64_t opset) const;
   bool knows(std::string_view domain, std::string_view op_type) const;
+
+  // The kernel for context.node() at `tier`: the optimized one when registered and
+  // willing, else the reference one. Fails naming the node when there is none.
+  std::unique_ptr<OpKernel> create_kernel(const KernelCreateContext& context,
+                                          KernelTier tier) const;
   std::vector<std::string> op_types(std::string_view domain = "") const;
 
   // The registry with every built-in op family.
@@ -54,10 +77,17 @@ class OpRegistry {
 
  private:
   // (domain, op type) -> registrations sorted by since_version.
-  std::map<std::pair<std::string, std::string>, std::vector<OpRegistration>, std::less<>> ops_;
+  using Table =
+      std::map<std::pair<std::string, std::string>, std::vector<OpRegistration>, std::less<>>;
+  static void insert(Table& table, OpRegistration registration);
+  static const OpRegistration* lookup(const Table& table, std::string_view domain,
+                                      std::string_view op_type, int64_t opset);
+  Table ops_;
+  Table optimized_;
 };
 
-// One function per op family (src/ops/<family>.cc); called from register_all.cc.
+// One function per op family (src/ops/<family>.cc) and per optimized kernel file
+// (src/kernels/), all called from register_all.cc.
 void register_all_ops(OpRegistry& registry);
 
 }  // namespace onnxkit

@@ -41,6 +41,66 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
   return passes;
 }
 
+// Why this order: fusions that build on other fusions come after them (activations are
+// fused into FusedConv / FusedMatMul only once the bias is inside; attention is matched
+// after its Softmax has been recognised).
+std::vector<std::unique_ptr<GraphPass>> extended_passes() {
+  std::vector<std::unique_ptr<GraphPass>> passes;
+  return passes;
+}
+
+std::vector<std::unique_ptr<GraphPass>> layout_passes() {
+  std::vector<std::unique_ptr<GraphPass>> passes;
+  return passes;
+}
+
+std::vector<std::unique_ptr<GraphPass>> runtime_passes() {
+  std::vector<std::unique_ptr<GraphPass>> passes;
+  return passes;
+}
+
+std::vector<std::vector<std::unique_ptr<GraphPass>>> pass_lists_for_level(OptimizationLevel level) {
+  std::vector<std::vector<std::unique_ptr<GraphPass>>> lists;
+  if (level >= OptimizationLevel::kBasic) lists.push_back(basic_passes());
+  if (level >= OptimizationLevel::kExtended) lists.push_back(extended_passes());
+  if (level >= OptimizationLevel::kLayout) lists.push_back(layout_passes());
+  if (level >= OptimizationLevel::kAll) lists.push_back(runtime_passes());
+  return lists;
+}
+
+std::string_view optimization_level_name(OptimizationLevel level) {
+  switch (level) {
+    case OptimizationLevel::kNone:
+      return "none";
+    case OptimizationLevel::kBasic:
+      return "basic";
+    case OptimizationLevel::kExtended:
+      return "extended";
+    case OptimizationLevel::kLayout:
+      return "layout";
+    case OptimizationLevel::kAll:
+      return "all";
+  }
+  return "?";
+}
+
+std::optional<OptimizationLevel> parse_optimization_level(std::string_view name) {
+  for (auto level :
+       {OptimizationLevel::kNone, OptimizationLevel::kBasic, OptimizationLevel::kExtended,
+        OptimizationLevel::kLayout, OptimizationLevel::kAll}) {
+    if (optimization_level_name(level) == name) return level;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> all_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& list : pass_lists_for_level(OptimizationLevel::kAll)) {
+    for (const auto& pass : list) names.emplace_back(pass->name());
+  }
+  return names;
+}
+
 std::vector<std::string> basic_pass_names() {
   std::vector<std::string> names;
   for (const auto& pass : basic_passes()) names.emplace_back(pass->name());

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -13,10 +15,32 @@
 
 namespace onnxkit {
 
+// Graph optimization levels of a Session; each includes the ones before it.
+enum class OptimizationLevel {
+  kNone,      // the graph as loaded
+  kBasic,     // basic_passes(): portable standard ONNX (what `simplify` runs)
+  kExtended,  // + extended_passes(): fusions into onnxkit's own ops (ops/fused_ops.h)
+  kLayout,    // + layout_passes(): blocked / channels-last layouts for conv chains
+  kAll,       // + runtime_passes(): rewrites that only make sense inside a session
+};
+std::string_view optimization_level_name(OptimizationLevel level);
+// "none" | "basic" | "extended" | "layout" | "all"; nullopt for anything else.
+std::optional<OptimizationLevel> parse_optimization_level(std::string_view name);
+
 // Level `basic`: what `simplify` runs; the output is portable standard ONNX.
 std::vector<std::unique_ptr<GraphPass>> basic_passes();
+// Level `extended`: runtime fusions; their output holds com.onnxkit ops.
+std::vector<std::unique_ptr<GraphPass>> extended_passes();
+// Level `layout`: data layout rewrites for the optimized kernels.
+std::vector<std::unique_ptr<GraphPass>> layout_passes();
+// Level `all`: the rest of the session-only rewrites.
+std::vector<std::unique_ptr<GraphPass>> runtime_passes();
+// The pass lists a level adds, in order: one list per level from basic up to `level`.
+std::vector<std::vector<std::unique_ptr<GraphPass>>> pass_lists_for_level(OptimizationLevel level);
 // Names of the basic passes, in order (for --help and --skip-optimization checks).
 std::vector<std::string> basic_pass_names();
+// Names of every pass of every level, in order.
+std::vector<std::string> all_pass_names();
 
 struct PipelineOptions {
   std::set<std::string> skip;     // pass names not to run

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/profiler.h"
+
 namespace onnxkit {
 namespace {
 
@@ -45,6 +47,7 @@ SlotRef CompiledGraph::resolve(const Value* value) const {
 std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
                                                             const OpRegistry& registry,
                                                             const std::vector<OpsetImport>& opsets,
+                                                            KernelTier tier,
                                                             const CompiledGraph* parent) {
   std::shared_ptr<CompiledGraph> plan(new CompiledGraph(graph, parent));
   auto add_slot = [&](const Value* value) {
@@ -69,26 +72,17 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     }
   }
 
-  KernelCreateContext::SubgraphCompiler compiler = [&registry, &opsets,
+  KernelCreateContext::SubgraphCompiler compiler = [&registry, &opsets, tier,
                                                     raw = plan.get()](const Graph& sub) {
-    return compile(sub, registry, opsets, raw);
+    return compile(sub, registry, opsets, tier, raw);
   };
   std::unordered_map<int, size_t> last_reader;  // slot -> step index
   for (const Node* node : order) {
     Step step;
     step.node = node;
-    const int64_t opset = opset_for(opsets, node->domain());
-    const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
-    if (!registration) {
-      std::string domain = node->domain().empty() ? "ai.onnx" : node->domain();
-      if (registry.knows(node->domain(), node->op_type())) {
-        fail("{}: no kernel for {} opset {}", node->describe(), domain, opset);
-      }
-      fail("{}: operator {}::{} is not implemented", node->describe(), domain, node->op_type());
-    }
-    KernelCreateContext context(*node, opset, compiler);
+    KernelCreateContext context(*node, opset_for(opsets, node->domain()), compiler);
     try {
-      step.kernel = registration->factory(context);
+      step.kernel = registry.create_kernel(context, tier);
     } catch (const Error& e) {
       std::string message = e.what();
       if (message.rfind(node->describe(), 0) == 0) throw;
@@ -151,7 +145,13 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
     for (int slot : step.outputs) output_ptrs.push_back(slot < 0 ? nullptr : &frame.slot(slot));
     KernelContext context(*step.node, input_ptrs, output_ptrs, &runner, &frame);
     try {
-      step.kernel->compute(context);
+      if (Profiler* profiler = runner.profiler()) {
+        const int64_t start = profiler->now_ns();
+        step.kernel->compute(context);
+        profiler->record(*step.node, start, profiler->now_ns());
+      } else {
+        step.kernel->compute(context);
+      }
     } catch (const Error& e) {
       std::string message = e.what();
       if (message.find(step.node->describe()) != std::string::npos) throw;

@@ -34,10 +34,12 @@ class CompiledGraph {
   };
 
   // Compiles `graph`. `opsets` resolves each node's domain to the imported version;
-  // `parent` is the plan of the enclosing graph (nullptr for a main graph or a function).
+  // `tier` picks reference or optimized kernels (subgraphs get the same); `parent` is the
+  // plan of the enclosing graph (nullptr for a main graph or a function).
   static std::shared_ptr<const CompiledGraph> compile(const Graph& graph,
                                                       const OpRegistry& registry,
                                                       const std::vector<OpsetImport>& opsets,
+                                                      KernelTier tier = KernelTier::kReference,
                                                       const CompiledGraph* parent = nullptr);
 
   const Graph& graph() const { return graph_; }
@@ -83,13 +85,19 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
                                         SubgraphRunner& runner);
 
-// The runner control-flow kernels use: plain recursive execution.
+// The runner control-flow kernels use: plain recursive execution. With a profiler, every
+// kernel call (inside subgraphs too) is timed into it.
 class SequentialRunner : public SubgraphRunner {
  public:
+  explicit SequentialRunner(Profiler* profiler = nullptr) : profiler_(profiler) {}
   std::vector<RuntimeValue> run(const CompiledGraph& graph, std::vector<RuntimeValue> inputs,
                                 const Frame& outer) override {
     return execute_graph(graph, std::move(inputs), &outer, *this);
   }
+  Profiler* profiler() const override { return profiler_; }
+
+ private:
+  Profiler* profiler_;
 };
 
 }  // namespace onnxkit

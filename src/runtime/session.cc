@@ -1,11 +1,14 @@
 #include "runtime/session.h"
 
+#include <chrono>
 #include <map>
 
+#include "core/parallel.h"
 #include "onnx/model_io.h"
 #include "ops/registry.h"
 #include "passes/inline_functions.h"
 #include "runtime/compiled_graph.h"
+#include "runtime/profiler.h"
 
 namespace onnxkit {
 namespace {
@@ -72,9 +75,29 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
              nullptr;
     };
     inline_functions(model, inline_options).value();
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point start) {
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    ThreadCountScope threads(options.intra_op_threads);
+    SessionStats stats;
+    stats.nodes_loaded = model.graph().nodes().size();
+    auto start = Clock::now();
+    for (auto& passes : pass_lists_for_level(options.level)) {
+      PipelineOptions pipeline;
+      pipeline.skip = options.skip_passes;
+      PassContext context;
+      auto result = run_pipeline(model, passes, context, pipeline);
+      if (!result) fail("optimizing the graph: {}", result.error());
+    }
+    stats.nodes_optimized = model.graph().nodes().size();
+    stats.optimize_seconds = seconds_since(start);
+    start = Clock::now();
     std::unique_ptr<Session> session(new Session(std::move(model), options));
-    session->plan_ = CompiledGraph::compile(session->model_.graph(), OpRegistry::builtin(),
-                                            session->model_.opset_imports);
+    session->plan_ = CompiledGraph::compile(session->model_.graph(), registry,
+                                            session->model_.opset_imports, options.kernels);
+    stats.compile_seconds = seconds_since(start);
+    session->stats_ = stats;
     return session;
   });
 }
@@ -96,11 +119,11 @@ std::vector<const Value*> Session::required_inputs() const {
   return inputs;
 }
 
-Result<NamedValues> Session::run(const NamedValues& inputs) const {
-  return capture([&] { return run_checked(inputs); });
+Result<NamedValues> Session::run(const NamedValues& inputs, const RunOptions& run_options) const {
+  return capture([&] { return run_checked(inputs, run_options); });
 }
 
-NamedValues Session::run_checked(const NamedValues& inputs) const {
+NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& run_options) const {
   const auto& graph_inputs = model_.graph().inputs();
   std::vector<RuntimeValue> ordered(graph_inputs.size());
   std::vector<bool> fed(graph_inputs.size(), false);
@@ -125,7 +148,8 @@ NamedValues Session::run_checked(const NamedValues& inputs) const {
       fail("input '{}' ({}) is missing", input->name(), value_type_to_string(input->type()));
     }
   }
-  SequentialRunner runner;
+  ThreadCountScope threads(options_.intra_op_threads);
+  SequentialRunner runner(run_options.profiler);
   std::vector<RuntimeValue> results = execute_graph(*plan_, std::move(ordered), nullptr, runner);
   NamedValues outputs;
   for (size_t i = 0; i < results.size(); ++i) {

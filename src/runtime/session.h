@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,14 +12,46 @@
 #include "core/status.h"
 #include "ir/model.h"
 #include "ir/runtime_value.h"
+#include "ops/registry.h"
+#include "passes/pipeline.h"
 
 namespace onnxkit {
 
 class CompiledGraph;
+class Profiler;
 
 struct SessionOptions {
   // Check inputs against the model's declared dtypes and shapes before running.
   bool validate_inputs = true;
+  // Graph rewrites applied at creation (passes/pipeline.h); `skip_passes` names passes of
+  // any level not to run.
+  OptimizationLevel level = OptimizationLevel::kAll;
+  std::set<std::string> skip_passes;
+  KernelTier kernels = KernelTier::kOptimized;
+  // Threads one run may use (onnxkit's kernels and oneDNN's share them); 0: every core
+  // available to the process (affinity and cgroup quota honoured).
+  int intra_op_threads = 0;
+
+  // The unoptimized graph on the reference kernels, one thread: what tests compare with.
+  static SessionOptions reference() {
+    SessionOptions options;
+    options.level = OptimizationLevel::kNone;
+    options.kernels = KernelTier::kReference;
+    options.intra_op_threads = 1;
+    return options;
+  }
+};
+
+struct RunOptions {
+  Profiler* profiler = nullptr;  // when set, every kernel call is timed into it
+};
+
+// What creating a session did.
+struct SessionStats {
+  size_t nodes_loaded = 0;     // after inlining functions
+  size_t nodes_optimized = 0;  // after the optimization passes
+  double optimize_seconds = 0;
+  double compile_seconds = 0;  // kernels created, weights prepacked
 };
 
 using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
@@ -37,15 +70,19 @@ class Session {
   std::vector<const Value*> required_inputs() const;
   const std::vector<Value*>& outputs() const { return model_.graph().outputs(); }
 
+  const SessionOptions& options() const { return options_; }
+  const SessionStats& stats() const { return stats_; }
+
   // Runs the model. Unknown, missing or mistyped inputs fail naming the input.
-  Result<NamedValues> run(const NamedValues& inputs) const;
+  Result<NamedValues> run(const NamedValues& inputs, const RunOptions& run_options = {}) const;
 
  private:
   Session(Model model, const SessionOptions& options);
-  NamedValues run_checked(const NamedValues& inputs) const;
+  NamedValues run_checked(const NamedValues& inputs, const RunOptions& run_options) const;
 
   Model model_;
   SessionOptions options_;
+  SessionStats stats_;
   std::shared_ptr<const CompiledGraph> plan_;
 };
 

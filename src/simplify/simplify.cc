@@ -80,9 +80,12 @@ bool looks_like_mask(const std::string& name) {
 // Runs both models on the same inputs; fills per-output errors. Returns false on a mismatch.
 bool compare_models(const Model& original, const Model& simplified, const SimplifyOptions& options,
                     int runs, SimplifyReport& report) {
-  auto a = Session::create(clone_model(original));
+  // Both graphs exactly as they are (no session-level rewrites), on the same kernels.
+  SessionOptions session_options;
+  session_options.level = OptimizationLevel::kNone;
+  auto a = Session::create(clone_model(original), session_options);
   if (!a) fail("the input model cannot run for the check: {}", a.error());
-  auto b = Session::create(clone_model(simplified));
+  auto b = Session::create(clone_model(simplified), session_options);
   if (!b) {
     report.check_ok = false;
     report.check_message = "the simplified model cannot run: " + b.error();

@@ -33,7 +33,7 @@ Tensor run_one(const std::string& op, std::vector<std::optional<Tensor>> inputs,
   Node* n = g.add_node(op, ins, {"out"}, "", "node0");
   if (set_attrs) set_attrs(n);
   g.add_output(n->output(0));
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   if (!session) throw Error(session.error());
   NamedValues feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -69,7 +69,7 @@ namespace {
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].empty()) g.add_output(n->output(i));
   }
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   if (!session) throw Error(session.error());
   NamedValues feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -37,7 +37,7 @@ inline std::vector<RuntimeValue> run_op(const std::string& op, std::vector<Tenso
   Node* node = graph.add_node(op, node_inputs, outputs, domain, "node0");
   if (set_attributes) set_attributes(node);
   for (Value* output : node->outputs()) graph.add_output(output);
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   if (!session) throw Error(session.error());
   auto result = session.value()->run(feeds);
   if (!result) throw Error(result.error());

@@ -274,7 +274,7 @@ std::vector<Tensor> run_node(const std::string& op, const std::vector<Tensor>& i
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].empty()) g.add_output(n->output(i));
   }
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   if (!session) throw Error(session.error());
   NamedValues feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {

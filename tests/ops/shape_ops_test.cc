@@ -30,7 +30,7 @@ std::vector<Tensor> run_node(const std::string& op, std::vector<Tensor> inputs, 
   Node* n = g.add_node(op, ins, outs, "", "node0");
   if (set_attrs) set_attrs(n);
   for (size_t i = 0; i < num_outputs; ++i) g.add_output(n->output(i));
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   if (!session) throw Error(session.error());
   NamedValues feeds;
   for (size_t i = 0; i < inputs.size(); ++i)

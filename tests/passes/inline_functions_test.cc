@@ -68,7 +68,7 @@ TEST(InlineFunctions, LocalFunctionCallsBecomeTheirBodies) {
 }
 
 TEST(InlineFunctions, SessionRunsLocalFunctionsWithAttributeReferences) {
-  auto session = Session::create(model_calling(2));
+  auto session = Session::create(model_calling(2), SessionOptions::reference());
   ASSERT_TRUE(session.ok()) << session.error();
   auto x = Tensor::from_vector<float>(DType::kFloat, {2}, {1, 2});
   auto out = session.value()->run({{"x", x}});
@@ -94,7 +94,7 @@ TEST(InlineFunctions, SchemaFunctionExpandsOpsWithoutKernels) {
   ASSERT_TRUE(inlined.ok()) << inlined.error();
   EXPECT_EQ(inlined.value(), 1u);
   EXPECT_GT(model.graph().node_count(), 1u);
-  auto session = Session::create(std::move(model));
+  auto session = Session::create(std::move(model), SessionOptions::reference());
   ASSERT_TRUE(session.ok()) << session.error();
   auto out = session.value()->run(
       {{"x", Tensor::from_vector<float>(DType::kFloat, {3}, {-1.0f, 0.0f, 2.0f})}});

@@ -87,9 +87,9 @@ inline ::testing::AssertionResult same_outputs(const Model& before, const Model&
     feeds.emplace_back(input->name(),
                        random_tensor(input->type().elem_type, concrete_shape(*input, dims), rng));
   }
-  auto a = Session::create(copy_model(before));
+  auto a = Session::create(copy_model(before), SessionOptions::reference());
   if (!a) return ::testing::AssertionFailure() << "original: " << a.error();
-  auto b = Session::create(copy_model(after));
+  auto b = Session::create(copy_model(after), SessionOptions::reference());
   if (!b) return ::testing::AssertionFailure() << "rewritten: " << b.error();
   auto out_a = a.value()->run(feeds);
   if (!out_a) return ::testing::AssertionFailure() << "original: " << out_a.error();

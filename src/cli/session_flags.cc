@@ -1,0 +1,50 @@
+#include "cli/session_flags.h"
+
+#include <algorithm>
+
+namespace onnxkit::cli {
+
+void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string& default_level,
+                       const std::string& default_kernels) {
+  flags.level = default_level;
+  flags.kernels = default_kernels;
+  command
+      ->add_option("--level", flags.level,
+                   "Graph optimization level: none, basic, extended, layout or all")
+      ->check(CLI::IsMember({"none", "basic", "extended", "layout", "all"}))
+      ->capture_default_str();
+  command
+      ->add_option("--threads", flags.threads,
+                   "Intra-op threads (0: every core available to the process)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--kernels", flags.kernels,
+                   "optimized (fast kernels where there are some) or reference")
+      ->check(CLI::IsMember({"optimized", "reference"}))
+      ->capture_default_str();
+  command->add_option("--skip-pass", flags.skip_passes,
+                      "A graph optimization pass not to run (any level); repeatable");
+}
+
+SessionOptions to_session_options(const SessionFlags& flags) {
+  SessionOptions options;
+  auto level = parse_optimization_level(flags.level);
+  if (!level) throw CLI::ValidationError("--level", "unknown level '" + flags.level + "'");
+  options.level = *level;
+  options.intra_op_threads = flags.threads;
+  options.kernels = flags.kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
+  const std::vector<std::string> known = all_pass_names();
+  for (const std::string& name : flags.skip_passes) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw CLI::ValidationError("--skip-pass",
+                                 "unknown pass '" + name + "' (passes: " + list + ")");
+    }
+    options.skip_passes.insert(name);
+  }
+  return options;
+}
+
+}  // namespace onnxkit::cli

@@ -1,0 +1,28 @@
+// The session flags `run`, `bench` and `conformance` share: --level, --threads,
+// --kernels, --skip-pass.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+
+namespace onnxkit::cli {
+
+struct SessionFlags {
+  std::string level;
+  int threads = 0;
+  std::string kernels = "optimized";
+  std::vector<std::string> skip_passes;
+};
+
+// Adds the flags to `command`; `default_level` is what --level means when not given.
+void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string& default_level,
+                       const std::string& default_kernels = "optimized");
+
+// The options the flags ask for; fails with a usage message on an unknown level or pass.
+SessionOptions to_session_options(const SessionFlags& flags);
+
+}  // namespace onnxkit::cli
