@@ -1,0 +1,31 @@
+// What every oneDNN-backed kernel shares: the CPU engine, a stream per call, and
+// conversions from onnxkit shapes to oneDNN descriptors.
+//
+// oneDNN JIT-compiles its primitives for the CPU it runs on (AVX2, AVX-512, VNNI, ...), so
+// one build serves every x86-64 machine. It threads with the same OpenMP runtime as
+// parallel_for (core/parallel.h), so a session's intra_op_threads bound both.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/tensor.h"
+
+namespace onnxkit::dnnl_util {
+
+// The process-wide CPU engine.
+const dnnl::engine& cpu_engine();
+
+// A fresh stream on the CPU engine (cheap; streams are not shared between threads).
+dnnl::stream make_stream();
+
+inline dnnl::memory::dims to_dims(const Shape& shape) {
+  return dnnl::memory::dims(shape.begin(), shape.end());
+}
+
+// A plain (row-major, "abcd...") f32 descriptor for `shape`.
+dnnl::memory::desc plain_f32_desc(const Shape& shape);
+
+// A memory object over `data` (not owned) with descriptor `desc`.
+dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
+
+}  // namespace onnxkit::dnnl_util
