@@ -31,6 +31,11 @@ struct SessionOptions {
   // Threads one run may use (onnxkit's kernels and oneDNN's share them); 0: every core
   // available to the process (affinity and cgroup quota honoured).
   int intra_op_threads = 0;
+  // Parallel execution of independent branches: up to `inter_op_threads` nodes at once,
+  // each with intra_op_threads / inter_op_threads threads (one budget, never more threads
+  // than intra_op_threads in total). Off: nodes run one after another.
+  bool parallel_execution = false;
+  int inter_op_threads = 0;  // 0: 2 when parallel_execution is on
 
   // The unoptimized graph on the reference kernels, one thread: what tests compare with.
   static SessionOptions reference() {
