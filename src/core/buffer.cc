@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/memory_pool.h"
 #include "core/status.h"
 
 namespace onnxkit {
@@ -44,17 +45,33 @@ FileMapping::~FileMapping() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
   std::shared_ptr<Buffer> buffer(new Buffer());
   // aligned_alloc needs a size that is a multiple of the alignment; never zero.
   size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (rounded == 0) rounded = kTensorAlignment;
   void* memory = std::aligned_alloc(kTensorAlignment, rounded);
   if (!memory) throw std::bad_alloc();
-  std::memset(memory, 0, rounded);
   buffer->data_ = static_cast<std::byte*>(memory);
   buffer->size_ = bytes;
+  buffer->capacity_ = rounded;
   buffer->owned_ = true;
+  return buffer;
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  auto buffer = allocate_uninitialized(bytes);
+  std::memset(buffer->data_, 0, buffer->capacity_);
+  return buffer;
+}
+
+std::shared_ptr<Buffer> Buffer::external(void* data, size_t bytes, bool read_only) {
+  std::shared_ptr<Buffer> buffer(new Buffer());
+  buffer->data_ = static_cast<std::byte*>(data);
+  buffer->size_ = bytes;
+  buffer->capacity_ = bytes;
+  buffer->owned_ = !read_only;
+  buffer->external_ = true;
   return buffer;
 }
 
@@ -72,7 +89,11 @@ std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const FileMapping> file, si
 }
 
 Buffer::~Buffer() {
-  if (owned_) std::free(data_);
+  if (pool_) {
+    pool_->give_back(data_, capacity_);
+  } else if (owned_ && !external_) {
+    std::free(data_);
+  }
 }
 
 std::byte* Buffer::mutable_data() {

@@ -1,5 +1,6 @@
-// Shared byte storage for tensors: owned 64-byte-aligned memory, or a read-only view
-// into a memory-mapped file (initializers and external data are never copied on load).
+// Shared byte storage for tensors: owned 64-byte-aligned memory (from the heap or from a
+// MemoryPool), a read-only view into a memory-mapped file (initializers and external data
+// are never copied on load), or a caller's memory (IO binding).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,8 @@
 namespace onnxkit {
 
 inline constexpr size_t kTensorAlignment = 64;
+
+class MemoryPool;
 
 // A read-only, private memory mapping of a whole file. Views keep it alive.
 class FileMapping {
@@ -43,6 +46,11 @@ class Buffer {
  public:
   // Owned, 64-byte-aligned, zero-filled storage.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  // Owned, 64-byte-aligned storage with unspecified contents (the writer fills it all).
+  static std::shared_ptr<Buffer> allocate_uninitialized(size_t bytes);
+  // Memory the caller owns and keeps alive while the buffer exists (IO binding).
+  // Writable unless `read_only`.
+  static std::shared_ptr<Buffer> external(void* data, size_t bytes, bool read_only);
   // A read-only view of `bytes` bytes at `offset` in `file`.
   static std::shared_ptr<Buffer> view(std::shared_ptr<const FileMapping> file, size_t offset,
                                       size_t bytes);
@@ -57,12 +65,18 @@ class Buffer {
   bool writable() const { return owned_; }
   // Set when the bytes are a view into a mapped file.
   const FileRegion* file_region() const { return region_.file ? &region_ : nullptr; }
+  // True for memory the caller owns (Buffer::external).
+  bool is_external() const { return external_; }
 
  private:
+  friend class MemoryPool;
   Buffer() = default;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
-  bool owned_ = false;
+  bool owned_ = false;                // writable memory (heap, pool, or caller's)
+  bool external_ = false;             // the caller's: not freed here
+  size_t capacity_ = 0;               // bytes reserved (pool blocks may be larger than size_)
+  std::shared_ptr<MemoryPool> pool_;  // set: the block goes back to this pool
   FileRegion region_;
 };
 

@@ -54,6 +54,17 @@ Tensor Tensor::from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buf
   return tensor;
 }
 
+Tensor Tensor::external(DType dtype, Shape shape, void* data) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  return from_buffer(dtype, std::move(shape), Buffer::external(data, bytes, false));
+}
+
+Tensor Tensor::external(DType dtype, Shape shape, const void* data) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  return from_buffer(dtype, std::move(shape),
+                     Buffer::external(const_cast<void*>(data), bytes, true));
+}
+
 Tensor Tensor::from_strings(Shape shape, std::vector<std::string> values) {
   Tensor tensor;
   tensor.dtype_ = DType::kString;
@@ -76,7 +87,7 @@ void* Tensor::mutable_raw_data() {
   if (dtype_ == DType::kString) fail("mutable_raw_data() on a string tensor");
   if (!buffer_) return nullptr;
   if (!buffer_->writable() || buffer_.use_count() > 1) {
-    auto copy = Buffer::allocate(nbytes());
+    auto copy = Buffer::allocate_uninitialized(nbytes());
     if (nbytes()) std::memcpy(copy->mutable_data(), buffer_->data(), nbytes());
     buffer_ = std::move(copy);
   }

@@ -28,6 +28,10 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Wraps existing bytes (for example a file view); `buffer` must hold the whole tensor.
   static Tensor from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer);
+  // A tensor over the caller's memory, which must outlive it (IO binding). Writing to
+  // the mutable form writes to that memory; the const form is read-only (copied on write).
+  static Tensor external(DType dtype, Shape shape, void* data);
+  static Tensor external(DType dtype, Shape shape, const void* data);
   static Tensor from_strings(Shape shape, std::vector<std::string> values);
   template <typename T>
   static Tensor from_vector(DType dtype, Shape shape, const std::vector<T>& values);

@@ -1,5 +1,9 @@
 #include "ops/kernel.h"
 
+#include <cstring>
+
+#include "core/memory_pool.h"
+
 namespace onnxkit {
 
 const Tensor& KernelContext::input(size_t i) const {
@@ -16,13 +20,43 @@ const RuntimeValue& KernelContext::input_value(size_t i) const {
   return i < inputs_.size() && inputs_[i] ? *inputs_[i] : kNone;
 }
 
-Tensor& KernelContext::allocate_output(size_t i, DType dtype, Shape shape) {
-  if (!wants_output(i)) {
-    scratch_ = Tensor(dtype, std::move(shape));
+Tensor& KernelContext::allocate(size_t i, DType dtype, Shape shape, bool zero) {
+  RuntimeValue* slot = wants_output(i) ? outputs_[i] : nullptr;
+  // A bound output (IO binding) arrives holding the caller's memory: write straight there.
+  if (slot && slot->is_tensor()) {
+    Tensor& bound = slot->mutable_tensor();
+    const auto& buffer = bound.buffer();
+    if (buffer && buffer->is_external() && buffer->writable() && bound.dtype() == dtype &&
+        bound.shape() == shape) {
+      if (zero && bound.nbytes()) std::memset(bound.mutable_raw_data(), 0, bound.nbytes());
+      return bound;
+    }
+  }
+  Tensor tensor;
+  MemoryPool* pool = runner_ ? runner_->memory_pool() : nullptr;
+  if (dtype == DType::kString || (zero && !pool)) {
+    tensor = Tensor(dtype, std::move(shape));
+  } else {
+    const size_t element = dtype_size(dtype);
+    if (element == 0) fail("cannot create an output of type {}", dtype_name(dtype));
+    const size_t bytes = static_cast<size_t>(shape_numel(shape)) * element;
+    auto buffer = pool ? pool->allocate(bytes, zero) : Buffer::allocate_uninitialized(bytes);
+    tensor = Tensor::from_buffer(dtype, std::move(shape), std::move(buffer));
+  }
+  if (!slot) {
+    scratch_ = std::move(tensor);
     return scratch_;
   }
-  *outputs_[i] = RuntimeValue(Tensor(dtype, std::move(shape)));
-  return outputs_[i]->mutable_tensor();
+  *slot = RuntimeValue(std::move(tensor));
+  return slot->mutable_tensor();
+}
+
+Tensor& KernelContext::allocate_output(size_t i, DType dtype, Shape shape) {
+  return allocate(i, dtype, std::move(shape), true);
+}
+
+Tensor& KernelContext::allocate_output_uninitialized(size_t i, DType dtype, Shape shape) {
+  return allocate(i, dtype, std::move(shape), false);
 }
 
 void KernelContext::set_output(size_t i, Tensor tensor) {

@@ -23,6 +23,7 @@ namespace onnxkit {
 class CompiledGraph;  // runtime: an executable plan of a (sub)graph
 class Frame;          // runtime: the values of one running graph
 class Profiler;       // runtime: per-kernel timings of a run
+class MemoryPool;     // core: reusable tensor blocks
 
 // Runs compiled subgraphs on behalf of control-flow kernels (If, Loop, Scan).
 class SubgraphRunner {
@@ -33,6 +34,8 @@ class SubgraphRunner {
                                         std::vector<RuntimeValue> inputs, const Frame& outer) = 0;
   // Where kernel timings go, or nullptr when the run is not profiled.
   virtual Profiler* profiler() const { return nullptr; }
+  // Where output tensors come from, or nullptr for the heap.
+  virtual MemoryPool* memory_pool() const { return nullptr; }
 };
 
 class KernelContext {
@@ -58,6 +61,8 @@ class KernelContext {
   bool wants_output(size_t i) const { return i < outputs_.size() && outputs_[i] != nullptr; }
   // A new zero-filled output tensor (returns a scratch tensor for unwanted outputs).
   Tensor& allocate_output(size_t i, DType dtype, Shape shape);
+  // The same with unspecified contents, for kernels that write every element.
+  Tensor& allocate_output_uninitialized(size_t i, DType dtype, Shape shape);
   // Hands over an existing tensor (Identity, Reshape: no copy).
   void set_output(size_t i, Tensor tensor);
   void set_output_value(size_t i, RuntimeValue value);
@@ -74,6 +79,7 @@ class KernelContext {
  private:
   const Node& node_;
   std::span<const RuntimeValue* const> inputs_;
+  Tensor& allocate(size_t i, DType dtype, Shape shape, bool zero);
   std::span<RuntimeValue* const> outputs_;
   SubgraphRunner* runner_;
   const Frame* frame_;

@@ -131,7 +131,7 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
   }
   try {
     KernelCreateContext create(node, opset);
-    std::unique_ptr<OpKernel> kernel = registration->factory(create);
+    std::unique_ptr<OpKernel> kernel = context.registry->create_kernel(create, context.kernel_tier);
     KernelContext run(node, input_ptrs, output_ptrs, nullptr, nullptr);
     kernel->compute(run);
   } catch (const std::bad_alloc&) {

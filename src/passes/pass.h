@@ -10,15 +10,16 @@
 #include <string_view>
 
 #include "ir/model.h"
+#include "ops/registry.h"
 
 namespace onnxkit {
-
-class OpRegistry;
 
 // What every pass may read: the model (opsets), thresholds, and which nodes it must leave.
 struct PassContext {
   Model* model = nullptr;
   const OpRegistry* registry = nullptr;
+  // Which kernels constant folding evaluates with (a session folds with its own tier).
+  KernelTier kernel_tier = KernelTier::kReference;
   // Constant folding: outputs larger than this are not folded, nor folds that grow the
   // model by more than this (Tile, Expand, ConstantOfShape included).
   uint64_t tensor_size_threshold = uint64_t{1536} << 20;  // 1.5 GB, as onnxsim

@@ -121,7 +121,8 @@ const RuntimeValue& Frame::resolve(SlotRef ref) const {
 
 std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
-                                        SubgraphRunner& runner) {
+                                        SubgraphRunner& runner,
+                                        std::vector<RuntimeValue> bound_outputs) {
   Frame frame(graph, outer);
   for (const auto& [slot, tensor] : graph.constants()) frame.slot(slot) = RuntimeValue(tensor);
   const auto& input_slots = graph.input_slots();
@@ -134,6 +135,17 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
     if (!inputs[i].is_none() || frame.slot(input_slots[i]).is_none()) {
       frame.slot(input_slots[i]) = std::move(inputs[i]);
     }
+  }
+  for (size_t i = 0; i < bound_outputs.size() && i < graph.outputs().size(); ++i) {
+    const SlotRef ref = graph.outputs()[i];
+    // Only slots a node writes: an output that is an input or a constant stays as it is.
+    const bool is_input =
+        std::find(input_slots.begin(), input_slots.end(), ref.slot) != input_slots.end();
+    if (bound_outputs[i].is_none() || ref.depth != 0 || is_input ||
+        !frame.slot(ref.slot).is_none()) {
+      continue;
+    }
+    frame.slot(ref.slot) = std::move(bound_outputs[i]);
   }
   std::vector<const RuntimeValue*> input_ptrs;
   std::vector<RuntimeValue*> output_ptrs;

@@ -81,23 +81,29 @@ class Frame {
 };
 
 // Runs `graph` with `inputs` bound to its inputs in order; returns its outputs in order.
+// `bound_outputs` (empty, or one per graph output; none = unbound) preset the slots of
+// node-produced outputs with the caller's tensors, so kernels allocate straight into them.
 std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
-                                        SubgraphRunner& runner);
+                                        SubgraphRunner& runner,
+                                        std::vector<RuntimeValue> bound_outputs = {});
 
 // The runner control-flow kernels use: plain recursive execution. With a profiler, every
 // kernel call (inside subgraphs too) is timed into it.
 class SequentialRunner : public SubgraphRunner {
  public:
-  explicit SequentialRunner(Profiler* profiler = nullptr) : profiler_(profiler) {}
+  explicit SequentialRunner(Profiler* profiler = nullptr, MemoryPool* pool = nullptr)
+      : profiler_(profiler), pool_(pool) {}
   std::vector<RuntimeValue> run(const CompiledGraph& graph, std::vector<RuntimeValue> inputs,
                                 const Frame& outer) override {
     return execute_graph(graph, std::move(inputs), &outer, *this);
   }
   Profiler* profiler() const override { return profiler_; }
+  MemoryPool* memory_pool() const override { return pool_; }
 
  private:
   Profiler* profiler_;
+  MemoryPool* pool_;
 };
 
 }  // namespace onnxkit

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <chrono>
+#include <cstring>
 #include <map>
 
 #include "core/parallel.h"
@@ -62,7 +63,15 @@ void validate_input(const Value& declared, const RuntimeValue& value,
 }  // namespace
 
 Session::Session(Model model, const SessionOptions& options)
-    : model_(std::move(model)), options_(options) {}
+    : model_(std::move(model)), options_(options), pool_(MemoryPool::create()) {}
+
+MemoryPoolStats Session::memory_stats() const {
+  return pool_->stats();
+}
+
+void Session::reset_peak_memory() const {
+  pool_->reset_peak();
+}
 
 Session::~Session() = default;
 
@@ -87,6 +96,8 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
       PipelineOptions pipeline;
       pipeline.skip = options.skip_passes;
       PassContext context;
+      context.registry = &registry;
+      context.kernel_tier = options.kernels;
       auto result = run_pipeline(model, passes, context, pipeline);
       if (!result) fail("optimizing the graph: {}", result.error());
     }
@@ -148,12 +159,51 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
       fail("input '{}' ({}) is missing", input->name(), value_type_to_string(input->type()));
     }
   }
+  const auto& graph_outputs = model_.graph().outputs();
+  // Bound outputs enter the run as fresh tensors over the caller's memory, held only by
+  // their slots, so kernels write into that memory without a copy-on-write.
+  std::vector<RuntimeValue> bound;
+  std::vector<const Tensor*> bound_targets(graph_outputs.size(), nullptr);
+  for (const auto& [name, value] : run_options.bound_outputs) {
+    auto it = std::find_if(graph_outputs.begin(), graph_outputs.end(),
+                           [&](const Value* v) { return v->name() == name; });
+    if (it == graph_outputs.end()) fail("bound output '{}' is not an output of the model", name);
+    const Tensor* target = value.is_tensor() ? &value.tensor() : nullptr;
+    if (!target || !target->buffer() || !target->buffer()->writable() ||
+        target->dtype() == DType::kString) {
+      fail("bound output '{}' must be a writable numeric tensor (Tensor::external)", name);
+    }
+    const size_t index = static_cast<size_t>(it - graph_outputs.begin());
+    bound.resize(graph_outputs.size());
+    bound[index] = RuntimeValue(
+        Tensor::external(target->dtype(), target->shape(), const_cast<void*>(target->raw_data())));
+    bound_targets[index] = target;
+  }
   ThreadCountScope threads(options_.intra_op_threads);
-  SequentialRunner runner(run_options.profiler);
-  std::vector<RuntimeValue> results = execute_graph(*plan_, std::move(ordered), nullptr, runner);
+  SequentialRunner runner(run_options.profiler, pool_.get());
+  std::vector<RuntimeValue> results =
+      execute_graph(*plan_, std::move(ordered), nullptr, runner, std::move(bound));
   NamedValues outputs;
   for (size_t i = 0; i < results.size(); ++i) {
-    outputs.emplace_back(model_.graph().outputs()[i]->name(), std::move(results[i]));
+    if (const Tensor* target = bound_targets[i]) {
+      // Kernels that hand over a tensor (Reshape, Identity) did not write the caller's
+      // memory: copy into it.
+      if (!results[i].is_tensor()) {
+        fail("bound output '{}': the model produced {}", graph_outputs[i]->name(),
+             results[i].describe());
+      }
+      const Tensor& produced = results[i].tensor();
+      if (produced.dtype() != target->dtype() || produced.shape() != target->shape()) {
+        fail("bound output '{}' is {}, the model produced {}", graph_outputs[i]->name(),
+             RuntimeValue(*target).describe(), results[i].describe());
+      }
+      void* memory = const_cast<void*>(target->raw_data());
+      if (produced.raw_data() != memory && target->nbytes()) {
+        std::memcpy(memory, produced.raw_data(), target->nbytes());
+      }
+      results[i] = RuntimeValue(*target);
+    }
+    outputs.emplace_back(graph_outputs[i]->name(), std::move(results[i]));
   }
   return outputs;
 }

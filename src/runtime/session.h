@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/memory_pool.h"
 #include "core/status.h"
 #include "ir/model.h"
 #include "ir/runtime_value.h"
@@ -47,8 +48,14 @@ struct SessionOptions {
   }
 };
 
+using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
+
 struct RunOptions {
   Profiler* profiler = nullptr;  // when set, every kernel call is timed into it
+  // IO binding: outputs to write into the caller's memory (Tensor::external), by output
+  // name. The run's result holds these same tensors. A bound output whose dtype or shape
+  // differs from what the model produces fails the run.
+  NamedValues bound_outputs;
 };
 
 // What creating a session did.
@@ -58,8 +65,6 @@ struct SessionStats {
   double optimize_seconds = 0;
   double compile_seconds = 0;  // kernels created, weights prepacked
 };
-
-using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
 
 class Session {
  public:
@@ -77,6 +82,9 @@ class Session {
 
   const SessionOptions& options() const { return options_; }
   const SessionStats& stats() const { return stats_; }
+  // Tensor memory of runs: reused across runs (a steady state allocates nothing).
+  MemoryPoolStats memory_stats() const;
+  void reset_peak_memory() const;
 
   // Runs the model. Unknown, missing or mistyped inputs fail naming the input.
   Result<NamedValues> run(const NamedValues& inputs, const RunOptions& run_options = {}) const;
@@ -89,6 +97,7 @@ class Session {
   SessionOptions options_;
   SessionStats stats_;
   std::shared_ptr<const CompiledGraph> plan_;
+  std::shared_ptr<MemoryPool> pool_;
 };
 
 }  // namespace onnxkit

@@ -4,6 +4,7 @@
 
 #include "ops/registry.h"
 #include "runtime/compiled_graph.h"
+#include "runtime/profiler.h"
 
 namespace onnxkit {
 namespace {
@@ -128,6 +129,126 @@ TEST(Registry, NewestRegistrationNotNewerThanTheOpset) {
   EXPECT_EQ(registry.find("", "Op", 0), nullptr);
   EXPECT_EQ(registry.find("com.x", "Op", 13), nullptr);
   EXPECT_THROW(registry.add("", "Op", 11, none), Error);
+}
+
+TEST(Registry, OptimizedTierIsPreferredAndMayDecline) {
+  OpRegistry registry;
+  struct Tagged : OpKernel {
+    explicit Tagged(int tag) : tag(tag) {}
+    void compute(KernelContext&) const override {}
+    int tag;
+  };
+  registry.add("", "Op", 1, [](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<Tagged>(1);
+  });
+  registry.add("", "Op", 13, [](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<Tagged>(13);
+  });
+  registry.add_optimized("", "Op", 1,
+                         [](const KernelCreateContext& c) -> std::unique_ptr<OpKernel> {
+                           if (c.node().name() == "decline") return nullptr;
+                           return std::make_unique<Tagged>(-1);
+                         });
+  Graph graph;
+  Value* x = graph.add_input("x", ValueType::tensor(DType::kFloat, std::nullopt));
+  Node* node = graph.add_node("Op", {x}, {"y"}, "", "n");
+  Node* declining = graph.add_node("Op", {x}, {"z"}, "", "decline");
+  auto tag = [&](const Node& n, int64_t opset, KernelTier tier) {
+    auto kernel = registry.create_kernel(KernelCreateContext(n, opset), tier);
+    return dynamic_cast<Tagged&>(*kernel).tag;
+  };
+  EXPECT_EQ(tag(*node, 12, KernelTier::kOptimized), -1);
+  EXPECT_EQ(tag(*node, 12, KernelTier::kReference), 1);
+  EXPECT_EQ(tag(*declining, 12, KernelTier::kOptimized), 1);
+  // Opset 13 changed the op; the optimized kernel was written for the old semantics.
+  EXPECT_EQ(tag(*node, 13, KernelTier::kOptimized), 13);
+}
+
+TEST(Session, OptimizationLevelRewritesTheGraphOnlyWhenAsked) {
+  // x + (w1 + w2): level basic folds the constant sum.
+  auto model_with_constant_sum = [] {
+    Model model;
+    model.ir_version = 8;
+    model.opset_imports = {{"", 13}};
+    Graph& g = model.graph();
+    Value* x = g.add_input(
+        "x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(1), Dim::known(3)}));
+    Value* w1 = g.add_initializer("w1", Tensor::from_vector<float>(DType::kFloat, {3}, {1, 2, 3}));
+    Value* w2 = g.add_initializer("w2", Tensor::from_vector<float>(DType::kFloat, {3}, {1, 1, 1}));
+    Node* sum = g.add_node("Add", {w1, w2}, {"w_sum"}, "", "add_w");
+    Node* add = g.add_node("Add", {x, sum->output(0)}, {"s"}, "", "add_0");
+    Node* mul = g.add_node("Mul", {add->output(0), x}, {"y"}, "", "mul_0");
+    g.add_output(mul->output(0));
+    return model;
+  };
+  SessionOptions none = SessionOptions::reference();
+  auto plain = Session::create(model_with_constant_sum(), none);
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_EQ(plain.value()->stats().nodes_optimized, 3u);
+  SessionOptions basic;
+  basic.level = OptimizationLevel::kBasic;
+  auto optimized = Session::create(model_with_constant_sum(), basic);
+  ASSERT_TRUE(optimized.ok()) << optimized.error();
+  EXPECT_EQ(optimized.value()->stats().nodes_loaded, 3u);
+  EXPECT_EQ(optimized.value()->stats().nodes_optimized, 2u);
+  auto x = Tensor::from_vector<float>(DType::kFloat, {1, 3}, {1, 2, 3});
+  auto a = plain.value()->run({{"x", x}});
+  auto b = optimized.value()->run({{"x", x}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(a.value()[0].second.tensor().data<float>()[i],
+              b.value()[0].second.tensor().data<float>()[i]);
+  }
+}
+
+TEST(Session, BoundOutputsAreWrittenInPlaceAndSteadyRunsAllocateNothing) {
+  auto session = Session::create(small_model());
+  ASSERT_TRUE(session.ok()) << session.error();
+  std::vector<float> input{1, 1, 1, 2, 2, 2};
+  std::vector<float> output(6, -1.0f);
+  RunOptions options;
+  options.bound_outputs = {{"y", Tensor::external(DType::kFloat, {2, 3}, output.data())}};
+  NamedValues feeds{{"x", Tensor::external(DType::kFloat, {2, 3}, input.data())}};
+  ASSERT_TRUE(session.value()->run(feeds, options).ok());
+  EXPECT_EQ(output, (std::vector<float>{2, 3, 4, 6, 8, 10}));
+  const size_t allocations = session.value()->memory_stats().system_allocations;
+  input = {2, 2, 2, 1, 1, 1};
+  auto second = session.value()->run(feeds, options);
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(output, (std::vector<float>{6, 8, 10, 2, 3, 4}));
+  EXPECT_EQ(second.value()[0].second.tensor().raw_data(), output.data());
+  EXPECT_EQ(session.value()->memory_stats().system_allocations, allocations);
+  EXPECT_EQ(input, (std::vector<float>{2, 2, 2, 1, 1, 1}));  // inputs are never written
+}
+
+TEST(Session, BoundOutputOfTheWrongShapeFailsNamingIt) {
+  auto session = Session::create(small_model());
+  ASSERT_TRUE(session.ok()) << session.error();
+  std::vector<float> output(3);
+  RunOptions options;
+  options.bound_outputs = {{"y", Tensor::external(DType::kFloat, {1, 3}, output.data())}};
+  auto x = Tensor::from_vector<float>(DType::kFloat, {2, 3}, {1, 1, 1, 2, 2, 2});
+  auto out = session.value()->run({{"x", x}}, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().find("bound output 'y'"), std::string::npos) << out.error();
+  options.bound_outputs = {{"nope", Tensor::external(DType::kFloat, {1, 3}, output.data())}};
+  EXPECT_FALSE(session.value()->run({{"x", x}}, options).ok());
+}
+
+TEST(Session, ProfilerTimesEveryKernel) {
+  auto session = Session::create(small_model(), SessionOptions::reference());
+  ASSERT_TRUE(session.ok()) << session.error();
+  Profiler profiler;
+  auto x = Tensor::from_vector<float>(DType::kFloat, {1, 3}, {1, 2, 3});
+  ASSERT_TRUE(session.value()->run({{"x", x}}, RunOptions{&profiler, {}}).ok());
+  auto timings = profiler.timings();
+  ASSERT_EQ(timings.size(), 2u);
+  EXPECT_EQ(timings[0].node_name, "add_0");
+  EXPECT_EQ(timings[1].op_type, "Mul");
+  EXPECT_LE(timings[0].start_ns, timings[0].end_ns);
+  auto totals = profiler.totals_by_op_type();
+  EXPECT_EQ(totals.size(), 2u);
+  EXPECT_NE(profiler.chrome_trace_json().find("\"traceEvents\""), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// A pool of tensor blocks that outlives single runs: a block whose last tensor is gone
+// returns to the pool, and the next allocation of a similar size takes it back. After the
+// first run of a given input shape, steady-state runs allocate nothing from the system.
+//
+// Best fit among free blocks of at most twice the request (so a small tensor never pins a
+// big block). Thread-safe: concurrent runs of one session share it.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/buffer.h"
+
+namespace onnxkit {
+
+struct MemoryPoolStats {
+  size_t system_allocations = 0;  // blocks obtained from the heap
+  size_t reuses = 0;              // allocations served from free blocks
+  size_t bytes_in_use = 0;        // held by live tensors
+  size_t peak_bytes_in_use = 0;
+  size_t bytes_free = 0;  // cached for reuse
+};
+
+class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
+ public:
+  static std::shared_ptr<MemoryPool> create();
+  ~MemoryPool();
+
+  // A block of at least `bytes`; zero-filled when `zero`.
+  std::shared_ptr<Buffer> allocate(size_t bytes, bool zero);
+  MemoryPoolStats stats() const;
+  void reset_peak();
+  // Frees every cached block.
+  void trim();
+
+ private:
+  friend class Buffer;
+  MemoryPool() = default;
+  void give_back(std::byte* data, size_t capacity);
+
+  mutable std::mutex mutex_;
+  std::multimap<size_t, std::byte*> free_;  // capacity -> block
+  MemoryPoolStats stats_;
+};
+
+}  // namespace onnxkit
