@@ -217,7 +217,7 @@ int run_bench(const BenchArgs& args) {
   }
 
   if (args.json) {
-    nlohmann::json report{
+    nlohmann::ordered_json report{
         {"model", args.model},
         {"level", level},
         {"kernels", args.session.kernels},
@@ -242,11 +242,11 @@ int run_bench(const BenchArgs& args) {
         {"peak_rss_mb", rss_mb},
         {"nodes", {{"before", stats.nodes_loaded}, {"after", stats.nodes_optimized}}},
     };
-    report["inputs"] = nlohmann::json::object();
+    report["inputs"] = nlohmann::ordered_json::object();
     for (const auto& [name, value] : feeds) report["inputs"][name] = value.describe();
     if (profiler) {
       report["profile"] = args.profile;
-      report["top_ops"] = nlohmann::json::array();
+      report["top_ops"] = nlohmann::ordered_json::array();
       for (const OpShare& op : top_ops) {
         report["top_ops"].push_back({{"op_type", op.op_type},
                                      {"total_ms", op.total_ms},
