@@ -270,7 +270,7 @@ def main():
             failed = True
             continue
         with tempfile.TemporaryDirectory(prefix=f"compare_{name}_") as folder:
-            check = ""
+            check = "-"
             try:
                 files = make_inputs(args, name, model, folder)
                 if not args.no_check:
