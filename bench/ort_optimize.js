@@ -490,7 +490,12 @@ function fileStem(name) {
   return name.replace(/[^A-Za-z0-9_.-]/g, '_');
 }
 
-main().catch((e) => {
-  console.error(`ort_optimize: ${e.message || e}`);
-  process.exit(1);
-});
+// bench/ort_bench.js reuses the readers and writers.
+module.exports = { DTYPES, readModel, readNpy, readTensorPb, writeNpy, makeRng, randomTensor, fileStem };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`ort_optimize: ${e.message || e}`);
+    process.exit(1);
+  });
+}

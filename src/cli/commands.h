@@ -21,5 +21,6 @@ Command add_inspect_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_conformance_command(CLI::App& root);
 Command add_simplify_command(CLI::App& root);
+Command add_bench_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       add_simplify_command(app),
       add_run_command(app),
       add_conformance_command(app),
+      add_bench_command(app),
   };
 
   if (argc > 1 && argv[1][0] != '-') {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/session_flags.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
@@ -26,25 +27,6 @@ struct RunArgs {
   std::string output_dir;
   SessionFlags session;
 };
-
-std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    fail("{} expects NAME=VALUE, got '{}'", flag, text);
-  }
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-RuntimeValue read_input_file(const fs::path& path, const Value& input) {
-  if (path.extension() == ".npy") {
-    auto tensor = read_npy(path);
-    if (!tensor) fail("{}", tensor.error());
-    return RuntimeValue(std::move(tensor).value());
-  }
-  auto value = read_value_pb(path, input.type());
-  if (!value) fail("{}", value.error());
-  return std::move(value).value();
-}
 
 std::string preview(const Tensor& tensor, size_t count = 8) {
   std::string text = "[";
@@ -76,23 +58,11 @@ std::string file_stem(std::string name) {
 }
 
 int run_model(const RunArgs& args) {
-  std::map<std::string, int64_t> dims;
-  for (const auto& text : args.dims) {
-    auto [name, value] = split_assignment(text, "--dim");
-    try {
-      dims[name] = std::stoll(value);
-    } catch (const std::exception&) {
-      fail("--dim {}: '{}' is not a number", name, value);
-    }
-  }
-  std::map<std::string, std::string> files;
-  for (const auto& text : args.inputs) {
-    auto [name, path] = split_assignment(text, "--input");
-    files[name] = path;
-  }
+  const std::map<std::string, int64_t> dims = parse_dims(args.dims);
   auto session = Session::load(args.model, to_session_options(args.session));
   if (!session) fail("{}", session.error());
   const Session& s = *session.value();
+  std::map<std::string, RuntimeValue> files = read_input_files(s.model().graph(), args.inputs);
 
   std::mt19937_64 rng(args.seed);
   NamedValues feeds;
@@ -100,8 +70,7 @@ int run_model(const RunArgs& args) {
   for (const Value* input : s.model().graph().inputs()) {
     auto file = files.find(input->name());
     if (file != files.end()) {
-      feeds.emplace_back(input->name(), read_input_file(file->second, *input));
-      files.erase(file);
+      feeds.emplace_back(input->name(), std::move(file->second));
     } else if (!input->has_initializer()) {
       if (!args.random) {
         missing.push_back(input->name());
@@ -115,8 +84,6 @@ int run_model(const RunArgs& args) {
                          random_tensor(input->type().elem_type, concrete_shape(*input, dims), rng));
     }
   }
-  if (!files.empty())
-    fail("--input names '{}', which is not an input of the model", files.begin()->first);
   if (!missing.empty()) {
     std::string list;
     for (const auto& name : missing) list += (list.empty() ? "" : ", ") + name;
