@@ -81,14 +81,15 @@ void softmax_row_scalar(float* row, int64_t n, const SoftmaxRowTerms& terms) {
 }
 
 #if ONNXKIT_X86_64
-// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p Cephes' expf polynomial (relative
-// error ~1e-7). Inputs below -104 give 0 (also -inf); NaN stays NaN (MAXPS/MINPS return
-// their second operand when one is NaN).
 // GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_ps() placeholders,
 // GCC bug 105593) wherever the intrinsics inline.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p Cephes' expf polynomial (relative
+// error ~1e-7). Inputs below -104 give 0 (also -inf); NaN stays NaN (MAXPS/MINPS return
+// their second operand when one is NaN).
 
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;

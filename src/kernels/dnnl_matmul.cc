@@ -291,6 +291,8 @@ class DnnlMatMul {
     key.insert(key.end(), dims.weights.begin(), dims.weights.end());
     key.push_back(static_cast<int64_t>(addend));
     key.push_back(packed_b);
+    key.push_back(dims.src_transposed);
+    key.push_back(dims.weights_transposed);
     std::lock_guard lock(mutex_);
     auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
@@ -407,13 +409,16 @@ class DnnlMatMulKernelBase : public OpKernel {
   explicit DnnlMatMulKernelBase(const KernelCreateContext& context)
       : reference_(reference_kernel(context)) {}
 
-  // True when this kernel computes the node (float32 inputs, no empty inner dimension);
-  // otherwise the reference kernel has run it.
-  bool handled_here(KernelContext& context, bool float_inputs, int64_t k) const {
-    if (float_inputs && k > 0) return true;
+  // True when this kernel computes the node: float32 inputs, a non-empty inner dimension
+  // and no more dims than oneDNN takes; otherwise the reference kernel has run it.
+  bool handled_here(KernelContext& context, bool float_inputs, const MatMulDims* dims) const {
+    const bool empty_k = dims && dims->k == 0;
+    const bool too_many_dims = dims && dims->dst.size() > DNNL_MAX_NDIMS;
+    if (float_inputs && !empty_k && !too_many_dims) return true;
     if (!reference_) {
       if (!float_inputs) context.fail("inputs must be float32");
-      context.fail("an empty inner dimension is not supported");
+      if (empty_k) context.fail("an empty inner dimension is not supported");
+      context.fail("more than {} dimensions are not supported", DNNL_MAX_NDIMS);
     }
     reference_->compute(context);
     return false;
@@ -461,11 +466,11 @@ class MatMulKernel : public DnnlMatMulKernelBase {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
     if (!all_float(context, {0, 1})) {
-      handled_here(context, false, 0);
+      handled_here(context, false, nullptr);
       return;
     }
     const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), false, false);
-    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, dims.k)) return;
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
     Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     matmul_.run(context, dims, a, b, Addend::kNone, nullptr, out);
@@ -498,7 +503,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
     if (!all_float(context, {0, 1, 2})) {
-      handled_here(context, false, 0);
+      handled_here(context, false, nullptr);
       return;
     }
     const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), trans_a_, trans_b_);
@@ -513,7 +518,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
                      shape_to_string(shape), dims.n);
       }
     }
-    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, dims.k)) return;
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
     Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     matmul_.run(context, dims, a, b, bias ? Addend::kRow : Addend::kNone,
@@ -545,7 +550,7 @@ class GemmKernel : public DnnlMatMulKernelBase {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
     if (!all_float(context, {0, 1, 2})) {
-      handled_here(context, false, 0);
+      handled_here(context, false, nullptr);
       return;
     }
     if (a.rank() != 2 || b.rank() != 2) {
@@ -567,7 +572,7 @@ class GemmKernel : public DnnlMatMulKernelBase {
                      shape_to_string(c->shape()), shape_to_string(dims.out_shape));
       }
     }
-    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, dims.k)) return;
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
     Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     if (!c || beta_ == 0.0f) {

@@ -58,6 +58,7 @@ const std::vector<MatMulCase> kMatMulCases = {
     {{12, 33, 16}, {12, 16, 33}},
     {{2, 4, 0, 7}, {7, 3}},  // empty output
     {{3, 0}, {0, 4}},        // empty inner dimension: zeros (through the reference kernel)
+    {{2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3}, {2, 3, 4}},  // more dims than oneDNN takes
 };
 
 TEST(DnnlMatMul, MatchesReference) {
