@@ -1,0 +1,652 @@
+// oneDNN MatMul, Gemm and com.onnxkit FusedMatMul on float32; other dtypes (and the cases
+// oneDNN cannot express) go to the reference kernel of the same node.
+//
+// All three are one call shape: Y = act(alpha * op(A) @ op(B) + addend), where the addend is
+// a row vector [N] (Gemm's C of [N], FusedMatMul's Bias: a oneDNN bias, or a binary post-op
+// when alpha scales the product) or a full tensor written into Y first and added by a sum
+// post-op (Gemm's other C shapes). Transposes are strides, batch broadcasting is oneDNN's
+// (a batch dim of 1 in one operand), and a B without batch dims folds A's batch into M.
+//
+// A constant B (an initializer: weights) is reordered once into the blocked layout the
+// primitive prefers, when the first primitive is built: at creation when A's shape is
+// static, else on the first run; later shapes reuse that layout.
+#include "kernels/dnnl_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/fused_ops.h"
+#include "ops/op_utils.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+
+namespace dnnl_util {
+namespace {
+
+// A 64-byte aligned buffer that only grows.
+class Scratchpad {
+ public:
+  void* reserve(size_t bytes) {
+    if (bytes > size_) {
+      bytes = (bytes + 63) / 64 * 64;
+      void* data = std::aligned_alloc(64, bytes);
+      if (!data) throw std::bad_alloc();
+      data_.reset(data);
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(void* data) const { std::free(data); }
+  };
+  std::unique_ptr<void, Free> data_;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+             std::unordered_map<int, dnnl::memory> args) {
+  thread_local Scratchpad buffer;
+  thread_local dnnl::stream stream = make_stream();
+  const size_t bytes = scratchpad.get_size();
+  if (bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, wrap(scratchpad, buffer.reserve(bytes)));
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace dnnl_util
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// Row-major strides of `dims`, or those of its last two dims swapped in memory.
+Dims dense_strides(const Dims& dims, bool transposed) {
+  const size_t rank = dims.size();
+  Dims physical = dims;
+  if (transposed) std::swap(physical[rank - 1], physical[rank - 2]);
+  Dims strides(rank, 1);
+  for (size_t i = rank - 1; i-- > 0;) {
+    strides[i] = strides[i + 1] * std::max<memory::dim>(physical[i + 1], 1);
+  }
+  if (transposed) std::swap(strides[rank - 1], strides[rank - 2]);
+  return strides;
+}
+
+memory::desc f32_desc(const Dims& dims, bool transposed = false) {
+  return memory::desc(dims, memory::data_type::f32, dense_strides(dims, transposed));
+}
+
+// ---------------------------------------------------------------------------------------
+// Activations as oneDNN eltwise post-ops (fused_ops.h lists names and parameters).
+
+struct EltwiseStep {
+  dnnl::algorithm algorithm;
+  float alpha = 0;
+  float beta = 0;
+};
+
+std::vector<EltwiseStep> parse_activation(const KernelCreateContext& context) {
+  const std::string name = context.attr_string("activation", "");
+  const std::vector<float> params = context.attr_floats("activation_params", {});
+  // Parameters are all given or all omitted (then ONNX's defaults apply).
+  auto take = [&](size_t count) {
+    if (!params.empty() && params.size() != count) {
+      context.fail("activation {} takes {} activation_params, got {}", name, count, params.size());
+    }
+  };
+  auto param = [&](size_t i, float fallback) { return params.empty() ? fallback : params[i]; };
+  using A = dnnl::algorithm;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (name.empty()) {
+    take(0);
+    return {};
+  }
+  if (name == "Relu" || name == "Sigmoid" || name == "Tanh" || name == "HardSwish" ||
+      name == "Silu" || name == "Gelu" || name == "GeluTanh") {
+    take(0);
+    if (name == "Relu") return {{A::eltwise_relu}};
+    if (name == "Sigmoid") return {{A::eltwise_logistic}};
+    if (name == "Tanh") return {{A::eltwise_tanh}};
+    if (name == "HardSwish") return {{A::eltwise_hardswish}};
+    if (name == "Silu") return {{A::eltwise_swish, 1.0f}};
+    if (name == "Gelu") return {{A::eltwise_gelu_erf}};
+    return {{A::eltwise_gelu_tanh}};
+  }
+  if (name == "LeakyRelu") {
+    take(1);
+    return {{A::eltwise_relu, param(0, 0.01f)}};
+  }
+  if (name == "Clip") {
+    take(2);
+    return {{A::eltwise_clip, param(0, -kInf), param(1, kInf)}};
+  }
+  if (name == "HardSigmoid") {
+    // max(0, min(1, alpha * x + beta)): oneDNN 2.6 has no hardsigmoid, so linear then clip.
+    take(2);
+    return {{A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)}, {A::eltwise_clip, 0.0f, 1.0f}};
+  }
+  context.fail("unknown activation '{}'", name);
+}
+
+// ---------------------------------------------------------------------------------------
+// Shapes: op(A) @ op(B) as ONNX defines it and as oneDNN computes it.
+
+struct MatMulDims {
+  Shape out_shape;  // the ONNX output shape
+  int64_t m = 0, n = 0, k = 0;
+  // oneDNN's view, one rank for all three: batch dims broadcast through 1s.
+  Dims src, weights, dst;
+  bool src_transposed = false, weights_transposed = false;
+};
+
+// Fails naming the node on shapes MatMul's rules reject. `trans_*` swap the last two dims
+// of operands of rank >= 2.
+template <typename Context>
+MatMulDims matmul_dims(const Context& context, const Shape& a, const Shape& b, bool trans_a,
+                       bool trans_b) {
+  if (a.empty() || b.empty()) {
+    context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a),
+                 shape_to_string(b));
+  }
+  MatMulDims dims;
+  Shape a_shape = a, b_shape = b;
+  const bool vector_a = a.size() == 1, vector_b = b.size() == 1;
+  if (vector_a) a_shape.insert(a_shape.begin(), 1);
+  if (vector_b) b_shape.push_back(1);
+  dims.src_transposed = trans_a && !vector_a;
+  dims.weights_transposed = trans_b && !vector_b;
+  if (dims.src_transposed) std::swap(a_shape[a_shape.size() - 1], a_shape[a_shape.size() - 2]);
+  if (dims.weights_transposed) {
+    std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);
+  }
+  dims.m = a_shape[a_shape.size() - 2];
+  dims.k = a_shape.back();
+  dims.n = b_shape.back();
+  if (b_shape[b_shape.size() - 2] != dims.k) {
+    context.fail("inner dimensions differ: op(A) is {} and op(B) is {} ({} vs {})",
+                 shape_to_string(a_shape), shape_to_string(b_shape), dims.k,
+                 b_shape[b_shape.size() - 2]);
+  }
+  const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
+  const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(a_batch, b_batch);
+  } catch (const Error&) {
+    context.fail("batch dimensions of shapes {} and {} do not broadcast", shape_to_string(a),
+                 shape_to_string(b));
+  }
+  dims.out_shape = batch;
+  if (!vector_a) dims.out_shape.push_back(dims.m);
+  if (!vector_b) dims.out_shape.push_back(dims.n);
+
+  const int64_t a_count = shape_numel(a_batch), b_count = shape_numel(b_batch);
+  if (b_count == 1 && (a_count == 1 || !dims.src_transposed)) {
+    // One B matrix: A's batches stack into one tall product (the weights case).
+    const int64_t rows = a_count * dims.m;
+    dims.src = {rows, dims.k};
+    dims.weights = {dims.k, dims.n};
+    dims.dst = {rows, dims.n};
+    return dims;
+  }
+  auto padded = [&](const Shape& part, int64_t rows, int64_t cols) {
+    Dims out(batch.size() - part.size(), 1);
+    out.insert(out.end(), part.begin(), part.end());
+    out.push_back(rows);
+    out.push_back(cols);
+    return out;
+  };
+  dims.src = padded(a_batch, dims.m, dims.k);
+  dims.weights = padded(b_batch, dims.k, dims.n);
+  dims.dst = padded(batch, dims.m, dims.n);
+  return dims;
+}
+
+// ---------------------------------------------------------------------------------------
+// The oneDNN matmul behind all three kernels.
+
+enum class Addend {
+  kNone,
+  kRow,  // a [N] vector added to every row
+  kSum,  // Y already holds the addend; scaled by MatMulSpec::sum_scale
+};
+
+struct MatMulSpec {
+  bool trans_a = false, trans_b = false;
+  float alpha = 1;
+  float sum_scale = 1;  // for Addend::kSum
+  std::vector<EltwiseStep> activation;
+};
+
+class DnnlMatMul {
+ public:
+  // `constant_b`: B when it is an initializer (float32), to prepack.
+  DnnlMatMul(MatMulSpec spec, std::optional<Tensor> constant_b)
+      : spec_(std::move(spec)), constant_b_(std::move(constant_b)) {}
+
+  // out = act(alpha * op(A) @ op(B) + addend); `out` has dims.out_shape (for kSum it
+  // already holds the addend); `row` holds N floats for kRow.
+  void run(const KernelContext& context, const MatMulDims& dims, const Tensor& a, const Tensor& b,
+           Addend addend, const float* row, Tensor& out) const {
+    const bool packed_b = constant_b_ && dims.weights.size() == 2 &&
+                          b.raw_data() == constant_b_->raw_data() &&
+                          b.shape() == constant_b_->shape();
+    try {
+      std::shared_ptr<const Plan> plan = plan_for(dims, addend, packed_b);
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src, a.raw_data())},
+          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst, out.mutable_raw_data())},
+      };
+      args.emplace(DNNL_ARG_WEIGHTS,
+                   plan->packed ? *packed_ : dnnl_util::wrap(plan->weights, b.raw_data()));
+      if (addend == Addend::kRow) args.emplace(plan->row_arg, dnnl_util::wrap(plan->row, row));
+      dnnl_util::execute(plan->primitive, plan->scratchpad, std::move(args));
+    } catch (const dnnl::error& e) {
+      context.fail("oneDNN matmul {} x {}: {}", shape_to_string(a.shape()),
+                   shape_to_string(b.shape()), e.what());
+    }
+  }
+
+  // Builds (and prepacks for) the plan of a shape known before the first run.
+  void prepare(const MatMulDims& dims, Addend addend) const {
+    try {
+      plan_for(dims, addend, constant_b_ && dims.weights.size() == 2);
+    } catch (const dnnl::error&) {
+      // Left to the first run, which reports it naming the node.
+    }
+  }
+
+ private:
+  struct Plan {
+    dnnl::matmul primitive;
+    memory::desc src, weights, dst, row, scratchpad;
+    bool packed = false;  // weights are packed_
+    int row_arg = DNNL_ARG_BIAS;
+  };
+
+  std::shared_ptr<const Plan> plan_for(const MatMulDims& dims, Addend addend, bool packed_b) const {
+    std::vector<int64_t> key(dims.src.begin(), dims.src.end());
+    key.push_back(-1);
+    key.insert(key.end(), dims.weights.begin(), dims.weights.end());
+    key.push_back(static_cast<int64_t>(addend));
+    key.push_back(packed_b);
+    key.push_back(dims.src_transposed);
+    key.push_back(dims.weights_transposed);
+    std::lock_guard lock(mutex_);
+    auto found = plans_.find(key);
+    if (found != plans_.end()) return found->second;
+    // Shapes change rarely within a session; a model with ever new shapes should not grow
+    // this without bound (oneDNN's own primitive cache makes a rebuild cheap).
+    if (plans_.size() >= 64) plans_.clear();
+    auto plan = std::make_shared<Plan>(make_plan(dims, addend, packed_b));
+    plans_.emplace(std::move(key), plan);
+    return plan;
+  }
+
+  // Called with mutex_ held (it may create packed_).
+  Plan make_plan(const MatMulDims& dims, Addend addend, bool packed_b) const {
+    Plan plan;
+    plan.src = f32_desc(dims.src, dims.src_transposed);
+    plan.dst = f32_desc(dims.dst);
+    const memory::desc plain_weights = f32_desc(dims.weights, dims.weights_transposed);
+
+    dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
+    if (spec_.alpha != 1.0f) attr.set_output_scales(0, {spec_.alpha});
+    // oneDNN adds its bias before the output scale; a scaled product adds the row after.
+    Dims row_dims(dims.dst.size(), 1);
+    row_dims.back() = dims.n;
+    memory::desc bias;
+    dnnl::post_ops post_ops;
+    if (addend == Addend::kRow) {
+      plan.row = f32_desc(row_dims);
+      if (spec_.alpha == 1.0f) {
+        bias = plan.row;
+      } else {
+        post_ops.append_binary(dnnl::algorithm::binary_add, plan.row);
+        plan.row_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+      }
+    } else if (addend == Addend::kSum) {
+      post_ops.append_sum(spec_.sum_scale);
+    }
+    for (const EltwiseStep& step : spec_.activation) {
+      post_ops.append_eltwise(1.0f, step.algorithm, step.alpha, step.beta);
+    }
+    attr.set_post_ops(post_ops);
+
+    auto make_pd = [&](const memory::desc& weights) {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan.src, weights, bias, plan.dst),
+                                          attr, dnnl_util::cpu_engine());
+    };
+    dnnl::matmul::primitive_desc pd;
+    if (packed_b && !packed_) {
+      // First plan: let oneDNN choose the layout, then reorder the weights into it once.
+      pd = make_pd(memory::desc(dims.weights, memory::data_type::f32, memory::format_tag::any));
+      packed_ = memory(pd.weights_desc(), dnnl_util::cpu_engine());
+      dnnl::stream stream = dnnl_util::make_stream();
+      memory plain = dnnl_util::wrap(plain_weights, constant_b_->raw_data());
+      dnnl::reorder(plain, *packed_).execute(stream, plain, *packed_);
+      stream.wait();
+      plan.packed = true;
+    } else if (packed_b) {
+      try {
+        pd = make_pd(packed_->get_desc());
+        plan.packed = true;
+      } catch (const dnnl::error&) {
+        pd = make_pd(plain_weights);  // this shape has no kernel for that layout
+      }
+    } else {
+      pd = make_pd(plain_weights);
+    }
+    plan.weights = pd.weights_desc();
+    plan.scratchpad = pd.scratchpad_desc();
+    plan.primitive = dnnl::matmul(pd);
+    return plan;
+  }
+
+  const MatMulSpec spec_;
+  const std::optional<Tensor> constant_b_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  mutable std::optional<memory> packed_;  // written once, under mutex_
+};
+
+// B's tensor when it is a float32 initializer.
+std::optional<Tensor> constant_input(const KernelCreateContext& context, size_t index) {
+  const auto& inputs = context.node().inputs();
+  if (index >= inputs.size() || !inputs[index] || !inputs[index]->has_initializer()) return {};
+  const Tensor& tensor = inputs[index]->initializer();
+  if (tensor.dtype() != DType::kFloat) return {};
+  return tensor;
+}
+
+// The static shape of input `index`, when every dim is known.
+std::optional<Shape> static_shape(const KernelCreateContext& context, size_t index) {
+  const auto& inputs = context.node().inputs();
+  if (index >= inputs.size() || !inputs[index]) return {};
+  const Value& value = *inputs[index];
+  if (value.has_initializer()) return value.initializer().shape();
+  if (!value.type().is_tensor() || !value.type().shape) return {};
+  Shape shape;
+  for (const Dim& dim : *value.type().shape) {
+    if (!dim.is_known()) return {};
+    shape.push_back(dim.value);
+  }
+  return shape;
+}
+
+// The reference kernel of the node, for the dtypes and cases handed back to it; nullptr
+// when there is none (com.onnxkit ops whose reference kernel lives elsewhere).
+std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
+  const Node& node = context.node();
+  if (!OpRegistry::builtin().find(node.domain(), node.op_type(), context.opset())) return nullptr;
+  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+}
+
+// Shared by the three kernels: dtype checks and the reference fallback.
+class DnnlMatMulKernelBase : public OpKernel {
+ protected:
+  explicit DnnlMatMulKernelBase(const KernelCreateContext& context)
+      : reference_(reference_kernel(context)) {}
+
+  // True when this kernel computes the node: float32 inputs, a non-empty inner dimension
+  // and no more dims than oneDNN takes; otherwise the reference kernel has run it.
+  bool handled_here(KernelContext& context, bool float_inputs, const MatMulDims* dims) const {
+    const bool empty_k = dims && dims->k == 0;
+    const bool too_many_dims = dims && dims->dst.size() > DNNL_MAX_NDIMS;
+    if (float_inputs && !empty_k && !too_many_dims) return true;
+    if (!reference_) {
+      if (!float_inputs) context.fail("inputs must be float32");
+      if (empty_k) context.fail("an empty inner dimension is not supported");
+      context.fail("more than {} dimensions are not supported", DNNL_MAX_NDIMS);
+    }
+    reference_->compute(context);
+    return false;
+  }
+
+  // op(A) @ op(B) of the node when A and B have static shapes and float32 types.
+  static std::optional<MatMulDims> static_dims(const KernelCreateContext& context, bool trans_a,
+                                               bool trans_b) {
+    const auto a = static_shape(context, 0);
+    const auto b = static_shape(context, 1);
+    if (!a || !b || context.node().inputs()[0]->type().elem_type != DType::kFloat ||
+        !constant_input(context, 1)) {
+      return {};
+    }
+    try {
+      MatMulDims dims = matmul_dims(context, *a, *b, trans_a, trans_b);
+      if (dims.k == 0 || shape_numel(dims.out_shape) == 0) return {};
+      return dims;
+    } catch (const Error&) {
+      return {};  // the first run reports it
+    }
+  }
+
+  static bool all_float(const KernelContext& context, std::initializer_list<size_t> inputs) {
+    for (size_t i : inputs) {
+      if (context.has_input(i) && context.input(i).dtype() != DType::kFloat) return false;
+    }
+    return true;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+};
+
+// ---------------------------------------------------------------------------------------
+// MatMul
+
+class MatMulKernel : public DnnlMatMulKernelBase {
+ public:
+  explicit MatMulKernel(const KernelCreateContext& context)
+      : DnnlMatMulKernelBase(context), matmul_(MatMulSpec{}, constant_input(context, 1)) {
+    if (auto dims = static_dims(context, false, false)) matmul_.prepare(*dims, Addend::kNone);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    if (!all_float(context, {0, 1})) {
+      handled_here(context, false, nullptr);
+      return;
+    }
+    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), false, false);
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
+    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    if (out.numel() == 0) return;
+    matmul_.run(context, dims, a, b, Addend::kNone, nullptr, out);
+  }
+
+ private:
+  DnnlMatMul matmul_;
+};
+
+// ---------------------------------------------------------------------------------------
+// FusedMatMul (com.onnxkit): Y = act(alpha * op(A) @ op(B) + Bias), Bias [N].
+
+class FusedMatMulKernel : public DnnlMatMulKernelBase {
+ public:
+  explicit FusedMatMulKernel(const KernelCreateContext& context)
+      : DnnlMatMulKernelBase(context),
+        trans_a_(context.attr_int("trans_a", 0) != 0),
+        trans_b_(context.attr_int("trans_b", 0) != 0),
+        matmul_(MatMulSpec{trans_a_, trans_b_, context.attr_float("alpha", 1.0f), 1.0f,
+                           parse_activation(context)},
+                constant_input(context, 1)) {
+    const auto& inputs = context.node().inputs();
+    const bool has_bias = inputs.size() > 2 && inputs[2];
+    if (auto dims = static_dims(context, trans_a_, trans_b_)) {
+      matmul_.prepare(*dims, has_bias ? Addend::kRow : Addend::kNone);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    if (!all_float(context, {0, 1, 2})) {
+      handled_here(context, false, nullptr);
+      return;
+    }
+    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), trans_a_, trans_b_);
+    const Tensor* bias = context.has_input(2) ? &context.input(2) : nullptr;
+    if (bias) {
+      const Shape& shape = bias->shape();
+      const bool row =
+          !shape.empty() && shape.back() == dims.n &&
+          std::all_of(shape.begin(), shape.end() - 1, [](int64_t d) { return d == 1; });
+      if (!row) {
+        context.fail("Bias of shape {} is not a row of the output's last dimension {}",
+                     shape_to_string(shape), dims.n);
+      }
+    }
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
+    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    if (out.numel() == 0) return;
+    matmul_.run(context, dims, a, b, bias ? Addend::kRow : Addend::kNone,
+                bias ? bias->data<float>() : nullptr, out);
+  }
+
+ private:
+  bool trans_a_, trans_b_;
+  DnnlMatMul matmul_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Gemm: Y = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to [M, N].
+
+class GemmKernel : public DnnlMatMulKernelBase {
+ public:
+  explicit GemmKernel(const KernelCreateContext& context)
+      : DnnlMatMulKernelBase(context),
+        trans_a_(context.attr_int("transA", 0) != 0),
+        trans_b_(context.attr_int("transB", 0) != 0),
+        beta_(context.attr_float("beta", 1.0f)),
+        c_required_(context.opset() < 11),
+        matmul_(MatMulSpec{trans_a_, trans_b_, context.attr_float("alpha", 1.0f), beta_, {}},
+                constant_input(context, 1)) {
+    prepare_static(context);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    if (!all_float(context, {0, 1, 2})) {
+      handled_here(context, false, nullptr);
+      return;
+    }
+    if (a.rank() != 2 || b.rank() != 2) {
+      context.fail("A and B must be 2-D, got shapes {} and {}", shape_to_string(a.shape()),
+                   shape_to_string(b.shape()));
+    }
+    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), trans_a_, trans_b_);
+    const bool has_c = context.has_input(2);
+    if (!has_c && c_required_) context.fail("input C is required before opset 11");
+    const Tensor* c = has_c ? &context.input(2) : nullptr;
+    if (c) {
+      bool ok = c->rank() <= 2;
+      for (size_t d = 0; ok && d < c->rank(); ++d) {
+        const int64_t dim = c->shape()[d];
+        ok = dim == 1 || dim == dims.out_shape[2 - c->rank() + d];
+      }
+      if (!ok) {
+        context.fail("C of shape {} does not broadcast to the output shape {}",
+                     shape_to_string(c->shape()), shape_to_string(dims.out_shape));
+      }
+    }
+    if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
+    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    if (out.numel() == 0) return;
+    if (!c || beta_ == 0.0f) {
+      matmul_.run(context, dims, a, b, Addend::kNone, nullptr, out);
+    } else if (is_row(*c, dims.n)) {
+      if (beta_ == 1.0f) {
+        matmul_.run(context, dims, a, b, Addend::kRow, c->data<float>(), out);
+      } else {
+        std::vector<float> row(c->data<float>(), c->data<float>() + dims.n);
+        for (float& value : row) value *= beta_;
+        matmul_.run(context, dims, a, b, Addend::kRow, row.data(), out);
+      }
+    } else {
+      fill_broadcast(*c, out);
+      matmul_.run(context, dims, a, b, Addend::kSum, nullptr, out);
+    }
+  }
+
+ private:
+  // A C that is one row of N values ([N] or [1, N]), added as a bias.
+  static bool is_row(const Tensor& c, int64_t n) {
+    return c.rank() >= 1 && c.shape().back() == n && (c.rank() == 1 || c.shape()[0] == 1);
+  }
+
+  static void fill_broadcast(const Tensor& c, Tensor& out) {
+    const float* src = c.data<float>();
+    float* dst = out.mutable_data<float>();
+    const int64_t rows = out.shape()[0], cols = out.shape()[1];
+    const int64_t c_rows = c.rank() == 2 ? c.shape()[0] : 1;
+    const int64_t c_cols = c.rank() >= 1 ? c.shape().back() : 1;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* c_row = src + (c_rows == 1 ? 0 : i) * c_cols;
+      float* out_row = dst + i * cols;
+      if (c_cols == 1) {
+        std::fill(out_row, out_row + cols, c_row[0]);
+      } else {
+        std::copy(c_row, c_row + cols, out_row);
+      }
+    }
+  }
+
+  // Builds the primitive (and packs B) at creation when every shape is static.
+  void prepare_static(const KernelCreateContext& context) {
+    auto dims = static_dims(context, trans_a_, trans_b_);
+    if (!dims || dims->src.size() != 2) return;
+    const auto& inputs = context.node().inputs();
+    const bool has_c = inputs.size() > 2 && inputs[2];
+    Addend addend = Addend::kNone;
+    if (has_c && beta_ != 0.0f) {
+      const auto c = static_shape(context, 2);
+      if (!c) return;
+      const bool row = !c->empty() && c->back() == dims->n && (c->size() == 1 || (*c)[0] == 1);
+      addend = row ? Addend::kRow : Addend::kSum;
+    }
+    matmul_.prepare(*dims, addend);
+  }
+
+  bool trans_a_, trans_b_;
+  float beta_;
+  bool c_required_;
+  DnnlMatMul matmul_;
+};
+
+}  // namespace
+
+void register_dnnl_matmul_kernels(OpRegistry& registry) {
+  for (int64_t since : {1, 9, 13}) {
+    registry.add_optimized("", "MatMul", since, kernel_factory<MatMulKernel>());
+  }
+  for (int64_t since : {7, 9, 11, 13}) {
+    registry.add_optimized("", "Gemm", since, kernel_factory<GemmKernel>());
+  }
+  registry.add_optimized(std::string(kOnnxkitDomain), "FusedMatMul", 1,
+                         kernel_factory<FusedMatMulKernel>());
+}
+
+}  // namespace onnxkit

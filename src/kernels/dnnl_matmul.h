@@ -1,0 +1,33 @@
+// oneDNN-backed kernels for the matrix side of the runtime: MatMul, Gemm and com.onnxkit
+// FusedMatMul on float32 (dnnl_matmul.cc), and com.onnxkit Attention (attention.cc).
+//
+// Every oneDNN primitive these kernels create uses a user-provided scratchpad: one kernel
+// may run concurrently from several threads (parallel execution, or the per-head loop of
+// Attention), and a per-thread scratchpad keeps their temporaries apart.
+#pragma once
+
+#include <unordered_map>
+
+#include "kernels/dnnl_common.h"
+
+namespace onnxkit {
+
+class OpRegistry;
+
+// Optimized MatMul (ai.onnx 1, 9, 13), Gemm (7, 9, 11, 13) and FusedMatMul (com.onnxkit 1).
+void register_dnnl_matmul_kernels(OpRegistry& registry);
+// Optimized com.onnxkit Attention.
+void register_attention_kernels(OpRegistry& registry);
+
+namespace dnnl_util {
+
+// Attributes with a user-managed scratchpad (see above); add post-ops and scales to it.
+dnnl::primitive_attr user_scratchpad_attr();
+
+// Runs `primitive` (created with user_scratchpad_attr()) synchronously on a fresh stream,
+// with this thread's scratchpad of at least `scratchpad` bytes.
+void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+             std::unordered_map<int, dnnl::memory> args);
+
+}  // namespace dnnl_util
+}  // namespace onnxkit
