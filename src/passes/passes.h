@@ -50,6 +50,13 @@ std::unique_ptr<GraphPass> make_inline_constant_if_pass();
 std::unique_ptr<GraphPass> make_common_subexpression_elimination_pass();
 // Initializers with identical contents are merged.
 std::unique_ptr<GraphPass> make_dedup_initializers_pass();
+// Extended level (com.onnxkit ops, see ops/fused_ops.h):
+// Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
+std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
+// MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.
+std::unique_ptr<GraphPass> make_fuse_matmul_bias_activation_pass();
+// A last-two-dims Transpose of a MatMul operand -> trans_a/trans_b; scalar Mul/Div -> alpha.
+std::unique_ptr<GraphPass> make_fuse_transpose_into_matmul_pass();
 // Nodes whose outputs nothing reads are removed.
 std::unique_ptr<GraphPass> make_dead_code_elimination_pass();
 // Initializers nothing reads are removed.

@@ -44,8 +44,15 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
 // Why this order: fusions that build on other fusions come after them (activations are
 // fused into FusedConv / FusedMatMul only once the bias is inside; attention is matched
 // after its Softmax has been recognised).
+// The linear fusions come after the transformer ones: attention reads the plain MatMul /
+// Transpose / Div it is made of, and Gelu must exist before it can join a FusedMatMul or
+// FusedConv. fuse_transpose_into_matmul goes first of them, so a scale after the product
+// becomes alpha before an activation is fused (a scale after an activation cannot).
 std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_fuse_transpose_into_matmul_pass());
+  passes.push_back(make_fuse_matmul_bias_activation_pass());
+  passes.push_back(make_fuse_conv_activation_pass());
   return passes;
 }
 

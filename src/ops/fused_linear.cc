@@ -1,0 +1,225 @@
+// Op family: fused_linear — the reference kernels of com.onnxkit's FusedConv and
+// FusedMatMul (contract: ops/fused_ops.h). FusedConv runs the reference Conv kernel on the
+// same node, then adds Z and applies the activation; FusedMatMul runs the shared GEMM with
+// the transposes and alpha folded in, then adds Bias and applies the activation.
+// Float16 / BFloat16 compute in float, float in float, double in double.
+#include <array>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "ops/fused_activation.h"
+#include "ops/fused_ops.h"
+#include "ops/op_utils.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+namespace {
+
+// The element type arithmetic runs in.
+template <typename T>
+using ComputeOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// The tensor's elements as C: the tensor's own data when the types match, else a copy.
+template <typename T, typename C>
+const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
+  if constexpr (std::is_same_v<T, C>) {
+    return tensor.data<T>();
+  } else {
+    const T* src = tensor.data<T>();
+    storage.resize(static_cast<size_t>(tensor.numel()));
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<C>(src[i]);
+    return storage.data();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// FusedConv(X, W, B?, Z?) -> act(Conv(X, W, B) + Z)
+
+class FusedConvKernel : public OpKernel {
+ public:
+  explicit FusedConvKernel(const KernelCreateContext& context)
+      : conv_(reference_conv(context)), activation_(FusedActivation::parse(context)) {}
+
+  void compute(KernelContext& context) const override {
+    // Conv's own kernel reads X, W, B and Conv's attributes of this node; its errors name
+    // this node too.
+    const std::array<const RuntimeValue*, 3> conv_inputs{
+        &context.input_value(0), &context.input_value(1), &context.input_value(2)};
+    RuntimeValue conv_output;
+    const std::array<RuntimeValue*, 1> conv_outputs{&conv_output};
+    KernelContext conv_context(context.node(), conv_inputs, conv_outputs, nullptr, nullptr);
+    conv_->compute(conv_context);
+    Tensor y = std::move(conv_output.mutable_tensor());
+
+    const Tensor* z = context.has_input(3) ? &context.input(3) : nullptr;
+    if (z && z->dtype() != y.dtype()) {
+      context.fail("Z has type {} but the convolution gives {}", dtype_name(z->dtype()),
+                   dtype_name(y.dtype()));
+    }
+    if (z && z->shape() != y.shape()) {
+      context.fail("Z has shape {} but the convolution gives {} (Z must have Y's shape)",
+                   shape_to_string(z->shape()), shape_to_string(y.shape()));
+    }
+    if (z || !activation_.none()) {
+      dispatch_float(y.dtype(), context.node().describe(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = ComputeOf<T>;
+        T* py = y.mutable_data<T>();
+        const T* pz = z ? z->data<T>() : nullptr;
+        const int64_t n = y.numel();
+        for (int64_t i = 0; i < n; ++i) {
+          C v = static_cast<C>(py[i]);
+          if (pz) v += static_cast<C>(pz[i]);
+          py[i] = convert_element<T>(activation_.apply(v));
+        }
+      });
+    }
+    context.set_output(0, std::move(y));
+  }
+
+ private:
+  static std::unique_ptr<OpKernel> reference_conv(const KernelCreateContext& context) {
+    // Conv-11 semantics (the same as Conv-1 apart from the optional kernel_shape).
+    const OpRegistration* conv = OpRegistry::builtin().find("", "Conv", 11);
+    if (!conv) context.fail("internal: no reference Conv kernel");
+    return conv->factory(context);
+  }
+
+  std::unique_ptr<OpKernel> conv_;
+  FusedActivation activation_;
+};
+
+// ---------------------------------------------------------------------------------------
+// FusedMatMul(A, B, Bias?) -> act(alpha * op(A) @ op(B) + Bias)
+
+class FusedMatMulKernel : public OpKernel {
+ public:
+  explicit FusedMatMulKernel(const KernelCreateContext& context)
+      : trans_a_(context.attr_int("trans_a", 0) != 0),
+        trans_b_(context.attr_int("trans_b", 0) != 0),
+        alpha_(context.attr_float("alpha", 1.0f)),
+        activation_(FusedActivation::parse(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    if (a.dtype() != b.dtype()) {
+      context.fail("input types differ: {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
+    }
+    if (a.rank() == 0 || b.rank() == 0) {
+      context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a.shape()),
+                   shape_to_string(b.shape()));
+    }
+    // op(X) as a logical shape; 1-D operands are promoted as MatMul does (no transpose).
+    const bool trans_a = trans_a_ && a.rank() >= 2;
+    const bool trans_b = trans_b_ && b.rank() >= 2;
+    Shape a_shape = a.shape();
+    Shape b_shape = b.shape();
+    if (trans_a) std::swap(a_shape[a_shape.size() - 1], a_shape[a_shape.size() - 2]);
+    if (trans_b) std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);
+    const bool vector_a = a_shape.size() == 1;
+    const bool vector_b = b_shape.size() == 1;
+    if (vector_a) a_shape.insert(a_shape.begin(), 1);
+    if (vector_b) b_shape.push_back(1);
+    const int64_t m = a_shape[a_shape.size() - 2];
+    const int64_t k = a_shape.back();
+    const int64_t n = b_shape.back();
+    if (b_shape[b_shape.size() - 2] != k) {
+      context.fail("inner dimensions differ: A{} has shape {} and B{} has shape {} ({} vs {})",
+                   trans_a ? "^T" : "", shape_to_string(a.shape()), trans_b ? "^T" : "",
+                   shape_to_string(b.shape()), k, b_shape[b_shape.size() - 2]);
+    }
+    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
+    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
+    Shape batch;
+    try {
+      batch = broadcast_shapes(a_batch, b_batch);
+    } catch (const Error&) {
+      context.fail("batch dimensions of shapes {} and {} do not broadcast",
+                   shape_to_string(a.shape()), shape_to_string(b.shape()));
+    }
+    Shape out_shape = batch;
+    if (!vector_a) out_shape.push_back(m);
+    if (!vector_b) out_shape.push_back(n);
+
+    const Tensor* bias = context.has_input(2) ? &context.input(2) : nullptr;
+    const int64_t last = out_shape.empty() ? 1 : out_shape.back();
+    if (bias && out_shape.empty()) context.fail("a Bias needs Y of rank >= 1 (A and B are 1-D)");
+    if (bias && bias->dtype() != a.dtype()) {
+      context.fail("Bias has type {} but A has type {}", dtype_name(bias->dtype()),
+                   dtype_name(a.dtype()));
+    }
+    if (bias && (bias->rank() != 1 || bias->shape()[0] != last)) {
+      context.fail("Bias must have shape [{}] (the last dim of Y, shape {}), got {}", last,
+                   shape_to_string(out_shape), shape_to_string(bias->shape()));
+    }
+    Tensor& out = context.allocate_output(0, a.dtype(), out_shape);
+    if (out.numel() == 0) return;
+
+    dispatch_float(a.dtype(), context.node().describe(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeOf<T>;
+      std::vector<C> a_store, b_store, bias_store, result;
+      const C* pa = elements_as<T, C>(a, a_store);
+      const C* pb = elements_as<T, C>(b, b_store);
+      C* po = nullptr;
+      if constexpr (std::is_same_v<T, C>) {
+        po = out.mutable_data<T>();
+      } else {
+        result.resize(static_cast<size_t>(out.numel()));
+        po = result.data();
+      }
+      // Leading dimensions of A and B as stored.
+      const int64_t lda = trans_a ? m : k;
+      const int64_t ldb = trans_b ? k : n;
+      const C alpha = static_cast<C>(alpha_);
+      if (shape_numel(b_batch) == 1 && !trans_a) {
+        // B is one matrix and A's rows are contiguous: one tall product.
+        gemm<C>(false, trans_b, shape_numel(a_batch) * m, n, k, alpha, pa, k, pb, ldb, C(0), po, n);
+      } else {
+        std::vector<std::vector<int64_t>> strides{broadcast_strides(a_batch, batch),
+                                                  broadcast_strides(b_batch, batch)};
+        for (auto& s : strides[0]) s *= m * k;
+        for (auto& s : strides[1]) s *= k * n;
+        for_each_broadcast(batch, strides, [&](int64_t index, const int64_t* offsets) {
+          gemm<C>(trans_a, trans_b, m, n, k, alpha, pa + offsets[0], lda, pb + offsets[1], ldb,
+                  C(0), po + index * m * n, n);
+        });
+      }
+      const C* pbias = bias ? elements_as<T, C>(*bias, bias_store) : nullptr;
+      const int64_t total = out.numel();
+      if (pbias || !activation_.none()) {
+        for (int64_t i = 0; i < total; i += last) {
+          for (int64_t j = 0; j < last; ++j) {
+            C v = po[i + j];
+            if (pbias) v += pbias[j];
+            po[i + j] = activation_.apply(v);
+          }
+        }
+      }
+      if constexpr (!std::is_same_v<T, C>) {
+        T* dst = out.mutable_data<T>();
+        for (int64_t i = 0; i < total; ++i) dst[i] = convert_element<T>(po[i]);
+      }
+    });
+  }
+
+ private:
+  bool trans_a_;
+  bool trans_b_;
+  float alpha_;
+  FusedActivation activation_;
+};
+
+}  // namespace
+
+void register_fused_linear_ops(OpRegistry& registry) {
+  const std::string domain(kOnnxkitDomain);
+  registry.add(domain, "FusedConv", 1, kernel_factory<FusedConvKernel>());
+  registry.add(domain, "FusedMatMul", 1, kernel_factory<FusedMatMulKernel>());
+}
+
+}  // namespace onnxkit
