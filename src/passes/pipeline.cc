@@ -44,8 +44,17 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
 // Why this order: fusions that build on other fusions come after them (activations are
 // fused into FusedConv / FusedMatMul only once the bias is inside; attention is matched
 // after its Softmax has been recognised).
+// Transformer fusions: LayerNormalization is recognised before SkipLayerNormalization is
+// built on it; BiasSoftmax before Attention, which takes a BiasSoftmax's bias as its mask.
+// Attention renames the symbols of its output's dims (GPT-2's Where makes fresh ones), so
+// the next round's skip_layer_norm can see equal shapes on the residual Add.
 std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_fuse_layer_norm_pass());
+  passes.push_back(make_fuse_gelu_pass());
+  passes.push_back(make_fuse_skip_layer_norm_pass());
+  passes.push_back(make_fuse_bias_softmax_pass());
+  passes.push_back(make_fuse_attention_pass());
   return passes;
 }
 
