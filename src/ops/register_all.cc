@@ -28,6 +28,7 @@ void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
+void register_fused_transformer_ops(OpRegistry& registry);
 void register_fused_linear_ops(OpRegistry& registry);
 void register_dnnl_matmul_kernels(OpRegistry& registry);
 void register_attention_kernels(OpRegistry& registry);
@@ -56,6 +57,7 @@ void register_all_ops(OpRegistry& registry) {
   register_spatial_ops(registry);
   register_text_ops(registry);
   register_training_ops(registry);
+  register_fused_transformer_ops(registry);
   register_fused_linear_ops(registry);
   register_dnnl_matmul_kernels(registry);
   register_attention_kernels(registry);

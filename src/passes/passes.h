@@ -61,5 +61,18 @@ std::unique_ptr<GraphPass> make_fuse_transpose_into_matmul_pass();
 std::unique_ptr<GraphPass> make_dead_code_elimination_pass();
 // Initializers nothing reads are removed.
 std::unique_ptr<GraphPass> make_remove_unused_initializers_pass();
+// Extended level: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add over the last axes becomes
+// LayerNormalization (ONNX from opset 17, com.onnxkit before).
+std::unique_ptr<GraphPass> make_fuse_layer_norm_pass();
+// Extended level: GELU written with Erf or Tanh becomes com.onnxkit Gelu.
+std::unique_ptr<GraphPass> make_fuse_gelu_pass();
+// Extended level: a residual Add (+ bias) feeding a last-axis LayerNormalization becomes
+// com.onnxkit SkipLayerNormalization (the sum as a second output when something else reads it).
+std::unique_ptr<GraphPass> make_fuse_skip_layer_norm_pass();
+// Extended level: Softmax over the last axis of Add(X, Bias) becomes com.onnxkit BiasSoftmax.
+std::unique_ptr<GraphPass> make_fuse_bias_softmax_pass();
+// Extended level: scaled dot-product attention (MatMul, scale, masks, Softmax, MatMul) becomes
+// com.onnxkit Attention.
+std::unique_ptr<GraphPass> make_fuse_attention_pass();
 
 }  // namespace onnxkit

@@ -41,15 +41,22 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
   return passes;
 }
 
-// Why this order: fusions that build on other fusions come after them (activations are
-// fused into FusedConv / FusedMatMul only once the bias is inside; attention is matched
-// after its Softmax has been recognised).
-// The linear fusions come after the transformer ones: attention reads the plain MatMul /
-// Transpose / Div it is made of, and Gelu must exist before it can join a FusedMatMul or
-// FusedConv. fuse_transpose_into_matmul goes first of them, so a scale after the product
-// becomes alpha before an activation is fused (a scale after an activation cannot).
+// Why this order: the transformer fusions come first. LayerNormalization is recognised
+// before SkipLayerNormalization is built on it; BiasSoftmax before Attention, which takes a
+// BiasSoftmax's bias as its mask. Attention renames the symbols of its output's dims
+// (GPT-2's Where makes fresh ones), so the next round's skip_layer_norm can see equal
+// shapes on the residual Add. The linear fusions come after them: attention reads the
+// plain MatMul / Transpose / Div it is made of, and Gelu must exist before it can join a
+// FusedMatMul or FusedConv. fuse_transpose_into_matmul goes first of those, so a scale
+// after the product becomes alpha before an activation is fused (a scale after an
+// activation cannot).
 std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_fuse_layer_norm_pass());
+  passes.push_back(make_fuse_gelu_pass());
+  passes.push_back(make_fuse_skip_layer_norm_pass());
+  passes.push_back(make_fuse_bias_softmax_pass());
+  passes.push_back(make_fuse_attention_pass());
   passes.push_back(make_fuse_transpose_into_matmul_pass());
   passes.push_back(make_fuse_matmul_bias_activation_pass());
   passes.push_back(make_fuse_conv_activation_pass());

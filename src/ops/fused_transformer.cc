@@ -1,0 +1,362 @@
+// Op family: onnxkit's transformer ops (domain com.onnxkit, ops/fused_ops.h), reference
+// kernels: LayerNormalization, SkipLayerNormalization, Gelu, BiasSoftmax, Attention.
+//
+// Written to be obviously right rather than fast (the optimized kernels in src/kernels are
+// tested against these): every element is read into double, computed in double and
+// written back in the tensor's own type (float, double, float16, bfloat16).
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "ops/fused_ops.h"
+#include "ops/op_utils.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+namespace {
+
+std::vector<double> read_doubles(const KernelContext& context, const Tensor& t,
+                                 std::string_view what) {
+  if (!dtype_is_float(t.dtype())) {
+    context.fail("{} has type {}; it needs a floating-point type", what, dtype_name(t.dtype()));
+  }
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  dispatch_float(t.dtype(), what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
+  });
+  return values;
+}
+
+void write_doubles(KernelContext& context, size_t output, DType dtype, const Shape& shape,
+                   const std::vector<double>& values) {
+  Tensor& t = context.allocate_output(output, dtype, shape);
+  dispatch_float(dtype, context.node().op_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+}
+
+// For each element of `shape`, the offset of the element of `t` it reads when `t` is
+// broadcast to `shape` (numpy rules, `t` may not grow `shape`).
+std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& t,
+                                       const Shape& shape, std::string_view what) {
+  bool fits = t.rank() <= shape.size();
+  for (size_t i = 0; fits && i < t.rank(); ++i) {
+    const int64_t d = t.shape()[t.rank() - 1 - i];
+    fits = d == 1 || d == shape[shape.size() - 1 - i];
+  }
+  if (!fits) {
+    context.fail("{} of shape {} does not broadcast to {}", what, shape_to_string(t.shape()),
+                 shape_to_string(shape));
+  }
+  std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(shape)));
+  if (offsets.empty()) return offsets;
+  for_each_broadcast(shape, {broadcast_strides(t.shape(), shape)},
+                     [&](int64_t i, const int64_t* o) { offsets[i] = o[0]; });
+  return offsets;
+}
+
+// Normalizes `row` (n values) in place: (x - mean) / sqrt(var + epsilon), biased variance.
+void normalize(double* row, int64_t n, double epsilon) {
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) mean += row[i];
+  mean /= static_cast<double>(std::max<int64_t>(n, 1));
+  double var = 0;
+  for (int64_t i = 0; i < n; ++i) var += (row[i] - mean) * (row[i] - mean);
+  var /= static_cast<double>(std::max<int64_t>(n, 1));
+  const double inv_std = 1.0 / std::sqrt(var + epsilon);
+  for (int64_t i = 0; i < n; ++i) row[i] = (row[i] - mean) * inv_std;
+}
+
+// Softmax of `row` (n values) in place. A row of -inf only gives NaN, as Softmax does.
+void softmax(double* row, int64_t n) {
+  if (n == 0) return;
+  double max = row[0];
+  for (int64_t i = 1; i < n; ++i) max = std::max(max, row[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] = std::exp(row[i] - max);
+    sum += row[i];
+  }
+  for (int64_t i = 0; i < n; ++i) row[i] /= sum;
+}
+
+// LayerNormalization(X, Scale, B?) -> Y: ONNX opset 17's op, Y output only.
+class LayerNormalizationKernel : public OpKernel {
+ public:
+  explicit LayerNormalizationKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)), epsilon_(context.attr_float("epsilon", 1e-5f)) {
+    for (size_t i = 1; i < context.node().outputs().size(); ++i) {
+      if (context.node().output(i)) {
+        context.fail("only the Y output is supported (Mean and InvStdDev are not)");
+      }
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    if (rank == 0) context.fail("input X is a scalar; it needs rank >= 1");
+    const int64_t axis = normalize_axis(axis_, rank, context.node().describe());
+    const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+    const int64_t cols = shape_numel(norm_shape);
+    const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+    const std::vector<double> scale = read_doubles(context, context.input(1), "Scale");
+    const std::vector<int64_t> scale_at =
+        broadcast_offsets(context, context.input(1), norm_shape, "Scale");
+    std::vector<double> bias;
+    std::vector<int64_t> bias_at;
+    if (context.has_input(2)) {
+      bias = read_doubles(context, context.input(2), "B");
+      bias_at = broadcast_offsets(context, context.input(2), norm_shape, "B");
+    }
+    std::vector<double> y = read_doubles(context, x, "X");
+    for (int64_t r = 0; r < rows; ++r) {
+      double* row = y.data() + r * cols;
+      normalize(row, cols, epsilon_);
+      for (int64_t c = 0; c < cols; ++c) {
+        row[c] = row[c] * scale[scale_at[c]] + (bias.empty() ? 0.0 : bias[bias_at[c]]);
+      }
+    }
+    write_doubles(context, 0, x.dtype(), x.shape(), y);
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+// SkipLayerNormalization(X, Skip, Gamma, Beta?, Bias?) -> Y, Sum?
+class SkipLayerNormalizationKernel : public OpKernel {
+ public:
+  explicit SkipLayerNormalizationKernel(const KernelCreateContext& context)
+      : epsilon_(context.attr_float("epsilon", 1e-5f)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& skip = context.input(1);
+    if (x.rank() == 0) context.fail("input X is a scalar; it needs rank >= 1");
+    if (skip.shape() != x.shape()) {
+      context.fail("Skip has shape {}; it needs X's shape {}", shape_to_string(skip.shape()),
+                   shape_to_string(x.shape()));
+    }
+    if (skip.dtype() != x.dtype()) {
+      context.fail("Skip has type {}, X has {}", dtype_name(skip.dtype()), dtype_name(x.dtype()));
+    }
+    const int64_t cols = x.shape().back();
+    const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+    const std::vector<double> gamma = channel_vector(context, 2, "Gamma", cols);
+    const std::vector<double> beta = channel_vector(context, 3, "Beta", cols);
+    const std::vector<double> bias = channel_vector(context, 4, "Bias", cols);
+    std::vector<double> sum = read_doubles(context, x, "X");
+    const std::vector<double> skip_values = read_doubles(context, skip, "Skip");
+    for (size_t i = 0; i < sum.size(); ++i) {
+      sum[i] += skip_values[i] + (bias.empty() ? 0.0 : bias[i % cols]);
+    }
+    std::vector<double> y = sum;
+    for (int64_t r = 0; r < rows; ++r) {
+      double* row = y.data() + r * cols;
+      normalize(row, cols, epsilon_);
+      for (int64_t c = 0; c < cols; ++c) {
+        row[c] = row[c] * gamma[c] + (beta.empty() ? 0.0 : beta[c]);
+      }
+    }
+    write_doubles(context, 0, x.dtype(), x.shape(), y);
+    if (context.wants_output(1)) write_doubles(context, 1, x.dtype(), x.shape(), sum);
+  }
+
+ private:
+  // Input `index` as `cols` values (empty when the optional input is absent).
+  static std::vector<double> channel_vector(const KernelContext& context, size_t index,
+                                            std::string_view what, int64_t cols) {
+    if (!context.has_input(index)) {
+      if (index == 2) context.fail("input Gamma is required");
+      return {};
+    }
+    const Tensor& t = context.input(index);
+    if (t.rank() != 1 || t.shape()[0] != cols) {
+      context.fail("{} has shape {}; it needs [{}] (the last dim of X)", what,
+                   shape_to_string(t.shape()), cols);
+    }
+    return read_doubles(context, t, what);
+  }
+
+  float epsilon_;
+};
+
+// Gelu(X) -> Y, approximate "none" (erf) or "tanh".
+class GeluKernel : public OpKernel {
+ public:
+  explicit GeluKernel(const KernelCreateContext& context) {
+    const std::string approximate = context.attr_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      context.fail("approximate is '{}'; it needs 'none' or 'tanh'", approximate);
+    }
+    tanh_ = approximate == "tanh";
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    std::vector<double> y = read_doubles(context, x, "X");
+    const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
+    for (double& v : y) {
+      if (tanh_) {
+        v = 0.5 * v * (1.0 + std::tanh(sqrt_2_over_pi * (v + 0.044715 * v * v * v)));
+      } else {
+        v = 0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2));
+      }
+    }
+    write_doubles(context, 0, x.dtype(), x.shape(), y);
+  }
+
+ private:
+  bool tanh_ = false;
+};
+
+// BiasSoftmax(X, Bias) -> Y = Softmax(X + Bias) over one axis.
+class BiasSoftmaxKernel : public OpKernel {
+ public:
+  explicit BiasSoftmaxKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& bias = context.input(1);
+    const auto rank = static_cast<int64_t>(x.rank());
+    if (rank == 0) context.fail("input X is a scalar; it needs rank >= 1");
+    const int64_t axis = normalize_axis(axis_, rank, context.node().describe());
+    std::vector<double> y = read_doubles(context, x, "X");
+    const std::vector<double> b = read_doubles(context, bias, "Bias");
+    const std::vector<int64_t> bias_at = broadcast_offsets(context, bias, x.shape(), "Bias");
+    for (size_t i = 0; i < y.size(); ++i) y[i] += b[bias_at[i]];
+    int64_t outer = 1, inner = 1;
+    const int64_t dim = x.shape()[axis];
+    for (int64_t i = 0; i < axis; ++i) outer *= x.shape()[i];
+    for (int64_t i = axis + 1; i < rank; ++i) inner *= x.shape()[i];
+    std::vector<double> line(static_cast<size_t>(dim));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        double* base = y.data() + o * dim * inner + i;
+        for (int64_t k = 0; k < dim; ++k) line[k] = base[k * inner];
+        softmax(line.data(), dim);
+        for (int64_t k = 0; k < dim; ++k) base[k * inner] = line[k];
+      }
+    }
+    write_doubles(context, 0, x.dtype(), x.shape(), y);
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// Attention(Q, K, V, Mask?, Keep?) -> Y: scaled dot-product attention per batch and head.
+class AttentionKernel : public OpKernel {
+ public:
+  explicit AttentionKernel(const KernelCreateContext& context)
+      : has_scale_(context.has_attribute("scale")),
+        scale_(context.attr_float("scale", 1.0f)),
+        masked_value_(context.attr_float("masked_value", -std::numeric_limits<float>::infinity())),
+        k_transposed_(context.attr_int("k_transposed", 0) != 0) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& q = context.input(0);
+    const Tensor& k = context.input(1);
+    const Tensor& v = context.input(2);
+    for (const auto& [t, name] : {std::pair{&q, "Q"}, {&k, "K"}, {&v, "V"}}) {
+      if (t->rank() != 4) {
+        context.fail("{} has shape {}; it needs rank 4", name, shape_to_string(t->shape()));
+      }
+      if (t->dtype() != q.dtype()) {
+        context.fail("{} has type {}, Q has {}", name, dtype_name(t->dtype()),
+                     dtype_name(q.dtype()));
+      }
+    }
+    const int64_t batch = q.shape()[0], heads = q.shape()[1], sq = q.shape()[2];
+    const int64_t depth = q.shape()[3];
+    const int64_t sk = k.shape()[k_transposed_ ? 3 : 2];
+    const int64_t k_depth = k.shape()[k_transposed_ ? 2 : 3];
+    const int64_t dv = v.shape()[3];
+    const Shape k_expected =
+        k_transposed_ ? Shape{batch, heads, depth, sk} : Shape{batch, heads, sk, depth};
+    if (k.shape() != k_expected || k_depth != depth) {
+      context.fail("K has shape {}; with Q of shape {} it needs {}", shape_to_string(k.shape()),
+                   shape_to_string(q.shape()), shape_to_string(k_expected));
+    }
+    if (v.shape() != Shape{batch, heads, sk, dv}) {
+      context.fail("V has shape {}; it needs [{}, {}, {}, Dv]", shape_to_string(v.shape()), batch,
+                   heads, sk);
+    }
+    const Shape scores_shape{batch, heads, sq, sk};
+    std::vector<double> mask;
+    std::vector<int64_t> mask_at;
+    if (context.has_input(3)) {
+      mask = read_doubles(context, context.input(3), "Mask");
+      mask_at = broadcast_offsets(context, context.input(3), scores_shape, "Mask");
+    }
+    std::vector<int64_t> keep_at;
+    const bool* keep = nullptr;
+    if (context.has_input(4)) {
+      const Tensor& keep_tensor = context.input(4);
+      if (keep_tensor.dtype() != DType::kBool) {
+        context.fail("Keep has type {}; it needs bool", dtype_name(keep_tensor.dtype()));
+      }
+      keep = keep_tensor.data<bool>();
+      keep_at = broadcast_offsets(context, keep_tensor, scores_shape, "Keep");
+    }
+    const double scale =
+        has_scale_ ? scale_ : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(depth, 1)));
+
+    const std::vector<double> qv = read_doubles(context, q, "Q");
+    const std::vector<double> kv = read_doubles(context, k, "K");
+    const std::vector<double> vv = read_doubles(context, v, "V");
+    std::vector<double> y(static_cast<size_t>(batch * heads * sq * dv), 0.0);
+    std::vector<double> row(static_cast<size_t>(sk));
+    for (int64_t bh = 0; bh < batch * heads; ++bh) {
+      const double* qb = qv.data() + bh * sq * depth;
+      const double* kb = kv.data() + bh * sk * depth;
+      const double* vb = vv.data() + bh * sk * dv;
+      for (int64_t i = 0; i < sq; ++i) {
+        for (int64_t j = 0; j < sk; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < depth; ++d) {
+            const double kj = k_transposed_ ? kb[d * sk + j] : kb[j * depth + d];
+            dot += qb[i * depth + d] * kj;
+          }
+          const int64_t at = (bh * sq + i) * sk + j;
+          double s = scale * dot;
+          if (!mask.empty()) s += mask[mask_at[at]];
+          if (keep && !keep[keep_at[at]]) s = masked_value_;
+          row[j] = s;
+        }
+        softmax(row.data(), sk);
+        double* out = y.data() + (bh * sq + i) * dv;
+        for (int64_t j = 0; j < sk; ++j) {
+          for (int64_t c = 0; c < dv; ++c) out[c] += row[j] * vb[j * dv + c];
+        }
+      }
+    }
+    write_doubles(context, 0, q.dtype(), Shape{batch, heads, sq, dv}, y);
+  }
+
+ private:
+  bool has_scale_;
+  float scale_;
+  float masked_value_;
+  bool k_transposed_;
+};
+
+}  // namespace
+
+void register_fused_transformer_ops(OpRegistry& registry) {
+  const std::string domain(kOnnxkitDomain);
+  registry.add(domain, "LayerNormalization", 1, kernel_factory<LayerNormalizationKernel>());
+  registry.add(domain, "SkipLayerNormalization", 1, kernel_factory<SkipLayerNormalizationKernel>());
+  registry.add(domain, "Gelu", 1, kernel_factory<GeluKernel>());
+  registry.add(domain, "BiasSoftmax", 1, kernel_factory<BiasSoftmaxKernel>());
+  registry.add(domain, "Attention", 1, kernel_factory<AttentionKernel>());
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,155 @@
+#include <cmath>
+
+#include "transformer_pass_test_util.h"
+
+namespace onnxkit {
+namespace {
+
+using namespace testing;
+
+enum class HalfAt { kEnd, kOnSum, kOnX, kDivByTwoAtEnd };
+enum class Cube { kPow, kMulInner, kMulOuter };
+
+// x -> Relu -> GELU(...) -> Tanh (the Relu and Tanh keep the GELU inside the graph).
+struct GeluGraph {
+  bool tanh = false;
+  HalfAt half = HalfAt::kEnd;
+  bool erf_by_mul = false;  // x * 0.70710678 instead of x / 1.41421356
+  Cube cube = Cube::kPow;
+  float sqrt2 = 1.4142135381698608f;
+};
+
+Model gelu_model(const GeluGraph& spec) {
+  Model model = empty_model(13);
+  GraphBuilder b(model);
+  Value* x = b.op("Relu", {b.input("x", {3, -1, 7})});
+  Value* f = nullptr;
+  if (spec.tanh) {
+    Value* cube = nullptr;
+    switch (spec.cube) {
+      case Cube::kPow:
+        cube = b.op("Pow", {x, b.scalar(3)});
+        break;
+      case Cube::kMulInner:
+        cube = b.op("Mul", {x, b.op("Mul", {x, x})});
+        break;
+      case Cube::kMulOuter:
+        cube = b.op("Mul", {b.op("Mul", {x, x}), x});
+        break;
+    }
+    Value* inner = b.op("Add", {x, b.op("Mul", {cube, b.scalar(0.044714998453855515f)})});
+    f = b.op("Tanh", {b.op("Mul", {inner, b.scalar(0.7978845834732056f)})});
+  } else {
+    Value* u = spec.erf_by_mul ? b.op("Mul", {x, b.scalar(0.70710678f)})
+                               : b.op("Div", {x, b.scalar(spec.sqrt2)});
+    f = b.op("Erf", {u});
+  }
+  Value* a = b.op("Add", {f, b.scalar(1)});
+  Value* y = nullptr;
+  switch (spec.half) {
+    case HalfAt::kEnd:
+      y = b.op("Mul", {b.op("Mul", {x, a}), b.scalar(0.5f)});
+      break;
+    case HalfAt::kDivByTwoAtEnd:
+      y = b.op("Div", {b.op("Mul", {a, x}), b.scalar(2)});
+      break;
+    case HalfAt::kOnSum:
+      y = b.op("Mul", {x, b.op("Mul", {a, b.scalar(0.5f)})});
+      break;
+    case HalfAt::kOnX:
+      y = b.op("Mul", {b.op("Mul", {x, b.scalar(0.5f)}), a});
+      break;
+  }
+  b.output(b.op("Tanh", {y}));
+  infer(model);
+  return model;
+}
+
+size_t run_pass(Model& model) {
+  auto pass = make_fuse_gelu_pass();
+  return apply_pass(*pass, model);
+}
+
+void expect_fused(const GeluGraph& spec) {
+  Model model = gelu_model(spec);
+  Model before = copy_model(model);
+  ASSERT_EQ(run_pass(model), 1u);
+  ASSERT_EQ(model.graph().node_count(), 3u) << "Relu, Gelu, Tanh";
+  const Node* gelu = find_op(model, "Gelu");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(gelu->domain(), kOnnxkitDomain);
+  EXPECT_EQ(model.opset_version(kOnnxkitDomain), 1);
+  EXPECT_EQ(gelu->input(0)->producer()->op_type(), "Relu");
+  const Attribute* approximate = gelu->find_attribute("approximate");
+  if (spec.tanh) {
+    ASSERT_NE(approximate, nullptr);
+    EXPECT_EQ(approximate->s, "tanh");
+  } else {
+    EXPECT_TRUE(!approximate || approximate->s == "none");
+  }
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
+TEST(FuseGelu, ErfFormInEveryOrder) {
+  for (HalfAt half : {HalfAt::kEnd, HalfAt::kOnSum, HalfAt::kOnX, HalfAt::kDivByTwoAtEnd}) {
+    for (bool by_mul : {false, true}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(half)) + (by_mul ? " mul" : " div"));
+      GeluGraph spec;
+      spec.half = half;
+      spec.erf_by_mul = by_mul;
+      expect_fused(spec);
+    }
+  }
+}
+
+TEST(FuseGelu, TanhFormWithEachCube) {
+  for (Cube cube : {Cube::kPow, Cube::kMulInner, Cube::kMulOuter}) {
+    for (HalfAt half : {HalfAt::kOnX, HalfAt::kEnd}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(cube)) + " " +
+                   std::to_string(static_cast<int>(half)));
+      GeluGraph spec;
+      spec.tanh = true;
+      spec.cube = cube;
+      spec.half = half;
+      expect_fused(spec);
+    }
+  }
+}
+
+TEST(FuseGelu, ConstantsWithinToleranceOnly) {
+  GeluGraph spec;
+  spec.sqrt2 = 1.41421f;  // rounded by an exporter: still sqrt(2)
+  expect_fused(spec);
+  spec.sqrt2 = 1.5f;
+  Model model = gelu_model(spec);
+  EXPECT_EQ(run_pass(model), 0u);
+}
+
+TEST(FuseGelu, IntermediateReadElsewhereIsLeftAlone) {
+  Model model = gelu_model({});
+  model.graph().add_output(model.graph().find_value("Erf_3_out0"));
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 0u);
+  EXPECT_EQ(count_ops(model, "Erf"), 1u);
+}
+
+TEST(FuseGelu, TwoGelusInOneGraph) {
+  Model model = empty_model(13);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {4, 5});
+  for (int i = 0; i < 2; ++i) {
+    Value* erf = b.op("Erf", {b.op("Div", {x, b.scalar(1.4142135f)})});
+    x = b.op("Mul", {b.op("Mul", {x, b.op("Add", {erf, b.scalar(1)})}), b.scalar(0.5f)});
+  }
+  b.output(x);
+  infer(model);
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 2u);
+  EXPECT_EQ(count_domain_ops(model, "Gelu"), 2u);
+  EXPECT_EQ(model.graph().node_count(), 2u);
+  EXPECT_EQ(model.graph().outputs()[0]->producer()->op_type(), "Gelu");
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
+}  // namespace
+}  // namespace onnxkit
