@@ -1,0 +1,78 @@
+// Runtime choice of vector_math's instruction set: the CPU's best level, or a forced one.
+#include "kernels/vector_math.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace onnxkit {
+
+// One table per instruction-set file.
+const VectorKernels& scalar_vector_kernels();
+const VectorKernels& avx2_vector_kernels();
+const VectorKernels& avx512_vector_kernels();
+
+namespace {
+
+constexpr int kNoOverride = -1;
+std::atomic<int> forced_level{kNoOverride};
+
+SimdLevel detect() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    return SimdLevel::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::kAvx2;
+  return SimdLevel::kScalar;
+}
+
+}  // namespace
+
+std::string_view simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kScalar:
+      return "scalar";
+    case SimdLevel::kAvx2:
+      return "avx2";
+    case SimdLevel::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+SimdLevel detected_simd_level() {
+  static const SimdLevel level = detect();
+  return level;
+}
+
+SimdLevel active_simd_level() {
+  const int forced = forced_level.load(std::memory_order_relaxed);
+  return forced == kNoOverride ? detected_simd_level() : static_cast<SimdLevel>(forced);
+}
+
+SimdLevelOverride::SimdLevelOverride(SimdLevel level)
+    : previous_(forced_level.load(std::memory_order_relaxed)) {
+  forced_level.store(static_cast<int>(std::min(level, detected_simd_level())));
+}
+
+SimdLevelOverride::~SimdLevelOverride() {
+  forced_level.store(previous_);
+}
+
+const VectorKernels& vector_kernels(SimdLevel level) {
+  switch (std::min(level, detected_simd_level())) {
+    case SimdLevel::kAvx512:
+      return avx512_vector_kernels();
+    case SimdLevel::kAvx2:
+      return avx2_vector_kernels();
+    case SimdLevel::kScalar:
+      break;
+  }
+  return scalar_vector_kernels();
+}
+
+const VectorKernels& vector_kernels() {
+  return vector_kernels(active_simd_level());
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,58 @@
+// vector_math's portable loops: one float per "vector", baseline compiler flags. Runs on
+// any CPU; the reference for what the AVX versions compute (same algorithms, no FMA).
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/vector_math.h"
+// After every standard header: see vector_math_simd.h.
+#include "kernels/vector_math_simd.h"
+
+namespace onnxkit {
+namespace {
+
+struct Scalar {
+  using V = float;
+  using M = bool;
+  static constexpr int kWidth = 1;
+  static constexpr bool kTranspose8x8 = false;
+
+  static M first_n(int64_t n) { return n > 0; }
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V load_partial(const float* p, int64_t n, float fill) { return n > 0 ? *p : fill; }
+  static void store_partial(float* p, V v, int64_t n) {
+    if (n > 0) *p = v;
+  }
+  static V set1(float v) { return v; }
+  static V zero() { return 0.0f; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V div(V a, V b) { return a / b; }
+  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V sqrt(V a) { return std::sqrt(a); }
+  static V abs(V a) { return std::fabs(a); }
+  static V neg(V a) { return -a; }
+  static V max(V a, V b) { return a > b ? a : b; }
+  static V min(V a, V b) { return a < b ? a : b; }
+  static M lt(V a, V b) { return a < b; }
+  static M gt(V a, V b) { return a > b; }
+  static M is_nan(V a) { return std::isnan(a); }
+  static V select(M m, V a, V b) { return m ? a : b; }
+  static V round(V a) { return std::nearbyint(a); }
+  static V ldexp(V v, V n) { return std::isnan(n) ? n : std::ldexp(v, static_cast<int>(n)); }
+  static float reduce_add(V v) { return v; }
+  static float reduce_max(V v) { return v; }
+  static M load_cond(const uint8_t* p) { return *p != 0; }
+  static void transpose8x8(const uint32_t*, int64_t, uint32_t*, int64_t) {}
+};
+
+}  // namespace
+
+const VectorKernels& scalar_vector_kernels() {
+  static const VectorKernels kernels = make_vector_kernels<Scalar>(SimdLevel::kScalar);
+  return kernels;
+}
+
+}  // namespace onnxkit
