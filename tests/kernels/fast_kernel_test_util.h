@@ -22,6 +22,13 @@ namespace onnxkit::testing {
 // One node to run: inputs become graph inputs "in0", "in1", ... (a default-constructed
 // Tensor is an omitted optional input), or initializers for the indexes in `constants`.
 struct NodeCase {
+  NodeCase(std::string op_type, std::vector<Tensor> node_inputs, int64_t node_opset = 17,
+           std::function<void(Node*)> set_attributes = {})
+      : op(std::move(op_type)),
+        inputs(std::move(node_inputs)),
+        opset(node_opset),
+        attributes(std::move(set_attributes)) {}
+
   std::string op;
   std::vector<Tensor> inputs;
   int64_t opset = 17;
