@@ -166,7 +166,7 @@ TEST(FastNormalization, SkipLayerNormalizationMatchesUnfusedGraph) {
             [&](Graph& g, const std::vector<Value*>& in) {
               Value* y = add_node(
                   g, "SkipLayerNormalization", in,
-                  [](Node* n) { set_attr_float(n, "epsilon", 1e-12f); }, kDomain, 2);
+                  [](Node* n) { set_attr_float(n, "epsilon", 0.01f); }, kDomain, 2);
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(y->producer()->outputs()[1]);
               return outputs;
@@ -175,7 +175,7 @@ TEST(FastNormalization, SkipLayerNormalizationMatchesUnfusedGraph) {
               Value* sum = add_node(g, "Add", {in[0], in[1]});
               if (with_bias) sum = add_node(g, "Add", {sum, in[4]});
               Value* y = add_node(g, "LayerNormalization", {sum, in[2], in[3]},
-                                  [](Node* n) { set_attr_float(n, "epsilon", 1e-12f); });
+                                  [](Node* n) { set_attr_float(n, "epsilon", 0.01f); });
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(sum);
               return outputs;
