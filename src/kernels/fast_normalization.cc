@@ -260,7 +260,8 @@ class FastReduceMeanKernel : public OpKernel {
     }
     if (last < 0) first = last = rank;  // only size-1 dims reduced: a copy
     const int64_t outer = shape_numel(std::span(shape).first(first));
-    const int64_t count = last < rank ? shape_numel(std::span(shape).subspan(first, last - first + 1)) : 1;
+    const int64_t count =
+        last < rank ? shape_numel(std::span(shape).subspan(first, last - first + 1)) : 1;
     const int64_t inner = last < rank ? shape_numel(std::span(shape).subspan(last + 1)) : 1;
     if (count == 0) return run_fallback(fallback_.get(), context);  // mean of nothing: NaN
     Tensor& y = context.allocate_output(0, DType::kFloat, out_shape);

@@ -68,9 +68,9 @@ void expect_fused_matches_unfused(
     const std::vector<Tensor> fast = run_graph(feeds, fused, fast_options());
     ASSERT_EQ(fast.size(), reference.size());
     for (size_t i = 0; i < fast.size(); ++i) {
-      expect_tensors_close(fast[i], reference[i], rtol, atol,
-                           what + " output " + std::to_string(i) + " at " +
-                               std::string(simd_level_name(level)));
+      expect_tensors_close(
+          fast[i], reference[i], rtol, atol,
+          what + " output " + std::to_string(i) + " at " + std::string(simd_level_name(level)));
     }
   }
 }
@@ -83,18 +83,19 @@ TEST(FastNormalization, SoftmaxAndLogSoftmax) {
     int64_t opset;
   };
   const std::vector<Case> cases = {
-      {{1}, -1, 13},         {{17}, 0, 13},           {{12, 128, 128}, -1, 13},
-      {{3, 1023}, 1, 13},    {{5, 7, 1}, 1, 13},      // trailing dim of 1: still rows
-      {{2, 3, 5}, 1, 13},    // not the last axis: reference
-      {{2, 3, 5}, 1, 11},    // coerced to [2, 15]
-      {{2, 3, 5}, 0, 1},     {{4, 6}, 2, 11},          // axis == rank: rows of 1
+      {{1}, -1, 13},      {{17}, 0, 13},      {{12, 128, 128}, -1, 13},
+      {{3, 1023}, 1, 13}, {{5, 7, 1}, 1, 13},  // trailing dim of 1: still rows
+      {{2, 3, 5}, 1, 13},                      // not the last axis: reference
+      {{2, 3, 5}, 1, 11},                      // coerced to [2, 15]
+      {{2, 3, 5}, 0, 1},  {{4, 6}, 2, 11},     // axis == rank: rows of 1
       {{0, 5}, -1, 13},
   };
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     for (const Case& c : cases) {
       for (bool specials : {false, true}) {
-        NodeCase node{op, {random_floats(c.shape, seed++, 4.0f, specials)}, c.opset,
-                      [&](Node* n) { set_attr_int(n, "axis", c.axis); }};
+        NodeCase node{op, {random_floats(c.shape, seed++, 4.0f, specials)}, c.opset, [&](Node* n) {
+                        set_attr_int(n, "axis", c.axis);
+                      }};
         // LogSoftmax subtracts log(sum) from x - max: errors are absolute, ~ulp(x).
         expect_fast_matches_reference(node, 2e-6, std::string(op) == "Softmax" ? 1e-7 : 1e-6,
                                       std::string(op) + " " + shape_to_string(c.shape) + " axis " +
@@ -113,22 +114,24 @@ TEST(FastNormalization, LayerNormalizationOpset17) {
     bool bias;
   };
   const std::vector<Case> cases = {
-      {{128, 768}, {768}, -1, true},   {{2, 3, 17}, {17}, -1, true},
-      {{2, 3, 17}, {3, 17}, 1, false}, {{4, 1, 1023}, {1023}, 1, true},
-      {{1}, {1}, 0, true},             {{6, 5}, {1}, -1, true},  // broadcast scale: reference
+      {{128, 768}, {768}, -1, true},
+      {{2, 3, 17}, {17}, -1, true},
+      {{2, 3, 17}, {3, 17}, 1, false},
+      {{4, 1, 1023}, {1023}, 1, true},
+      {{1}, {1}, 0, true},
+      {{6, 5}, {1}, -1, true},  // broadcast scale: reference
   };
   for (const Case& c : cases) {
     Shape norm(c.x.begin() + (c.axis < 0 ? c.axis + c.x.size() : c.axis), c.x.end());
     std::vector<Tensor> inputs = {random_floats(c.x, seed, 3.0f), random_floats(c.scale, seed + 1)};
     if (c.bias) inputs.push_back(random_floats(c.scale, seed + 2));
     seed += 3;
-    expect_fast_matches_reference(
-        {"LayerNormalization", inputs, 17,
-         [&](Node* n) {
-           set_attr_int(n, "axis", c.axis);
-           set_attr_float(n, "epsilon", 1e-5f);
-         }},
-        1e-5, 1e-5, "LayerNormalization " + shape_to_string(c.x));
+    expect_fast_matches_reference({"LayerNormalization", inputs, 17,
+                                   [&](Node* n) {
+                                     set_attr_int(n, "axis", c.axis);
+                                     set_attr_float(n, "epsilon", 1e-5f);
+                                   }},
+                                  1e-5, 1e-5, "LayerNormalization " + shape_to_string(c.x));
   }
 }
 
@@ -143,9 +146,8 @@ TEST(FastNormalization, OnnxkitLayerNormalizationMatchesOpset17) {
             kDomain)};
       },
       [](Graph& g, const std::vector<Value*>& in) {
-        return std::vector<Value*>{add_node(g, "LayerNormalization", in, [](Node* n) {
-          set_attr_float(n, "epsilon", 1e-6f);
-        })};
+        return std::vector<Value*>{add_node(g, "LayerNormalization", in,
+                                            [](Node* n) { set_attr_float(n, "epsilon", 1e-6f); })};
       },
       1e-5, 1e-5, "com.onnxkit LayerNormalization");
 }
@@ -239,7 +241,8 @@ TEST(FastNormalization, GeluMatchesUnfusedGraph) {
       [&](Graph& g, const std::vector<Value*>& in) {
         // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as GPT-2 exports it.
         Value* cube = add_node(g, "Pow", {in[0], constant(g, 3.0f)});
-        Value* inner = add_node(g, "Add", {in[0], add_node(g, "Mul", {cube, constant(g, 0.044715f)})});
+        Value* inner =
+            add_node(g, "Add", {in[0], add_node(g, "Mul", {cube, constant(g, 0.044715f)})});
         Value* t = add_node(g, "Tanh", {add_node(g, "Mul", {inner, constant(g, 0.7978845608f)})});
         Value* half_x = add_node(g, "Mul", {in[0], constant(g, 0.5f)});
         return std::vector<Value*>{
@@ -256,10 +259,9 @@ TEST(FastNormalization, ReduceMean) {
     int64_t keepdims;
   };
   const std::vector<Case> cases = {
-      {{128, 768}, {-1}, 1},   {{1, 96, 7, 7}, {1}, 1},  // ConvNeXt's channel mean
-      {{2, 3, 4}, {1, 2}, 0},  {{2, 3, 4}, {0, 2}, 1},   // two blocks: reference
-      {{4, 1, 5}, {1}, 1},     {{3, 17}, {0}, 0},
-      {{1, 4096, 3}, {1}, 1},  {{7}, {0}, 0},
+      {{128, 768}, {-1}, 1},  {{1, 96, 7, 7}, {1}, 1},  // ConvNeXt's channel mean
+      {{2, 3, 4}, {1, 2}, 0}, {{2, 3, 4}, {0, 2}, 1},   // two blocks: reference
+      {{4, 1, 5}, {1}, 1},    {{3, 17}, {0}, 0},       {{1, 4096, 3}, {1}, 1}, {{7}, {0}, 0},
   };
   for (const Case& c : cases) {
     expect_fast_matches_reference({"ReduceMean",
@@ -272,10 +274,11 @@ TEST(FastNormalization, ReduceMean) {
                                   1e-5, 1e-6, "ReduceMean " + shape_to_string(c.shape));
   }
   // NaN and inf propagate as in the reference.
-  expect_fast_matches_reference(
-      {"ReduceMean", {random_floats({6, 40}, 3, 1.0f, true)}, 13,
-       [](Node* n) { set_attr_ints(n, "axes", {1}); }},
-      1e-5, 1e-6, "ReduceMean specials");
+  expect_fast_matches_reference({"ReduceMean",
+                                 {random_floats({6, 40}, 3, 1.0f, true)},
+                                 13,
+                                 [](Node* n) { set_attr_ints(n, "axes", {1}); }},
+                                1e-5, 1e-6, "ReduceMean specials");
 }
 
 }  // namespace
