@@ -93,10 +93,23 @@ void transpose_4byte(const uint32_t* in, const Shape& in_shape, const std::vecto
     const int64_t rows = total / row;
     const int64_t min_rows = std::max<int64_t>(1, kMinParallelStreaming / row);
     parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
+      // Output rows are consecutive; the input offset follows an odometer over the outer dims.
+      std::vector<int64_t> counter(last);
+      int64_t in_offset = 0;
+      for (size_t d = last, r = static_cast<size_t>(begin); d-- > 0;) {
+        counter[d] = static_cast<int64_t>(r % static_cast<size_t>(plan.dims[d]));
+        r /= static_cast<size_t>(plan.dims[d]);
+        in_offset += counter[d] * plan.in_strides[d];
+      }
+      const size_t bytes = static_cast<size_t>(row) * sizeof(uint32_t);
       for (int64_t r = begin; r < end; ++r) {
-        int64_t in_offset, out_offset;
-        item_offsets(r, plan, last, last, in_offset, out_offset);
-        std::memcpy(out + out_offset, in + in_offset, static_cast<size_t>(row) * sizeof(uint32_t));
+        std::memcpy(out + r * row, in + in_offset, bytes);
+        for (size_t d = last; d-- > 0;) {
+          in_offset += plan.in_strides[d];
+          if (++counter[d] < plan.dims[d]) break;
+          in_offset -= plan.in_strides[d] * plan.dims[d];
+          counter[d] = 0;
+        }
       }
     });
     return;

@@ -2,6 +2,7 @@
 // any CPU; the reference for what the AVX versions compute (same algorithms, no FMA).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "kernels/vector_math.h"
@@ -40,8 +41,22 @@ struct Scalar {
   static M gt(V a, V b) { return a > b; }
   static M is_nan(V a) { return std::isnan(a); }
   static V select(M m, V a, V b) { return m ? a : b; }
-  static V round(V a) { return std::nearbyint(a); }
-  static V ldexp(V v, V n) { return std::isnan(n) ? n : std::ldexp(v, static_cast<int>(n)); }
+  // Adding and removing 1.5 * 2^23 rounds to nearest for |a| < 2^22 (exp's range) without
+  // a library call (baseline x86-64 has no ROUNDSS).
+  static V round(V a) { return (a + 12582912.0f) - 12582912.0f; }
+  // v * 2^n in two exponent-field steps, as the AVX2 version (no ldexp library call).
+  static V ldexp(V v, V n) {
+    if (std::isnan(n)) return n;
+    const auto whole = static_cast<int32_t>(n);
+    const int32_t low = whole >> 1;
+    return v * pow2(low) * pow2(whole - low);
+  }
+  static float pow2(int32_t e) {
+    const auto bits = static_cast<uint32_t>(e + 127) << 23;
+    float result;
+    std::memcpy(&result, &bits, sizeof result);
+    return result;
+  }
   static float reduce_add(V v) { return v; }
   static float reduce_max(V v) { return v; }
   static M load_cond(const uint8_t* p) { return *p != 0; }

@@ -197,12 +197,17 @@ void unary_loop(const float* x, float* y, int64_t n, float p0, float p1) {
   const auto v0 = S::set1(p0);
   const auto v1 = S::set1(p1);
   int64_t i = 0;
-  // Two independent vectors per step: the polynomial functions are latency-bound.
-  for (; i + 2 * W <= n; i += 2 * W) {
+  // Four independent vectors per step: the polynomials are chains of dependent FMAs, and
+  // two FMA pipes of latency 4 need about eight chains in flight.
+  for (; i + 4 * W <= n; i += 4 * W) {
     const auto a = apply_unary<S, kOp>(S::load(x + i), v0, v1);
     const auto b = apply_unary<S, kOp>(S::load(x + i + W), v0, v1);
+    const auto c = apply_unary<S, kOp>(S::load(x + i + 2 * W), v0, v1);
+    const auto d = apply_unary<S, kOp>(S::load(x + i + 3 * W), v0, v1);
     S::store(y + i, a);
     S::store(y + i + W, b);
+    S::store(y + i + 2 * W, c);
+    S::store(y + i + 3 * W, d);
   }
   for (; i + W <= n; i += W) S::store(y + i, apply_unary<S, kOp>(S::load(x + i), v0, v1));
   if (i < n) {
