@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 namespace onnxkit {
 
@@ -73,6 +74,31 @@ const VectorKernels& vector_kernels(SimdLevel level) {
 
 const VectorKernels& vector_kernels() {
   return vector_kernels(active_simd_level());
+}
+
+std::optional<Activation> activation_from_name(std::string_view name,
+                                               std::span<const float> params) {
+  const auto param = [&](size_t i, float fallback) {
+    return i < params.size() ? params[i] : fallback;
+  };
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (name == "Relu") return Activation{UnaryOp::kRelu};
+  if (name == "LeakyRelu") return Activation{UnaryOp::kLeakyRelu, param(0, 0.01f)};
+  if (name == "Clip") return Activation{UnaryOp::kClip, param(0, -kInf), param(1, kInf)};
+  if (name == "Sigmoid") return Activation{UnaryOp::kSigmoid};
+  if (name == "Tanh") return Activation{UnaryOp::kTanh};
+  if (name == "HardSigmoid") {
+    return Activation{UnaryOp::kHardSigmoid, param(0, 0.2f), param(1, 0.5f)};
+  }
+  if (name == "HardSwish") return Activation{UnaryOp::kHardSwish};
+  if (name == "Silu") return Activation{UnaryOp::kSilu};
+  if (name == "Gelu") return Activation{UnaryOp::kGelu};
+  if (name == "GeluTanh") return Activation{UnaryOp::kGeluTanh};
+  return std::nullopt;
+}
+
+void apply_activation(const Activation& activation, const float* x, float* y, int64_t n) {
+  vector_kernels().unary[static_cast<int>(activation.op)](x, y, n, activation.p0, activation.p1);
 }
 
 }  // namespace onnxkit

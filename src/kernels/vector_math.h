@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace onnxkit {
@@ -106,5 +107,20 @@ struct VectorKernels {
 const VectorKernels& vector_kernels();
 // The loops of one level (clamped to what the CPU supports).
 const VectorKernels& vector_kernels(SimdLevel level);
+
+// A fused-op activation (ops/fused_ops.h: kActivations and their activation_params) as a
+// unary map, for kernels that apply it to their output in place (FusedConv, FusedMatMul).
+struct Activation {
+  UnaryOp op;
+  float p0 = 0;
+  float p1 = 0;
+};
+// nullopt for a name that is not in kActivations; missing parameters take ONNX's defaults
+// (LeakyRelu alpha 0.01, HardSigmoid 0.2 / 0.5, Clip -inf / +inf).
+std::optional<Activation> activation_from_name(std::string_view name,
+                                               std::span<const float> params);
+// y[i] = act(x[i]) for i < n at the active level (y may be x). Single-threaded: callers
+// apply it to the block they just computed, while it is in cache.
+void apply_activation(const Activation& activation, const float* x, float* y, int64_t n);
 
 }  // namespace onnxkit

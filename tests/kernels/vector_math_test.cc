@@ -3,6 +3,8 @@
 // aliasing, special values, rows (softmax, layer norm) and the 2-D transpose.
 #include "kernels/vector_math.h"
 
+#include "ops/fused_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -309,6 +311,29 @@ TEST(VectorMath, TransposeMovesEveryElement) {
       }
     }
   }
+}
+
+TEST(VectorMath, EveryFusedActivationHasAUnaryMap) {
+  for (std::string_view name : kActivations) {
+    const auto activation = activation_from_name(name, {});
+    ASSERT_TRUE(activation) << name;
+    std::vector<float> x = {-3.0f, -0.5f, 0.0f, 0.25f, 4.0f}, y(x.size());
+    apply_activation(*activation, x.data(), y.data(), static_cast<int64_t>(x.size()));
+    std::vector<float> direct(x.size());
+    vector_kernels().unary[static_cast<int>(activation->op)](x.data(), direct.data(), 5,
+                                                             activation->p0, activation->p1);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(same_float(y[i], direct[i])) << name;
+  }
+  EXPECT_FALSE(activation_from_name("Softplus", {}));
+  const std::vector<float> bounds = {0.0f, 6.0f};
+  const auto clip = activation_from_name("Clip", bounds);
+  float values[] = {-1.0f, 3.0f, 9.0f};
+  apply_activation(*clip, values, values, 3);
+  EXPECT_EQ(values[0], 0.0f);
+  EXPECT_EQ(values[1], 3.0f);
+  EXPECT_EQ(values[2], 6.0f);
+  const auto leaky = activation_from_name("LeakyRelu", {});
+  EXPECT_EQ(leaky->p0, 0.01f);
 }
 
 }  // namespace
