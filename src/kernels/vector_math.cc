@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 
 namespace onnxkit {
@@ -42,7 +43,17 @@ std::string_view simd_level_name(SimdLevel level) {
 }
 
 SimdLevel detected_simd_level() {
-  static const SimdLevel level = detect();
+  static const SimdLevel level = [] {
+    SimdLevel best = detect();
+    // ONNXKIT_SIMD_LEVEL=scalar|avx2 caps the level for a whole process (benchmarks, the
+    // conformance suite on the fallbacks); anything else is ignored.
+    if (const char* cap = std::getenv("ONNXKIT_SIMD_LEVEL")) {
+      for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+        if (simd_level_name(l) == cap) best = std::min(best, l);
+      }
+    }
+    return best;
+  }();
   return level;
 }
 

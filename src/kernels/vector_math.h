@@ -23,7 +23,8 @@ namespace onnxkit {
 enum class SimdLevel { kScalar, kAvx2, kAvx512 };
 
 std::string_view simd_level_name(SimdLevel level);
-// The best level this CPU supports (AVX2 needs FMA too; AVX-512 needs F/BW/DQ/VL).
+// The best level this CPU supports (AVX2 needs FMA too; AVX-512 needs F/BW/DQ/VL),
+// capped by the environment variable ONNXKIT_SIMD_LEVEL=scalar|avx2 when it is set.
 SimdLevel detected_simd_level();
 // The level the kernels use now: the override when one is set, otherwise the detected one.
 SimdLevel active_simd_level();
