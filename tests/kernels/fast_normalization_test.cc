@@ -35,6 +35,19 @@ std::vector<Tensor> run_graph(
     named.emplace_back(name, feeds[i]);
   }
   for (Value* output : build(graph, inputs)) graph.add_output(output);
+  // onnxkit's fused ops must be served by a fast kernel here (a declined node would have
+  // the reference kernel compared with the unfused graph, testing nothing of ours).
+  if (options.kernels == KernelTier::kOptimized) {
+    for (const Node* node : graph.nodes()) {
+      if (node->domain() != kDomain) continue;
+      const auto kernel = OpRegistry::builtin().create_kernel(KernelCreateContext(*node, 1),
+                                                              KernelTier::kOptimized);
+      const std::string type = typeid(*kernel).name();
+      if (type.find("Fast") == std::string::npos) {
+        throw Error(node->op_type() + " was not given a fast kernel (" + type + ")");
+      }
+    }
+  }
   auto session = Session::create(std::move(model), options);
   if (!session) throw Error(session.error());
   auto result = session.value()->run(named);
