@@ -28,10 +28,13 @@ void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
-void register_fused_transformer_ops(OpRegistry& registry);
+// onnxkit's fused ops (ops/fused_ops.h), reference kernels.
 void register_fused_linear_ops(OpRegistry& registry);
+void register_fused_transformer_ops(OpRegistry& registry);
+// Optimized kernels (src/kernels/), registered beside the reference ones.
 void register_dnnl_matmul_kernels(OpRegistry& registry);
 void register_attention_kernels(OpRegistry& registry);
+void register_fast_cpu_kernels(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -57,10 +60,11 @@ void register_all_ops(OpRegistry& registry) {
   register_spatial_ops(registry);
   register_text_ops(registry);
   register_training_ops(registry);
-  register_fused_transformer_ops(registry);
   register_fused_linear_ops(registry);
+  register_fused_transformer_ops(registry);
   register_dnnl_matmul_kernels(registry);
   register_attention_kernels(registry);
+  register_fast_cpu_kernels(registry);
 }
 
 }  // namespace onnxkit

@@ -1,0 +1,335 @@
+// Fast float32 kernels for the row-wise ops of transformers: Softmax and LogSoftmax over
+// the last axis (and the 2-D coerced form of opsets 1-12), LayerNormalization (ONNX 17 and
+// onnxkit's), onnxkit's SkipLayerNormalization and BiasSoftmax, and ReduceMean over one
+// block of adjacent axes. Rows are independent: parallel_for splits them.
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/fast_kernel_util.h"
+#include "kernels/vector_math.h"
+#include "ops/fused_ops.h"
+#include "ops/op_utils.h"
+
+namespace onnxkit {
+namespace {
+
+// Rows per parallel chunk so that a chunk holds at least kMinParallelCompute elements.
+int64_t rows_per_chunk(int64_t cols) {
+  return std::max<int64_t>(1, kMinParallelCompute / std::max<int64_t>(cols, 1));
+}
+
+// True when `shape` broadcasts to `target` without repeating anything: equal up to leading
+// ones (a per-column parameter of a row-wise op, read as a plain row).
+bool same_up_to_leading_ones(const Shape& shape, const Shape& target) {
+  const size_t rank = std::max(shape.size(), target.size());
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t a = i < shape.size() ? shape[shape.size() - 1 - i] : 1;
+    const int64_t b = i < target.size() ? target[target.size() - 1 - i] : 1;
+    if (a != b) return false;
+  }
+  return true;
+}
+
+// ---- Softmax, LogSoftmax ----
+
+class FastSoftmaxKernel : public OpKernel {
+ public:
+  FastSoftmaxKernel(const KernelCreateContext& context, bool log)
+      : coerce_2d_(context.opset() < 13),
+        axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)),
+        log_(log),
+        fallback_(reference_kernel(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    // Invalid axes and other dtypes: the reference kernel runs (or reports) them.
+    if (x.dtype() != DType::kFloat || axis < 0 || axis > rank || (!coerce_2d_ && axis == rank)) {
+      return run_fallback(fallback_.get(), context);
+    }
+    const Shape& shape = x.shape();
+    // Opset 13 runs along one axis: a row only when every dim after it is 1.
+    const int64_t trailing = coerce_2d_ ? 1 : shape_numel(std::span(shape).subspan(axis + 1));
+    if (trailing != 1) return run_fallback(fallback_.get(), context);
+    const int64_t rows = shape_numel(std::span(shape).first(axis));
+    const int64_t cols = shape_numel(std::span(shape).subspan(axis));
+    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    if (x.numel() == 0) return;
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_for(rows, rows_per_chunk(cols), [&](int64_t begin, int64_t end) {
+      const VectorKernels& k = vector_kernels();
+      const auto row = log_ ? k.log_softmax_row : k.softmax_row;
+      for (int64_t r = begin; r < end; ++r) row(px + r * cols, py + r * cols, cols);
+    });
+  }
+
+ private:
+  bool coerce_2d_;
+  int64_t axis_;
+  bool log_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+// ---- LayerNormalization (ONNX 17; onnxkit's for older opsets) ----
+
+class FastLayerNormKernel : public OpKernel {
+ public:
+  explicit FastLayerNormKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)),
+        epsilon_(context.attr_float("epsilon", 1e-5f)),
+        fallback_(reference_kernel(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& scale = context.input(1);
+    const Tensor* bias = context.has_input(2) ? &context.input(2) : nullptr;
+    const auto rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    // Mean / InvStdDev outputs (training), broadcast parameters, other dtypes: reference.
+    if (x.dtype() != DType::kFloat || scale.dtype() != DType::kFloat ||
+        (bias && bias->dtype() != DType::kFloat) || axis < 0 || axis >= rank ||
+        context.wants_output(1) || context.wants_output(2)) {
+      return run_fallback(fallback_.get(), context);
+    }
+    const Shape& shape = x.shape();
+    const Shape norm_shape(shape.begin() + axis, shape.end());
+    const auto plain_row = [&](const Tensor& t) {
+      return t.rank() <= norm_shape.size() && same_up_to_leading_ones(t.shape(), norm_shape);
+    };
+    if (!plain_row(scale) || (bias && !plain_row(*bias))) {
+      return run_fallback(fallback_.get(), context);
+    }
+    const int64_t cols = shape_numel(norm_shape);
+    const int64_t rows = shape_numel(std::span(shape).first(axis));
+    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    if (x.numel() == 0) return;
+    const float* px = x.data<float>();
+    const float* gamma = scale.data<float>();
+    const float* beta = bias ? bias->data<float>() : nullptr;
+    float* py = y.mutable_data<float>();
+    parallel_for(rows, rows_per_chunk(cols), [&](int64_t begin, int64_t end) {
+      const VectorKernels& k = vector_kernels();
+      for (int64_t r = begin; r < end; ++r) {
+        k.layer_norm_row(px + r * cols, gamma, beta, epsilon_, py + r * cols, cols);
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+// ---- SkipLayerNormalization(X, Skip, Gamma, Beta?, Bias?) -> Y, Sum? (onnxkit) ----
+
+class FastSkipLayerNormKernel : public OpKernel {
+ public:
+  explicit FastSkipLayerNormKernel(const KernelCreateContext& context)
+      : epsilon_(context.attr_float("epsilon", 1e-5f)), fallback_(reference_kernel(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& skip = context.input(1);
+    const Tensor& gamma = context.input(2);
+    const Tensor* beta = context.has_input(3) ? &context.input(3) : nullptr;
+    const Tensor* bias = context.has_input(4) ? &context.input(4) : nullptr;
+    const Shape& shape = x.shape();
+    if (shape.empty()) context.fail("X is a scalar; it needs rank >= 1");
+    const int64_t cols = shape.back();
+    const auto is_row = [cols](const Tensor* t) {
+      return !t || (t->dtype() == DType::kFloat && t->numel() == cols);
+    };
+    if (x.dtype() != DType::kFloat || skip.dtype() != DType::kFloat || !is_row(&gamma) ||
+        !is_row(beta) || !is_row(bias)) {
+      return run_fallback(fallback_.get(), context);
+    }
+    if (skip.shape() != shape) {
+      context.fail("Skip has shape {}, X has {} (they must match)", shape_to_string(skip.shape()),
+                   shape_to_string(shape));
+    }
+    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    float* sum = context.wants_output(1)
+                     ? context.allocate_output(1, DType::kFloat, shape).mutable_data<float>()
+                     : nullptr;
+    if (x.numel() == 0) return;
+    const int64_t rows = x.numel() / cols;
+    const float* px = x.data<float>();
+    const float* ps = skip.data<float>();
+    const float* pg = gamma.data<float>();
+    const float* pb = beta ? beta->data<float>() : nullptr;
+    const float* pbias = bias ? bias->data<float>() : nullptr;
+    float* py = y.mutable_data<float>();
+    parallel_for(rows, rows_per_chunk(cols), [&](int64_t begin, int64_t end) {
+      const VectorKernels& k = vector_kernels();
+      // Without a Sum output each row's sum lives in Y's row until it is normalized.
+      for (int64_t r = begin; r < end; ++r) {
+        float* row_sum = sum ? sum + r * cols : py + r * cols;
+        k.add3(px + r * cols, ps + r * cols, pbias, row_sum, cols);
+        k.layer_norm_row(row_sum, pg, pb, epsilon_, py + r * cols, cols);
+      }
+    });
+  }
+
+ private:
+  float epsilon_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+// ---- BiasSoftmax(X, Bias) = Softmax(X + Bias) along `axis` (onnxkit) ----
+
+class FastBiasSoftmaxKernel : public OpKernel {
+ public:
+  explicit FastBiasSoftmaxKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)), fallback_(reference_kernel(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& bias = context.input(1);
+    const auto rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    const Shape& shape = x.shape();
+    if (x.dtype() != DType::kFloat || bias.dtype() != DType::kFloat || axis < 0 || axis >= rank ||
+        shape_numel(std::span(shape).subspan(axis + 1)) != 1) {
+      return run_fallback(fallback_.get(), context);
+    }
+    if (broadcast_shapes(shape, bias.shape()) != shape) {
+      context.fail("Bias of shape {} does not broadcast to X of shape {}",
+                   shape_to_string(bias.shape()), shape_to_string(shape));
+    }
+    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    if (x.numel() == 0) return;
+    float* py = y.mutable_data<float>();
+    broadcast_binary_f32(BinaryOp::kAdd, x.data<float>(), shape, bias.data<float>(), bias.shape(),
+                         py, shape);
+    const int64_t cols = shape[axis];
+    parallel_for(x.numel() / cols, rows_per_chunk(cols), [&](int64_t begin, int64_t end) {
+      const VectorKernels& k = vector_kernels();
+      for (int64_t r = begin; r < end; ++r) k.softmax_row(py + r * cols, py + r * cols, cols);
+    });
+  }
+
+ private:
+  int64_t axis_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+// ---- ReduceMean over one block of adjacent axes (axes attribute, opsets 1-17) ----
+
+class FastReduceMeanKernel : public OpKernel {
+ public:
+  explicit FastReduceMeanKernel(const KernelCreateContext& context)
+      : keepdims_(context.attr_int("keepdims", 1) != 0),
+        axes_(context.attr_ints_opt("axes")),
+        fallback_(reference_kernel(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    if (x.dtype() != DType::kFloat || !axes_ || axes_->empty() || context.has_input(1)) {
+      return run_fallback(fallback_.get(), context);
+    }
+    std::vector<bool> reduced(static_cast<size_t>(rank), false);
+    for (int64_t axis : *axes_) {
+      const int64_t a = axis < 0 ? axis + rank : axis;
+      if (a < 0 || a >= rank || reduced[a]) return run_fallback(fallback_.get(), context);
+      reduced[a] = true;
+    }
+    // The reduced axes must be one block [first, last] (dims of size 1 do not count).
+    const Shape& shape = x.shape();
+    int64_t first = rank, last = -1;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (reduced[d] && shape[d] != 1) first = std::min(first, d), last = d;
+    }
+    for (int64_t d = first; d <= last; ++d) {
+      if (!reduced[d] && shape[d] != 1) return run_fallback(fallback_.get(), context);
+    }
+    Shape out_shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[d]) {
+        out_shape.push_back(shape[d]);
+      } else if (keepdims_) {
+        out_shape.push_back(1);
+      }
+    }
+    if (last < 0) first = last = rank;  // only size-1 dims reduced: a copy
+    const int64_t outer = shape_numel(std::span(shape).first(first));
+    const int64_t count =
+        last < rank ? shape_numel(std::span(shape).subspan(first, last - first + 1)) : 1;
+    const int64_t inner = last < rank ? shape_numel(std::span(shape).subspan(last + 1)) : 1;
+    if (count == 0) return run_fallback(fallback_.get(), context);  // mean of nothing: NaN
+    Tensor& y = context.allocate_output(0, DType::kFloat, out_shape);
+    if (y.numel() == 0) return;
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    const auto divisor = static_cast<float>(count);
+    if (inner == 1) {
+      parallel_for(outer, rows_per_chunk(count), [&](int64_t begin, int64_t end) {
+        const VectorKernels& k = vector_kernels();
+        for (int64_t r = begin; r < end; ++r) py[r] = k.sum(px + r * count, count) / divisor;
+      });
+      return;
+    }
+    // Column sums: each output row accumulates `count` contiguous input rows.
+    const int64_t min_chunk = std::max<int64_t>(64, kMinParallelStreaming / count);
+    parallel_for(outer * inner, min_chunk, [&](int64_t begin, int64_t end) {
+      const VectorKernels& k = vector_kernels();
+      const auto add = k.binary[static_cast<int>(BinaryOp::kAdd)];
+      while (begin < end) {
+        const int64_t o = begin / inner, i = begin % inner;
+        const int64_t n = std::min(inner - i, end - begin);
+        const float* src = px + o * count * inner + i;
+        float* dst = py + o * inner + i;
+        std::copy(src, src + n, dst);
+        for (int64_t r = 1; r < count; ++r) add(dst, src + r * inner, dst, n);
+        k.binary_scalar_right[static_cast<int>(BinaryOp::kDiv)](dst, divisor, dst, n);
+        begin += n;
+      }
+    });
+  }
+
+ private:
+  bool keepdims_;
+  std::optional<std::vector<int64_t>> axes_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+template <typename K>
+KernelFactory float_kernel_factory() {
+  return [](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
+    if (known_non_float(context, 0)) return nullptr;
+    return std::make_unique<K>(context);
+  };
+}
+
+KernelFactory softmax_factory(bool log) {
+  return [log](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
+    if (known_non_float(context, 0)) return nullptr;
+    return std::make_unique<FastSoftmaxKernel>(context, log);
+  };
+}
+
+}  // namespace
+
+void register_fast_normalization_kernels(OpRegistry& registry) {
+  for (int64_t since : {1, 11, 13}) {
+    registry.add_optimized("", "Softmax", since, softmax_factory(false));
+    registry.add_optimized("", "LogSoftmax", since, softmax_factory(true));
+    registry.add_optimized("", "ReduceMean", since, float_kernel_factory<FastReduceMeanKernel>());
+  }
+  registry.add_optimized("", "LayerNormalization", 17, float_kernel_factory<FastLayerNormKernel>());
+  const std::string onnxkit(kOnnxkitDomain);
+  registry.add_optimized(onnxkit, "LayerNormalization", 1,
+                         float_kernel_factory<FastLayerNormKernel>());
+  registry.add_optimized(onnxkit, "SkipLayerNormalization", 1,
+                         float_kernel_factory<FastSkipLayerNormKernel>());
+  registry.add_optimized(onnxkit, "BiasSoftmax", 1, float_kernel_factory<FastBiasSoftmaxKernel>());
+}
+
+}  // namespace onnxkit

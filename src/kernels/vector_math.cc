@@ -1,0 +1,115 @@
+// Runtime choice of vector_math's instruction set: the CPU's best level, or a forced one.
+#include "kernels/vector_math.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+
+namespace onnxkit {
+
+// One table per instruction-set file.
+const VectorKernels& scalar_vector_kernels();
+const VectorKernels& avx2_vector_kernels();
+const VectorKernels& avx512_vector_kernels();
+
+namespace {
+
+constexpr int kNoOverride = -1;
+std::atomic<int> forced_level{kNoOverride};
+
+SimdLevel detect() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    return SimdLevel::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::kAvx2;
+  return SimdLevel::kScalar;
+}
+
+}  // namespace
+
+std::string_view simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kScalar:
+      return "scalar";
+    case SimdLevel::kAvx2:
+      return "avx2";
+    case SimdLevel::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+SimdLevel detected_simd_level() {
+  static const SimdLevel level = [] {
+    SimdLevel best = detect();
+    // ONNXKIT_SIMD_LEVEL=scalar|avx2 caps the level for a whole process (benchmarks, the
+    // conformance suite on the fallbacks); anything else is ignored.
+    if (const char* cap = std::getenv("ONNXKIT_SIMD_LEVEL")) {
+      for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+        if (simd_level_name(l) == cap) best = std::min(best, l);
+      }
+    }
+    return best;
+  }();
+  return level;
+}
+
+SimdLevel active_simd_level() {
+  const int forced = forced_level.load(std::memory_order_relaxed);
+  return forced == kNoOverride ? detected_simd_level() : static_cast<SimdLevel>(forced);
+}
+
+SimdLevelOverride::SimdLevelOverride(SimdLevel level)
+    : previous_(forced_level.load(std::memory_order_relaxed)) {
+  forced_level.store(static_cast<int>(std::min(level, detected_simd_level())));
+}
+
+SimdLevelOverride::~SimdLevelOverride() {
+  forced_level.store(previous_);
+}
+
+const VectorKernels& vector_kernels(SimdLevel level) {
+  switch (std::min(level, detected_simd_level())) {
+    case SimdLevel::kAvx512:
+      return avx512_vector_kernels();
+    case SimdLevel::kAvx2:
+      return avx2_vector_kernels();
+    case SimdLevel::kScalar:
+      break;
+  }
+  return scalar_vector_kernels();
+}
+
+const VectorKernels& vector_kernels() {
+  return vector_kernels(active_simd_level());
+}
+
+std::optional<Activation> activation_from_name(std::string_view name,
+                                               std::span<const float> params) {
+  const auto param = [&](size_t i, float fallback) {
+    return i < params.size() ? params[i] : fallback;
+  };
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (name == "Relu") return Activation{UnaryOp::kRelu};
+  if (name == "LeakyRelu") return Activation{UnaryOp::kLeakyRelu, param(0, 0.01f)};
+  if (name == "Clip") return Activation{UnaryOp::kClip, param(0, -kInf), param(1, kInf)};
+  if (name == "Sigmoid") return Activation{UnaryOp::kSigmoid};
+  if (name == "Tanh") return Activation{UnaryOp::kTanh};
+  if (name == "HardSigmoid") {
+    return Activation{UnaryOp::kHardSigmoid, param(0, 0.2f), param(1, 0.5f)};
+  }
+  if (name == "HardSwish") return Activation{UnaryOp::kHardSwish};
+  if (name == "Silu") return Activation{UnaryOp::kSilu};
+  if (name == "Gelu") return Activation{UnaryOp::kGelu};
+  if (name == "GeluTanh") return Activation{UnaryOp::kGeluTanh};
+  return std::nullopt;
+}
+
+void apply_activation(const Activation& activation, const float* x, float* y, int64_t n) {
+  vector_kernels().unary[static_cast<int>(activation.op)](x, y, n, activation.p0, activation.p1);
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,127 @@
+// Vectorized float32 loops for the memory-bound ops (elementwise, activations, softmax,
+// normalization, 2-D transposes), with runtime CPU dispatch.
+//
+// Each loop exists three times, built from one template source (vector_math_simd.h): a
+// portable scalar version, an AVX2+FMA version and an AVX-512 version, compiled per file
+// with their own flags (CMakeLists.txt) and chosen at run time from what the CPU supports.
+// The scalar version runs on any x86-64 (or other) CPU.
+//
+// Accuracy: +, -, *, /, sqrt, abs, neg, min/max are exact (IEEE). exp is within ~2 ulp
+// (results below FLT_MIN are denormal as std::exp's); tanh, erf and sigmoid within a few
+// ulp-ish (relative error < 1e-6, absolute < 2e-7 near 0). NaN propagates through every
+// function; Relu/Clip/HardSigmoid follow the reference kernels' comparisons for NaN.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace onnxkit {
+
+// Instruction set levels, in order.
+enum class SimdLevel { kScalar, kAvx2, kAvx512 };
+
+std::string_view simd_level_name(SimdLevel level);
+// The best level this CPU supports (AVX2 needs FMA too; AVX-512 needs F/BW/DQ/VL),
+// capped by the environment variable ONNXKIT_SIMD_LEVEL=scalar|avx2 when it is set.
+SimdLevel detected_simd_level();
+// The level the kernels use now: the override when one is set, otherwise the detected one.
+SimdLevel active_simd_level();
+
+// Forces a level (tests, benchmarks) for the lifetime of the object; process-wide, since
+// kernels run on OpenMP worker threads. A level the CPU lacks is clamped to the detected one.
+class SimdLevelOverride {
+ public:
+  explicit SimdLevelOverride(SimdLevel level);
+  ~SimdLevelOverride();
+  SimdLevelOverride(const SimdLevelOverride&) = delete;
+  SimdLevelOverride& operator=(const SimdLevelOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kCount };
+
+// One-input maps y = f(x; p0, p1). Parameters are used only where noted.
+enum class UnaryOp {
+  kRelu,         // x > 0 ? x : 0
+  kLeakyRelu,    // x < 0 ? p0 * x : x
+  kClip,         // min(p1, max(p0, x)) as the Clip kernel compares (NaN stays NaN)
+  kHardSigmoid,  // max(0, min(1, p0 * x + p1))
+  kHardSwish,    // x * max(0, min(1, x / 6 + 0.5))
+  kSigmoid,
+  kSilu,  // x * sigmoid(x)
+  kTanh,
+  kErf,
+  kExp,
+  kSqrt,
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kSquare,    // x * x (Pow 2)
+  kCube,      // x * x * x (Pow 3)
+  kPowHalf,   // pow(x, 0.5): sqrt, except pow(-0, .5) = +0 and pow(-inf, .5) = +inf
+  kGelu,      // x * 0.5 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,  // x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  kCount,
+};
+
+// The loops of one level. Every pointer may alias another of the same call exactly
+// (in == out), never partially. n is an element count.
+struct VectorKernels {
+  SimdLevel level;
+  // out[i] = a[i] op b[i]
+  void (*binary[static_cast<int>(BinaryOp::kCount)])(const float* a, const float* b, float* out,
+                                                     int64_t n);
+  // out[i] = a[i] op s
+  void (*binary_scalar_right[static_cast<int>(BinaryOp::kCount)])(const float* a, float s,
+                                                                  float* out, int64_t n);
+  // out[i] = s op b[i]
+  void (*binary_scalar_left[static_cast<int>(BinaryOp::kCount)])(float s, const float* b,
+                                                                 float* out, int64_t n);
+  // y[i] = f(x[i])
+  void (*unary[static_cast<int>(UnaryOp::kCount)])(const float* x, float* y, int64_t n, float p0,
+                                                   float p1);
+  // out[i] = a[i] + b[i] + c[i]; c may be null (then a + b), b may be null (then a + c).
+  void (*add3)(const float* a, const float* b, const float* c, float* out, int64_t n);
+  // out[i] = cond[i] != 0 ? a[i] : b[i]; a or b may be null, then `a_scalar` / `b_scalar`.
+  void (*select)(const uint8_t* cond, const float* a, float a_scalar, const float* b,
+                 float b_scalar, float* out, int64_t n);
+
+  float (*sum)(const float* x, int64_t n);
+  // Softmax / LogSoftmax of one contiguous row (y may be x).
+  void (*softmax_row)(const float* x, float* y, int64_t n);
+  void (*log_softmax_row)(const float* x, float* y, int64_t n);
+  // Layer normalization of one row: y = (x - mean) / sqrt(var + epsilon) * gamma + beta
+  // (beta may be null). Mean and variance (biased) are computed over the row.
+  void (*layer_norm_row)(const float* x, const float* gamma, const float* beta, float epsilon,
+                         float* y, int64_t n);
+  // dst[j * dst_stride + i] = src[i * src_stride + j] for i < rows, j < cols: a 2-D
+  // transpose of 4-byte elements (any 4-byte type; bits are moved, never interpreted).
+  void (*transpose_2d)(const uint32_t* src, int64_t src_stride, uint32_t* dst, int64_t dst_stride,
+                       int64_t rows, int64_t cols);
+};
+
+// The loops of the active level.
+const VectorKernels& vector_kernels();
+// The loops of one level (clamped to what the CPU supports).
+const VectorKernels& vector_kernels(SimdLevel level);
+
+// A fused-op activation (ops/fused_ops.h: kActivations and their activation_params) as a
+// unary map, for kernels that apply it to their output in place (FusedConv, FusedMatMul).
+struct Activation {
+  UnaryOp op;
+  float p0 = 0;
+  float p1 = 0;
+};
+// nullopt for a name that is not in kActivations; missing parameters take ONNX's defaults
+// (LeakyRelu alpha 0.01, HardSigmoid 0.2 / 0.5, Clip -inf / +inf).
+std::optional<Activation> activation_from_name(std::string_view name,
+                                               std::span<const float> params);
+// y[i] = act(x[i]) for i < n at the active level (y may be x). Single-threaded: callers
+// apply it to the block they just computed, while it is in cache.
+void apply_activation(const Activation& activation, const float* x, float* y, int64_t n);
+
+}  // namespace onnxkit

@@ -1,0 +1,214 @@
+// Running one node on the fast kernels and on the reference kernels, at every SIMD level
+// this CPU has, and comparing: what the fast-kernel tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "kernels/vector_math.h"
+#include "ops/registry.h"
+#include "runtime/session.h"
+
+namespace onnxkit::testing {
+
+// One node to run: inputs become graph inputs "in0", "in1", ... (a default-constructed
+// Tensor is an omitted optional input), or initializers for the indexes in `constants`.
+struct NodeCase {
+  NodeCase(std::string op_type, std::vector<Tensor> node_inputs, int64_t node_opset = 17,
+           std::function<void(Node*)> set_attributes = {})
+      : op(std::move(op_type)),
+        inputs(std::move(node_inputs)),
+        opset(node_opset),
+        attributes(std::move(set_attributes)) {}
+
+  std::string op;
+  std::vector<Tensor> inputs;
+  int64_t opset = 17;
+  std::function<void(Node*)> attributes;
+  std::string domain;  // "" for ai.onnx
+  size_t outputs = 1;
+  std::vector<size_t> constants;
+};
+
+inline Model make_model(const NodeCase& c) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", c.opset}};
+  if (!c.domain.empty()) model.opset_imports.push_back({c.domain, 1});
+  Graph& graph = model.graph();
+  std::vector<Value*> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].defined()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const std::string name = "in" + std::to_string(i);
+    const bool constant = std::find(c.constants.begin(), c.constants.end(), i) != c.constants.end();
+    inputs.push_back(constant ? graph.add_initializer(name, c.inputs[i])
+                              : graph.add_input(name, ValueType::tensor(c.inputs[i].dtype())));
+  }
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < c.outputs; ++i) outputs.push_back("out" + std::to_string(i));
+  Node* node = graph.add_node(c.op, inputs, outputs, c.domain, "node0");
+  if (c.attributes) c.attributes(node);
+  for (Value* output : node->outputs()) graph.add_output(output);
+  return model;
+}
+
+inline std::vector<Tensor> run_node(const NodeCase& c, const SessionOptions& options) {
+  auto session = Session::create(make_model(c), options);
+  if (!session) throw Error(session.error());
+  NamedValues feeds;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const bool constant = std::find(c.constants.begin(), c.constants.end(), i) != c.constants.end();
+    if (c.inputs[i].defined() && !constant) {
+      feeds.emplace_back("in" + std::to_string(i), c.inputs[i]);
+    }
+  }
+  auto result = session.value()->run(feeds);
+  if (!result) throw Error(result.error());
+  std::vector<Tensor> tensors;
+  for (auto& [name, value] : result.value()) tensors.push_back(value.tensor());
+  return tensors;
+}
+
+// The fast tier at level none (the node as given), with two threads so that parallel
+// splits are exercised on big enough inputs.
+inline SessionOptions fast_options() {
+  SessionOptions options;
+  options.level = OptimizationLevel::kNone;
+  options.kernels = KernelTier::kOptimized;
+  options.intra_op_threads = 2;
+  return options;
+}
+
+// True when the optimized tier gives this node another kernel class than the reference
+// tier (so a comparison really tests a fast kernel, not the reference against itself).
+inline bool has_fast_kernel(const NodeCase& c) {
+  Model model = make_model(c);
+  const Node* node = model.graph().nodes().front();
+  const int64_t opset = c.domain.empty() ? c.opset : 1;
+  KernelCreateContext context(*node, opset);
+  const auto fast = OpRegistry::builtin().create_kernel(context, KernelTier::kOptimized);
+  const auto reference = OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+  return typeid(*fast) != typeid(*reference);
+}
+
+inline std::vector<SimdLevel> simd_levels() {
+  std::vector<SimdLevel> levels{SimdLevel::kScalar};
+  if (detected_simd_level() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
+  if (detected_simd_level() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
+  return levels;
+}
+
+// |fast - ref| <= atol + rtol * |ref| elementwise; NaN matches NaN, infinities match exactly;
+// with rtol == atol == 0 the bits must match (so -0 differs from +0).
+inline void expect_tensors_close(const Tensor& fast, const Tensor& ref, double rtol, double atol,
+                                 const std::string& what) {
+  ASSERT_EQ(fast.dtype(), ref.dtype()) << what;
+  ASSERT_EQ(fast.shape(), ref.shape()) << what;
+  if (fast.dtype() != DType::kFloat) {
+    ASSERT_TRUE(fast.same_contents(ref)) << what;
+    return;
+  }
+  const float* f = fast.data<float>();
+  const float* r = ref.data<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < fast.numel(); ++i) {
+    bool ok;
+    if (std::isnan(r[i]) || std::isnan(f[i])) {
+      ok = std::isnan(r[i]) && std::isnan(f[i]);
+    } else if (std::isinf(r[i]) || std::isinf(f[i])) {
+      ok = f[i] == r[i];
+    } else if (rtol == 0 && atol == 0) {
+      ok = std::memcmp(&f[i], &r[i], sizeof(float)) == 0;
+    } else {
+      ok = std::abs(static_cast<double>(f[i]) - r[i]) <= atol + rtol * std::abs(r[i]);
+    }
+    if (!ok && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " fast " << f[i] << " reference " << r[i];
+    }
+  }
+}
+
+// Runs the case on the reference tier once and on the fast tier at every SIMD level.
+inline void expect_fast_matches_reference(const NodeCase& c, double rtol, double atol,
+                                          const std::string& what) {
+  ASSERT_TRUE(has_fast_kernel(c)) << what << ": no fast kernel took the node";
+  const std::vector<Tensor> reference = run_node(c, SessionOptions::reference());
+  for (SimdLevel level : simd_levels()) {
+    SimdLevelOverride force(level);
+    const std::vector<Tensor> fast = run_node(c, fast_options());
+    ASSERT_EQ(fast.size(), reference.size());
+    for (size_t i = 0; i < fast.size(); ++i) {
+      expect_tensors_close(
+          fast[i], reference[i], rtol, atol,
+          what + " output " + std::to_string(i) + " at " + std::string(simd_level_name(level)));
+    }
+  }
+}
+
+// normal(0, scale) floats; with `specials`, NaN, +-inf, +-0 and huge values sprinkled in.
+inline Tensor random_floats(const Shape& shape, uint32_t seed, float scale = 1.0f,
+                            bool specials = false) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  Tensor t(DType::kFloat, shape);
+  float* p = t.mutable_data<float>();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float special[] = {
+      std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, 0.0f, -0.0f, 1e30f, -1e30f, 1e-40f};
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    p[i] = normal(rng);
+    if (specials && i % 7 == 3) p[i] = special[(i / 7) % 8];
+  }
+  return t;
+}
+
+inline Tensor float_scalar(float value, Shape shape = {}) {
+  Tensor t(DType::kFloat, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = value;
+  return t;
+}
+
+inline void set_attr_int(Node* node, const std::string& name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = value;
+  node->set_attribute(std::move(a));
+}
+
+inline void set_attr_float(Node* node, const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = value;
+  node->set_attribute(std::move(a));
+}
+
+inline void set_attr_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  node->set_attribute(std::move(a));
+}
+
+inline void set_attr_string(Node* node, const std::string& name, std::string value) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kString;
+  a.s = std::move(value);
+  node->set_attribute(std::move(a));
+}
+
+}  // namespace onnxkit::testing
