@@ -324,7 +324,7 @@ class AttentionKernel : public OpKernel {
     const std::vector<int64_t> mask_strides = strides_of(mask, "Mask");
     const std::vector<int64_t> keep_strides = strides_of(keep, "Keep");
 
-    Tensor& y = context.allocate_output(0, DType::kFloat, {batch, heads, sq, dv});
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, {batch, heads, sq, dv});
     if (y.numel() == 0 || sk == 0) return;  // no keys: an empty sum, zeros
     if (d == 0) {
       if (reference_) return reference_->compute(context);

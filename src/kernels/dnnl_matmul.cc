@@ -471,7 +471,7 @@ class MatMulKernel : public DnnlMatMulKernelBase {
     }
     const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), false, false);
     if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
-    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     matmul_.run(context, dims, a, b, Addend::kNone, nullptr, out);
   }
@@ -519,7 +519,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
       }
     }
     if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
-    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     matmul_.run(context, dims, a, b, bias ? Addend::kRow : Addend::kNone,
                 bias ? bias->data<float>() : nullptr, out);
@@ -573,7 +573,7 @@ class GemmKernel : public DnnlMatMulKernelBase {
       }
     }
     if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
-    Tensor& out = context.allocate_output(0, DType::kFloat, dims.out_shape);
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
     if (!c || beta_ == 0.0f) {
       matmul_.run(context, dims, a, b, Addend::kNone, nullptr, out);

@@ -84,7 +84,7 @@ class FastBinaryKernel : public OpKernel {
       return run_fallback(fallback_.get(), context);
     }
     Shape shape = broadcast_shapes(a.shape(), b.shape());
-    Tensor& out = context.allocate_output(0, DType::kFloat, shape);
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, shape);
     broadcast_binary_f32(op_, a.data<float>(), a.shape(), b.data<float>(), b.shape(),
                          out.mutable_data<float>(), out.shape());
   }
@@ -111,7 +111,7 @@ class FastUnaryKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     if (x.dtype() != DType::kFloat) return run_fallback(fallback_.get(), context);
-    Tensor& y = context.allocate_output(0, DType::kFloat, x.shape());
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, x.shape());
     unary_f32(op_, x.data<float>(), y.mutable_data<float>(), x.numel(), p0_, p1_);
   }
 
@@ -175,7 +175,7 @@ class FastClipKernel : public OpKernel {
       }
     }
     if (x.dtype() != DType::kFloat) return run_fallback(fallback_.get(), context);
-    Tensor& y = context.allocate_output(0, DType::kFloat, x.shape());
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, x.shape());
     unary_f32(UnaryOp::kClip, x.data<float>(), y.mutable_data<float>(), x.numel(), lo, hi);
   }
 
@@ -215,7 +215,7 @@ class FastPowKernel : public OpKernel {
     } else {
       return run_fallback(fallback_.get(), context);
     }
-    Tensor& y = context.allocate_output(0, DType::kFloat, x.shape());
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, x.shape());
     unary_f32(op, x.data<float>(), y.mutable_data<float>(), x.numel());
   }
 
@@ -239,7 +239,7 @@ class FastWhereKernel : public OpKernel {
       return run_fallback(fallback_.get(), context);
     }
     const Shape shapes[] = {condition.shape(), x.shape(), y.shape()};
-    Tensor& out = context.allocate_output(0, DType::kFloat, broadcast_shapes(shapes));
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, broadcast_shapes(shapes));
     const int64_t total = out.numel();
     if (total == 0) return;
     const BroadcastRows plan(out.shape(), {&shapes[0], &shapes[1], &shapes[2]});

@@ -161,7 +161,8 @@ class FastTransposeKernel : public OpKernel {
     const Tensor& x = context.input(0);
     const auto perm = resolve_perm(perm_, x.rank());
     if (!perm || !is_four_byte(x.dtype())) return run_fallback(fallback_.get(), context);
-    Tensor& out = context.allocate_output(0, x.dtype(), permuted_shape(x.shape(), *perm));
+    Tensor& out =
+        context.allocate_output_uninitialized(0, x.dtype(), permuted_shape(x.shape(), *perm));
     transpose_4byte(static_cast<const uint32_t*>(x.raw_data()), x.shape(), *perm,
                     static_cast<uint32_t*>(out.mutable_raw_data()));
   }

@@ -58,7 +58,7 @@ class FastSoftmaxKernel : public OpKernel {
     if (trailing != 1) return run_fallback(fallback_.get(), context);
     const int64_t rows = shape_numel(std::span(shape).first(axis));
     const int64_t cols = shape_numel(std::span(shape).subspan(axis));
-    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
     if (x.numel() == 0) return;
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
@@ -107,7 +107,7 @@ class FastLayerNormKernel : public OpKernel {
     }
     const int64_t cols = shape_numel(norm_shape);
     const int64_t rows = shape_numel(std::span(shape).first(axis));
-    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
     if (x.numel() == 0) return;
     const float* px = x.data<float>();
     const float* gamma = scale.data<float>();
@@ -154,10 +154,11 @@ class FastSkipLayerNormKernel : public OpKernel {
       context.fail("Skip has shape {}, X has {} (they must match)", shape_to_string(skip.shape()),
                    shape_to_string(shape));
     }
-    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
-    float* sum = context.wants_output(1)
-                     ? context.allocate_output(1, DType::kFloat, shape).mutable_data<float>()
-                     : nullptr;
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
+    float* sum =
+        context.wants_output(1)
+            ? context.allocate_output_uninitialized(1, DType::kFloat, shape).mutable_data<float>()
+            : nullptr;
     if (x.numel() == 0) return;
     const int64_t rows = x.numel() / cols;
     const float* px = x.data<float>();
@@ -203,7 +204,7 @@ class FastBiasSoftmaxKernel : public OpKernel {
       context.fail("Bias of shape {} does not broadcast to X of shape {}",
                    shape_to_string(bias.shape()), shape_to_string(shape));
     }
-    Tensor& y = context.allocate_output(0, DType::kFloat, shape);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
     if (x.numel() == 0) return;
     float* py = y.mutable_data<float>();
     broadcast_binary_f32(BinaryOp::kAdd, x.data<float>(), shape, bias.data<float>(), bias.shape(),
@@ -264,7 +265,7 @@ class FastReduceMeanKernel : public OpKernel {
         last < rank ? shape_numel(std::span(shape).subspan(first, last - first + 1)) : 1;
     const int64_t inner = last < rank ? shape_numel(std::span(shape).subspan(last + 1)) : 1;
     if (count == 0) return run_fallback(fallback_.get(), context);  // mean of nothing: NaN
-    Tensor& y = context.allocate_output(0, DType::kFloat, out_shape);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, out_shape);
     if (y.numel() == 0) return;
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
