@@ -1,6 +1,13 @@
 #include "runtime/compiled_graph.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "core/parallel.h"
+#include "runtime/inter_op_pool.h"
 
 #include "runtime/profiler.h"
 
@@ -98,12 +105,39 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
     for (const Graph* sub : node->subgraphs()) collect_captures(*sub, &graph, reads);
     for (const Value* value : reads) {
-      if (value && value->graph() == &graph)
-        last_reader[plan->slot_of(value)] = plan->steps_.size();
+      if (!value || value->graph() != &graph) continue;
+      const int slot = plan->slot_of(value);
+      last_reader[slot] = plan->steps_.size();
+      if (std::find(step.reads.begin(), step.reads.end(), slot) == step.reads.end()) {
+        step.reads.push_back(slot);
+      }
     }
     plan->steps_.push_back(std::move(step));
   }
   for (const Value* output : graph.outputs()) plan->outputs_.push_back(plan->resolve(output));
+  // Dependencies between steps, and readers per slot (parallel execution).
+  plan->slot_readers_.assign(plan->slot_count_, 0);
+  plan->output_slot_.assign(plan->slot_count_, false);
+  for (SlotRef ref : plan->outputs_) {
+    if (ref.depth == 0) plan->output_slot_[static_cast<size_t>(ref.slot)] = true;
+  }
+  std::vector<int> producer(plan->slot_count_, -1);
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    Step& step = plan->steps_[i];
+    std::vector<int> waits_for;
+    for (int slot : step.reads) {
+      ++plan->slot_readers_[static_cast<size_t>(slot)];
+      const int from = producer[static_cast<size_t>(slot)];
+      if (from >= 0 && std::find(waits_for.begin(), waits_for.end(), from) == waits_for.end()) {
+        waits_for.push_back(from);
+        plan->steps_[static_cast<size_t>(from)].consumers.push_back(i);
+      }
+    }
+    step.dependencies = waits_for.size();
+    for (int slot : step.outputs) {
+      if (slot >= 0) producer[static_cast<size_t>(slot)] = static_cast<int>(i);
+    }
+  }
   // Free each slot after its last reader, unless the graph returns it.
   for (auto [slot, step_index] : last_reader) {
     bool is_output = std::any_of(plan->outputs_.begin(), plan->outputs_.end(),
@@ -119,11 +153,11 @@ const RuntimeValue& Frame::resolve(SlotRef ref) const {
   return frame->slots_[static_cast<size_t>(ref.slot)];
 }
 
-std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
-                                        std::vector<RuntimeValue> inputs, const Frame* outer,
-                                        SubgraphRunner& runner,
-                                        std::vector<RuntimeValue> bound_outputs) {
-  Frame frame(graph, outer);
+namespace {
+
+// Constants, inputs and bound outputs into a fresh frame.
+void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeValue>& inputs,
+                std::vector<RuntimeValue>& bound_outputs) {
   for (const auto& [slot, tensor] : graph.constants()) frame.slot(slot) = RuntimeValue(tensor);
   const auto& input_slots = graph.input_slots();
   if (inputs.size() > input_slots.size()) {
@@ -147,10 +181,12 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
     }
     frame.slot(ref.slot) = std::move(bound_outputs[i]);
   }
+}
+
+void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& runner) {
   std::vector<const RuntimeValue*> input_ptrs;
   std::vector<RuntimeValue*> output_ptrs;
-  for (const auto& step : graph.steps()) {
-    input_ptrs.clear();
+  {
     for (SlotRef ref : step.inputs)
       input_ptrs.push_back(ref.omitted() ? nullptr : &frame.resolve(ref));
     output_ptrs.clear();
@@ -171,12 +207,85 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
     } catch (const std::bad_alloc&) {
       fail("{}: out of memory", step.node->describe());
     }
-    for (int slot : step.release) frame.slot(slot) = RuntimeValue();
   }
+}
+
+std::vector<RuntimeValue> collect_outputs(const CompiledGraph& graph, const Frame& frame) {
   std::vector<RuntimeValue> outputs;
   outputs.reserve(graph.outputs().size());
   for (SlotRef ref : graph.outputs()) outputs.push_back(frame.resolve(ref));
   return outputs;
+}
+
+}  // namespace
+
+std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
+                                        std::vector<RuntimeValue> inputs, const Frame* outer,
+                                        SubgraphRunner& runner,
+                                        std::vector<RuntimeValue> bound_outputs) {
+  Frame frame(graph, outer);
+  bind_frame(frame, graph, inputs, bound_outputs);
+  for (const auto& step : graph.steps()) {
+    run_step(step, frame, runner);
+    for (int slot : step.release) frame.slot(slot) = RuntimeValue();
+  }
+  return collect_outputs(graph, frame);
+}
+
+std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
+                                                 std::vector<RuntimeValue> inputs,
+                                                 SubgraphRunner& runner,
+                                                 std::vector<RuntimeValue> bound_outputs,
+                                                 int workers, int threads_per_worker) {
+  Frame frame(graph, nullptr);
+  bind_frame(frame, graph, inputs, bound_outputs);
+  const auto& steps = graph.steps();
+  std::vector<std::atomic<size_t>> waiting(steps.size());
+  std::vector<std::atomic<int>> readers(graph.slot_count());
+  for (size_t i = 0; i < steps.size(); ++i) waiting[i] = steps[i].dependencies;
+  for (size_t i = 0; i < graph.slot_count(); ++i) readers[i] = graph.slot_readers()[i];
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<size_t> ready;
+  size_t finished = 0;
+  std::exception_ptr error;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].dependencies == 0) ready.push_back(i);
+  }
+  auto worker = [&] {
+    ThreadCountScope threads(threads_per_worker);
+    std::unique_lock lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return !ready.empty() || finished == steps.size() || error; });
+      if (finished == steps.size() || error) return;
+      const size_t index = ready.front();
+      ready.pop_front();
+      lock.unlock();
+      const CompiledGraph::Step& step = steps[index];
+      std::exception_ptr failure;
+      try {
+        run_step(step, frame, runner);
+        for (int slot : step.reads) {
+          if (--readers[static_cast<size_t>(slot)] == 0 && !graph.is_output_slot(slot)) {
+            frame.slot(slot) = RuntimeValue();
+          }
+        }
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+      if (failure && !error) error = failure;
+      ++finished;
+      for (size_t next : step.consumers) {
+        if (--waiting[next] == 0) ready.push_back(next);
+      }
+      wake.notify_all();
+    }
+  };
+  InterOpPool::instance().run(workers, worker);
+  if (error) std::rethrow_exception(error);
+  return collect_outputs(graph, frame);
 }
 
 }  // namespace onnxkit

@@ -31,6 +31,11 @@ class CompiledGraph {
     std::vector<SlotRef> inputs;
     std::vector<int> outputs;  // -1 for omitted outputs
     std::vector<int> release;  // slots whose last reader is this step
+    // For parallel execution: steps reading this step's outputs (directly or through a
+    // subgraph), and how many distinct earlier steps this one waits for.
+    std::vector<size_t> consumers;
+    size_t dependencies = 0;
+    std::vector<int> reads;  // distinct slots of this graph the step reads
   };
 
   // Compiles `graph`. `opsets` resolves each node's domain to the imported version;
@@ -49,6 +54,9 @@ class CompiledGraph {
   const std::vector<SlotRef>& outputs() const { return outputs_; }
   const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
   int slot_of(const Value* value) const;
+  // Steps reading each slot (0 for unread slots), and whether the graph returns it.
+  const std::vector<int>& slot_readers() const { return slot_readers_; }
+  bool is_output_slot(int slot) const { return output_slot_[static_cast<size_t>(slot)]; }
 
  private:
   explicit CompiledGraph(const Graph& graph, const CompiledGraph* parent)
@@ -63,9 +71,12 @@ class CompiledGraph {
   std::vector<int> input_slots_;
   std::vector<SlotRef> outputs_;
   std::vector<std::pair<int, Tensor>> constants_;
+  std::vector<int> slot_readers_;
+  std::vector<bool> output_slot_;
 };
 
 // The values of one running graph; `parent` is the frame of the enclosing graph.
+// Each slot is written by one step; in a parallel run, readers start only after it.
 class Frame {
  public:
   Frame(const CompiledGraph& graph, const Frame* parent)
@@ -87,6 +98,15 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
                                         SubgraphRunner& runner,
                                         std::vector<RuntimeValue> bound_outputs = {});
+
+// Parallel execution of the main graph: independent steps run at once on `workers`
+// threads (the caller and workers - 1 from the process-wide inter-op pool), each kernel
+// with `threads_per_worker` intra-op threads. Same contract as execute_graph.
+std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
+                                                 std::vector<RuntimeValue> inputs,
+                                                 SubgraphRunner& runner,
+                                                 std::vector<RuntimeValue> bound_outputs,
+                                                 int workers, int threads_per_worker);
 
 // The runner control-flow kernels use: plain recursive execution. With a profiler, every
 // kernel call (inside subgraphs too) is timed into it.

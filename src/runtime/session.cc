@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -181,8 +182,18 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
   }
   ThreadCountScope threads(options_.intra_op_threads);
   SequentialRunner runner(run_options.profiler, pool_.get());
-  std::vector<RuntimeValue> results =
-      execute_graph(*plan_, std::move(ordered), nullptr, runner, std::move(bound));
+  std::vector<RuntimeValue> results;
+  if (options_.parallel_execution) {
+    // One budget: intra_op_threads split across the inter-op workers.
+    const int budget =
+        options_.intra_op_threads > 0 ? options_.intra_op_threads : available_cores();
+    const int workers = std::clamp(options_.inter_op_threads > 0 ? options_.inter_op_threads : 2, 1,
+                                   std::max(1, budget));
+    results = execute_graph_parallel(*plan_, std::move(ordered), runner, std::move(bound), workers,
+                                     std::max(1, budget / workers));
+  } else {
+    results = execute_graph(*plan_, std::move(ordered), nullptr, runner, std::move(bound));
+  }
   NamedValues outputs;
   for (size_t i = 0; i < results.size(); ++i) {
     if (const Tensor* target = bound_targets[i]) {

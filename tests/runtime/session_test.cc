@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/graph_clone.h"
 #include "ops/registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
@@ -249,6 +250,61 @@ TEST(Session, ProfilerTimesEveryKernel) {
   auto totals = profiler.totals_by_op_type();
   EXPECT_EQ(totals.size(), 2u);
   EXPECT_NE(profiler.chrome_trace_json().find("\"traceEvents\""), std::string::npos);
+}
+
+TEST(Session, ParallelExecutionMatchesSequential) {
+  // Eight independent branches joined by a Sum, each reading x: y = sum_i (x * c_i + x).
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", 13}};
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(64)}));
+  std::vector<Value*> branches;
+  for (int i = 0; i < 8; ++i) {
+    Value* c = g.add_initializer("c" + std::to_string(i),
+                                 Tensor::from_vector<float>(DType::kFloat, {1}, {float(i)}));
+    Node* mul = g.add_node("Mul", {x, c}, {"m" + std::to_string(i)}, "", "mul" + std::to_string(i));
+    Node* add = g.add_node("Add", {mul->output(0), x}, {"a" + std::to_string(i)}, "",
+                           "add" + std::to_string(i));
+    branches.push_back(add->output(0));
+  }
+  Node* sum = g.add_node("Sum", branches, {"y"}, "", "sum");
+  g.add_output(sum->output(0));
+  SessionOptions sequential = SessionOptions::reference();
+  SessionOptions parallel = sequential;
+  parallel.parallel_execution = true;
+  parallel.inter_op_threads = 3;
+  parallel.intra_op_threads = 3;
+  auto a = Session::create(clone_model(model), sequential);
+  auto b = Session::create(clone_model(model), parallel);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> values(64);
+  for (int i = 0; i < 64; ++i) values[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i);
+  auto input = Tensor::from_vector<float>(DType::kFloat, {64}, values);
+  auto expected = a.value()->run({{"x", input}});
+  ASSERT_TRUE(expected.ok()) << expected.error();
+  for (int run = 0; run < 50; ++run) {
+    auto got = b.value()->run({{"x", input}});
+    ASSERT_TRUE(got.ok()) << got.error();
+    for (int i = 0; i < 64; ++i) {
+      ASSERT_EQ(got.value()[0].second.tensor().data<float>()[i],
+                expected.value()[0].second.tensor().data<float>()[i]);
+    }
+  }
+}
+
+TEST(Session, ParallelExecutionReportsKernelErrorsNamingTheNode) {
+  Model model = small_model();
+  SessionOptions parallel = SessionOptions::reference();
+  parallel.parallel_execution = true;
+  parallel.intra_op_threads = 2;
+  parallel.validate_inputs = false;
+  auto session = Session::create(std::move(model), parallel);
+  ASSERT_TRUE(session.ok());
+  auto x = Tensor::from_vector<float>(DType::kFloat, {2, 2}, {1, 2, 3, 4});  // [2,2] + [3]
+  auto out = session.value()->run({{"x", x}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().find("add_0"), std::string::npos) << out.error();
 }
 
 }  // namespace
