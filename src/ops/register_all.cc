@@ -28,6 +28,7 @@ void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
+void register_dnnl_conv_kernels(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -53,6 +54,7 @@ void register_all_ops(OpRegistry& registry) {
   register_spatial_ops(registry);
   register_text_ops(registry);
   register_training_ops(registry);
+  register_dnnl_conv_kernels(registry);
 }
 
 }  // namespace onnxkit
