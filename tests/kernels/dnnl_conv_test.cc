@@ -243,6 +243,21 @@ TEST(DnnlConvTest, Conv2dChannelsAndAsymmetricPads) {
   check_conv(rect);
 }
 
+// 3x3 stride 1 with channel counts oneDNN's Winograd convolution takes; pointwise convs
+// (run as a GEMM over NCHW); both with odd spatial sizes.
+TEST(DnnlConvTest, WinogradAndPointwiseShapes) {
+  for (const Shape& x : std::vector<Shape>{{1, 64, 14, 14}, {3, 32, 9, 11}, {1, 128, 7, 7}}) {
+    ConvCase c;
+    c.x = x;
+    c.w = {x[1] == 32 ? 48 : x[1], x[1], 3, 3};
+    c.pads = {1, 1, 1, 1};
+    check_conv(c);
+    c.w = {80, x[1], 1, 1};
+    c.pads = {};
+    check_conv(c);
+  }
+}
+
 TEST(DnnlConvTest, GroupedAndDepthwise) {
   for (int64_t group : {2, 3, 12}) {
     for (int64_t stride : {1, 2}) {
@@ -536,6 +551,22 @@ TEST(DnnlConvTest, FusedConvShapes) {
   strided.activation = "Relu";
   strided.residual = true;
   check_fused(strided);
+  FusedCase winograd;  // 3x3 stride 1, 32 channels
+  winograd.x = {2, 32, 10, 9};
+  winograd.w = {32, 32, 3, 3};
+  winograd.activation = "Relu";
+  winograd.residual = true;
+  check_fused(winograd);
+  winograd.activation = "HardSigmoid";
+  check_fused(winograd);
+  FusedCase pointwise;
+  pointwise.x = {1, 32, 10, 9};
+  pointwise.w = {64, 32, 1, 1};
+  pointwise.pads = {0, 0, 0, 0};
+  pointwise.activation = "Clip";
+  pointwise.params = {0.0f, 6.0f};
+  pointwise.residual = true;
+  check_fused(pointwise);
   FusedCase depthwise;
   depthwise.x = {1, 24, 15, 15};
   depthwise.w = {24, 1, 5, 5};
