@@ -1,7 +1,9 @@
 // oneDNN-backed optimized kernels of the convolution side: Conv, com.onnxkit FusedConv and
 // ConvTranspose (dnnl_conv.cc); MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool
-// (dnnl_pool.cc). Float32 only; other types and shapes oneDNN cannot express go to the
-// reference kernel of the same node.
+// (dnnl_pool.cc); and the blocked-layout ops of the `layout` level (ops/blocked_ops.h:
+// BlockedConv and the reorders in dnnl_conv.cc, the blocked pools in dnnl_pool.cc).
+// Float32 only; other types and shapes oneDNN cannot express go to the reference kernel of
+// the same node.
 //
 // Below the registration: what both files share (thread-local scratch memory, the
 // per-shape primitive cache), not meant for other kernels.

@@ -15,6 +15,8 @@
 #include "core/parallel.h"
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
+#include "ops/blocked_ops.h"
+#include "ops/fused_ops.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
@@ -96,23 +98,31 @@ class PoolAttributes {
 
 class DnnlPoolKernel : public OpKernel {
  public:
+  // `blocked`: X and Y in the blocked layout (BlockedMaxPool / BlockedAveragePool).
   DnnlPoolKernel(dnnl::algorithm algorithm, PoolAttributes attrs,
-                 std::unique_ptr<OpKernel> reference)
-      : algorithm_(algorithm), attrs_(std::move(attrs)), reference_(std::move(reference)) {}
+                 std::unique_ptr<OpKernel> reference, bool blocked = false)
+      : algorithm_(algorithm),
+        attrs_(std::move(attrs)),
+        reference_(std::move(reference)),
+        blocked_(blocked) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    if (x.dtype() != DType::kFloat) return reference_->compute(context);
-    std::optional<PoolWindow> win = attrs_.window(x.shape());
+    if (x.dtype() != DType::kFloat || (blocked_ && !is_blocked_shape(x.shape()))) {
+      return reference_->compute(context);
+    }
+    const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
+    std::optional<PoolWindow> win = attrs_.window(x_shape);
     if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
         (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
       return reference_->compute(context);
     }
     std::vector<int64_t> key = x.shape();
     key.push_back(max_threads());
-    std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x.shape(), *win); });
+    std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x_shape, *win); });
     if (plan->use_reference) return reference_->compute(context);
-    Tensor& y = context.allocate_output(0, DType::kFloat, win->y_shape);
+    Tensor& y = context.allocate_output(0, DType::kFloat,
+                                        blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       std::unordered_map<int, memory> args{
@@ -139,8 +149,15 @@ class DnnlPoolKernel : public OpKernel {
 
   Plan make_plan(const Shape& x, const PoolWindow& win) const {
     Plan plan;
-    plan.src_md = dnnl_util::plain_f32_desc(x);
-    plan.dst_md = dnnl_util::plain_f32_desc(win.y_shape);
+    if (blocked_) {
+      plan.src_md =
+          memory::desc(dnnl_util::to_dims(x), memory::data_type::f32, memory::format_tag::nChw16c);
+      plan.dst_md = memory::desc(dnnl_util::to_dims(win.y_shape), memory::data_type::f32,
+                                 memory::format_tag::nChw16c);
+    } else {
+      plan.src_md = dnnl_util::plain_f32_desc(x);
+      plan.dst_md = dnnl_util::plain_f32_desc(win.y_shape);
+    }
     try {
       dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_,
                                           plan.src_md, plan.dst_md, win.strides, win.kernel,
@@ -157,6 +174,7 @@ class DnnlPoolKernel : public OpKernel {
   dnnl::algorithm algorithm_;
   PoolAttributes attrs_;
   std::unique_ptr<OpKernel> reference_;
+  bool blocked_;
   dnnl_util::PlanCache<Plan> plans_;
 };
 
@@ -165,14 +183,17 @@ class DnnlPoolKernel : public OpKernel {
 template <bool kMax>
 class GlobalPoolKernel : public OpKernel {
  public:
-  explicit GlobalPoolKernel(std::unique_ptr<OpKernel> reference)
-      : reference_(std::move(reference)) {}
+  // `blocked`: X and Y in the blocked layout (BlockedGlobalAveragePool / ...MaxPool).
+  explicit GlobalPoolKernel(std::unique_ptr<OpKernel> reference, bool blocked = false)
+      : reference_(std::move(reference)), blocked_(blocked) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    if (x.dtype() != DType::kFloat || x.rank() < 3 || x.numel() == 0) {
+    if (x.dtype() != DType::kFloat || x.rank() < 3 || x.numel() == 0 ||
+        (blocked_ && !is_blocked_shape(x.shape()))) {
       return reference_->compute(context);
     }
+    if (blocked_) return compute_blocked(context, x);
     Shape y_shape = x.shape();
     std::fill(y_shape.begin() + 2, y_shape.end(), 1);
     const int64_t channels = x.shape()[0] * x.shape()[1];
@@ -187,6 +208,45 @@ class GlobalPoolKernel : public OpKernel {
   }
 
  private:
+  // [N, C/16, H, W, 16] -> [N, C/16, 1, 1, 16]: 16 channels reduced side by side.
+  void compute_blocked(KernelContext& context, const Tensor& x) const {
+    const Shape& shape = x.shape();
+    const int64_t blocks = shape[0] * shape[1], image = shape[2] * shape[3];
+    Tensor& y =
+        context.allocate_output(0, DType::kFloat, {shape[0], shape[1], 1, 1, kChannelBlock});
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (image * kChannelBlock));
+    parallel_for(blocks, min_chunk, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const float* xb = px + b * image * kChannelBlock;
+        float acc[kChannelBlock];
+        bool nan[kChannelBlock] = {};
+        std::copy(xb, xb + kChannelBlock, acc);
+        for (int64_t p = 1; p < image; ++p) {
+          const float* v = xb + p * kChannelBlock;
+          for (int i = 0; i < kChannelBlock; ++i) {
+            if constexpr (kMax) {
+              acc[i] = std::max(acc[i], v[i]);
+            } else {
+              acc[i] += v[i];
+            }
+          }
+        }
+        for (int i = 0; i < kChannelBlock; ++i) {
+          if constexpr (kMax) {  // std::max drops NaN; the reference propagates it
+            for (int64_t p = 0; p < image && !nan[i]; ++p) {
+              nan[i] = xb[p * kChannelBlock + i] != xb[p * kChannelBlock + i];
+            }
+            py[b * kChannelBlock + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
+          } else {
+            py[b * kChannelBlock + i] = acc[i] / static_cast<float>(image);
+          }
+        }
+      }
+    });
+  }
+
   static float reduce(const float* x, int64_t n) {
     constexpr int kLanes = 16;
     float acc[kLanes];
@@ -223,6 +283,7 @@ class GlobalPoolKernel : public OpKernel {
   }
 
   std::unique_ptr<OpKernel> reference_;
+  bool blocked_;
 };
 
 std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
@@ -247,6 +308,21 @@ std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) 
       PoolAttributes(context, false, context.opset() >= 10), std::move(reference));
 }
 
+// The blocked pools take MaxPool's opset-12 and AveragePool's opset-11 attributes.
+std::unique_ptr<OpKernel> make_blocked_max_pool(const KernelCreateContext& context) {
+  return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
+                                          PoolAttributes(context, true, true),
+                                          reference_kernel(context), true);
+}
+
+std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& context) {
+  const bool include_pad = context.attr_int("count_include_pad", 0) != 0;
+  return std::make_unique<DnnlPoolKernel>(
+      include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                  : dnnl::algorithm::pooling_avg_exclude_padding,
+      PoolAttributes(context, false, true), reference_kernel(context), true);
+}
+
 }  // namespace
 
 void register_dnnl_pool_kernels(OpRegistry& registry) {
@@ -261,6 +337,16 @@ void register_dnnl_pool_kernels(OpRegistry& registry) {
   });
   registry.add_optimized("", "GlobalMaxPool", 1, [](const KernelCreateContext& context) {
     return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context));
+  });
+  const std::string domain(kOnnxkitDomain);
+  registry.add_optimized(domain, "BlockedMaxPool", 1, make_blocked_max_pool);
+  registry.add_optimized(domain, "BlockedAveragePool", 1, make_blocked_average_pool);
+  registry.add_optimized(
+      domain, "BlockedGlobalAveragePool", 1, [](const KernelCreateContext& context) {
+        return std::make_unique<GlobalPoolKernel<false>>(reference_kernel(context), true);
+      });
+  registry.add_optimized(domain, "BlockedGlobalMaxPool", 1, [](const KernelCreateContext& context) {
+    return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context), true);
   });
 }
 

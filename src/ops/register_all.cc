@@ -29,6 +29,7 @@ void register_spatial_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
 void register_dnnl_conv_kernels(OpRegistry& registry);
+void register_blocked_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -55,6 +56,7 @@ void register_all_ops(OpRegistry& registry) {
   register_text_ops(registry);
   register_training_ops(registry);
   register_dnnl_conv_kernels(registry);
+  register_blocked_ops(registry);
 }
 
 }  // namespace onnxkit

@@ -54,5 +54,7 @@ std::unique_ptr<GraphPass> make_dedup_initializers_pass();
 std::unique_ptr<GraphPass> make_dead_code_elimination_pass();
 // Initializers nothing reads are removed.
 std::unique_ptr<GraphPass> make_remove_unused_initializers_pass();
+// Layout level: conv chains keep their activations in the blocked layout (ops/blocked_ops.h).
+std::unique_ptr<GraphPass> make_convert_layout_pass();
 
 }  // namespace onnxkit

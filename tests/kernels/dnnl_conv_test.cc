@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 #include "runtime/compare.h"
@@ -809,6 +810,120 @@ TEST(DnnlPoolTest, GlobalPools) {
       PoolCase c{op, shape};
       check_pool(c);
     }
+  }
+}
+
+// ---- blocked-layout ops (ops/blocked_ops.h) between reorders, against the standard ops ----
+
+// X -> ReorderToBlocked -> `op` (blocked inputs 0 and, for BlockedConv, Z) ->
+// ReorderFromBlocked, on the optimized kernels; `standard` builds the plain graph run on the
+// reference kernels.
+void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool blocked)>& build,
+                   const Shape& x_shape, const Shape& z_shape = {}) {
+  auto make = [&](bool blocked) {
+    std::mt19937_64 rng(21);
+    Builder b;
+    Value* x = b.operand("X", random_values(DType::kFloat, x_shape, rng), false);
+    Value* z = z_shape.empty() ? nullptr
+                               : b.operand("Z", random_values(DType::kFloat, z_shape, rng), false);
+    auto to_blocked = [&](Value* v) {
+      Node* n = b.graph().add_node(std::string(kReorderToBlocked), {v}, {v->name() + "_blocked"},
+                                   std::string(kOnnxkitDomain));
+      return n->outputs()[0];
+    };
+    if (blocked) {
+      if (x_shape[1] % kChannelBlock == 0) x = to_blocked(x);
+      if (z) z = to_blocked(z);
+    }
+    Value* y = build(b, x, z, blocked);
+    if (blocked) {
+      y = b.graph()
+              .add_node(std::string(kReorderFromBlocked), {y}, {"Y_plain"},
+                        std::string(kOnnxkitDomain))
+              ->outputs()[0];
+    }
+    b.graph().add_output(y);
+    return b;
+  };
+  Builder standard = make(false), blocked = make(true);
+  const NamedValues expected =
+      run_model(std::move(standard.model), SessionOptions::reference(), standard.feeds);
+  const NamedValues actual =
+      run_model(std::move(blocked.model), optimized_options(), blocked.feeds);
+  EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
+}
+
+TEST(DnnlBlockedTest, BlockedConvWithResidualAndActivation) {
+  for (const auto& [activation, params] : std::vector<std::pair<std::string, std::vector<float>>>{
+           {"Relu", {}}, {"Clip", {0.0f, 6.0f}}, {"Silu", {}}, {"HardSigmoid", {}}}) {
+    struct Geometry {
+      Shape x, w;
+      int64_t group, stride;
+    };
+    for (const Geometry& g : std::vector<Geometry>{{{2, 32, 10, 9}, {32, 32, 3, 3}, 1, 1},
+                                                   {{1, 16, 11, 11}, {48, 16, 1, 1}, 1, 1},
+                                                   {{1, 32, 12, 12}, {32, 1, 3, 3}, 32, 2},
+                                                   {{1, 3, 13, 13}, {16, 3, 3, 3}, 1, 2},
+                                                   {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2}}) {
+      SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
+      const int64_t pad = g.w[2] / 2;
+      const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
+      const int64_t out_w = (g.x[3] + 2 * pad - g.w[3]) / g.stride + 1;
+      FusedCase c;
+      c.activation = activation;
+      c.params = params;
+      check_blocked(
+          [&](Builder& b, Value* x, Value* z, bool blocked) {
+            std::mt19937_64 rng(5);
+            Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
+            Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
+            auto attributes = [&](Node* n) {
+              set_attr_int(n, "group", g.group);
+              set_attr_ints(n, "strides", {g.stride, g.stride});
+              set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
+            };
+            if (blocked) {
+              Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
+                                           std::string(kOnnxkitDomain), "blocked_conv");
+              attributes(n);
+              set_attr_string(n, "activation", activation);
+              set_attr_floats(n, "activation_params", params);
+              return n->outputs()[0];
+            }
+            Value* y = b.op("Add", {b.op("Conv", {x, w, bias}, "conv", attributes), z}, "sum");
+            return unfused_activation(b, c, y);
+          },
+          g.x, {g.x[0], g.w[0], out_h, out_w});
+    }
+  }
+}
+
+TEST(DnnlBlockedTest, BlockedPools) {
+  struct PoolSpec {
+    std::string op;
+    std::vector<int64_t> kernel, strides, pads;
+    int64_t ceil = 0, include_pad = 0;
+  };
+  for (const PoolSpec& p :
+       std::vector<PoolSpec>{{"MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}},
+                             {"MaxPool", {2, 2}, {2, 2}, {0, 0, 0, 0}, 1},
+                             {"AveragePool", {3, 3}, {1, 1}, {1, 1, 1, 1}},
+                             {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, 0, 1},
+                             {"GlobalAveragePool", {}, {}, {}},
+                             {"GlobalMaxPool", {}, {}, {}}}) {
+    SCOPED_TRACE(p.op);
+    check_blocked(
+        [&](Builder& b, Value* x, Value*, bool blocked) {
+          Node* n = b.graph().add_node(blocked ? "Blocked" + p.op : p.op, {x}, {"pooled"},
+                                       blocked ? std::string(kOnnxkitDomain) : "", "pool");
+          set_attr_ints(n, "kernel_shape", p.kernel);
+          set_attr_ints(n, "strides", p.strides);
+          set_attr_ints(n, "pads", p.pads);
+          if (p.ceil) set_attr_int(n, "ceil_mode", 1);
+          if (p.include_pad) set_attr_int(n, "count_include_pad", 1);
+          return n->outputs()[0];
+        },
+        {2, 32, 11, 10});
   }
 }
 
