@@ -35,6 +35,8 @@ void register_fused_transformer_ops(OpRegistry& registry);
 void register_dnnl_matmul_kernels(OpRegistry& registry);
 void register_attention_kernels(OpRegistry& registry);
 void register_fast_cpu_kernels(OpRegistry& registry);
+void register_dnnl_conv_kernels(OpRegistry& registry);
+void register_blocked_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -65,6 +67,8 @@ void register_all_ops(OpRegistry& registry) {
   register_dnnl_matmul_kernels(registry);
   register_attention_kernels(registry);
   register_fast_cpu_kernels(registry);
+  register_dnnl_conv_kernels(registry);
+  register_blocked_ops(registry);
 }
 
 }  // namespace onnxkit

@@ -1,0 +1,758 @@
+// Conv (1, 11), com.onnxkit FusedConv and ConvTranspose (1, 11) on oneDNN, float32.
+//
+// ONNX's plain NCHW tensors stay at the kernel's edges. Inside, oneDNN picks the layouts
+// its fastest implementation wants (format_tag::any) and the kernel reorders activations
+// in and out (the `layout` level will remove those reorders between consecutive convs).
+// Constant weights (initializers) are reordered into the primitive's layout once, at
+// session creation. FusedConv's residual Z is copied into the destination first and added
+// by a sum post-op; its activation becomes eltwise post-ops. Other dtypes, and shapes
+// oneDNN declines, run on the reference kernel of the same node.
+#include "kernels/dnnl_conv.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "core/parallel.h"
+#include "kernels/dnnl_common.h"
+#include "ops/blocked_ops.h"
+#include "ops/fused_ops.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+namespace dnnl_util {
+
+void* scratch_buffer(ScratchRole role, size_t bytes) {
+  struct Block {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Block() { std::free(data); }
+  };
+  thread_local std::array<Block, static_cast<size_t>(ScratchRole::kCount)> blocks;
+  Block& block = blocks[static_cast<size_t>(role)];
+  if (block.size < bytes || !block.data) {
+    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* data = std::aligned_alloc(64, rounded);
+    if (!data) throw std::bad_alloc();
+    std::free(block.data);
+    block.data = data;
+    block.size = rounded;
+  }
+  return block.data;
+}
+
+dnnl::memory scratch_memory(ScratchRole role, const dnnl::memory::desc& desc) {
+  return dnnl::memory(desc, cpu_engine(), scratch_buffer(role, desc.get_size()));
+}
+
+dnnl::primitive_attr concurrent_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+}  // namespace dnnl_util
+
+namespace {
+
+using dnnl::memory;
+using dnnl_util::cpu_engine;
+using dnnl_util::ScratchRole;
+using dnnl_util::to_dims;
+using dnnl_util::wrap;
+
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+// Conv / ConvTranspose attributes. The reference kernel built beside each optimized one
+// has already validated them (its constructor fails naming the node).
+struct ConvAttributes {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  int64_t group = 1;
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+
+  explicit ConvAttributes(const KernelCreateContext& context)
+      : group(context.attr_int("group", 1)),
+        kernel_shape(context.attr_ints("kernel_shape")),
+        strides(context.attr_ints("strides")),
+        dilations(context.attr_ints("dilations")),
+        pads(context.attr_ints("pads")) {
+    const std::string value = context.attr_string("auto_pad", "NOTSET");
+    if (value == "SAME_UPPER") auto_pad = AutoPad::kSameUpper;
+    if (value == "SAME_LOWER") auto_pad = AutoPad::kSameLower;
+    if (value == "VALID") auto_pad = AutoPad::kValid;
+  }
+
+  // Whether the attribute lists fit X (rank) and W; the reference kernel explains a misfit.
+  bool fits(const Shape& x, const Shape& w) const {
+    if (x.size() < 3 || w.size() != x.size()) return false;
+    const size_t rank = x.size() - 2;
+    if (!kernel_shape.empty() &&
+        !std::equal(kernel_shape.begin(), kernel_shape.end(), w.begin() + 2, w.end())) {
+      return false;
+    }
+    if (!kernel_shape.empty() && kernel_shape.size() != rank) return false;
+    if (!strides.empty() && strides.size() != rank) return false;
+    if (!dilations.empty() && dilations.size() != rank) return false;
+    if (!pads.empty() && pads.size() != 2 * rank) return false;
+    return true;
+  }
+  int64_t stride(size_t d) const { return strides.empty() ? 1 : strides[d]; }
+  int64_t dilation(size_t d) const { return dilations.empty() ? 1 : dilations[d]; }
+};
+
+// Where one convolution's windows lie, in oneDNN's terms (dilation 0 = dense).
+struct Window {
+  memory::dims strides, dilations, pad_begin, pad_end;
+  Shape y_shape;
+};
+
+// Conv: the output and padding for X and W, or nullopt when they do not fit.
+std::optional<Window> conv_window(const ConvAttributes& a, const Shape& x, const Shape& w) {
+  if (!a.fits(x, w)) return std::nullopt;
+  const size_t rank = x.size() - 2;
+  const int64_t maps = w[0];
+  if (w[1] * a.group != x[1] || maps % a.group != 0) return std::nullopt;
+  Window win;
+  win.y_shape = {x[0], maps};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t stride = a.stride(d), dilation = a.dilation(d);
+    const int64_t extent = (w[d + 2] - 1) * dilation + 1;
+    const int64_t in = x[d + 2];
+    int64_t begin = 0, end = 0;
+    switch (a.auto_pad) {
+      case AutoPad::kNotSet:
+        if (!a.pads.empty()) begin = a.pads[d], end = a.pads[rank + d];
+        break;
+      case AutoPad::kValid:
+        break;
+      case AutoPad::kSameUpper:
+      case AutoPad::kSameLower: {
+        const int64_t out = (in + stride - 1) / stride;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+        begin = a.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+        end = total - begin;
+        break;
+      }
+    }
+    if (in + begin + end < extent) return std::nullopt;
+    const int64_t out = (in + begin + end - extent) / stride + 1;
+    win.strides.push_back(stride);
+    win.dilations.push_back(dilation - 1);
+    win.pad_begin.push_back(begin);
+    // oneDNN wants the padding the last window actually reaches into.
+    win.pad_end.push_back((out - 1) * stride + extent - in - begin);
+    win.y_shape.push_back(out);
+  }
+  return win;
+}
+
+// ConvTranspose's output geometry (as the reference kernel works it out).
+struct TransposeAttributes {
+  std::vector<int64_t> output_padding, output_shape;
+  bool extra_pad_at_end = true;  // opset 11 moved the odd padding unit to the end
+};
+
+std::optional<Window> conv_transpose_window(const ConvAttributes& a, const TransposeAttributes& t,
+                                            const Shape& x, const Shape& w) {
+  if (!a.fits(x, w)) return std::nullopt;
+  const size_t rank = x.size() - 2;
+  const int64_t channels = x[1];
+  if (w[0] != channels || channels % a.group != 0) return std::nullopt;
+  if (!t.output_padding.empty() && t.output_padding.size() != rank) return std::nullopt;
+  std::vector<int64_t> wanted;
+  if (!t.output_shape.empty()) {
+    if (t.output_shape.size() != rank && t.output_shape.size() != rank + 2) return std::nullopt;
+    wanted.assign(t.output_shape.end() - static_cast<int64_t>(rank), t.output_shape.end());
+  }
+  Window win;
+  win.y_shape = {x[0], w[1] * a.group};
+  const bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t stride = a.stride(d), dilation = a.dilation(d);
+    const int64_t extent = (w[d + 2] - 1) * dilation + 1;
+    const int64_t in = x[d + 2];
+    const int64_t adjust = t.output_padding.empty() ? 0 : t.output_padding[d];
+    const int64_t full = stride * (in - 1) + adjust + extent;
+    int64_t begin = 0, end = 0, out = 0;
+    if (!wanted.empty() || same) {
+      out = wanted.empty() ? in * stride : wanted[d];
+      const int64_t total = std::max<int64_t>(0, full - out);
+      const bool small_begin = wanted.empty() || t.extra_pad_at_end
+                                   ? a.auto_pad == AutoPad::kSameUpper
+                                   : a.auto_pad != AutoPad::kSameUpper;
+      begin = small_begin ? total / 2 : total - total / 2;
+    } else {
+      if (a.auto_pad == AutoPad::kNotSet && !a.pads.empty()) {
+        begin = a.pads[d];
+        end = a.pads[rank + d];
+      }
+      out = full - begin - end;
+    }
+    if (out <= 0) return std::nullopt;
+    win.strides.push_back(stride);
+    win.dilations.push_back(dilation - 1);
+    win.pad_begin.push_back(begin);
+    // Negative when output_padding / output_shape extends the output past the last tap.
+    win.pad_end.push_back(stride * (in - 1) + extent - begin - out);
+    win.y_shape.push_back(out);
+  }
+  return win;
+}
+
+// FusedConv's activation (fused_ops.h) as oneDNN eltwise post-ops. Absent parameters take
+// the standalone ONNX op's defaults (LeakyRelu 0.01; HardSigmoid 0.2, 0.5; Clip unbounded).
+struct EltwiseStep {
+  dnnl::algorithm algorithm;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+std::vector<EltwiseStep> parse_activation(const KernelCreateContext& context) {
+  using A = dnnl::algorithm;
+  const std::string name = context.attr_string("activation", "");
+  const std::vector<float> params = context.attr_floats("activation_params");
+  auto takes = [&](size_t count) {
+    if (!params.empty() && params.size() != count) {
+      context.fail("activation {} takes {} activation_params, got {}", name, count, params.size());
+    }
+  };
+  auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (name.empty()) return {};
+  if (name == "LeakyRelu") {
+    takes(1);
+    return {{A::eltwise_relu, param(0, 0.01f)}};
+  }
+  if (name == "Clip") {
+    takes(2);
+    return {{A::eltwise_clip, param(0, -kInf), param(1, kInf)}};
+  }
+  if (name == "HardSigmoid") {  // oneDNN 2.6 has no hardsigmoid: clip(alpha * x + beta, 0, 1)
+    takes(2);
+    return {{A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)}, {A::eltwise_clip, 0.0f, 1.0f}};
+  }
+  takes(0);
+  if (name == "Relu") return {{A::eltwise_relu}};
+  if (name == "Sigmoid") return {{A::eltwise_logistic}};
+  if (name == "Tanh") return {{A::eltwise_tanh}};
+  if (name == "HardSwish") return {{A::eltwise_hardswish}};  // x * relu6(x + 3) / 6, as ONNX
+  if (name == "Silu") return {{A::eltwise_swish, 1.0f}};
+  if (name == "Gelu") return {{A::eltwise_gelu_erf}};
+  if (name == "GeluTanh") return {{A::eltwise_gelu_tanh}};
+  std::string known;
+  for (std::string_view k : kActivations) known += (known.empty() ? "" : ", ") + std::string(k);
+  context.fail("activation '{}' is not one of {}", name, known);
+}
+
+// Output x input channel pairs above which a 3x3 convolution stays direct (see
+// conv_primitive_desc).
+constexpr int64_t kMaxWinogradChannelPairs = 256 * 256;
+// Output pixels below which a pointwise convolution does not run as a GEMM over NCHW.
+constexpr int64_t kMinPointwiseGemmImage = 14 * 14;
+
+// A primitive with the scratchpad it needs from the caller (concurrent_attr).
+struct Step {
+  dnnl::primitive primitive;
+  memory::desc scratchpad;
+  bool defined = false;
+
+  void run(dnnl::stream& stream, std::unordered_map<int, memory> args) const {
+    if (scratchpad.get_size() > 0) {
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   dnnl_util::scratch_memory(ScratchRole::kPrimitive, scratchpad));
+    }
+    primitive.execute(stream, args);
+  }
+  void reorder(dnnl::stream& stream, const memory& from, const memory& to) const {
+    run(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  }
+};
+
+Step make_reorder(const memory::desc& from, const memory::desc& to) {
+  dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to,
+                                   dnnl_util::concurrent_attr());
+  return {dnnl::reorder(pd), pd.scratchpad_desc(), true};
+}
+
+// kBlockedConv: FusedConv on blocked activations (ops/blocked_ops.h).
+enum class ConvKind { kConv, kFusedConv, kConvTranspose, kBlockedConv };
+
+// One kernel class for the four ops: they differ in geometry, weight layout, activation
+// layout and primitive.
+class DnnlConvKernel : public OpKernel {
+ public:
+  DnnlConvKernel(const KernelCreateContext& context, ConvKind kind,
+                 std::unique_ptr<OpKernel> reference)
+      : kind_(kind), attrs_(context), reference_(std::move(reference)) {
+    if (kind == ConvKind::kConvTranspose) {
+      transpose_.output_padding = context.attr_ints("output_padding");
+      transpose_.output_shape = context.attr_ints("output_shape");
+      transpose_.extra_pad_at_end = context.opset() >= 11;
+    }
+    if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
+      activation_ = parse_activation(context);
+      const auto& inputs = context.node().inputs();
+      has_residual_ = inputs.size() > 3 && inputs[3] != nullptr;
+    }
+    prepack(context);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& w = context.input(1);
+    if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat) return delegate(context);
+    // BlockedConv: X blocked (rank 5) or plain; Y blocked. Shapes below are logical NCHW.
+    const bool blocked_x = blocked() && x.rank() == 5;
+    if (blocked_x && !is_blocked_shape(x.shape())) return delegate(context);
+    const Shape x_shape = blocked_x ? plain_shape(x.shape()) : x.shape();
+    std::optional<Window> win = window(x_shape, w.shape());
+    if (!win || x.numel() == 0 || w.numel() == 0 || shape_numel(win->y_shape) == 0 ||
+        (blocked() && (win->y_shape.size() != 4 || win->y_shape[1] % kChannelBlock != 0))) {
+      return delegate(context);
+    }
+    const bool has_bias = context.has_input(2);
+    if (has_bias) {
+      const Tensor& b = context.input(2);
+      if (b.dtype() != DType::kFloat || b.shape() != Shape{win->y_shape[1]}) {
+        return delegate(context);
+      }
+    }
+    const bool constant_w = constant_w_ && w.data<float>() == constant_w_;
+    const bool constant_b =
+        has_bias && constant_b_ && context.input(2).data<float>() == constant_b_;
+    std::vector<int64_t> key = x.shape();
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.insert(key.end(), {constant_w, has_bias, max_threads()});
+    std::shared_ptr<const Plan> plan = plans_.get(
+        key, [&] { return make_plan(x_shape, blocked_x, w.shape(), *win, has_bias, constant_w); });
+    if (plan->use_reference) return delegate(context);
+
+    const Tensor* z = nullptr;
+    if (has_residual_ && context.has_input(3)) {
+      z = &context.input(3);
+      if (z->dtype() != DType::kFloat || z->shape() != plan->y_tensor_shape) {
+        context.fail("Z has type {} and shape {} but Y is float32 of shape {}",
+                     dtype_name(z->dtype()), shape_to_string(z->shape()),
+                     shape_to_string(plan->y_tensor_shape));
+      }
+    }
+    Tensor& y = context.allocate_output(0, DType::kFloat, plan->y_tensor_shape);
+    try {
+      dnnl::stream stream = dnnl_util::make_stream();
+      const memory x_user = wrap(plan->user_src_md, x.data<float>());
+      memory src = x_user;
+      if (plan->src_in.defined) {
+        src = dnnl_util::scratch_memory(ScratchRole::kSource, plan->src_md);
+        plan->src_in.reorder(stream, x_user, src);
+      }
+      memory weights = plan->packed_weights;
+      if (!constant_w) {
+        weights = wrap(plan->user_weights_md, w.data<float>());
+        if (plan->weights_in.defined) {
+          memory packed = dnnl_util::scratch_memory(ScratchRole::kWeights, plan->weights_md);
+          plan->weights_in.reorder(stream, weights, packed);
+          weights = packed;
+        }
+      }
+      const memory y_user = wrap(plan->user_dst_md, y.mutable_data<float>());
+      memory dst = y_user;
+      if (plan->dst_out.defined) {
+        dst = dnnl_util::scratch_memory(ScratchRole::kDestination, plan->dst_md);
+      }
+      if (has_residual_) {  // the sum post-op adds what the destination holds
+        if (z && plan->dst_out.defined) {
+          plan->z_in.reorder(stream, wrap(plan->user_dst_md, z->data<float>()), dst);
+        } else if (z) {
+          std::memcpy(y.mutable_data<float>(), z->data<float>(), y.nbytes());
+        } else if (plan->dst_out.defined) {
+          std::memset(dst.get_data_handle(), 0, plan->dst_md.get_size());
+        }
+      }
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      if (has_bias) {
+        args.emplace(DNNL_ARG_BIAS,
+                     constant_b ? bias_ : wrap(plan->bias_md, context.input(2).data<float>()));
+      }
+      plan->compute.run(stream, std::move(args));
+      if (plan->dst_out.defined) plan->dst_out.reorder(stream, dst, y_user);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      context.fail("oneDNN failed: {}", e.what());
+    }
+  }
+
+ private:
+  struct Plan {
+    bool use_reference = false;  // oneDNN declined this shape
+    Shape y_shape;               // logical (NCHW)
+    Shape y_tensor_shape;        // as stored: blocked for BlockedConv
+    Step compute;
+    memory::desc src_md, dst_md, weights_md, bias_md;
+    memory::desc user_src_md, user_dst_md, user_weights_md;
+    Step src_in, dst_out, z_in, weights_in;  // defined where the layouts differ
+    memory packed_weights;                   // constant W in weights_md
+  };
+
+  bool blocked() const { return kind_ == ConvKind::kBlockedConv; }
+
+  std::optional<Window> window(const Shape& x, const Shape& w) const {
+    return kind_ == ConvKind::kConvTranspose ? conv_transpose_window(attrs_, transpose_, x, w)
+                                             : conv_window(attrs_, x, w);
+  }
+
+  // oneDNN's view of W: [G, O/G, I/G, k...] with groups, [O, I, k...] without, over ONNX's
+  // bytes ([M, C/G, k...] for Conv, [C, M/G, k...] for ConvTranspose).
+  memory::desc user_weights_desc(const Shape& w) const {
+    const int64_t group = attrs_.group;
+    const int64_t kernel = shape_numel(std::span(w).subspan(2));
+    memory::dims dims, strides;
+    if (kind_ != ConvKind::kConvTranspose) {
+      dims = {w[0] / group, w[1]};
+      strides = {w[1] * kernel, kernel};
+    } else {
+      dims = {w[1], w[0] / group};
+      strides = {kernel, w[1] * kernel};
+    }
+    if (group > 1) {
+      dims.insert(dims.begin(), group);
+      strides.insert(strides.begin(), dims[1] * dims[2] * kernel);
+    }
+    // Spatial dims: row-major within one (output, input) channel pair.
+    const size_t spatial_begin = dims.size();
+    for (size_t d = 2; d < w.size(); ++d) dims.push_back(w[d]);
+    strides.resize(dims.size());
+    int64_t step = 1;
+    for (size_t d = dims.size(); d-- > spatial_begin;) {
+      strides[d] = step;
+      step *= dims[d];
+    }
+    return memory::desc(dims, memory::data_type::f32, strides);
+  }
+
+  // Builds the primitive for one input shape (under the cache's lock: packed_weights_ is
+  // only touched here and in the constructor).
+  Plan make_plan(const Shape& x, bool blocked_x, const Shape& w, const Window& win, bool has_bias,
+                 bool constant_w) const {
+    using dt = memory::data_type;
+    using tag = memory::format_tag;
+    Plan plan;
+    plan.y_shape = win.y_shape;
+    plan.y_tensor_shape = blocked() ? blocked_shape(win.y_shape) : win.y_shape;
+    plan.user_src_md =
+        blocked_x ? memory::desc(to_dims(x), dt::f32, tag::nChw16c) : dnnl_util::plain_f32_desc(x);
+    plan.user_dst_md = blocked() ? memory::desc(to_dims(win.y_shape), dt::f32, tag::nChw16c)
+                                 : dnnl_util::plain_f32_desc(win.y_shape);
+    plan.user_weights_md = user_weights_desc(w);
+    const memory::desc any_src(to_dims(x), dt::f32, tag::any);
+    const memory::desc any_dst(to_dims(win.y_shape), dt::f32, tag::any);
+    const memory::desc any_weights(plan.user_weights_md.dims(), dt::f32, tag::any);
+    const memory::desc bias_md =
+        has_bias ? memory::desc({win.y_shape[1]}, dt::f32, tag::x) : memory::desc();
+    dnnl::primitive_attr attr = dnnl_util::concurrent_attr();
+    dnnl::post_ops post_ops;
+    if (has_residual_) post_ops.append_sum(1.0f);
+    for (const EltwiseStep& step : activation_) {
+      post_ops.append_eltwise(1.0f, step.algorithm, step.alpha, step.beta);
+    }
+    attr.set_post_ops(post_ops);
+    try {
+      if (kind_ == ConvKind::kConvTranspose) {
+        dnnl::deconvolution_forward::desc desc(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, any_src,
+            any_weights, bias_md, any_dst, win.strides, win.dilations, win.pad_begin, win.pad_end);
+        dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+        plan.compute = {dnnl::deconvolution_forward(pd), pd.scratchpad_desc(), true};
+        plan.src_md = pd.src_desc(), plan.dst_md = pd.dst_desc();
+        plan.weights_md = pd.weights_desc(), plan.bias_md = pd.bias_desc();
+      } else {
+        const dnnl::convolution_forward::primitive_desc pd =
+            conv_primitive_desc(plan, x, win, any_weights, bias_md, attr);
+        plan.compute = {dnnl::convolution_forward(pd), pd.scratchpad_desc(), true};
+        plan.src_md = pd.src_desc(), plan.dst_md = pd.dst_desc();
+        plan.weights_md = pd.weights_desc(), plan.bias_md = pd.bias_desc();
+      }
+      if (has_bias && plan.bias_md != bias_md) {  // never seen for f32; stay safe
+        plan.use_reference = true;
+        return plan;
+      }
+      if (plan.src_md != plan.user_src_md)
+        plan.src_in = make_reorder(plan.user_src_md, plan.src_md);
+      if (plan.dst_md != plan.user_dst_md) {
+        plan.dst_out = make_reorder(plan.dst_md, plan.user_dst_md);
+        if (has_residual_) plan.z_in = make_reorder(plan.user_dst_md, plan.dst_md);
+      }
+      if (constant_w) {
+        plan.packed_weights = packed_weights(plan.user_weights_md, plan.weights_md);
+      } else if (plan.weights_md != plan.user_weights_md) {
+        plan.weights_in = make_reorder(plan.user_weights_md, plan.weights_md);
+      }
+    } catch (const dnnl::error&) {
+      plan = Plan{};
+      plan.use_reference = true;
+    }
+    return plan;
+  }
+
+  // The fastest convolution oneDNN offers for this shape, measured on ResNet-50's convs
+  // (AVX-512, one thread): Winograd for 3x3 stride 1 (about twice the direct convolution's
+  // speed, error ~2e-5 of the mean output; its weight layout depends on the image size);
+  // plain NCHW for pointwise convs (oneDNN runs them as one GEMM at ~190 GFLOP/s, with no
+  // reorder of X or Y); otherwise the layout the direct convolution prefers (channels-last
+  // brgconv at ~200 GFLOP/s) with reorders at the edges.
+  dnnl::convolution_forward::primitive_desc conv_primitive_desc(
+      const Plan& plan, const Shape& x, const Window& win, const memory::desc& any_weights,
+      const memory::desc& bias_md, const dnnl::primitive_attr& attr) const {
+    using dt = memory::data_type;
+    using tag = memory::format_tag;
+    const memory::desc any_src(to_dims(x), dt::f32, tag::any);
+    const memory::desc any_dst(to_dims(win.y_shape), dt::f32, tag::any);
+    auto make = [&](dnnl::algorithm algorithm, const memory::desc& src, const memory::desc& dst) {
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src,
+                                           any_weights, bias_md, dst, win.strides, win.dilations,
+                                           win.pad_begin, win.pad_end);
+      return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+    };
+    // A preferred layout is only worth it with a jit kernel: oneDNN's reference convolution
+    // (what it falls back to, e.g., for 24 plain channels into nChw16c) is ~100x slower.
+    auto make_fast = [&](dnnl::algorithm algorithm, const memory::desc& src,
+                         const memory::desc& dst) {
+      auto pd = make(algorithm, src, dst);
+      if (std::string_view(pd.impl_info_str()).substr(0, 3) == "ref") {
+        throw dnnl::error(dnnl_unimplemented, "only the reference implementation");
+      }
+      return pd;
+    };
+    const size_t rank = x.size() - 2;
+    bool three_by_three = rank == 2 && attrs_.group == 1;
+    bool one_by_one = attrs_.group == 1, dense = true;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t kernel = any_weights.dims()[2 + d];
+      dense = dense && win.strides[d] == 1 && win.dilations[d] == 0;
+      three_by_three = three_by_three && kernel == 3;
+      one_by_one = one_by_one && kernel == 1 && win.pad_begin[d] == 0 && win.pad_end[d] <= 0;
+    }
+    const int64_t channels = x[1], maps = win.y_shape[1];
+    const int64_t image = shape_numel(std::span(win.y_shape).subspan(2));
+    // oneDNN transforms Winograd weights slowly (~15 ms for 256x256x3x3, ~150-400 ms for
+    // 512x512x3x3, once per session) and the gain shrinks with the image: skip the largest.
+    const bool winograd = three_by_three && dense && channels * maps <= kMaxWinogradChannelPairs;
+    // BlockedConv: Winograd, 1x1, depthwise and a chain's first conv (plain X: jit's
+    // NCHW-to-nChw16c kernel) run on the activations' own layouts with no reorder; others (3x3
+    // stride 2, 512x512 3x3) run faster on channels-last brgconv (~210 against ~150-180 GFLOP/s)
+    // even with the reorders, which are cheap on their small images.
+    const bool plain_x = plan.user_src_md == dnnl_util::plain_f32_desc(x);
+    const bool depthwise = attrs_.group > 1 && attrs_.group == channels && attrs_.group == maps;
+    if (blocked() && (winograd || one_by_one || plain_x || depthwise)) {
+      try {
+        return make_fast(
+            winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct,
+            plan.user_src_md, plan.user_dst_md);
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (winograd) {
+      try {
+        return make_fast(dnnl::algorithm::convolution_winograd, any_src, any_dst);
+      } catch (const dnnl::error&) {  // not for this ISA, channel count or post-op
+      }
+    }
+    // On tiny images (7x7) the GEMM's N is too short; channels-last wins there.
+    if (one_by_one && dense && image >= kMinPointwiseGemmImage) {
+      try {
+        return make_fast(dnnl::algorithm::convolution_direct, plan.user_src_md, plan.user_dst_md);
+      } catch (const dnnl::error&) {
+      }
+    }
+    // Strided 1x1 (ResNet's downsampling): the blocked 1x1 kernel beats channels-last once
+    // the activation reorders are counted (nChw16c reorders run ~3x faster than NHWC ones).
+    if (one_by_one && !dense && channels % 16 == 0 && maps % 16 == 0) {
+      try {
+        const memory::format_tag blocked = rank == 1   ? tag::nCw16c
+                                           : rank == 2 ? tag::nChw16c
+                                                       : tag::nCdhw16c;
+        return make_fast(dnnl::algorithm::convolution_direct,
+                         memory::desc(to_dims(x), dt::f32, blocked),
+                         memory::desc(to_dims(win.y_shape), dt::f32, blocked));
+      } catch (const dnnl::error&) {
+      }
+    }
+    return make(dnnl::algorithm::convolution_direct, any_src, any_dst);
+  }
+
+  // The constant W in layout `packed`, reordered on first request and shared by plans.
+  memory packed_weights(const memory::desc& user, const memory::desc& packed) const {
+    for (const auto& [desc, mem] : packed_weights_) {
+      if (desc == packed) return mem;
+    }
+    memory mem(packed, cpu_engine());
+    dnnl::stream stream = dnnl_util::make_stream();
+    make_reorder(user, packed).reorder(stream, wrap(user, constant_w_), mem);
+    stream.wait();
+    packed_weights_.emplace_back(packed, mem);
+    return mem;
+  }
+
+  // At session creation: keeps the constant W and B, and builds the plan for the input
+  // shape the graph declares (unknown dims guessed), which packs W in the layout that
+  // plan's primitive wants. A run with other shapes repacks only if its layout differs.
+  void prepack(const KernelCreateContext& context) {
+    const auto& inputs = context.node().inputs();
+    if (inputs.size() < 2 || !inputs[1] || !inputs[1]->has_initializer()) return;
+    const Tensor& w = inputs[1]->initializer();
+    if (w.dtype() != DType::kFloat || w.rank() < 3 || w.numel() == 0) return;
+    constant_w_ = w.data<float>();
+    const bool has_bias = inputs.size() > 2 && inputs[2] != nullptr;
+    if (has_bias && inputs[2]->has_initializer()) {
+      const Tensor& b = inputs[2]->initializer();
+      if (b.dtype() == DType::kFloat && b.rank() == 1) {
+        constant_b_ = b.data<float>();
+        bias_ = memory(dnnl_util::plain_f32_desc(b.shape()), cpu_engine());
+        std::memcpy(bias_.get_data_handle(), constant_b_, b.nbytes());
+      }
+    }
+    // The probe shape: batch 1 and 32 per unknown spatial dim.
+    Shape x(w.rank(), 32);
+    x[0] = 1;
+    x[1] = kind_ == ConvKind::kConvTranspose ? w.shape()[0] : w.shape()[1] * attrs_.group;
+    const ValueType& type = inputs[0] ? inputs[0]->type() : ValueType{};
+    const bool blocked_x = blocked() && type.shape && type.shape->size() == 5;
+    if (type.shape && type.shape->size() == (blocked_x ? 5 : w.rank())) {
+      for (size_t d = 0; d < w.rank(); ++d) {
+        if ((*type.shape)[d].is_known() && (*type.shape)[d].value > 0) {
+          x[d] = (*type.shape)[d].value;
+        }
+      }
+    }
+    if (blocked_x) x[1] = w.shape()[1] * attrs_.group;  // dims[1] counted blocks
+    std::optional<Window> win = window(x, w.shape());
+    if (!win || (blocked() && (win->y_shape.size() != 4 || win->y_shape[1] % kChannelBlock != 0)) ||
+        (blocked_x && x[1] % kChannelBlock != 0)) {
+      return;
+    }
+    std::vector<int64_t> key = blocked_x ? blocked_shape(x) : x;
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.insert(key.end(), {1, has_bias, max_threads()});
+    plans_.get(key, [&] { return make_plan(x, blocked_x, w.shape(), *win, has_bias, true); });
+  }
+
+  void delegate(KernelContext& context) const {
+    if (!reference_) context.fail("no reference kernel to run this case on");
+    reference_->compute(context);
+  }
+
+  ConvKind kind_;
+  ConvAttributes attrs_;
+  TransposeAttributes transpose_;
+  std::vector<EltwiseStep> activation_;
+  bool has_residual_ = false;
+  std::unique_ptr<OpKernel> reference_;
+  const float* constant_w_ = nullptr;  // the initializer W, when it is one
+  const float* constant_b_ = nullptr;
+  memory bias_;  // a copy of the constant B
+  mutable std::vector<std::pair<memory::desc, memory>> packed_weights_;
+  dnnl_util::PlanCache<Plan> plans_;
+};
+
+// The reference kernel of the same node, or nullptr where there is none (FusedConv before
+// its reference kernel exists).
+std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context, bool required) {
+  if (required) return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+  try {
+    return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+KernelFactory conv_factory(ConvKind kind) {
+  return [kind](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
+    // The reference kernel validates the attributes (failing naming the node) and serves
+    // what oneDNN does not.
+    // FusedConv's reference kernel may not be registered; BlockedConv's needs it when fused.
+    auto reference =
+        reference_kernel(context, kind != ConvKind::kFusedConv && kind != ConvKind::kBlockedConv);
+    return std::make_unique<DnnlConvKernel>(context, kind, std::move(reference));
+  };
+}
+
+// ReorderToBlocked / ReorderFromBlocked (ops/blocked_ops.h) as oneDNN reorders between
+// nchw and nChw16c (float32; other types on the reference kernel).
+class DnnlReorderKernel : public OpKernel {
+ public:
+  DnnlReorderKernel(const KernelCreateContext& context, bool to_blocked)
+      : to_blocked_(to_blocked),
+        reference_(OpRegistry::builtin().create_kernel(context, KernelTier::kReference)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const bool fits = to_blocked_ ? x.rank() == 4 && x.shape()[1] % kChannelBlock == 0
+                                  : is_blocked_shape(x.shape());
+    if (x.dtype() != DType::kFloat || !fits || x.numel() == 0) {
+      return reference_->compute(context);
+    }
+    const Shape plain = to_blocked_ ? x.shape() : plain_shape(x.shape());
+    std::vector<int64_t> key = x.shape();
+    key.push_back(max_threads());
+    std::shared_ptr<const Step> step = plans_.get(key, [&] {
+      const memory::desc nchw = dnnl_util::plain_f32_desc(plain);
+      const memory::desc blocked(to_dims(plain), memory::data_type::f32,
+                                 memory::format_tag::nChw16c);
+      return to_blocked_ ? make_reorder(nchw, blocked) : make_reorder(blocked, nchw);
+    });
+    Tensor& y =
+        context.allocate_output(0, DType::kFloat, to_blocked_ ? blocked_shape(plain) : plain);
+    try {
+      dnnl::stream stream = dnnl_util::make_stream();
+      const memory::desc nchw = dnnl_util::plain_f32_desc(plain);
+      const memory::desc blocked(to_dims(plain), memory::data_type::f32,
+                                 memory::format_tag::nChw16c);
+      step->reorder(stream, wrap(to_blocked_ ? nchw : blocked, x.data<float>()),
+                    wrap(to_blocked_ ? blocked : nchw, y.mutable_data<float>()));
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      context.fail("oneDNN failed: {}", e.what());
+    }
+  }
+
+ private:
+  bool to_blocked_;
+  std::unique_ptr<OpKernel> reference_;
+  dnnl_util::PlanCache<Step> plans_;
+};
+
+void register_dnnl_reorder_kernels(OpRegistry& registry) {
+  const std::string domain(kOnnxkitDomain);
+  registry.add_optimized(domain, std::string(kReorderToBlocked), 1,
+                         [](const KernelCreateContext& context) {
+                           return std::make_unique<DnnlReorderKernel>(context, true);
+                         });
+  registry.add_optimized(domain, std::string(kReorderFromBlocked), 1,
+                         [](const KernelCreateContext& context) {
+                           return std::make_unique<DnnlReorderKernel>(context, false);
+                         });
+}
+
+}  // namespace
+
+void register_dnnl_conv_kernels(OpRegistry& registry) {
+  for (int64_t since : {1, 11}) {
+    registry.add_optimized("", "Conv", since, conv_factory(ConvKind::kConv));
+    registry.add_optimized("", "ConvTranspose", since, conv_factory(ConvKind::kConvTranspose));
+  }
+  registry.add_optimized(std::string(kOnnxkitDomain), "FusedConv", 1,
+                         conv_factory(ConvKind::kFusedConv));
+  registry.add_optimized(std::string(kOnnxkitDomain), std::string(kBlockedConv), 1,
+                         conv_factory(ConvKind::kBlockedConv));
+  register_dnnl_reorder_kernels(registry);
+  register_dnnl_pool_kernels(registry);
+}
+
+}  // namespace onnxkit

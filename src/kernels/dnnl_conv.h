@@ -1,0 +1,70 @@
+// oneDNN-backed optimized kernels of the convolution side: Conv, com.onnxkit FusedConv and
+// ConvTranspose (dnnl_conv.cc); MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool
+// (dnnl_pool.cc); and the blocked-layout ops of the `layout` level (ops/blocked_ops.h:
+// BlockedConv and the reorders in dnnl_conv.cc, the blocked pools in dnnl_pool.cc).
+// Float32 only; other types and shapes oneDNN cannot express go to the reference kernel of
+// the same node.
+//
+// Below the registration: what both files share (thread-local scratch memory, the
+// per-shape primitive cache), not meant for other kernels.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace onnxkit {
+
+class OpRegistry;
+
+// Registers every kernel of both files (the pooling ones through the function below).
+void register_dnnl_conv_kernels(OpRegistry& registry);
+void register_dnnl_pool_kernels(OpRegistry& registry);
+
+namespace dnnl_util {
+
+// Thread-local growable buffers, one per role, 64-byte aligned: a kernel call reuses the
+// pages of the previous call instead of faulting in fresh memory for every reordered
+// activation. A buffer is valid until the same thread asks for the same role again.
+enum class ScratchRole { kSource, kDestination, kWeights, kPrimitive, kCount };
+void* scratch_buffer(ScratchRole role, size_t bytes);
+
+// A memory object over the thread's scratch buffer for `role`, sized for `desc`.
+dnnl::memory scratch_memory(ScratchRole role, const dnnl::memory::desc& desc);
+
+// Primitives built per input shape at first use and kept. The key holds the shapes and the
+// thread count: oneDNN wants a primitive run with the thread count it was created for.
+// Thread-safe; a plan is built once even when several runs ask for it at the same time.
+template <typename Plan>
+class PlanCache {
+ public:
+  template <typename Make>
+  std::shared_ptr<const Plan> get(const std::vector<int64_t>& key, Make&& make) const {
+    std::lock_guard lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    // Dynamic shapes could grow this without bound; rebuilding a dropped plan is cheap.
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    auto plan = std::make_shared<const Plan>(make());
+    plans_.emplace(key, plan);
+    return plan;
+  }
+
+ private:
+  static constexpr size_t kMaxPlans = 32;
+  mutable std::mutex mutex_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+};
+
+// An attribute set for primitives that run concurrently: the caller passes the
+// scratchpad, so two runs of one primitive never share oneDNN's own.
+dnnl::primitive_attr concurrent_attr();
+
+}  // namespace dnnl_util
+}  // namespace onnxkit

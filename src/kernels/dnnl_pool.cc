@@ -1,0 +1,353 @@
+// MaxPool (without its Indices output), AveragePool, GlobalAveragePool and GlobalMaxPool,
+// float32. Windowed pools run on oneDNN's pooling over the plain NCHW tensors (its jit
+// kernels read that layout directly); global pools are a per-channel loop. Other types,
+// the Indices output and the few windows oneDNN counts differently from ONNX (an average
+// that includes a ceil_mode extension of the padding, windows entirely in the padding) go
+// to the reference kernel of the same node.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "core/parallel.h"
+#include "kernels/dnnl_common.h"
+#include "kernels/dnnl_conv.h"
+#include "ops/blocked_ops.h"
+#include "ops/fused_ops.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+namespace {
+
+using dnnl::memory;
+using dnnl_util::cpu_engine;
+
+// Where the windows of one input lie, in oneDNN's terms (dilation 0 = dense).
+struct PoolWindow {
+  memory::dims kernel, strides, dilations, pad_begin, pad_end;
+  Shape y_shape;
+  bool extends_padding = false;    // ceil_mode reaches past the declared end padding
+  bool window_in_padding = false;  // some window may lie entirely in the padding
+};
+
+// MaxPool / AveragePool attributes (validated by the reference kernel built beside) and
+// the geometry the reference kernel gives them.
+class PoolAttributes {
+ public:
+  PoolAttributes(const KernelCreateContext& context, bool with_dilations, bool with_ceil_mode)
+      : kernel_(context.attr_ints("kernel_shape")) {
+    const size_t rank = kernel_.size();
+    strides_ = context.attr_ints("strides", std::vector<int64_t>(rank, 1));
+    pads_ = context.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+    dilations_ = with_dilations ? context.attr_ints("dilations", std::vector<int64_t>(rank, 1))
+                                : std::vector<int64_t>(rank, 1);
+    if (strides_.empty()) strides_.assign(rank, 1);
+    if (pads_.empty()) pads_.assign(2 * rank, 0);
+    if (dilations_.empty()) dilations_.assign(rank, 1);
+    const std::string auto_pad = context.attr_string("auto_pad", "NOTSET");
+    same_upper_ = auto_pad == "SAME_UPPER";
+    same_lower_ = auto_pad == "SAME_LOWER";
+    valid_ = auto_pad == "VALID";
+    ceil_mode_ = with_ceil_mode && context.attr_int("ceil_mode", 0) != 0;
+  }
+
+  // nullopt when X does not fit (the reference kernel then says why).
+  std::optional<PoolWindow> window(const Shape& x) const {
+    const size_t rank = kernel_.size();
+    if (rank == 0 || x.size() != rank + 2) return std::nullopt;
+    PoolWindow win;
+    win.y_shape = {x[0], x[1]};
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t in = x[i + 2];
+      const int64_t span = (kernel_[i] - 1) * dilations_[i] + 1;
+      const int64_t stride = strides_[i];
+      int64_t begin = 0, end = 0, out = 0;
+      if (same_upper_ || same_lower_) {
+        out = (in + stride - 1) / stride;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + span - in);
+        begin = same_upper_ ? total / 2 : total - total / 2;
+        end = total - begin;
+      } else {
+        if (!valid_) begin = pads_[i], end = pads_[i + rank];
+        const int64_t room = in + begin + end - span;
+        if (room < 0) return std::nullopt;
+        out = (ceil_mode_ ? (room + stride - 1) / stride : room / stride) + 1;
+        if (ceil_mode_ && out > 1 && (out - 1) * stride >= in + begin) --out;
+      }
+      // The padding the last window actually reaches into (negative: it stops short).
+      const int64_t reach = (out - 1) * stride + span - in - begin;
+      win.kernel.push_back(kernel_[i]);
+      win.strides.push_back(stride);
+      win.dilations.push_back(dilations_[i] - 1);
+      win.pad_begin.push_back(begin);
+      win.pad_end.push_back(reach);
+      win.extends_padding = win.extends_padding || reach > end;
+      win.window_in_padding = win.window_in_padding || begin >= span || reach >= span;
+      win.y_shape.push_back(out);
+    }
+    return win;
+  }
+
+ private:
+  std::vector<int64_t> kernel_, strides_, pads_, dilations_;
+  bool same_upper_ = false, same_lower_ = false, valid_ = false, ceil_mode_ = false;
+};
+
+class DnnlPoolKernel : public OpKernel {
+ public:
+  // `blocked`: X and Y in the blocked layout (BlockedMaxPool / BlockedAveragePool).
+  DnnlPoolKernel(dnnl::algorithm algorithm, PoolAttributes attrs,
+                 std::unique_ptr<OpKernel> reference, bool blocked = false)
+      : algorithm_(algorithm),
+        attrs_(std::move(attrs)),
+        reference_(std::move(reference)),
+        blocked_(blocked) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.dtype() != DType::kFloat || (blocked_ && !is_blocked_shape(x.shape()))) {
+      return reference_->compute(context);
+    }
+    const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
+    std::optional<PoolWindow> win = attrs_.window(x_shape);
+    if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
+        (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
+      return reference_->compute(context);
+    }
+    std::vector<int64_t> key = x.shape();
+    key.push_back(max_threads());
+    std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x_shape, *win); });
+    if (plan->use_reference) return reference_->compute(context);
+    Tensor& y = context.allocate_output(0, DType::kFloat,
+                                        blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
+    try {
+      dnnl::stream stream = dnnl_util::make_stream();
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src_md, x.data<float>())},
+          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst_md, y.mutable_data<float>())}};
+      if (plan->scratchpad.get_size() > 0) {
+        args.emplace(
+            DNNL_ARG_SCRATCHPAD,
+            dnnl_util::scratch_memory(dnnl_util::ScratchRole::kPrimitive, plan->scratchpad));
+      }
+      plan->pool.execute(stream, args);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      context.fail("oneDNN failed: {}", e.what());
+    }
+  }
+
+ private:
+  struct Plan {
+    bool use_reference = false;
+    dnnl::primitive pool;
+    memory::desc src_md, dst_md, scratchpad;
+  };
+
+  Plan make_plan(const Shape& x, const PoolWindow& win) const {
+    Plan plan;
+    if (blocked_) {
+      plan.src_md =
+          memory::desc(dnnl_util::to_dims(x), memory::data_type::f32, memory::format_tag::nChw16c);
+      plan.dst_md = memory::desc(dnnl_util::to_dims(win.y_shape), memory::data_type::f32,
+                                 memory::format_tag::nChw16c);
+    } else {
+      plan.src_md = dnnl_util::plain_f32_desc(x);
+      plan.dst_md = dnnl_util::plain_f32_desc(win.y_shape);
+    }
+    try {
+      dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_,
+                                          plan.src_md, plan.dst_md, win.strides, win.kernel,
+                                          win.dilations, win.pad_begin, win.pad_end);
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, dnnl_util::concurrent_attr(), cpu_engine());
+      plan.pool = dnnl::pooling_v2_forward(pd);
+      plan.scratchpad = pd.scratchpad_desc();
+    } catch (const dnnl::error&) {
+      plan.use_reference = true;
+    }
+    return plan;
+  }
+
+  dnnl::algorithm algorithm_;
+  PoolAttributes attrs_;
+  std::unique_ptr<OpKernel> reference_;
+  bool blocked_;
+  dnnl_util::PlanCache<Plan> plans_;
+};
+
+// GlobalAveragePool / GlobalMaxPool: one reduction per (n, c) over its contiguous
+// spatial elements, with independent partial results the compiler can vectorize.
+template <bool kMax>
+class GlobalPoolKernel : public OpKernel {
+ public:
+  // `blocked`: X and Y in the blocked layout (BlockedGlobalAveragePool / ...MaxPool).
+  explicit GlobalPoolKernel(std::unique_ptr<OpKernel> reference, bool blocked = false)
+      : reference_(std::move(reference)), blocked_(blocked) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.dtype() != DType::kFloat || x.rank() < 3 || x.numel() == 0 ||
+        (blocked_ && !is_blocked_shape(x.shape()))) {
+      return reference_->compute(context);
+    }
+    if (blocked_) return compute_blocked(context, x);
+    Shape y_shape = x.shape();
+    std::fill(y_shape.begin() + 2, y_shape.end(), 1);
+    const int64_t channels = x.shape()[0] * x.shape()[1];
+    const int64_t size = shape_numel(std::span(x.shape()).subspan(2));
+    Tensor& y = context.allocate_output(0, DType::kFloat, y_shape);
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / size);
+    parallel_for(channels, min_chunk, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) py[c] = reduce(px + c * size, size);
+    });
+  }
+
+ private:
+  // [N, C/16, H, W, 16] -> [N, C/16, 1, 1, 16]: 16 channels reduced side by side.
+  void compute_blocked(KernelContext& context, const Tensor& x) const {
+    const Shape& shape = x.shape();
+    const int64_t blocks = shape[0] * shape[1], image = shape[2] * shape[3];
+    Tensor& y =
+        context.allocate_output(0, DType::kFloat, {shape[0], shape[1], 1, 1, kChannelBlock});
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (image * kChannelBlock));
+    parallel_for(blocks, min_chunk, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const float* xb = px + b * image * kChannelBlock;
+        float acc[kChannelBlock];
+        bool nan[kChannelBlock] = {};
+        std::copy(xb, xb + kChannelBlock, acc);
+        for (int64_t p = 1; p < image; ++p) {
+          const float* v = xb + p * kChannelBlock;
+          for (int i = 0; i < kChannelBlock; ++i) {
+            if constexpr (kMax) {
+              acc[i] = std::max(acc[i], v[i]);
+            } else {
+              acc[i] += v[i];
+            }
+          }
+        }
+        for (int i = 0; i < kChannelBlock; ++i) {
+          if constexpr (kMax) {  // std::max drops NaN; the reference propagates it
+            for (int64_t p = 0; p < image && !nan[i]; ++p) {
+              nan[i] = xb[p * kChannelBlock + i] != xb[p * kChannelBlock + i];
+            }
+            py[b * kChannelBlock + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
+          } else {
+            py[b * kChannelBlock + i] = acc[i] / static_cast<float>(image);
+          }
+        }
+      }
+    });
+  }
+
+  static float reduce(const float* x, int64_t n) {
+    constexpr int kLanes = 16;
+    float acc[kLanes];
+    const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+    std::fill(acc, acc + kLanes, init);
+    bool nan = false;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        if constexpr (kMax) {
+          acc[j] = std::max(acc[j], x[i + j]);
+        } else {
+          acc[j] += x[i + j];
+        }
+      }
+    }
+    for (int j = 0; i < n; ++i, ++j) {
+      if constexpr (kMax) {
+        acc[j] = std::max(acc[j], x[i]);
+      } else {
+        acc[j] += x[i];
+      }
+    }
+    if constexpr (kMax) {
+      // std::max drops NaN; the reference propagates it.
+      for (int64_t k = 0; k < n && !nan; ++k) nan = x[k] != x[k];
+      if (nan) return std::numeric_limits<float>::quiet_NaN();
+      return *std::max_element(acc, acc + kLanes);
+    } else {
+      double sum = 0;
+      for (int j = 0; j < kLanes; ++j) sum += acc[j];
+      return static_cast<float>(sum / static_cast<double>(n));
+    }
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  bool blocked_;
+};
+
+std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
+  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+}
+
+std::unique_ptr<OpKernel> make_max_pool(const KernelCreateContext& context) {
+  const auto& outputs = context.node().outputs();
+  if (outputs.size() > 1 && outputs[1] != nullptr) return nullptr;  // Indices wanted
+  auto reference = reference_kernel(context);
+  const bool v10 = context.opset() >= 10;
+  return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
+                                          PoolAttributes(context, v10, v10), std::move(reference));
+}
+
+std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) {
+  auto reference = reference_kernel(context);
+  const bool include_pad = context.opset() >= 7 && context.attr_int("count_include_pad", 0) != 0;
+  return std::make_unique<DnnlPoolKernel>(
+      include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                  : dnnl::algorithm::pooling_avg_exclude_padding,
+      PoolAttributes(context, false, context.opset() >= 10), std::move(reference));
+}
+
+// The blocked pools take MaxPool's opset-12 and AveragePool's opset-11 attributes.
+std::unique_ptr<OpKernel> make_blocked_max_pool(const KernelCreateContext& context) {
+  return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
+                                          PoolAttributes(context, true, true),
+                                          reference_kernel(context), true);
+}
+
+std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& context) {
+  const bool include_pad = context.attr_int("count_include_pad", 0) != 0;
+  return std::make_unique<DnnlPoolKernel>(
+      include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                  : dnnl::algorithm::pooling_avg_exclude_padding,
+      PoolAttributes(context, false, true), reference_kernel(context), true);
+}
+
+}  // namespace
+
+void register_dnnl_pool_kernels(OpRegistry& registry) {
+  // The reference registrations' since-versions, so every opset finds the optimized one.
+  for (int64_t since : {1, 8, 10, 11, 12})
+    registry.add_optimized("", "MaxPool", since, make_max_pool);
+  for (int64_t since : {1, 7, 10, 11}) {
+    registry.add_optimized("", "AveragePool", since, make_average_pool);
+  }
+  registry.add_optimized("", "GlobalAveragePool", 1, [](const KernelCreateContext& context) {
+    return std::make_unique<GlobalPoolKernel<false>>(reference_kernel(context));
+  });
+  registry.add_optimized("", "GlobalMaxPool", 1, [](const KernelCreateContext& context) {
+    return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context));
+  });
+  const std::string domain(kOnnxkitDomain);
+  registry.add_optimized(domain, "BlockedMaxPool", 1, make_blocked_max_pool);
+  registry.add_optimized(domain, "BlockedAveragePool", 1, make_blocked_average_pool);
+  registry.add_optimized(
+      domain, "BlockedGlobalAveragePool", 1, [](const KernelCreateContext& context) {
+        return std::make_unique<GlobalPoolKernel<false>>(reference_kernel(context), true);
+      });
+  registry.add_optimized(domain, "BlockedGlobalMaxPool", 1, [](const KernelCreateContext& context) {
+    return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context), true);
+  });
+}
+
+}  // namespace onnxkit

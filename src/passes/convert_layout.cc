@@ -1,0 +1,311 @@
+// Pass convert_layout (level `layout`): keeps the activations of conv chains in the blocked
+// layout (ops/blocked_ops.h, oneDNN's nChw16c) so that consecutive convs pay no reorder.
+//
+// Convs (Conv, FusedConv) become BlockedConv, pools their Blocked* forms; element-wise ops
+// and channel Concats between them stay as they are but read and write blocked tensors.
+// ReorderToBlocked is inserted where a chain reads a plain value, ReorderFromBlocked where a
+// plain reader (or a graph output) needs a chain's value. A chain is converted only when it
+// holds at least two convs or pools, so a lone conv keeps its plain in-kernel path.
+// Requirements: float32, 2-D images (rank 4), channel counts known and multiples of 16 (a
+// conv on other input channels, e.g. an RGB image, starts a chain from plain X).
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph_clone.h"
+#include "ops/blocked_ops.h"
+#include "ops/fused_ops.h"
+#include "passes/pass.h"
+#include "passes/passes.h"
+
+namespace onnxkit {
+namespace {
+
+// Ops that map each element to one element of the same position, whatever the layout.
+const std::set<std::string, std::less<>> kUnaryOps = {
+    "Relu",     "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu",
+    "Selu",     "Softplus",  "Erf",     "Neg",  "Abs",         "Identity",  "Clip",
+    "Softsign", "Exp",       "Sqrt",    "Mish", "Gelu"};
+// Two-input element-wise ops: broadcasting works unchanged on the blocked shape as long as
+// the channel dims match (see broadcasts_in_blocked_layout).
+const std::set<std::string, std::less<>> kBinaryOps = {"Add", "Sub", "Mul", "Div",
+                                                       "Max", "Min", "Pow"};
+
+bool is_onnxkit_op(const Node* node, std::string_view op_type) {
+  return node && node->domain() == kOnnxkitDomain && node->op_type() == op_type;
+}
+
+// What the pass knows of a float32 NCHW value: its four dims (C known; others may not be).
+struct Activation {
+  std::vector<Dim> dims;
+  int64_t channels() const { return dims[1].value; }
+  bool blockable() const { return channels() > 0 && channels() % kChannelBlock == 0; }
+};
+
+std::optional<Activation> from_type(const Value* value) {
+  const ValueType& type = value->type();
+  if (!type.is_tensor() || type.elem_type != DType::kFloat || !type.shape) return std::nullopt;
+  if (type.shape->size() != 4 || !(*type.shape)[1].is_known()) return std::nullopt;
+  return Activation{*type.shape};
+}
+
+ValueType blocked_type(const Activation& a) {
+  std::vector<Dim> dims{a.dims[0], Dim::known(a.channels() / kChannelBlock), a.dims[2], a.dims[3],
+                        Dim::known(kChannelBlock)};
+  return ValueType::tensor(DType::kFloat, dims);
+}
+
+bool is_one(const Dim& d) {
+  return d.is_known() && d.value == 1;
+}
+
+// Numpy broadcasting of two rank-4 NCHW values (which the model guarantees is valid: every
+// dim equal or 1 on one side) gives the same result on their blocked forms when C matches.
+bool broadcasts_in_blocked_layout(const Activation& a, const Activation& b) {
+  return a.channels() == b.channels();
+}
+
+enum class Role { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat };
+
+class ConvertLayoutPass : public GraphPass {
+ public:
+  std::string_view name() const override { return "convert_layout"; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    if (graph.parent()) return 0;  // the main graph's chains only
+    const std::vector<Node*> order = graph.topological_order();
+    infer_activations(graph, order, context);
+    std::map<const Node*, Role> roles;
+    for (Node* node : order) {
+      const Role role = role_of(node, context);
+      if (role != Role::kNone) roles[node] = role;
+    }
+    const std::vector<Node*> chosen = choose(order, roles);
+    if (chosen.empty()) return 0;
+    if (context.model && context.model->opset_version(kOnnxkitDomain) < kOnnxkitDomainVersion) {
+      context.model->opset_imports.push_back({std::string(kOnnxkitDomain), kOnnxkitDomainVersion});
+    }
+    rewrite(graph, chosen, roles);
+    return chosen.size();
+  }
+
+ private:
+  // Activation facts for every value: from its type, else carried through the ops the pass
+  // converts (shape inference does not know FusedConv).
+  void infer_activations(const Graph& graph, const std::vector<Node*>& order,
+                         const PassContext& context) {
+    activations_.clear();
+    auto note = [&](const Value* v) {
+      if (auto a = from_type(v)) activations_[v] = *a;
+    };
+    for (const Value* v : graph.inputs()) note(v);
+    for (Node* node : order) {
+      for (const Value* out : node->outputs()) {
+        if (out) note(out);
+      }
+      Value* y = node->output(0);
+      if (!y || activations_.count(y) || node->outputs().size() != 1) continue;
+      const Activation* x = activation(node->input(0));
+      if (!x) continue;
+      if (is_conv(node)) {
+        const Tensor* w = constant_value(node->input(1), context);
+        if (!w || w->rank() != 4) continue;
+        activations_[y] = Activation{{x->dims[0], Dim::known(w->shape()[0]), Dim{}, Dim{}}};
+      } else if (kUnaryOps.count(node->op_type()) && node->domain().empty()) {
+        activations_[y] = *x;
+      } else if (is_onnx_op(node, "MaxPool") || is_onnx_op(node, "AveragePool")) {
+        activations_[y] = Activation{{x->dims[0], x->dims[1], Dim{}, Dim{}}};
+      } else if (is_onnx_op(node, "GlobalAveragePool") || is_onnx_op(node, "GlobalMaxPool")) {
+        activations_[y] = Activation{{x->dims[0], x->dims[1], Dim::known(1), Dim::known(1)}};
+      } else if (kBinaryOps.count(node->op_type()) && node->domain().empty() &&
+                 node->inputs().size() == 2) {
+        const Activation* other = activation(node->input(1));
+        if (!other) {
+          const Tensor* c = constant_value(node->input(1), context);
+          if (c && c->numel() == 1) activations_[y] = *x;
+          continue;
+        }
+        if (other->channels() != x->channels()) continue;
+        Activation result = *x;
+        for (size_t d : {0, 2, 3}) {  // the non-1 side of each broadcast dim
+          if (is_one(x->dims[d])) result.dims[d] = other->dims[d];
+        }
+        activations_[y] = result;
+      } else if (is_onnx_op(node, "Concat") &&
+                 (int_attr(node, "axis", 0) == 1 || int_attr(node, "axis", 0) == -3)) {
+        Activation result = *x;
+        for (size_t i = 1; i < node->inputs().size() && result.channels() > 0; ++i) {
+          const Activation* part = activation(node->input(i));
+          result.dims[1] = part ? Dim::known(result.channels() + part->channels()) : Dim{};
+        }
+        if (result.dims[1].is_known()) activations_[y] = result;
+      }
+    }
+  }
+
+  const Activation* activation(const Value* v) const {
+    auto it = v ? activations_.find(v) : activations_.end();
+    return it == activations_.end() ? nullptr : &it->second;
+  }
+  bool blockable(const Value* v) const {
+    const Activation* a = activation(v);
+    return a && a->blockable();
+  }
+
+  static bool is_conv(const Node* node) {
+    return is_onnx_op(node, "Conv") || is_onnxkit_op(node, "FusedConv");
+  }
+
+  Role role_of(const Node* node, const PassContext& context) const {
+    if (!node->subgraphs().empty() || !node->output(0)) return Role::kNone;
+    for (size_t i = 1; i < node->outputs().size(); ++i) {
+      if (node->output(i)) return Role::kNone;  // MaxPool's Indices
+    }
+    const std::string& op = node->op_type();
+    if (is_conv(node)) {
+      const Activation* x = activation(node->input(0));
+      const Tensor* w = constant_value(node->input(1), context);
+      if (!x || !w || w->rank() != 4 || !blockable(node->output(0))) return Role::kNone;
+      if (node->input(3) && !blockable(node->input(3))) return Role::kNone;
+      return Role::kConv;
+    }
+    if (!node->domain().empty() || !blockable(node->input(0))) return Role::kNone;
+    if (op == "MaxPool" || op == "AveragePool") {
+      // Blocked pools take opset-10+ attributes (ceil_mode, dilations).
+      const Attribute* kernel = node->find_attribute("kernel_shape");
+      if (context.opset("") < 10 || !kernel || kernel->ints.size() != 2) return Role::kNone;
+      return Role::kPool;
+    }
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::kGlobalPool;
+    if (kUnaryOps.count(op)) {
+      for (size_t i = 1; i < node->inputs().size(); ++i) {  // Clip's min / max
+        if (node->input(i) && !constant_value(node->input(i), context)) return Role::kNone;
+      }
+      return Role::kUnary;
+    }
+    if (kBinaryOps.count(op) && node->inputs().size() == 2) {
+      const Activation* a = activation(node->input(0));
+      const Value* other = node->input(1);
+      if (blockable(other)) {
+        return broadcasts_in_blocked_layout(*a, *activation(other)) ? Role::kBinary : Role::kNone;
+      }
+      const Tensor* c = constant_value(other, context);
+      return c && c->numel() == 1 ? Role::kBinary : Role::kNone;
+    }
+    if (op == "Concat") {
+      const int64_t axis = int_attr(node, "axis", 0);
+      if (axis != 1 && axis != -3) return Role::kNone;
+      for (const Value* input : node->inputs()) {
+        if (!blockable(input)) return Role::kNone;
+      }
+      return Role::kConcat;
+    }
+    return Role::kNone;
+  }
+
+  // The candidates grouped into chains (connected through the values they pass each other);
+  // the nodes of chains with at least two convs or pools, in topological order.
+  static std::vector<Node*> choose(const std::vector<Node*>& order,
+                                   const std::map<const Node*, Role>& roles) {
+    std::map<const Node*, const Node*> parent;
+    for (const auto& [node, role] : roles) parent[node] = node;
+    auto find = [&](const Node* node) {
+      while (parent[node] != node) node = parent[node] = parent[parent[node]];
+      return node;
+    };
+    for (const auto& [node, role] : roles) {
+      for (const Value* input : node->inputs()) {
+        const Node* producer = input ? input->producer() : nullptr;
+        if (producer && roles.count(producer)) parent[find(node)] = find(producer);
+      }
+    }
+    std::map<const Node*, int> anchors;
+    for (const auto& [node, role] : roles) {
+      anchors[find(node)] +=
+          role == Role::kConv || role == Role::kPool || role == Role::kGlobalPool;
+    }
+    std::vector<Node*> chosen;
+    for (Node* node : order) {
+      if (roles.count(node) && anchors[find(node)] >= 2) chosen.push_back(node);
+    }
+    return chosen;
+  }
+
+  void rewrite(Graph& graph, const std::vector<Node*>& chosen,
+               const std::map<const Node*, Role>& roles) {
+    std::map<const Value*, Value*> twin;  // plain value -> its blocked form
+    auto blocked_form = [&](Value* v) {
+      if (auto it = twin.find(v); it != twin.end()) return it->second;
+      Node* reorder =
+          graph.add_node(std::string(kReorderToBlocked), {v},
+                         {graph.unique_name(v->name() + "_blocked")}, std::string(kOnnxkitDomain));
+      Value* out = reorder->output(0);
+      out->set_type(blocked_type(*activation(v)));
+      return twin[v] = out;
+    };
+    for (Node* node : chosen) {
+      const Role role = roles.at(node);
+      std::vector<Value*> inputs(node->inputs().begin(), node->inputs().end());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        Value* v = inputs[i];
+        bool activation_input = false;
+        switch (role) {
+          case Role::kConv:  // X when it can be blocked (else the conv reads it plain), Z
+            activation_input = (i == 0 && blockable(v)) || i == 3;
+            break;
+          case Role::kBinary:
+          case Role::kConcat:
+            activation_input = blockable(v);
+            break;
+          default:
+            activation_input = i == 0;
+        }
+        if (v && activation_input) inputs[i] = blocked_form(v);
+      }
+      std::string op_type = node->op_type(), domain = node->domain();
+      if (role == Role::kConv || role == Role::kPool || role == Role::kGlobalPool) {
+        op_type = role == Role::kConv ? std::string(kBlockedConv) : "Blocked" + op_type;
+        domain = std::string(kOnnxkitDomain);
+      }
+      Value* y = node->output(0);
+      Node* blocked = graph.add_node(op_type, inputs, {graph.unique_name(y->name() + "_blocked")},
+                                     domain, node->name());
+      for (const Attribute& attribute : node->attributes()) {
+        blocked->set_attribute(clone_attribute(attribute, &graph, {}));
+      }
+      if (const Activation* a = activation(y); a && role != Role::kGlobalPool) {
+        blocked->output(0)->set_type(blocked_type(*a));
+      } else if (a) {
+        blocked->output(0)->set_type(
+            blocked_type(Activation{{a->dims[0], a->dims[1], Dim::known(1), Dim::known(1)}}));
+      }
+      twin[y] = blocked->output(0);
+    }
+    // Plain readers and graph outputs get the value back through one reorder each; the
+    // original nodes go (readers first, so each one's remaining uses are plain ones).
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+      Node* node = *it;
+      Value* y = node->output(0);
+      if (!is_unused(y)) {
+        Node* reorder =
+            graph.add_node(std::string(kReorderFromBlocked), {twin.at(y)},
+                           {graph.unique_name(y->name() + "_plain")}, std::string(kOnnxkitDomain));
+        reorder->output(0)->set_type(y->type());
+        replace_value(graph, y, reorder->output(0));
+      }
+      graph.remove_node(node);
+    }
+  }
+
+  std::map<const Value*, Activation> activations_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphPass> make_convert_layout_pass() {
+  return std::make_unique<ConvertLayoutPass>();
+}
+
+}  // namespace onnxkit
