@@ -1,6 +1,8 @@
 // onnxkit's own fused operators (domain "com.onnxkit", version 1): the contract between
 // the extended-level fusion passes (src/passes/fuse_*.cc) that create them, their
-// reference kernels (src/ops/fused.cc) and their optimized kernels (src/kernels/).
+// reference kernels (src/ops/fused_linear.cc, src/ops/fused_transformer.cc) and their
+// optimized kernels (src/kernels/). The layout level's blocked-layout ops have their own
+// contract in src/ops/blocked_ops.h.
 //
 // Models holding these ops only ever exist inside a Session (level extended and up); they
 // are never written by `simplify`. Every attribute below is optional unless marked.
@@ -38,9 +40,10 @@
 //   Scaled dot-product attention over heads, per batch and head:
 //     S = scale * Q @ K^T + Mask;  S = where(Keep, S, masked_value);  Y = Softmax(S) @ V
 //   Q: [B, H, Sq, D]; K: [B, H, Sk, D], or [B, H, D, Sk] when k_transposed = 1; V: [B, H,
-//   Sk, Dv]; Y: [B, H, Sq, Dv]. Mask (float, additive) and Keep (bool) broadcast to
-//   [B, H, Sq, Sk]. scale: float, default 1/sqrt(D); masked_value: float, default -inf.
-//   A row whose every entry is masked to -inf gives NaN, as the unfused graph does.
+//   Sk, Dv]; Y: [B, H, Sq, Dv] (Q, K, V agree on B and H: no broadcasting). Mask (float,
+//   additive) and Keep (bool) broadcast to [B, H, Sq, Sk]. scale: float, default 1/sqrt(D);
+//   masked_value: float, default -inf. A row whose every entry is masked to -inf gives NaN, as the
+//   unfused graph does.
 #pragma once
 
 #include <array>
@@ -51,7 +54,9 @@ namespace onnxkit {
 inline constexpr std::string_view kOnnxkitDomain = "com.onnxkit";
 inline constexpr int kOnnxkitDomainVersion = 1;
 
-// The activations FusedConv / FusedMatMul accept, and their activation_params:
+// The activations FusedConv / FusedMatMul accept, and their activation_params (absent
+// params take the standalone op's defaults: LeakyRelu 0.01, HardSigmoid 0.2 / 0.5, Clip
+// unbounded):
 //   Relu; LeakyRelu [alpha]; Clip [min, max]; Sigmoid; Tanh; HardSigmoid [alpha, beta];
 //   HardSwish; Silu (x * sigmoid(x)); Gelu (erf form); GeluTanh (tanh form).
 inline constexpr std::array<std::string_view, 10> kActivations = {
