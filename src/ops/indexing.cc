@@ -254,6 +254,16 @@ class SliceKernel : public OpKernel {
       using S = typename decltype(tag)::type;
       const S* src = storage<S>(data) + base;
       S* dst = mutable_storage<S>(out);
+      if (strides.back() == 1) {
+        // The innermost axis is read with step 1: copy whole runs (QKV splits, crops).
+        const int64_t run = out_shape.back();
+        std::vector<int64_t> outer_shape(out_shape.begin(), out_shape.end() - 1);
+        std::vector<int64_t> outer_strides(strides.begin(), strides.end() - 1);
+        for_each_offset(outer_shape, outer_strides, [&](int64_t index, int64_t offset) {
+          std::copy_n(src + offset, run, dst + index * run);
+        });
+        return;
+      }
       for_each_offset(out_shape, strides,
                       [&](int64_t index, int64_t offset) { dst[index] = src[offset]; });
     });
