@@ -63,8 +63,8 @@ TEST(FastElementwise, OtherTypesAndLegacyBroadcastUseTheReference) {
   EXPECT_EQ(out[0].data<int32_t>()[2], -18);
   // Opset 6 broadcasting (broadcast=1, axis) is the reference kernel's.
   NodeCase legacy{"Add", {random_floats({2, 3, 4}, 1), random_floats({3}, 2)}, 6, [](Node* node) {
-                    set_attr_int(node, "broadcast", 1);
-                    set_attr_int(node, "axis", 1);
+                    set_int(node, "broadcast", 1);
+                    set_int(node, "axis", 1);
                   }};
   EXPECT_FALSE(has_fast_kernel(legacy));
   // Incompatible shapes fail naming the node.
@@ -88,12 +88,12 @@ TEST(FastElementwise, UnaryOpsMatchReference) {
       {"Abs", 0, 0, {}},
       {"Sqrt", 0, 0, {}},
       {"Reciprocal", 0, 0, {}},
-      {"LeakyRelu", 0, 0, [](Node* n) { set_attr_float(n, "alpha", 0.1f); }},
+      {"LeakyRelu", 0, 0, [](Node* n) { set_float(n, "alpha", 0.1f); }},
       {"LeakyRelu", 0, 0, {}},
       {"HardSigmoid", 3e-7, 1e-7,
        [](Node* n) {
-         set_attr_float(n, "alpha", 0.3f);
-         set_attr_float(n, "beta", 0.4f);
+         set_float(n, "alpha", 0.3f);
+         set_float(n, "beta", 0.4f);
        }},
       {"HardSwish", 3e-7, 1e-7, {}},
       {"Sigmoid", 1e-6, 1e-37, {}},
@@ -121,8 +121,8 @@ TEST(FastElementwise, ClipWithAttributesAndInputs) {
                                  {x},
                                  6,
                                  [](Node* n) {
-                                   set_attr_float(n, "min", -1.0f);
-                                   set_attr_float(n, "max", 2.0f);
+                                   set_float(n, "min", -1.0f);
+                                   set_float(n, "max", 2.0f);
                                  }},
                                 0, 0, "Clip opset 6");
   expect_fast_matches_reference({"Clip", {x, float_scalar(0.0f), float_scalar(6.0f)}, 13}, 0, 0,

@@ -13,6 +13,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../attribute_test_util.h"
 #include "kernels/vector_math.h"
 #include "ops/registry.h"
 #include "runtime/session.h"
@@ -177,38 +178,6 @@ inline Tensor float_scalar(float value, Shape shape = {}) {
   Tensor t(DType::kFloat, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = value;
   return t;
-}
-
-inline void set_attr_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
-}
-
-inline void set_attr_float(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
-}
-
-inline void set_attr_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  node->set_attribute(std::move(a));
-}
-
-inline void set_attr_string(Node* node, const std::string& name, std::string value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  node->set_attribute(std::move(a));
 }
 
 }  // namespace onnxkit::testing

@@ -12,7 +12,7 @@ namespace {
 
 NodeCase transpose_case(Tensor x, std::vector<int64_t> perm) {
   return NodeCase("Transpose", {std::move(x)}, 13, [perm](Node* n) {
-    if (!perm.empty()) set_attr_ints(n, "perm", perm);
+    if (!perm.empty()) set_ints(n, "perm", perm);
   });
 }
 

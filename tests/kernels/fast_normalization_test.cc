@@ -107,7 +107,7 @@ TEST(FastNormalization, SoftmaxAndLogSoftmax) {
     for (const Case& c : cases) {
       for (bool specials : {false, true}) {
         NodeCase node{op, {random_floats(c.shape, seed++, 4.0f, specials)}, c.opset, [&](Node* n) {
-                        set_attr_int(n, "axis", c.axis);
+                        set_int(n, "axis", c.axis);
                       }};
         // LogSoftmax subtracts log(sum) from x - max: errors are absolute, ~ulp(x).
         expect_fast_matches_reference(node, 2e-6, std::string(op) == "Softmax" ? 1e-7 : 1e-6,
@@ -141,8 +141,8 @@ TEST(FastNormalization, LayerNormalizationOpset17) {
     seed += 3;
     expect_fast_matches_reference({"LayerNormalization", inputs, 17,
                                    [&](Node* n) {
-                                     set_attr_int(n, "axis", c.axis);
-                                     set_attr_float(n, "epsilon", 1e-5f);
+                                     set_int(n, "axis", c.axis);
+                                     set_float(n, "epsilon", 1e-5f);
                                    }},
                                   1e-5, 1e-5, "LayerNormalization " + shape_to_string(c.x));
   }
@@ -155,12 +155,11 @@ TEST(FastNormalization, OnnxkitLayerNormalizationMatchesOpset17) {
       feeds,
       [](Graph& g, const std::vector<Value*>& in) {
         return std::vector<Value*>{add_node(
-            g, "LayerNormalization", in, [](Node* n) { set_attr_float(n, "epsilon", 1e-6f); },
-            kDomain)};
+            g, "LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); }, kDomain)};
       },
       [](Graph& g, const std::vector<Value*>& in) {
-        return std::vector<Value*>{add_node(g, "LayerNormalization", in,
-                                            [](Node* n) { set_attr_float(n, "epsilon", 1e-6f); })};
+        return std::vector<Value*>{
+            add_node(g, "LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); })};
       },
       1e-5, 1e-5, "com.onnxkit LayerNormalization");
 }
@@ -180,8 +179,8 @@ TEST(FastNormalization, SkipLayerNormalizationMatchesUnfusedGraph) {
             feeds,
             [&](Graph& g, const std::vector<Value*>& in) {
               Value* y = add_node(
-                  g, "SkipLayerNormalization", in,
-                  [](Node* n) { set_attr_float(n, "epsilon", 0.01f); }, kDomain, 2);
+                  g, "SkipLayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 0.01f); },
+                  kDomain, 2);
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(y->producer()->outputs()[1]);
               return outputs;
@@ -190,7 +189,7 @@ TEST(FastNormalization, SkipLayerNormalizationMatchesUnfusedGraph) {
               Value* sum = add_node(g, "Add", {in[0], in[1]});
               if (with_bias) sum = add_node(g, "Add", {sum, in[4]});
               Value* y = add_node(g, "LayerNormalization", {sum, in[2], in[3]},
-                                  [](Node* n) { set_attr_float(n, "epsilon", 0.01f); });
+                                  [](Node* n) { set_float(n, "epsilon", 0.01f); });
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(sum);
               return outputs;
@@ -249,7 +248,7 @@ TEST(FastNormalization, GeluMatchesUnfusedGraph) {
       feeds,
       [](Graph& g, const std::vector<Value*>& in) {
         return std::vector<Value*>{add_node(
-            g, "Gelu", in, [](Node* n) { set_attr_string(n, "approximate", "tanh"); }, kDomain)};
+            g, "Gelu", in, [](Node* n) { set_string(n, "approximate", "tanh"); }, kDomain)};
       },
       [&](Graph& g, const std::vector<Value*>& in) {
         // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as GPT-2 exports it.
@@ -281,8 +280,8 @@ TEST(FastNormalization, ReduceMean) {
                                    {random_floats(c.shape, seed++, 2.0f, false)},
                                    13,
                                    [&](Node* n) {
-                                     set_attr_ints(n, "axes", c.axes);
-                                     set_attr_int(n, "keepdims", c.keepdims);
+                                     set_ints(n, "axes", c.axes);
+                                     set_int(n, "keepdims", c.keepdims);
                                    }},
                                   1e-5, 1e-6, "ReduceMean " + shape_to_string(c.shape));
   }
@@ -290,7 +289,7 @@ TEST(FastNormalization, ReduceMean) {
   expect_fast_matches_reference({"ReduceMean",
                                  {random_floats({6, 40}, 3, 1.0f, true)},
                                  13,
-                                 [](Node* n) { set_attr_ints(n, "axes", {1}); }},
+                                 [](Node* n) { set_ints(n, "axes", {1}); }},
                                 1e-5, 1e-6, "ReduceMean specials");
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../attribute_test_util.h"
 #include "ops/fused_ops.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
@@ -64,42 +65,6 @@ class GraphBuilder {
   NamedValues feeds_;
   int constants_ = 0, nodes_ = 0;
 };
-
-inline void set_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
-}
-inline void set_float(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
-}
-inline void set_floats(Node* node, const std::string& name, std::vector<float> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloats;
-  a.floats = std::move(values);
-  node->set_attribute(std::move(a));
-}
-inline void set_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  node->set_attribute(std::move(a));
-}
-inline void set_string(Node* node, const std::string& name, std::string value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  node->set_attribute(std::move(a));
-}
 
 inline Tensor random_floats(const Shape& shape, std::mt19937_64& rng) {
   return random_tensor(DType::kFloat, shape, rng);

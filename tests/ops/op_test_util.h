@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../attribute_test_util.h"
 #include "core/half.h"
 #include "runtime/session.h"
 
@@ -44,38 +45,6 @@ inline std::vector<RuntimeValue> run_op(const std::string& op, std::vector<Tenso
   std::vector<RuntimeValue> values;
   for (auto& [name, value] : result.value()) values.push_back(std::move(value));
   return values;
-}
-
-inline void set_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
-}
-
-inline void set_float(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
-}
-
-inline void set_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  node->set_attribute(std::move(a));
-}
-
-inline void set_string(Node* node, const std::string& name, std::string value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  node->set_attribute(std::move(a));
 }
 
 }  // namespace onnxkit::testing
