@@ -204,6 +204,10 @@ int run_bench(const BenchArgs& args) {
   const double mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
   const double throughput = timed.wall_seconds > 0 ? ms.size() / timed.wall_seconds : 0.0;
   const double rss_mb = peak_rss_mb();
+  // Tensor memory of the runs (the session's pool): what activations need at their peak,
+  // and how often the steady state still had to ask the system for a block.
+  const MemoryPoolStats memory = session.memory_stats();
+  const double tensors_mb = static_cast<double>(memory.peak_bytes_in_use) / (1024.0 * 1024.0);
   const int threads = options.intra_op_threads > 0 ? options.intra_op_threads : available_cores();
   const SessionStats& stats = session.stats();
   const std::string level(optimization_level_name(options.level));
@@ -240,6 +244,8 @@ int run_bench(const BenchArgs& args) {
         {"mean_ms", mean_ms},
         {"throughput", throughput},
         {"peak_rss_mb", rss_mb},
+        {"peak_tensor_mb", tensors_mb},
+        {"pool_system_allocations", memory.system_allocations},
         {"nodes", {{"before", stats.nodes_loaded}, {"after", stats.nodes_optimized}}},
     };
     report["inputs"] = nlohmann::ordered_json::object();
@@ -277,6 +283,8 @@ int run_bench(const BenchArgs& args) {
                                 percentile(ms, 95), percentile(ms, 99), ms.back(), mean_ms));
   row("throughput", fmt::format("{:.2f} inferences/s", throughput));
   row("peak RSS", fmt::format("{:.1f} MB", rss_mb));
+  row("tensors", fmt::format("{:.1f} MB at peak, {} blocks from the system, {} reuses", tensors_mb,
+                             memory.system_allocations, memory.reuses));
   row("nodes",
       fmt::format("{} -> {} after optimization", stats.nodes_loaded, stats.nodes_optimized));
   if (profiler) {

@@ -34,9 +34,10 @@ TEST(BenchCli, JsonHasTheFieldsWithSaneValues) {
   auto report = parse_report(
       run_command(bench(kExample + " --json --threads 1 --iterations 7 --warmup 1 --dim batch=2")));
   ASSERT_TRUE(report.is_object());
-  for (const char* field : {"median_ms", "p90_ms", "p95_ms", "p99_ms", "min_ms", "max_ms",
-                            "mean_ms", "throughput", "session_create_ms", "first_run_ms",
-                            "peak_rss_mb", "iterations", "threads", "level", "nodes"}) {
+  for (const char* field :
+       {"median_ms", "p90_ms", "p95_ms", "p99_ms", "min_ms", "max_ms", "mean_ms", "throughput",
+        "session_create_ms", "first_run_ms", "peak_rss_mb", "peak_tensor_mb",
+        "pool_system_allocations", "iterations", "threads", "level", "nodes"}) {
     EXPECT_TRUE(report.contains(field)) << field << "\n" << report.dump(2);
   }
   EXPECT_EQ(report["iterations"], 7);
@@ -57,6 +58,8 @@ TEST(BenchCli, JsonHasTheFieldsWithSaneValues) {
   EXPECT_GT(report["first_run_ms"].get<double>(), 0);
   EXPECT_GT(report["peak_rss_mb"].get<double>(), 1);
   EXPECT_LT(report["peak_rss_mb"].get<double>(), 4096);
+  EXPECT_GT(report["peak_tensor_mb"].get<double>(), 0);
+  EXPECT_LT(report["peak_tensor_mb"].get<double>(), report["peak_rss_mb"].get<double>());
   EXPECT_EQ(report["nodes"]["before"], 16);
   EXPECT_GT(report["nodes"]["after"].get<int>(), 0);
   EXPECT_LT(report["nodes"]["after"].get<int>(), 16) << "level all folds BatchNormalization";
