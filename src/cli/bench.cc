@@ -56,6 +56,21 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
+// CPU time the process burns while idle right after the runs (threads spinning while they
+// wait for work), in CPU-ms per wall second, over `idle_ms` of sleep.
+double idle_cpu_ms_per_second(int idle_ms) {
+  auto cpu_ms = [] {
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+    return ms(usage.ru_utime) + ms(usage.ru_stime);
+  };
+  const double before = cpu_ms();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+  return (cpu_ms() - before) / (ms_since(start) / 1e3);
+}
+
 // Linear interpolation between the closest ranks, as numpy.percentile does by default.
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -207,6 +222,7 @@ int run_bench(const BenchArgs& args) {
   // Tensor memory of the runs (the session's pool): what activations need at their peak,
   // and how often the steady state still had to ask the system for a block.
   const MemoryPoolStats memory = session.memory_stats();
+  const double idle_cpu = idle_cpu_ms_per_second(300);
   const double tensors_mb = static_cast<double>(memory.peak_bytes_in_use) / (1024.0 * 1024.0);
   const int threads = options.intra_op_threads > 0 ? options.intra_op_threads : available_cores();
   const SessionStats& stats = session.stats();
@@ -246,6 +262,7 @@ int run_bench(const BenchArgs& args) {
         {"peak_rss_mb", rss_mb},
         {"peak_tensor_mb", tensors_mb},
         {"pool_system_allocations", memory.system_allocations},
+        {"idle_cpu_ms_per_s", idle_cpu},
         {"nodes", {{"before", stats.nodes_loaded}, {"after", stats.nodes_optimized}}},
     };
     report["inputs"] = nlohmann::ordered_json::object();
@@ -283,6 +300,8 @@ int run_bench(const BenchArgs& args) {
                                 percentile(ms, 95), percentile(ms, 99), ms.back(), mean_ms));
   row("throughput", fmt::format("{:.2f} inferences/s", throughput));
   row("peak RSS", fmt::format("{:.1f} MB", rss_mb));
+  row("idle CPU",
+      fmt::format("{:.1f} ms per s in the 300 ms after the runs (spinning threads)", idle_cpu));
   row("tensors", fmt::format("{:.1f} MB at peak, {} blocks from the system, {} reuses", tensors_mb,
                              memory.system_allocations, memory.reuses));
   row("nodes",
