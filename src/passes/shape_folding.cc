@@ -630,11 +630,159 @@ std::optional<std::vector<int64_t>> constant_reshape_target(const SymVec& target
   return out;
 }
 
+// ONNX shape inference names a dim it cannot relate to others with a fresh symbol
+// ("unk__8"), so `batch` after Reshape(ids, [-1, seq]) and `seq` after a residual Add whose
+// other side came through a computed Reshape look unrelated, and every layer's shape
+// chain stays distinct. Two sound rules tie such generated symbols back to known ones:
+//  - a broadcasting op whose inputs all have the same symbol s at an axis (ignoring 1s)
+//    has s there in its output;
+//  - a Reshape preserves the element count: with all other factors cancelled, one
+//    generated output symbol equals the one input symbol left.
+// Only generated names are renamed; names from the model's inputs are never changed.
+class GeneratedSymbols {
+ public:
+  static bool generated(const std::string& name) { return name.rfind("unk__", 0) == 0; }
+
+  std::string find(const std::string& name) {
+    auto it = parent_.find(name);
+    if (it == parent_.end() || it->second == name) return name;
+    std::string root = find(it->second);
+    it->second = root;
+    return root;
+  }
+  // Records a == b when one of them is generated; a user-given root wins.
+  void unite(const std::string& a, const std::string& b) {
+    std::string ra = find(a), rb = find(b);
+    if (ra == rb) return;
+    if (!generated(ra)) std::swap(ra, rb);
+    if (!generated(ra)) return;  // two different user names: not ours to equate
+    parent_[ra] = rb;
+    parent_.try_emplace(rb, rb);
+  }
+  bool empty() const { return parent_.empty(); }
+
+ private:
+  std::map<std::string, std::string> parent_;
+};
+
+bool is_broadcasting_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Add",        "Sub",   "Mul",      "Div",
+                                            "Pow",        "Where", "Max",      "Min",
+                                            "Sum",        "Mean",  "And",      "Or",
+                                            "Xor",        "Equal", "Greater",  "Less",
+                                            "Mod",        "PRelu", "BitShift", "GreaterOrEqual",
+                                            "LessOrEqual"};
+  return ops.count(op) > 0;
+}
+
+size_t unify_generated_symbols(Graph& graph) {
+  GeneratedSymbols symbols;
+  auto dims_of = [](const Value* v) -> const std::vector<Dim>* {
+    if (!v || !v->type().is_tensor() || !v->type().shape) return nullptr;
+    return &*v->type().shape;
+  };
+  const std::vector<Node*> order = graph.topological_order();
+  for (Node* node : order) {
+    if (!node->domain().empty() || !node->output(0)) continue;
+    const std::vector<Dim>* out = dims_of(node->output(0));
+    if (!out) continue;
+    const std::string& op = node->op_type();
+    if (is_broadcasting_op(op)) {
+      const size_t rank = out->size();
+      for (size_t axis = 0; axis < rank; ++axis) {
+        const Dim& o = (*out)[axis];
+        if (!o.is_symbolic() || !GeneratedSymbols::generated(symbols.find(o.param))) continue;
+        std::string common;
+        bool agree = true;
+        for (const Value* input : node->inputs()) {
+          const std::vector<Dim>* in = dims_of(input);
+          if (!in) {
+            if (input) agree = false;  // unknown rank: could be anything
+            continue;
+          }
+          if (in->size() + axis < rank) continue;  // broadcast from an implicit 1
+          const Dim& d = (*in)[in->size() - rank + axis];
+          if (d.is_known() && d.value == 1) continue;
+          if (!d.is_symbolic()) {
+            agree = false;
+            break;
+          }
+          const std::string name = symbols.find(d.param);
+          if (common.empty()) common = name;
+          agree = agree && name == common;
+        }
+        if (agree && !common.empty()) symbols.unite(o.param, common);
+      }
+    } else if (op == "Reshape") {
+      const std::vector<Dim>* in = dims_of(node->input(0));
+      if (!in) continue;
+      std::multiset<std::string> in_symbols, out_symbols;
+      int64_t in_known = 1, out_known = 1;
+      bool usable = true;
+      for (const Dim& d : *in) {
+        if (d.is_known()) {
+          in_known *= d.value;
+        } else if (d.is_symbolic()) {
+          in_symbols.insert(symbols.find(d.param));
+        } else {
+          usable = false;
+        }
+      }
+      for (const Dim& d : *out) {
+        if (d.is_known()) {
+          out_known *= d.value;
+        } else if (d.is_symbolic()) {
+          out_symbols.insert(symbols.find(d.param));
+        } else {
+          usable = false;
+        }
+      }
+      if (!usable || in_known != out_known || in_known == 0) continue;
+      for (auto it = out_symbols.begin(); it != out_symbols.end();) {
+        auto match = in_symbols.find(*it);
+        if (match == in_symbols.end()) {
+          ++it;
+          continue;
+        }
+        in_symbols.erase(match);
+        it = out_symbols.erase(it);
+      }
+      if (in_symbols.size() == 1 && out_symbols.size() == 1) {
+        symbols.unite(*out_symbols.begin(), *in_symbols.begin());
+      }
+    }
+  }
+  if (symbols.empty()) return 0;
+  size_t renamed = 0;
+  auto rename = [&](Value* value) {
+    if (!value || !value->type().is_tensor() || !value->type().shape) return;
+    ValueType type = value->type();
+    bool changed = false;
+    for (Dim& d : *type.shape) {
+      if (!d.is_symbolic()) continue;
+      std::string root = symbols.find(d.param);
+      if (root != d.param) {
+        d.param = std::move(root);
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    value->set_type(std::move(type));
+    ++renamed;
+  };
+  for (Value* input : graph.inputs()) rename(input);
+  for (Node* node : order) {
+    for (Value* output : node->outputs()) rename(output);
+  }
+  return renamed;
+}
+
 class ShapeFoldingPass : public GraphPass {
  public:
   std::string_view name() const override { return "shape_folding"; }
 
   size_t run(Graph& graph, PassContext& context) override {
+    size_t changes = unify_generated_symbols(graph);
     Evaluator evaluator(context);
     const std::vector<Node*> order = graph.topological_order();
     // Nodes computing a shape vector, and whether anything read them before this run.
@@ -647,7 +795,6 @@ class ShapeFoldingPass : public GraphPass {
         if (!is_unused(node->output(0))) live.insert(node);
       }
     }
-    size_t changes = 0;
     std::unordered_set<Node*> removed;
 
     // Partly known Reshape targets become constants.
@@ -671,6 +818,7 @@ class ShapeFoldingPass : public GraphPass {
       graph.set_node_input(node, 1, init);
       ++changes;
     }
+    changes += share_equal_shape_values(graph, context, order, shape_nodes, removed);
     changes += remove_dead(graph, context, order, shape_nodes, live, removed);
     changes += annotate_output_shapes(graph, evaluator, order, removed, opset);
 
@@ -719,6 +867,44 @@ class ShapeFoldingPass : public GraphPass {
   }
 
  private:
+  // Shape values that are equal at run time (the same symbolic text, element by element)
+  // are computed once: every layer of a transformer recomputes [batch, seq, 768] from its
+  // own hidden state, and CSE cannot see that Shape(h1) and Shape(h5) agree. Each later
+  // copy is replaced by the first one in topological order (which precedes all their
+  // readers); the copies' chains then die, and CSE merges what was computed from them
+  // (a causal mask per layer becomes one).
+  static size_t share_equal_shape_values(
+      Graph& graph, PassContext& context, const std::vector<Node*>& order,
+      const std::unordered_map<Node*, const SymVec*>& shape_nodes,
+      std::unordered_set<Node*>& removed) {
+    size_t changes = 0;
+    std::unordered_map<std::string, Node*> first;  // key -> first node computing it
+    for (Node* node : order) {
+      auto it = shape_nodes.find(node);
+      if (it == shape_nodes.end() || removed.count(node)) continue;
+      const SymVec& vec = *it->second;
+      if (!vec.from_shape || vec.all_known() || vec.elems.empty()) continue;
+      // Only vectors of named dims and numbers: opaque elements are tied to one value anyway.
+      const bool shareable = std::all_of(vec.elems.begin(), vec.elems.end(), [](const Elem& e) {
+        return e.known || (e.others.empty() && !e.symbols.empty());
+      });
+      if (!shareable) continue;
+      std::string key = std::string(dtype_name(vec.dtype)) + (vec.scalar ? "s" : "v");
+      for (const Elem& e : vec.elems) key += "|" + e.text();
+      auto [slot, inserted] = first.try_emplace(std::move(key), node);
+      if (inserted) continue;
+      Value* copy = node->output(0);
+      Value* original = slot->second->output(0);
+      if (is_unused(copy) || context.keep_values.count(copy->name()) ||
+          !can_replace(copy, original) || copy->type().elem_type != original->type().elem_type) {
+        continue;
+      }
+      replace_value(graph, copy, original);
+      ++changes;
+    }
+    return changes;
+  }
+
   // onnxkit's own symbolic shapes: ONNX shape inference gives up on Expand / ConstantOfShape /
   // Reshape whose target is computed at run time, and everything downstream loses its rank.
   // Where the target is known here as numbers and named dims, write the output's shape
