@@ -26,4 +26,38 @@ dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
   return dnnl::memory(desc, cpu_engine(), const_cast<void*>(data));
 }
 
+void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activation) {
+  using A = dnnl::algorithm;
+  using Kind = FusedActivation::Kind;
+  auto eltwise = [&](A algorithm, float alpha = 0.0f, float beta = 0.0f) {
+    post_ops.append_eltwise(1.0f, algorithm, alpha, beta);
+  };
+  switch (activation.kind) {
+    case Kind::kNone:
+      return;
+    case Kind::kRelu:
+      return eltwise(A::eltwise_relu);
+    case Kind::kLeakyRelu:
+      return eltwise(A::eltwise_relu, activation.alpha);
+    case Kind::kClip:
+      return eltwise(A::eltwise_clip, activation.alpha, activation.beta);
+    case Kind::kSigmoid:
+      return eltwise(A::eltwise_logistic);
+    case Kind::kTanh:
+      return eltwise(A::eltwise_tanh);
+    case Kind::kHardSigmoid:
+      // oneDNN 2.6 has no hardsigmoid: clip(alpha * x + beta, 0, 1).
+      eltwise(A::eltwise_linear, activation.alpha, activation.beta);
+      return eltwise(A::eltwise_clip, 0.0f, 1.0f);
+    case Kind::kHardSwish:
+      return eltwise(A::eltwise_hardswish);  // x * relu6(x + 3) / 6, as ONNX
+    case Kind::kSilu:
+      return eltwise(A::eltwise_swish, 1.0f);
+    case Kind::kGelu:
+      return eltwise(A::eltwise_gelu_erf);
+    case Kind::kGeluTanh:
+      return eltwise(A::eltwise_gelu_tanh);
+  }
+}
+
 }  // namespace onnxkit::dnnl_util

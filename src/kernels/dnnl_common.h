@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ir/tensor.h"
+#include "ops/fused_activation.h"
 
 namespace onnxkit::dnnl_util {
 
@@ -27,5 +28,9 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape);
 
 // A memory object over `data` (not owned) with descriptor `desc`.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
+
+// Appends FusedConv / FusedMatMul's activation (parsed and checked by FusedActivation, as
+// the reference kernels do) as eltwise post-ops.
+void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activation);
 
 }  // namespace onnxkit::dnnl_util

@@ -206,51 +206,6 @@ std::optional<Window> conv_transpose_window(const ConvAttributes& a, const Trans
   return win;
 }
 
-// FusedConv's activation (fused_ops.h) as oneDNN eltwise post-ops. Absent parameters take
-// the standalone ONNX op's defaults (LeakyRelu 0.01; HardSigmoid 0.2, 0.5; Clip unbounded).
-struct EltwiseStep {
-  dnnl::algorithm algorithm;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-};
-
-std::vector<EltwiseStep> parse_activation(const KernelCreateContext& context) {
-  using A = dnnl::algorithm;
-  const std::string name = context.attr_string("activation", "");
-  const std::vector<float> params = context.attr_floats("activation_params");
-  auto takes = [&](size_t count) {
-    if (!params.empty() && params.size() != count) {
-      context.fail("activation {} takes {} activation_params, got {}", name, count, params.size());
-    }
-  };
-  auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  if (name.empty()) return {};
-  if (name == "LeakyRelu") {
-    takes(1);
-    return {{A::eltwise_relu, param(0, 0.01f)}};
-  }
-  if (name == "Clip") {
-    takes(2);
-    return {{A::eltwise_clip, param(0, -kInf), param(1, kInf)}};
-  }
-  if (name == "HardSigmoid") {  // oneDNN 2.6 has no hardsigmoid: clip(alpha * x + beta, 0, 1)
-    takes(2);
-    return {{A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)}, {A::eltwise_clip, 0.0f, 1.0f}};
-  }
-  takes(0);
-  if (name == "Relu") return {{A::eltwise_relu}};
-  if (name == "Sigmoid") return {{A::eltwise_logistic}};
-  if (name == "Tanh") return {{A::eltwise_tanh}};
-  if (name == "HardSwish") return {{A::eltwise_hardswish}};  // x * relu6(x + 3) / 6, as ONNX
-  if (name == "Silu") return {{A::eltwise_swish, 1.0f}};
-  if (name == "Gelu") return {{A::eltwise_gelu_erf}};
-  if (name == "GeluTanh") return {{A::eltwise_gelu_tanh}};
-  std::string known;
-  for (std::string_view k : kActivations) known += (known.empty() ? "" : ", ") + std::string(k);
-  context.fail("activation '{}' is not one of {}", name, known);
-}
-
 // Output x input channel pairs above which a 3x3 convolution stays direct (see
 // conv_primitive_desc).
 constexpr int64_t kMaxWinogradChannelPairs = 256 * 256;
@@ -297,7 +252,7 @@ class DnnlConvKernel : public OpKernel {
       transpose_.extra_pad_at_end = context.opset() >= 11;
     }
     if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
-      activation_ = parse_activation(context);
+      activation_ = FusedActivation::parse(context);
       const auto& inputs = context.node().inputs();
       has_residual_ = inputs.size() > 3 && inputs[3] != nullptr;
     }
@@ -459,9 +414,7 @@ class DnnlConvKernel : public OpKernel {
     dnnl::primitive_attr attr = dnnl_util::concurrent_attr();
     dnnl::post_ops post_ops;
     if (has_residual_) post_ops.append_sum(1.0f);
-    for (const EltwiseStep& step : activation_) {
-      post_ops.append_eltwise(1.0f, step.algorithm, step.alpha, step.beta);
-    }
+    dnnl_util::append_activation(post_ops, activation_);
     attr.set_post_ops(post_ops);
     try {
       if (kind_ == ConvKind::kConvTranspose) {
@@ -651,7 +604,7 @@ class DnnlConvKernel : public OpKernel {
   ConvKind kind_;
   ConvAttributes attrs_;
   TransposeAttributes transpose_;
-  std::vector<EltwiseStep> activation_;
+  FusedActivation activation_;
   bool has_residual_ = false;
   std::unique_ptr<OpKernel> reference_;
   const float* constant_w_ = nullptr;  // the initializer W, when it is one

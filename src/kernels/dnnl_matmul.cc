@@ -98,58 +98,6 @@ memory::desc f32_desc(const Dims& dims, bool transposed = false) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Activations as oneDNN eltwise post-ops (fused_ops.h lists names and parameters).
-
-struct EltwiseStep {
-  dnnl::algorithm algorithm;
-  float alpha = 0;
-  float beta = 0;
-};
-
-std::vector<EltwiseStep> parse_activation(const KernelCreateContext& context) {
-  const std::string name = context.attr_string("activation", "");
-  const std::vector<float> params = context.attr_floats("activation_params", {});
-  // Parameters are all given or all omitted (then ONNX's defaults apply).
-  auto take = [&](size_t count) {
-    if (!params.empty() && params.size() != count) {
-      context.fail("activation {} takes {} activation_params, got {}", name, count, params.size());
-    }
-  };
-  auto param = [&](size_t i, float fallback) { return params.empty() ? fallback : params[i]; };
-  using A = dnnl::algorithm;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  if (name.empty()) {
-    take(0);
-    return {};
-  }
-  if (name == "Relu" || name == "Sigmoid" || name == "Tanh" || name == "HardSwish" ||
-      name == "Silu" || name == "Gelu" || name == "GeluTanh") {
-    take(0);
-    if (name == "Relu") return {{A::eltwise_relu}};
-    if (name == "Sigmoid") return {{A::eltwise_logistic}};
-    if (name == "Tanh") return {{A::eltwise_tanh}};
-    if (name == "HardSwish") return {{A::eltwise_hardswish}};
-    if (name == "Silu") return {{A::eltwise_swish, 1.0f}};
-    if (name == "Gelu") return {{A::eltwise_gelu_erf}};
-    return {{A::eltwise_gelu_tanh}};
-  }
-  if (name == "LeakyRelu") {
-    take(1);
-    return {{A::eltwise_relu, param(0, 0.01f)}};
-  }
-  if (name == "Clip") {
-    take(2);
-    return {{A::eltwise_clip, param(0, -kInf), param(1, kInf)}};
-  }
-  if (name == "HardSigmoid") {
-    // max(0, min(1, alpha * x + beta)): oneDNN 2.6 has no hardsigmoid, so linear then clip.
-    take(2);
-    return {{A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)}, {A::eltwise_clip, 0.0f, 1.0f}};
-  }
-  context.fail("unknown activation '{}'", name);
-}
-
-// ---------------------------------------------------------------------------------------
 // Shapes: op(A) @ op(B) as ONNX defines it and as oneDNN computes it.
 
 struct MatMulDims {
@@ -236,7 +184,7 @@ struct MatMulSpec {
   bool trans_a = false, trans_b = false;
   float alpha = 1;
   float sum_scale = 1;  // for Addend::kSum
-  std::vector<EltwiseStep> activation;
+  FusedActivation activation;
 };
 
 class DnnlMatMul {
@@ -329,9 +277,7 @@ class DnnlMatMul {
     } else if (addend == Addend::kSum) {
       post_ops.append_sum(spec_.sum_scale);
     }
-    for (const EltwiseStep& step : spec_.activation) {
-      post_ops.append_eltwise(1.0f, step.algorithm, step.alpha, step.beta);
-    }
+    dnnl_util::append_activation(post_ops, spec_.activation);
     attr.set_post_ops(post_ops);
 
     auto make_pd = [&](const memory::desc& weights) {
@@ -490,7 +436,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
         trans_a_(context.attr_int("trans_a", 0) != 0),
         trans_b_(context.attr_int("trans_b", 0) != 0),
         matmul_(MatMulSpec{trans_a_, trans_b_, context.attr_float("alpha", 1.0f), 1.0f,
-                           parse_activation(context)},
+                           FusedActivation::parse(context)},
                 constant_input(context, 1)) {
     const auto& inputs = context.node().inputs();
     const bool has_bias = inputs.size() > 2 && inputs[2];
