@@ -240,7 +240,8 @@ std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
   Frame frame(graph, nullptr);
   bind_frame(frame, graph, inputs, bound_outputs);
   const auto& steps = graph.steps();
-  std::vector<std::atomic<size_t>> waiting(steps.size());
+  // `waiting` changes only under `mutex`; `readers` drops as kernels finish, outside it.
+  std::vector<size_t> waiting(steps.size());
   std::vector<std::atomic<int>> readers(graph.slot_count());
   for (size_t i = 0; i < steps.size(); ++i) waiting[i] = steps[i].dependencies;
   for (size_t i = 0; i < graph.slot_count(); ++i) readers[i] = graph.slot_readers()[i];

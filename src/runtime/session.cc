@@ -164,6 +164,7 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
   // Bound outputs enter the run as fresh tensors over the caller's memory, held only by
   // their slots, so kernels write into that memory without a copy-on-write.
   std::vector<RuntimeValue> bound;
+  if (!run_options.bound_outputs.empty()) bound.resize(graph_outputs.size());
   std::vector<const Tensor*> bound_targets(graph_outputs.size(), nullptr);
   for (const auto& [name, value] : run_options.bound_outputs) {
     auto it = std::find_if(graph_outputs.begin(), graph_outputs.end(),
@@ -175,7 +176,6 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
       fail("bound output '{}' must be a writable numeric tensor (Tensor::external)", name);
     }
     const size_t index = static_cast<size_t>(it - graph_outputs.begin());
-    bound.resize(graph_outputs.size());
     bound[index] = RuntimeValue(
         Tensor::external(target->dtype(), target->shape(), const_cast<void*>(target->raw_data())));
     bound_targets[index] = target;
