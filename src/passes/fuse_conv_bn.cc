@@ -1,8 +1,13 @@
-// Pass fuse_conv_bn: BatchNormalization (inference mode) after Conv is folded into the Conv's
-// weights and bias: with a = scale / sqrt(var + eps) per output channel,
+// Passes fuse_conv_bn and fuse_convtranspose_bn: BatchNormalization (inference mode) after a
+// Conv / ConvTranspose is folded into its weights and bias: with a = scale / sqrt(var + eps)
+// per output channel,
 //   W' = W * a,   B' = (B - mean) * a + bias.
+// Conv weights are [C_out, C_in / group, k...]: output channel o is W's dim-0 index o.
+// ConvTranspose weights are [C_in, C_out / group, k...]: output channel o = g * (C_out /
+// group) + j is W's dim-1 index j within input-channel group g.
 // New initializers are created (the old ones may be shared); remove_unused_initializers
-// drops the originals once nothing reads them.
+// drops the originals once nothing reads them. Two passes (two names, each skippable) over
+// one rule: only the weight layout differs.
 #include <cmath>
 #include <optional>
 
@@ -13,9 +18,11 @@
 namespace onnxkit {
 namespace {
 
-class FuseConvBnPass : public GraphPass {
+class FuseBnIntoConvPass : public GraphPass {
  public:
-  std::string_view name() const override { return "fuse_conv_bn"; }
+  FuseBnIntoConvPass(std::string_view name, std::string_view conv_op, bool transposed)
+      : name_(name), conv_op_(conv_op), transposed_(transposed) {}
+  std::string_view name() const override { return name_; }
 
   size_t run(Graph& graph, PassContext& context) override {
     size_t changes = 0;
@@ -25,15 +32,15 @@ class FuseConvBnPass : public GraphPass {
   }
 
  private:
-  static bool fuse(Graph& graph, Node* bn, const PassContext& context) {
+  bool fuse(Graph& graph, Node* bn, const PassContext& context) const {
     if (!is_onnx_op(bn, "BatchNormalization") || bn->inputs().size() != 5) return false;
     if (!inference_mode(bn, context.opset(""))) return false;
     Value* x = bn->input(0);
     Value* y = bn->output(0);
     if (!x || !y) return false;
     Node* conv = x->producer();
-    if (!is_onnx_op(conv, "Conv") || conv->graph() != &graph) return false;
-    // The Conv's output changes meaning, so nothing else may read it.
+    if (!is_onnx_op(conv, conv_op_) || conv->graph() != &graph) return false;
+    // The convolution's output changes meaning, so nothing else may read it.
     if (x->uses().size() != 1 || is_graph_output(x) || kept(context, x) || kept(context, y)) {
       return false;
     }
@@ -41,7 +48,14 @@ class FuseConvBnPass : public GraphPass {
 
     const Tensor* w = constant_value(conv->input(1), context);
     if (!w || !dtype_is_float(w->dtype()) || w->rank() < 3) return false;
-    const int64_t channels = w->shape()[0];
+    const int64_t group = transposed_ ? int_attr(conv, "group", 1) : 1;
+    const int64_t in_channels = w->shape()[0];  // ConvTranspose only
+    const int64_t group_out = w->shape()[1];    // ConvTranspose only: outputs per group
+    if (transposed_ &&
+        (group <= 0 || in_channels <= 0 || group_out <= 0 || in_channels % group != 0)) {
+      return false;
+    }
+    const int64_t channels = transposed_ ? group * group_out : w->shape()[0];
     if (channels <= 0) return false;
     const Tensor* b = nullptr;
     if (conv->input(2)) {
@@ -64,8 +78,20 @@ class FuseConvBnPass : public GraphPass {
       if (!std::isfinite(factor[c])) return false;
     }
     std::vector<double> weights = to_doubles(*w);
-    const size_t per_channel = weights.size() / static_cast<size_t>(channels);
-    for (size_t i = 0; i < weights.size(); ++i) weights[i] *= factor[i / per_channel];
+    if (transposed_) {
+      const int64_t kernel = static_cast<int64_t>(weights.size()) / (in_channels * group_out);
+      const int64_t group_in = in_channels / group;
+      for (int64_t i = 0; i < in_channels; ++i) {
+        for (int64_t j = 0; j < group_out; ++j) {
+          const double f = factor[(i / group_in) * group_out + j];
+          double* row = weights.data() + (i * group_out + j) * kernel;
+          for (int64_t k = 0; k < kernel; ++k) row[k] *= f;
+        }
+      }
+    } else {
+      const size_t per_channel = weights.size() / static_cast<size_t>(channels);
+      for (size_t i = 0; i < weights.size(); ++i) weights[i] *= factor[i / per_channel];
+    }
     std::vector<double> new_bias = b ? to_doubles(*b) : std::vector<double>(channels, 0.0);
     for (int64_t c = 0; c < channels; ++c) {
       new_bias[c] = (new_bias[c] - (*mean)[c]) * factor[c] + (*bias)[c];
@@ -82,12 +108,20 @@ class FuseConvBnPass : public GraphPass {
     graph.remove_node(bn);
     return true;
   }
+
+  std::string_view name_;
+  std::string_view conv_op_;
+  bool transposed_;
 };
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_fuse_conv_bn_pass() {
-  return std::make_unique<FuseConvBnPass>();
+  return std::make_unique<FuseBnIntoConvPass>("fuse_conv_bn", "Conv", false);
+}
+
+std::unique_ptr<GraphPass> make_fuse_convtranspose_bn_pass() {
+  return std::make_unique<FuseBnIntoConvPass>("fuse_convtranspose_bn", "ConvTranspose", true);
 }
 
 }  // namespace onnxkit
