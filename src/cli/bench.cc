@@ -21,6 +21,7 @@
 #include "cli/inputs.h"
 #include "cli/session_flags.h"
 #include "core/parallel.h"
+#include "core/spin_policy.h"
 #include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "simplify/simplify.h"
@@ -222,6 +223,8 @@ int run_bench(const BenchArgs& args) {
   // Tensor memory of the runs (the session's pool): what activations need at their peak,
   // and how often the steady state still had to ask the system for a block.
   const MemoryPoolStats memory = session.memory_stats();
+  const MemoryPlanStats plan = session.memory_plan_stats();
+  const double arena_mb = static_cast<double>(plan.largest_arena_bytes) / (1024.0 * 1024.0);
   const double idle_cpu = idle_cpu_ms_per_second(300);
   const double tensors_mb = static_cast<double>(memory.peak_bytes_in_use) / (1024.0 * 1024.0);
   const int threads = options.intra_op_threads > 0 ? options.intra_op_threads : available_cores();
@@ -262,7 +265,11 @@ int run_bench(const BenchArgs& args) {
         {"peak_rss_mb", rss_mb},
         {"peak_tensor_mb", tensors_mb},
         {"pool_system_allocations", memory.system_allocations},
+        {"arena_mb", arena_mb},
+        {"planned_runs", plan.planned_runs},
+        {"diverged_runs", plan.diverged_runs},
         {"idle_cpu_ms_per_s", idle_cpu},
+        {"spin", spin_policy_name(process_spin_policy())},
         {"nodes", {{"before", stats.nodes_loaded}, {"after", stats.nodes_optimized}}},
     };
     report["inputs"] = nlohmann::ordered_json::object();
@@ -300,10 +307,19 @@ int run_bench(const BenchArgs& args) {
                                 percentile(ms, 95), percentile(ms, 99), ms.back(), mean_ms));
   row("throughput", fmt::format("{:.2f} inferences/s", throughput));
   row("peak RSS", fmt::format("{:.1f} MB", rss_mb));
-  row("idle CPU",
-      fmt::format("{:.1f} ms per s in the 300 ms after the runs (spinning threads)", idle_cpu));
+  row("idle CPU", fmt::format("{:.1f} ms per s in the 300 ms after the runs (spin {})", idle_cpu,
+                              spin_policy_name(process_spin_policy())));
   row("tensors", fmt::format("{:.1f} MB at peak, {} blocks from the system, {} reuses", tensors_mb,
                              memory.system_allocations, memory.reuses));
+  if (plan.plans > 0) {
+    row("memory plan",
+        fmt::format("arena {:.1f} MB for {} tensors; {} runs planned, {} left "
+                    "their plan",
+                    arena_mb, plan.planned_tensors, plan.planned_runs, plan.diverged_runs));
+  } else {
+    row("memory plan",
+        options.parallel_execution ? "none (parallel execution uses the pool)" : "none");
+  }
   row("nodes",
       fmt::format("{} -> {} after optimization", stats.nodes_loaded, stats.nodes_optimized));
   if (profiler) {

@@ -1,10 +1,38 @@
 // onnxkit: one binary, one subcommand per job (inspect, ...).
 #include <CLI/CLI.hpp>
 
+#include <cstring>
 #include <iostream>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/spin_policy.h"
+
+namespace {
+
+// --spin must hold before OpenMP starts its threads, and libgomp reads its wait policy
+// before main: when it differs, re-run onnxkit with the policy in its environment.
+void apply_spin_flag(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string_view value;
+    if (arg == "--spin" && i + 1 < argc) {
+      value = argv[i + 1];
+    } else if (arg.rfind("--spin=", 0) == 0) {
+      value = arg.substr(std::strlen("--spin="));
+    } else {
+      continue;
+    }
+    // An unknown value is left for the parser to report.
+    if (auto policy = onnxkit::parse_spin_policy(value)) {
+      onnxkit::apply_spin_policy_and_reexec(*policy, argv);
+    }
+    return;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace onnxkit::cli;
@@ -13,13 +41,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "onnxkit 0.1.0");
 
   std::vector<Command> commands{
-      add_inspect_command(app),
-      add_simplify_command(app),
-      add_run_command(app),
-      add_conformance_command(app),
-      add_bench_command(app),
+      add_inspect_command(app),     add_simplify_command(app), add_run_command(app),
+      add_conformance_command(app), add_bench_command(app),
   };
 
+  apply_spin_flag(argc, argv);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const Command& command : commands) known = known || command.app->get_name() == argv[1];

@@ -25,6 +25,14 @@ void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string
       ->capture_default_str();
   command->add_option("--skip-pass", flags.skip_passes,
                       "A graph optimization pass not to run (any level); repeatable");
+  command->add_flag("--no-memory-plan", flags.no_memory_plan,
+                    "Take tensors from the reuse pool instead of a planned arena");
+  command
+      ->add_option("--spin", flags.spin,
+                   "Idle intra-op threads: on (spin: lowest latency, burns CPU between "
+                   "runs), off (sleep at once) or default (spin briefly, then sleep)")
+      ->check(CLI::IsMember({"default", "on", "off"}))
+      ->capture_default_str();
 }
 
 SessionOptions to_session_options(const SessionFlags& flags) {
@@ -33,6 +41,7 @@ SessionOptions to_session_options(const SessionFlags& flags) {
   if (!level) throw CLI::ValidationError("--level", "unknown level '" + flags.level + "'");
   options.level = *level;
   options.intra_op_threads = flags.threads;
+  options.memory_planning = !flags.no_memory_plan;
   options.kernels = flags.kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
   const std::vector<std::string> known = all_pass_names();
   for (const std::string& name : flags.skip_passes) {

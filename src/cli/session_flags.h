@@ -1,5 +1,5 @@
 // The session flags `run`, `bench` and `conformance` share: --level, --threads,
-// --kernels, --skip-pass.
+// --kernels, --skip-pass, --no-memory-plan, --spin.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,8 @@ struct SessionFlags {
   int threads = 0;
   std::string kernels = "optimized";
   std::vector<std::string> skip_passes;
+  bool no_memory_plan = false;
+  std::string spin = "default";  // applied in main(), before libgomp matters
 };
 
 // Adds the flags to `command`; `default_level` is what --level means when not given.

@@ -5,15 +5,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "core/block_alloc.h"
 #include "core/memory_pool.h"
 #include "core/status.h"
 
 namespace onnxkit {
+
+std::byte* allocate_block(size_t bytes, size_t& capacity) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  // Huge pages pay off from a few of them on; below, 64-byte granules.
+  const size_t alignment = bytes >= 2 * kHugePage ? kHugePage : kTensorAlignment;
+  // aligned_alloc needs a size that is a multiple of the alignment; never zero.
+  capacity = (bytes + alignment - 1) / alignment * alignment;
+  if (capacity == 0) capacity = alignment;
+  void* memory = std::aligned_alloc(alignment, capacity);
+  if (!memory) throw std::bad_alloc();
+  if (alignment == kHugePage) ::madvise(memory, capacity, MADV_HUGEPAGE);
+  return static_cast<std::byte*>(memory);
+}
 
 std::shared_ptr<const FileMapping> FileMapping::open(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -40,6 +56,17 @@ std::shared_ptr<const FileMapping> FileMapping::open(const std::filesystem::path
   return mapping;
 }
 
+void FileMapping::release_pages(size_t offset, size_t bytes) const {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (!data_ || offset >= size_) return;
+  bytes = std::min(bytes, size_ - offset);
+  // Only pages wholly inside the range: a neighbour may still be in use.
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t begin = (base + offset + page - 1) / page * page;
+  const uintptr_t end = (base + offset + bytes) / page * page;
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 FileMapping::~FileMapping() {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
   if (fd_ >= 0) ::close(fd_);
@@ -47,14 +74,10 @@ FileMapping::~FileMapping() {
 
 std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
   std::shared_ptr<Buffer> buffer(new Buffer());
-  // aligned_alloc needs a size that is a multiple of the alignment; never zero.
-  size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (rounded == 0) rounded = kTensorAlignment;
-  void* memory = std::aligned_alloc(kTensorAlignment, rounded);
-  if (!memory) throw std::bad_alloc();
-  buffer->data_ = static_cast<std::byte*>(memory);
+  size_t capacity = 0;
+  buffer->data_ = allocate_block(bytes, capacity);
   buffer->size_ = bytes;
-  buffer->capacity_ = rounded;
+  buffer->capacity_ = capacity;
   buffer->owned_ = true;
   return buffer;
 }
@@ -75,6 +98,17 @@ std::shared_ptr<Buffer> Buffer::external(void* data, size_t bytes, bool read_onl
   return buffer;
 }
 
+std::shared_ptr<Buffer> Buffer::lent(std::byte* data, size_t bytes, size_t capacity,
+                                     std::shared_ptr<BlockOwner> owner) {
+  std::shared_ptr<Buffer> buffer(new Buffer());
+  buffer->data_ = data;
+  buffer->size_ = bytes;
+  buffer->capacity_ = capacity;
+  buffer->owned_ = true;
+  buffer->owner_ = std::move(owner);
+  return buffer;
+}
+
 std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const FileMapping> file, size_t offset,
                                      size_t bytes) {
   if (offset > file->size() || bytes > file->size() - offset) {
@@ -89,8 +123,12 @@ std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const FileMapping> file, si
 }
 
 Buffer::~Buffer() {
-  if (pool_) {
-    pool_->give_back(data_, capacity_);
+  if (region_.file) {
+    // A dead view's pages leave the resident set (a folded weight's source, say), so a
+    // big model's simplification does not hold both the source and the folded copy.
+    region_.file->release_pages(region_.offset, size_);
+  } else if (owner_) {
+    owner_->give_back(data_, capacity_);
   } else if (owned_ && !external_) {
     std::free(data_);
   }

@@ -12,7 +12,12 @@ namespace onnxkit {
 
 inline constexpr size_t kTensorAlignment = 64;
 
-class MemoryPool;
+// Takes blocks back when their last Buffer dies (MemoryPool, an arena run).
+class BlockOwner {
+ public:
+  virtual ~BlockOwner() = default;
+  virtual void give_back(std::byte* data, size_t capacity) = 0;
+};
 
 // A read-only, private memory mapping of a whole file. Views keep it alive.
 class FileMapping {
@@ -27,6 +32,11 @@ class FileMapping {
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
   int fd() const { return fd_; }
+  // Drops the file's pages from this process's memory (they are read back from the page
+  // cache or the file if touched again). The mapping is read-only, so nothing is lost.
+  void release_pages() const { release_pages(0, size_); }
+  // The same for the whole pages inside [offset, offset + bytes).
+  void release_pages(size_t offset, size_t bytes) const;
 
  private:
   FileMapping() = default;
@@ -51,6 +61,9 @@ class Buffer {
   // Memory the caller owns and keeps alive while the buffer exists (IO binding).
   // Writable unless `read_only`.
   static std::shared_ptr<Buffer> external(void* data, size_t bytes, bool read_only);
+  // Writable memory lent by an allocator: `owner` gets it back when the buffer dies.
+  static std::shared_ptr<Buffer> lent(std::byte* data, size_t bytes, size_t capacity,
+                                      std::shared_ptr<BlockOwner> owner);
   // A read-only view of `bytes` bytes at `offset` in `file`.
   static std::shared_ptr<Buffer> view(std::shared_ptr<const FileMapping> file, size_t offset,
                                       size_t bytes);
@@ -69,14 +82,13 @@ class Buffer {
   bool is_external() const { return external_; }
 
  private:
-  friend class MemoryPool;
   Buffer() = default;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
-  bool owned_ = false;                // writable memory (heap, pool, or caller's)
-  bool external_ = false;             // the caller's: not freed here
-  size_t capacity_ = 0;               // bytes reserved (pool blocks may be larger than size_)
-  std::shared_ptr<MemoryPool> pool_;  // set: the block goes back to this pool
+  bool owned_ = false;                 // writable memory (heap, pool, or caller's)
+  bool external_ = false;              // the caller's: not freed here
+  size_t capacity_ = 0;                // bytes reserved (pool blocks may be larger than size_)
+  std::shared_ptr<BlockOwner> owner_;  // set: the block goes back to its allocator
   FileRegion region_;
 };
 

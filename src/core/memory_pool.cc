@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/block_alloc.h"
+
 namespace onnxkit {
 namespace {
 
@@ -46,21 +48,17 @@ std::shared_ptr<Buffer> MemoryPool::allocate(size_t bytes, bool zero) {
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   }
   if (!block) {
-    block = static_cast<std::byte*>(std::aligned_alloc(kTensorAlignment, capacity));
-    if (!block) {
+    try {
+      size_t reserved = 0;
+      block = allocate_block(capacity, reserved);
+    } catch (const std::bad_alloc&) {
       std::lock_guard lock(mutex_);
       stats_.bytes_in_use -= capacity;
-      throw std::bad_alloc();
+      throw;
     }
   }
   if (zero) std::memset(block, 0, bytes);
-  std::shared_ptr<Buffer> buffer(new Buffer());
-  buffer->data_ = block;
-  buffer->size_ = bytes;
-  buffer->capacity_ = capacity;
-  buffer->owned_ = true;
-  buffer->pool_ = shared_from_this();
-  return buffer;
+  return Buffer::lent(block, bytes, capacity, shared_from_this());
 }
 
 void MemoryPool::give_back(std::byte* data, size_t capacity) {

@@ -23,22 +23,32 @@ struct MemoryPoolStats {
   size_t bytes_free = 0;  // cached for reuse
 };
 
-class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
+// Where kernels' output tensors come from during a run (a MemoryPool, or an arena run that
+// places them at planned offsets).
+class BlockAllocator {
+ public:
+  virtual ~BlockAllocator() = default;
+  // A writable block of at least `bytes`; zero-filled when `zero`.
+  virtual std::shared_ptr<Buffer> allocate(size_t bytes, bool zero) = 0;
+};
+
+class MemoryPool final : public BlockAllocator,
+                         public BlockOwner,
+                         public std::enable_shared_from_this<MemoryPool> {
  public:
   static std::shared_ptr<MemoryPool> create();
-  ~MemoryPool();
+  ~MemoryPool() override;
 
   // A block of at least `bytes`; zero-filled when `zero`.
-  std::shared_ptr<Buffer> allocate(size_t bytes, bool zero);
+  std::shared_ptr<Buffer> allocate(size_t bytes, bool zero) override;
+  void give_back(std::byte* data, size_t capacity) override;
   MemoryPoolStats stats() const;
   void reset_peak();
   // Frees every cached block.
   void trim();
 
  private:
-  friend class Buffer;
   MemoryPool() = default;
-  void give_back(std::byte* data, size_t capacity);
 
   mutable std::mutex mutex_;
   std::multimap<size_t, std::byte*> free_;  // capacity -> block

@@ -298,7 +298,20 @@ class DnnlConvKernel : public OpKernel {
                      shape_to_string(plan->y_tensor_shape));
       }
     }
-    Tensor& y = context.allocate_output(0, DType::kFloat, plan->y_tensor_shape);
+    // The residual's bytes become Y's when nothing reads Z later (the sum post-op reads
+    // each element before writing it); otherwise Z is copied in below.
+    float* y_data = nullptr;
+    bool z_in_place = false;
+    if (z && !plan->dst_out.defined) {
+      y_data = static_cast<float*>(
+          context.reuse_input_for_output(3, 0, DType::kFloat, plan->y_tensor_shape));
+      z_in_place = y_data != nullptr;
+    }
+    if (!y_data) {
+      y_data = context.allocate_output_uninitialized(0, DType::kFloat, plan->y_tensor_shape)
+                   .mutable_data<float>();
+    }
+    const size_t y_bytes = static_cast<size_t>(shape_numel(plan->y_tensor_shape)) * sizeof(float);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       const memory x_user = wrap(plan->user_src_md, x.data<float>());
@@ -316,7 +329,7 @@ class DnnlConvKernel : public OpKernel {
           weights = packed;
         }
       }
-      const memory y_user = wrap(plan->user_dst_md, y.mutable_data<float>());
+      const memory y_user = wrap(plan->user_dst_md, y_data);
       memory dst = y_user;
       if (plan->dst_out.defined) {
         dst = dnnl_util::scratch_memory(ScratchRole::kDestination, plan->dst_md);
@@ -324,10 +337,12 @@ class DnnlConvKernel : public OpKernel {
       if (has_residual_) {  // the sum post-op adds what the destination holds
         if (z && plan->dst_out.defined) {
           plan->z_in.reorder(stream, wrap(plan->user_dst_md, z->data<float>()), dst);
-        } else if (z) {
-          std::memcpy(y.mutable_data<float>(), z->data<float>(), y.nbytes());
-        } else if (plan->dst_out.defined) {
+        } else if (z && !z_in_place) {
+          std::memcpy(y_data, z->data<float>(), y_bytes);
+        } else if (!z && plan->dst_out.defined) {
           std::memset(dst.get_data_handle(), 0, plan->dst_md.get_size());
+        } else if (!z) {
+          std::memset(y_data, 0, y_bytes);
         }
       }
       std::unordered_map<int, memory> args{
@@ -660,8 +675,8 @@ class DnnlReorderKernel : public OpKernel {
                                  memory::format_tag::nChw16c);
       return to_blocked_ ? make_reorder(nchw, blocked) : make_reorder(blocked, nchw);
     });
-    Tensor& y =
-        context.allocate_output(0, DType::kFloat, to_blocked_ ? blocked_shape(plain) : plain);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat,
+                                                      to_blocked_ ? blocked_shape(plain) : plain);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       const memory::desc nchw = dnnl_util::plain_f32_desc(plain);

@@ -121,8 +121,8 @@ class DnnlPoolKernel : public OpKernel {
     key.push_back(max_threads());
     std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x_shape, *win); });
     if (plan->use_reference) return reference_->compute(context);
-    Tensor& y = context.allocate_output(0, DType::kFloat,
-                                        blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
+    Tensor& y = context.allocate_output_uninitialized(
+        0, DType::kFloat, blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       std::unordered_map<int, memory> args{
@@ -198,7 +198,7 @@ class GlobalPoolKernel : public OpKernel {
     std::fill(y_shape.begin() + 2, y_shape.end(), 1);
     const int64_t channels = x.shape()[0] * x.shape()[1];
     const int64_t size = shape_numel(std::span(x.shape()).subspan(2));
-    Tensor& y = context.allocate_output(0, DType::kFloat, y_shape);
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, y_shape);
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
     const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / size);
@@ -212,8 +212,8 @@ class GlobalPoolKernel : public OpKernel {
   void compute_blocked(KernelContext& context, const Tensor& x) const {
     const Shape& shape = x.shape();
     const int64_t blocks = shape[0] * shape[1], image = shape[2] * shape[3];
-    Tensor& y =
-        context.allocate_output(0, DType::kFloat, {shape[0], shape[1], 1, 1, kChannelBlock});
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat,
+                                                      {shape[0], shape[1], 1, 1, kChannelBlock});
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
     const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (image * kChannelBlock));

@@ -5,6 +5,7 @@
 // kernel of the node.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <string>
 
@@ -70,6 +71,20 @@ void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float p0 = 0, fl
   });
 }
 
+// Where output 0 goes: into the first of `inputs` that has the output's shape and is
+// donated (nothing reads it after this step), else into a new tensor. Elementwise loops
+// read element i before writing element i, so running in place is exact.
+float* float_output(KernelContext& context, const Shape& shape,
+                    std::initializer_list<size_t> inputs) {
+  for (size_t i : inputs) {
+    if (!context.has_input(i) || context.input(i).shape() != shape) continue;
+    if (void* data = context.reuse_input_for_output(i, 0, DType::kFloat, shape)) {
+      return static_cast<float*>(data);
+    }
+  }
+  return context.allocate_output_uninitialized(0, DType::kFloat, shape).mutable_data<float>();
+}
+
 // ---- Add, Sub, Mul, Div ----
 
 class FastBinaryKernel : public OpKernel {
@@ -84,9 +99,8 @@ class FastBinaryKernel : public OpKernel {
       return run_fallback(fallback_.get(), context);
     }
     Shape shape = broadcast_shapes(a.shape(), b.shape());
-    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, shape);
-    broadcast_binary_f32(op_, a.data<float>(), a.shape(), b.data<float>(), b.shape(),
-                         out.mutable_data<float>(), out.shape());
+    float* out = float_output(context, shape, {0, 1});
+    broadcast_binary_f32(op_, a.data<float>(), a.shape(), b.data<float>(), b.shape(), out, shape);
   }
 
  private:
@@ -111,8 +125,9 @@ class FastUnaryKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     if (x.dtype() != DType::kFloat) return run_fallback(fallback_.get(), context);
-    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, x.shape());
-    unary_f32(op_, x.data<float>(), y.mutable_data<float>(), x.numel(), p0_, p1_);
+    const float* in = x.data<float>();
+    const int64_t n = x.numel();
+    unary_f32(op_, in, float_output(context, x.shape(), {0}), n, p0_, p1_);
   }
 
  private:
@@ -175,8 +190,9 @@ class FastClipKernel : public OpKernel {
       }
     }
     if (x.dtype() != DType::kFloat) return run_fallback(fallback_.get(), context);
-    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, x.shape());
-    unary_f32(UnaryOp::kClip, x.data<float>(), y.mutable_data<float>(), x.numel(), lo, hi);
+    const float* in = x.data<float>();
+    const int64_t n = x.numel();
+    unary_f32(UnaryOp::kClip, in, float_output(context, x.shape(), {0}), n, lo, hi);
   }
 
  private:

@@ -33,7 +33,7 @@ Tensor& KernelContext::allocate(size_t i, DType dtype, Shape shape, bool zero) {
     }
   }
   Tensor tensor;
-  MemoryPool* pool = runner_ ? runner_->memory_pool() : nullptr;
+  BlockAllocator* pool = runner_ ? runner_->allocator() : nullptr;
   if (dtype == DType::kString || (zero && !pool)) {
     tensor = Tensor(dtype, std::move(shape));
   } else {
@@ -57,6 +57,30 @@ Tensor& KernelContext::allocate_output(size_t i, DType dtype, Shape shape) {
 
 Tensor& KernelContext::allocate_output_uninitialized(size_t i, DType dtype, Shape shape) {
   return allocate(i, dtype, std::move(shape), false);
+}
+
+void* KernelContext::reuse_input_for_output(size_t input, size_t output, DType dtype,
+                                            const Shape& shape) {
+  if (input >= 64 || !(donatable_inputs_ >> input & 1) || !wants_output(output)) return nullptr;
+  const RuntimeValue* value = inputs_[input];
+  if (!value || !value->is_tensor()) return nullptr;
+  const Tensor& tensor = value->tensor();
+  const std::shared_ptr<Buffer>& buffer = tensor.buffer();
+  // The slot's tensor must be the only holder: not a constant, a caller's input, a view of
+  // another live value, or a bound output.
+  if (!buffer || buffer.use_count() != 1 || !buffer->writable() || buffer->is_external() ||
+      dtype == DType::kString || tensor.dtype() == DType::kString) {
+    return nullptr;
+  }
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (bytes != tensor.nbytes() || bytes == 0) return nullptr;
+  // A bound output wants the caller's memory instead.
+  RuntimeValue* slot = outputs_[output];
+  if (slot->is_tensor() && slot->tensor().buffer() && slot->tensor().buffer()->is_external()) {
+    return nullptr;
+  }
+  *slot = RuntimeValue(Tensor::from_buffer(dtype, shape, buffer));
+  return buffer->mutable_data();
 }
 
 void KernelContext::set_output(size_t i, Tensor tensor) {

@@ -20,10 +20,10 @@
 
 namespace onnxkit {
 
-class CompiledGraph;  // runtime: an executable plan of a (sub)graph
-class Frame;          // runtime: the values of one running graph
-class Profiler;       // runtime: per-kernel timings of a run
-class MemoryPool;     // core: reusable tensor blocks
+class CompiledGraph;   // runtime: an executable plan of a (sub)graph
+class Frame;           // runtime: the values of one running graph
+class Profiler;        // runtime: per-kernel timings of a run
+class BlockAllocator;  // core: where output tensors come from (pool, arena)
 
 // Runs compiled subgraphs on behalf of control-flow kernels (If, Loop, Scan).
 class SubgraphRunner {
@@ -35,14 +35,22 @@ class SubgraphRunner {
   // Where kernel timings go, or nullptr when the run is not profiled.
   virtual Profiler* profiler() const { return nullptr; }
   // Where output tensors come from, or nullptr for the heap.
-  virtual MemoryPool* memory_pool() const { return nullptr; }
+  virtual BlockAllocator* allocator() const { return nullptr; }
 };
 
 class KernelContext {
  public:
+  // Bit i of `donatable_inputs` set: this step is input i's last reader, so its storage may
+  // become an output's (sequential execution only).
   KernelContext(const Node& node, std::span<const RuntimeValue* const> inputs,
-                std::span<RuntimeValue* const> outputs, SubgraphRunner* runner, const Frame* frame)
-      : node_(node), inputs_(inputs), outputs_(outputs), runner_(runner), frame_(frame) {}
+                std::span<RuntimeValue* const> outputs, SubgraphRunner* runner, const Frame* frame,
+                uint64_t donatable_inputs = 0)
+      : node_(node),
+        inputs_(inputs),
+        outputs_(outputs),
+        runner_(runner),
+        frame_(frame),
+        donatable_inputs_(donatable_inputs) {}
 
   const Node& node() const { return node_; }
 
@@ -63,6 +71,13 @@ class KernelContext {
   Tensor& allocate_output(size_t i, DType dtype, Shape shape);
   // The same with unspecified contents, for kernels that write every element.
   Tensor& allocate_output_uninitialized(size_t i, DType dtype, Shape shape);
+  // In-place execution: output `output` takes input `input`'s storage when nothing reads
+  // the input after this kernel, nobody else holds its bytes, and dtype and byte size
+  // match. Returns where to write (the input's bytes; write through this pointer, as the
+  // output tensor shares them with the input until the step ends), or nullptr when the
+  // input cannot be reused: allocate as usual then. The kernel must read each element
+  // before it writes the same element (elementwise ops).
+  void* reuse_input_for_output(size_t input, size_t output, DType dtype, const Shape& shape);
   // Hands over an existing tensor (Identity, Reshape: no copy).
   void set_output(size_t i, Tensor tensor);
   void set_output_value(size_t i, RuntimeValue value);
@@ -83,6 +98,7 @@ class KernelContext {
   std::span<RuntimeValue* const> outputs_;
   SubgraphRunner* runner_;
   const Frame* frame_;
+  uint64_t donatable_inputs_ = 0;
   Tensor scratch_;
 };
 

@@ -315,8 +315,19 @@ class ConstantFoldingPass : public GraphPass {
       graph.replace_all_uses(output, init);
       renames.emplace_back(init, output->name());
     }
+    std::vector<Value*> inputs(node.inputs().begin(), node.inputs().end());
     graph.remove_node(&node);
     for (auto& [init, name] : renames) graph.rename_value(init, name);
+    // A mapped weight nothing reads any more (the source of a folded Transpose) leaves the
+    // resident set now rather than when remove_unused_initializers drops it, so a big
+    // model never holds every source beside every folded copy.
+    for (const Value* input : inputs) {
+      if (!input || !input->has_initializer() || !input->uses().empty()) continue;
+      const Tensor& tensor = input->initializer();
+      if (const FileRegion* region = tensor.file_region()) {
+        region->file->release_pages(region->offset, tensor.nbytes());
+      }
+    }
   }
 };
 

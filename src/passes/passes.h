@@ -29,6 +29,7 @@ std::unique_ptr<GraphPass> make_fuse_conv_mul_pass();
 std::unique_ptr<GraphPass> make_fuse_convtranspose_bn_pass();
 // MatMul of a 2-D input by a constant matrix followed by Add of a bias becomes Gemm.
 std::unique_ptr<GraphPass> make_fuse_matmul_add_into_gemm_pass();
+std::unique_ptr<GraphPass> make_fuse_reshape_gemm_into_matmul_pass();
 // Transpose of a Gemm input becomes the Gemm's transA/transB.
 std::unique_ptr<GraphPass> make_fuse_transpose_into_gemm_pass();
 // A constant-zero Pad before Conv / AveragePool / MaxPool becomes the op's pads.

@@ -637,7 +637,9 @@ std::optional<std::vector<int64_t>> constant_reshape_target(const SymVec& target
 //  - a broadcasting op whose inputs all have the same symbol s at an axis (ignoring 1s)
 //    has s there in its output;
 //  - a Reshape preserves the element count: with all other factors cancelled, one
-//    generated output symbol equals the one input symbol left.
+//    generated output symbol equals the one input symbol left;
+//  - Range(0, d, 1) over a dim d has d elements (ONNX inference leaves its length unknown,
+//    so a causal mask built from it loses `seq`): its output gets d's symbol.
 // Only generated names are renamed; names from the model's inputs are never changed.
 class GeneratedSymbols {
  public:
@@ -675,8 +677,33 @@ bool is_broadcasting_op(const std::string& op) {
   return ops.count(op) > 0;
 }
 
-size_t unify_generated_symbols(Graph& graph) {
+// The dim symbol a scalar shape value is exactly (Gather(Shape(x), i) of a symbolic dim).
+std::optional<std::string> dim_symbol(Evaluator& evaluator, const Value* value) {
+  const SymVec* vec = evaluator.eval(value);
+  if (!vec || vec->elems.size() != 1) return std::nullopt;
+  const Elem& e = vec->elems[0];
+  if (e.known || e.symbols.size() != 1 || !e.others.empty()) return std::nullopt;
+  const std::string& name = *e.symbols.begin();
+  if (e.expr != atom_text('$', name, nullptr, 0)) return std::nullopt;
+  return name;
+}
+
+// Range(0, d, 1): the dim symbol d, when its output's length is exactly d.
+std::optional<std::string> range_length_symbol(Evaluator& evaluator, const Node* node) {
+  if (node->inputs().size() != 3) return std::nullopt;
+  const SymVec* start = evaluator.eval(node->input(0));
+  const SymVec* delta = evaluator.eval(node->input(2));
+  if (!start || !delta || start->elems.size() != 1 || delta->elems.size() != 1 ||
+      !start->elems[0].is(0) || !delta->elems[0].is(1)) {
+    return std::nullopt;
+  }
+  return dim_symbol(evaluator, node->input(1));
+}
+
+size_t unify_generated_symbols(Graph& graph, const PassContext& context) {
   GeneratedSymbols symbols;
+  Evaluator evaluator(context);
+  size_t typed = 0;  // Range outputs given their length
   auto dims_of = [](const Value* v) -> const std::vector<Dim>* {
     if (!v || !v->type().is_tensor() || !v->type().shape) return nullptr;
     return &*v->type().shape;
@@ -684,9 +711,24 @@ size_t unify_generated_symbols(Graph& graph) {
   const std::vector<Node*> order = graph.topological_order();
   for (Node* node : order) {
     if (!node->domain().empty() || !node->output(0)) continue;
+    const std::string& op = node->op_type();
+    if (op == "Range") {
+      if (auto length = range_length_symbol(evaluator, node)) {
+        Value* output = node->output(0);
+        const std::vector<Dim>* out = dims_of(output);
+        if (!out && output->type().is_tensor()) {
+          ValueType type = output->type();
+          type.shape = std::vector<Dim>{Dim::symbol(*length)};
+          output->set_type(std::move(type));
+          ++typed;
+        } else if (out && out->size() == 1 && (*out)[0].is_symbolic()) {
+          symbols.unite((*out)[0].param, *length);
+        }
+      }
+      continue;
+    }
     const std::vector<Dim>* out = dims_of(node->output(0));
     if (!out) continue;
-    const std::string& op = node->op_type();
     if (is_broadcasting_op(op)) {
       const size_t rank = out->size();
       for (size_t axis = 0; axis < rank; ++axis) {
@@ -752,8 +794,8 @@ size_t unify_generated_symbols(Graph& graph) {
       }
     }
   }
-  if (symbols.empty()) return 0;
-  size_t renamed = 0;
+  if (symbols.empty()) return typed;
+  size_t renamed = typed;
   auto rename = [&](Value* value) {
     if (!value || !value->type().is_tensor() || !value->type().shape) return;
     ValueType type = value->type();
@@ -782,7 +824,7 @@ class ShapeFoldingPass : public GraphPass {
   std::string_view name() const override { return "shape_folding"; }
 
   size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = unify_generated_symbols(graph);
+    size_t changes = unify_generated_symbols(graph, context);
     Evaluator evaluator(context);
     const std::vector<Node*> order = graph.topological_order();
     // Nodes computing a shape vector, and whether anything read them before this run.

@@ -144,6 +144,20 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
                                  [&](SlotRef ref) { return ref.depth == 0 && ref.slot == slot; });
     if (!is_output) plan->steps_[step_index].release.push_back(slot);
   }
+  for (Step& step : plan->steps_) {
+    for (size_t i = 0; i < step.inputs.size() && i < 64; ++i) {
+      const SlotRef ref = step.inputs[i];
+      if (ref.omitted() || ref.depth != 0) continue;
+      const bool last_read =
+          std::find(step.release.begin(), step.release.end(), ref.slot) != step.release.end();
+      const auto same_slot = [&](SlotRef other) {
+        return other.depth == 0 && other.slot == ref.slot;
+      };
+      if (last_read && std::count_if(step.inputs.begin(), step.inputs.end(), same_slot) == 1) {
+        step.donatable_inputs |= uint64_t{1} << i;
+      }
+    }
+  }
   return plan;
 }
 
@@ -183,7 +197,9 @@ void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeVal
   }
 }
 
-void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& runner) {
+// `in_place`: sequential execution, where a step's last-reader inputs may be donated.
+void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& runner,
+              bool in_place) {
   std::vector<const RuntimeValue*> input_ptrs;
   std::vector<RuntimeValue*> output_ptrs;
   {
@@ -191,7 +207,8 @@ void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& run
       input_ptrs.push_back(ref.omitted() ? nullptr : &frame.resolve(ref));
     output_ptrs.clear();
     for (int slot : step.outputs) output_ptrs.push_back(slot < 0 ? nullptr : &frame.slot(slot));
-    KernelContext context(*step.node, input_ptrs, output_ptrs, &runner, &frame);
+    KernelContext context(*step.node, input_ptrs, output_ptrs, &runner, &frame,
+                          in_place ? step.donatable_inputs : 0);
     try {
       if (Profiler* profiler = runner.profiler()) {
         const int64_t start = profiler->now_ns();
@@ -226,7 +243,7 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
   Frame frame(graph, outer);
   bind_frame(frame, graph, inputs, bound_outputs);
   for (const auto& step : graph.steps()) {
-    run_step(step, frame, runner);
+    run_step(step, frame, runner, true);
     for (int slot : step.release) frame.slot(slot) = RuntimeValue();
   }
   return collect_outputs(graph, frame);
@@ -266,7 +283,7 @@ std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
       const CompiledGraph::Step& step = steps[index];
       std::exception_ptr failure;
       try {
-        run_step(step, frame, runner);
+        run_step(step, frame, runner, false);
         for (int slot : step.reads) {
           if (--readers[static_cast<size_t>(slot)] == 0 && !graph.is_output_slot(slot)) {
             frame.slot(slot) = RuntimeValue();

@@ -31,6 +31,9 @@ class CompiledGraph {
     std::vector<SlotRef> inputs;
     std::vector<int> outputs;  // -1 for omitted outputs
     std::vector<int> release;  // slots whose last reader is this step
+    // Bit i: input i is read only once by this step and never after it (its storage may
+    // become an output's; see KernelContext::reuse_input_for_output).
+    uint64_t donatable_inputs = 0;
     // For parallel execution: steps reading this step's outputs (directly or through a
     // subgraph), and how many distinct earlier steps this one waits for.
     std::vector<size_t> consumers;
@@ -112,18 +115,18 @@ std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
 // kernel call (inside subgraphs too) is timed into it.
 class SequentialRunner : public SubgraphRunner {
  public:
-  explicit SequentialRunner(Profiler* profiler = nullptr, MemoryPool* pool = nullptr)
-      : profiler_(profiler), pool_(pool) {}
+  explicit SequentialRunner(Profiler* profiler = nullptr, BlockAllocator* allocator = nullptr)
+      : profiler_(profiler), allocator_(allocator) {}
   std::vector<RuntimeValue> run(const CompiledGraph& graph, std::vector<RuntimeValue> inputs,
                                 const Frame& outer) override {
     return execute_graph(graph, std::move(inputs), &outer, *this);
   }
   Profiler* profiler() const override { return profiler_; }
-  MemoryPool* memory_pool() const override { return pool_; }
+  BlockAllocator* allocator() const override { return allocator_; }
 
  private:
   Profiler* profiler_;
-  MemoryPool* pool_;
+  BlockAllocator* allocator_;
 };
 
 }  // namespace onnxkit

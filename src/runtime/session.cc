@@ -61,6 +61,25 @@ void validate_input(const Value& declared, const RuntimeValue& value,
   }
 }
 
+// Plans are per input-shape set; a model fed many shapes keeps at most this many.
+constexpr size_t kMaxPlans = 16;
+constexpr int kMaxPlanFailures = 2;
+constexpr size_t kMaxPlannedAllocations = 10000;
+
+std::string shape_key(const std::vector<RuntimeValue>& inputs) {
+  std::string key;
+  for (const RuntimeValue& value : inputs) {
+    if (value.is_tensor()) {
+      key += std::to_string(static_cast<int>(value.tensor().dtype()));
+      for (int64_t dim : value.tensor().shape()) key += "," + std::to_string(dim);
+    } else {
+      key += value.describe();
+    }
+    key += ';';
+  }
+  return key;
+}
+
 }  // namespace
 
 Session::Session(Model model, const SessionOptions& options)
@@ -68,6 +87,11 @@ Session::Session(Model model, const SessionOptions& options)
 
 MemoryPoolStats Session::memory_stats() const {
   return pool_->stats();
+}
+
+MemoryPlanStats Session::memory_plan_stats() const {
+  std::lock_guard lock(plans_mutex_);
+  return plan_stats_;
 }
 
 void Session::reset_peak_memory() const {
@@ -181,7 +205,24 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
     bound_targets[index] = target;
   }
   ThreadCountScope threads(options_.intra_op_threads);
-  SequentialRunner runner(run_options.profiler, pool_.get());
+  // Sequential runs follow the memory plan for these input shapes, or record one.
+  std::shared_ptr<ArenaRun> arena;
+  bool recording = false;
+  std::string plan_key;
+  if (options_.memory_planning && !options_.parallel_execution) {
+    plan_key = shape_key(ordered);
+    std::lock_guard lock(plans_mutex_);
+    auto it = plans_.find(plan_key);
+    if (it != plans_.end() && it->second.plan) {
+      arena = ArenaRun::replay(pool_, it->second.plan);
+    } else if ((it != plans_.end() && it->second.failures < kMaxPlanFailures) ||
+               (it == plans_.end() && plans_.size() < kMaxPlans)) {
+      arena = ArenaRun::record(pool_);
+      recording = true;
+    }
+  }
+  SequentialRunner runner(run_options.profiler,
+                          arena ? static_cast<BlockAllocator*>(arena.get()) : pool_.get());
   std::vector<RuntimeValue> results;
   if (options_.parallel_execution) {
     // One budget: intra_op_threads split across the inter-op workers.
@@ -193,6 +234,33 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
                                      std::max(1, budget / workers));
   } else {
     results = execute_graph(*plan_, std::move(ordered), nullptr, runner, std::move(bound));
+  }
+  if (arena) {
+    arena->finish();
+    std::lock_guard lock(plans_mutex_);
+    PlanEntry& entry = plans_[plan_key];
+    if (!recording) {
+      if (arena->diverged()) {
+        entry.plan = nullptr;
+        ++entry.failures;
+        ++plan_stats_.diverged_runs;
+      } else {
+        ++plan_stats_.planned_runs;
+      }
+    } else if (!entry.plan) {
+      AllocationTrace trace = arena->take_trace();
+      if (trace.sizes.size() > kMaxPlannedAllocations) {
+        // Planning is quadratic in allocations (long Loops): such runs stay on the pool.
+        entry.failures = kMaxPlanFailures;
+      } else {
+        entry.plan = ArenaPlan::from_trace(std::move(trace));
+        ++plan_stats_.plans;
+        if (entry.plan->arena_bytes > plan_stats_.largest_arena_bytes) {
+          plan_stats_.largest_arena_bytes = entry.plan->arena_bytes;
+          plan_stats_.planned_tensors = entry.plan->planned_tensors;
+        }
+      }
+    }
   }
   NamedValues outputs;
   for (size_t i = 0; i < results.size(); ++i) {

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/arena_plan.h"
 #include "core/memory_pool.h"
 #include "core/status.h"
 #include "ir/model.h"
@@ -37,6 +40,10 @@ struct SessionOptions {
   // than intra_op_threads in total). Off: nodes run one after another.
   bool parallel_execution = false;
   int inter_op_threads = 0;  // 0: 2 when parallel_execution is on
+  // Static memory planning (core/arena_plan.h): after one run with a set of input shapes,
+  // later sequential runs with those shapes place every intermediate tensor at a planned
+  // offset in one arena. Off, or in parallel execution: the reuse pool alone.
+  bool memory_planning = true;
 
   // The unoptimized graph on the reference kernels, one thread: what tests compare with.
   static SessionOptions reference() {
@@ -56,6 +63,15 @@ struct RunOptions {
   // name. The run's result holds these same tensors. A bound output whose dtype or shape
   // differs from what the model produces fails the run.
   NamedValues bound_outputs;
+};
+
+// What static memory planning has done so far.
+struct MemoryPlanStats {
+  size_t plans = 0;  // input-shape sets with a plan
+  size_t largest_arena_bytes = 0;
+  size_t planned_tensors = 0;  // in the largest plan
+  size_t planned_runs = 0;     // runs that followed a plan to the end
+  size_t diverged_runs = 0;    // runs that left their plan (the rest came from the pool)
 };
 
 // What creating a session did.
@@ -84,6 +100,7 @@ class Session {
   const SessionStats& stats() const { return stats_; }
   // Tensor memory of runs: reused across runs (a steady state allocates nothing).
   MemoryPoolStats memory_stats() const;
+  MemoryPlanStats memory_plan_stats() const;
   void reset_peak_memory() const;
 
   // Runs the model. Unknown, missing or mistyped inputs fail naming the input.
@@ -98,6 +115,14 @@ class Session {
   SessionStats stats_;
   std::shared_ptr<const CompiledGraph> plan_;
   std::shared_ptr<MemoryPool> pool_;
+  // Memory plans by input-shape key.
+  struct PlanEntry {
+    std::shared_ptr<const ArenaPlan> plan;
+    int failures = 0;  // replays that diverged; after a few the key stays on the pool
+  };
+  mutable std::mutex plans_mutex_;
+  mutable std::map<std::string, PlanEntry> plans_;
+  mutable MemoryPlanStats plan_stats_;
 };
 
 }  // namespace onnxkit

@@ -1,6 +1,7 @@
 #include "core/buffer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -39,6 +40,46 @@ TEST(Buffer, ViewPastTheEndIsRefused) {
   auto file = FileMapping::open(dir / "data.bin");
   EXPECT_THROW(Buffer::view(file, 8, 4), Error);
   EXPECT_THROW(Buffer::view(file, 11, 0), Error);
+}
+
+// Resident bytes of this process (/proc/self/statm).
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
+  testing::TempDir dir;
+  constexpr size_t kBytes = size_t{16} << 20;
+  {
+    std::ofstream out(dir / "weights.bin", std::ios::binary);
+    std::string block(4096, '\0');
+    for (size_t offset = 0; offset < kBytes; offset += block.size()) {
+      for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((offset + i) % 251);
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    }
+  }
+  auto file = FileMapping::open(dir / "weights.bin");
+  auto sum = [](const std::shared_ptr<Buffer>& view) {
+    size_t total = 0;
+    for (size_t i = 0; i < view->size(); i += 512) total += static_cast<uint8_t>(view->data()[i]);
+    return total;
+  };
+  // Two views that share a page at their border: the big one dies.
+  auto big = Buffer::view(file, 100, kBytes - 1000);
+  auto tail = Buffer::view(file, kBytes - 1000, 1000);
+  const size_t big_sum = sum(big), tail_sum = sum(tail);
+  const size_t touched = resident_bytes();
+  big.reset();
+  EXPECT_GT(touched, resident_bytes() + (kBytes / 2)) << "the dead view's pages are dropped";
+  EXPECT_EQ(sum(tail), tail_sum);
+  EXPECT_EQ(static_cast<uint8_t>(tail->data()[999]), (kBytes - 1) % 251);
+  // The file's bytes come back when read again.
+  EXPECT_EQ(sum(Buffer::view(file, 100, kBytes - 1000)), big_sum);
+  file->release_pages();
+  EXPECT_EQ(sum(tail), tail_sum);
 }
 
 TEST(FileMapping, MissingFileNamesThePath) {

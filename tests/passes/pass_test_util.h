@@ -48,12 +48,12 @@ inline size_t apply_pass(GraphPass& pass, Model& model, PassContext context = {}
   size_t changes = pass.run(model.graph(), context);
   model.graph().sort_topologically();
   Status verified = verify_model(model);
-  EXPECT_TRUE(verified.ok()) << "graph invalid after " << pass.name() << ": "
-                             << verified.message();
+  EXPECT_TRUE(verified.ok()) << "graph invalid after " << pass.name() << ": " << verified.message();
   return changes;
 }
 
-// Random inputs for every graph input (symbolic dims = 2), run through both models, compare.
+// Random inputs for every graph input (symbolic dims: n = batch = 2, seq = 3), run through
+// both models, compare.
 inline ::testing::AssertionResult same_outputs(const Model& before, const Model& after,
                                                double rtol = 1e-4, double atol = 1e-5);
 
@@ -77,9 +77,9 @@ inline Model copy_model(const Model& model) {
   return std::move(copy).value();
 }
 
-inline ::testing::AssertionResult same_outputs(const Model& before, const Model& after,
-                                               double rtol, double atol) {
-  std::map<std::string, int64_t> dims{{"n", 2}};
+inline ::testing::AssertionResult same_outputs(const Model& before, const Model& after, double rtol,
+                                               double atol) {
+  std::map<std::string, int64_t> dims{{"n", 2}, {"batch", 2}, {"seq", 3}};
   std::mt19937_64 rng(42);
   NamedValues feeds;
   for (const Value* input : before.graph().inputs()) {
@@ -100,14 +100,14 @@ inline ::testing::AssertionResult same_outputs(const Model& before, const Model&
   }
   for (size_t i = 0; i < out_a.value().size(); ++i) {
     if (out_a.value()[i].first != out_b.value()[i].first) {
-      return ::testing::AssertionFailure() << "output " << i << " renamed from '"
-                                           << out_a.value()[i].first << "' to '"
-                                           << out_b.value()[i].first << "'";
+      return ::testing::AssertionFailure()
+             << "output " << i << " renamed from '" << out_a.value()[i].first << "' to '"
+             << out_b.value()[i].first << "'";
     }
     Comparison c = compare_values(out_b.value()[i].second, out_a.value()[i].second, {rtol, atol});
     if (!c.ok) {
-      return ::testing::AssertionFailure() << "output '" << out_a.value()[i].first
-                                           << "': " << c.message;
+      return ::testing::AssertionFailure()
+             << "output '" << out_a.value()[i].first << "': " << c.message;
     }
   }
   return ::testing::AssertionSuccess();

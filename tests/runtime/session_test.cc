@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/graph_clone.h"
 #include "ops/registry.h"
 #include "runtime/compiled_graph.h"
@@ -305,6 +307,112 @@ TEST(Session, ParallelExecutionReportsKernelErrorsNamingTheNode) {
   auto out = session.value()->run({{"x", x}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().find("add_0"), std::string::npos) << out.error();
+}
+
+}  // namespace
+}  // namespace onnxkit
+
+namespace onnxkit {
+namespace {
+
+// y = exp(relu(x)) + relu(x), with the second read of relu(x) through an Identity: its
+// bytes are shared when Exp runs, so Exp must not write over them.
+Model chain_model() {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", 13}};
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("n")}));
+  Node* relu = g.add_node("Relu", {x}, {"r"}, "", "relu");
+  Node* copy = g.add_node("Identity", {relu->output(0)}, {"i"}, "", "copy");
+  Node* neg = g.add_node("Neg", {relu->output(0)}, {"m"}, "", "neg");
+  Node* exp = g.add_node("Exp", {neg->output(0)}, {"e"}, "", "exp");
+  Node* add = g.add_node("Add", {exp->output(0), copy->output(0)}, {"y"}, "", "add");
+  g.add_output(add->output(0));
+  return model;
+}
+
+std::vector<float> run_chain(const Session& session, size_t n) {
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 7) - 3.0f;
+  auto x = Tensor::from_vector<float>(DType::kFloat, {static_cast<int64_t>(n)}, values);
+  auto out = session.run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.error();
+  if (!out.ok()) return {};
+  const Tensor& y = out.value()[0].second.tensor();
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+}
+
+TEST(Session, PlannedRunsMatchPoolRunsAndAllocateNothing) {
+  SessionOptions pool_only;
+  pool_only.memory_planning = false;
+  auto reference = Session::create(chain_model(), pool_only);
+  auto planned = Session::create(chain_model());
+  ASSERT_TRUE(reference.ok() && planned.ok());
+  const std::vector<float> want = run_chain(*reference.value(), 1000);
+  for (float v : want) EXPECT_GT(v, 0.0f);
+  EXPECT_EQ(run_chain(*planned.value(), 1000), want);  // records the plan
+  const size_t allocations = planned.value()->memory_stats().system_allocations;
+  EXPECT_EQ(run_chain(*planned.value(), 1000), want);  // follows it
+  EXPECT_EQ(run_chain(*planned.value(), 1000), want);
+  MemoryPlanStats stats = planned.value()->memory_plan_stats();
+  EXPECT_EQ(stats.plans, 1u);
+  EXPECT_EQ(stats.planned_runs, 2u);
+  EXPECT_EQ(stats.diverged_runs, 0u);
+  EXPECT_GT(stats.largest_arena_bytes, 0u);
+  EXPECT_EQ(planned.value()->memory_stats().system_allocations, allocations);
+  // Another input shape gets its own plan.
+  EXPECT_EQ(run_chain(*planned.value(), 300), run_chain(*reference.value(), 300));
+  EXPECT_EQ(planned.value()->memory_plan_stats().plans, 2u);
+}
+
+TEST(Session, ElementwiseOpsRunInPlaceOnValuesNothingReadsLater) {
+  // x -> Relu -> Neg -> Exp -> Abs: after Relu every op may write over its input, so the
+  // run needs one tensor of memory (two when each op allocates).
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", 13}};
+  Graph& g = model.graph();
+  Value* value =
+      g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(4096)}));
+  int index = 0;
+  for (const char* op : {"Relu", "Neg", "Exp", "Abs"}) {
+    value = g.add_node(op, {value}, {fmt::format("v{}", index)}, "", fmt::format("n{}", index))
+                ->output(0);
+    ++index;
+  }
+  g.add_output(value);
+  SessionOptions options;
+  options.memory_planning = false;
+  auto session = Session::create(std::move(model), options);
+  ASSERT_TRUE(session.ok()) << session.error();
+  std::vector<float> values(4096, -1.0f);
+  auto x = Tensor::from_vector<float>(DType::kFloat, {4096}, values);
+  auto out = session.value()->run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out.value()[0].second.tensor().data<float>()[17], 1.0f);  // |exp(-relu(-1))|
+  EXPECT_EQ(x.data<float>()[0], -1.0f);  // the caller's input is never written
+  EXPECT_LE(session.value()->memory_stats().peak_bytes_in_use, 4096u * sizeof(float));
+}
+
+TEST(Session, SharedAndReturnedValuesAreNeverWrittenInPlace) {
+  // r = relu(x) is returned and also read by Exp: Exp must not write over it.
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", 13}};
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(64)}));
+  Node* relu = g.add_node("Relu", {x}, {"r"}, "", "relu");
+  Node* exp = g.add_node("Exp", {relu->output(0)}, {"e"}, "", "exp");
+  g.add_output(relu->output(0));
+  g.add_output(exp->output(0));
+  auto session = Session::create(std::move(model));
+  ASSERT_TRUE(session.ok()) << session.error();
+  auto out = session.value()->run(
+      {{"x", Tensor::from_vector<float>(DType::kFloat, {64}, std::vector<float>(64, 2.0f))}});
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out.value()[0].second.tensor().data<float>()[5], 2.0f);
+  EXPECT_FLOAT_EQ(out.value()[1].second.tensor().data<float>()[5], std::exp(2.0f));
 }
 
 }  // namespace
