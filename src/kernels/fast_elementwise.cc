@@ -7,6 +7,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "core/parallel.h"
@@ -17,10 +18,63 @@
 
 namespace onnxkit {
 
+namespace {
+
+// One input is a block of `inner` floats repeated over `middle` rows within each of `outer`
+// groups (its dims equal the output's innermost ones, are 1 over the middle ones, and equal
+// the output's outside them); the other has the output's shape. A per-channel scale of a
+// blocked [N, C/16, H, W, 16] activation is such a pattern, with 16-float runs that the
+// row-wise broadcast would walk one short run at a time.
+struct RepeatPlan {
+  bool pattern_first = false;  // the pattern is input a
+  int64_t outer = 1, middle = 1, inner = 1;
+};
+
+std::optional<RepeatPlan> repeat_plan(const Shape& a, const Shape& b, const Shape& out) {
+  for (int first = 0; first < 2; ++first) {
+    const Shape& full = first ? b : a;
+    const Shape& pattern = first ? a : b;
+    if (full != out || pattern.size() > out.size()) continue;
+    const size_t rank = out.size(), offset = rank - pattern.size();
+    auto dim = [&](size_t i) { return i < offset ? int64_t{1} : pattern[i - offset]; };
+    RepeatPlan plan;
+    plan.pattern_first = first;
+    size_t i = rank;
+    for (; i > 0 && dim(i - 1) == out[i - 1]; --i) plan.inner *= out[i - 1];
+    for (; i > 0 && dim(i - 1) == 1; --i) plan.middle *= out[i - 1];
+    bool outer_matches = true;
+    for (size_t d = 0; d < i; ++d) {
+      outer_matches = outer_matches && dim(d) == out[d];
+      plan.outer *= out[d];
+    }
+    if (outer_matches && plan.inner >= 8 && plan.inner <= 64 && plan.middle >= 2) return plan;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void broadcast_binary_f32(BinaryOp op, const float* a, const Shape& a_shape, const float* b,
                           const Shape& b_shape, float* out, const Shape& out_shape) {
   const int64_t total = shape_numel(out_shape);
   if (total == 0) return;
+  if (const auto repeat = repeat_plan(a_shape, b_shape, out_shape)) {
+    const float* full = repeat->pattern_first ? b : a;
+    const float* pattern = repeat->pattern_first ? a : b;
+    const int64_t inner = repeat->inner, middle = repeat->middle;
+    const int64_t min_rows = std::max<int64_t>(1, kMinParallelStreaming / inner);
+    parallel_for(repeat->outer * middle, min_rows, [&](int64_t begin, int64_t end) {
+      const auto kernel =
+          vector_kernels().binary_repeat[repeat->pattern_first][static_cast<int>(op)];
+      for (int64_t row = begin; row < end;) {
+        const int64_t group = row / middle;
+        const int64_t rows = std::min(end, (group + 1) * middle) - row;
+        kernel(full + row * inner, pattern + group * inner, inner, out + row * inner, rows);
+        row += rows;
+      }
+    });
+    return;
+  }
   const BroadcastRows plan(out_shape, {&a_shape, &b_shape});
   const int index = static_cast<int>(op);
   const bool a_runs = plan.inner_stride(0) != 0;

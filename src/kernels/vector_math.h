@@ -81,6 +81,11 @@ struct VectorKernels {
   // out[i] = s op b[i]
   void (*binary_scalar_left[static_cast<int>(BinaryOp::kCount)])(float s, const float* b,
                                                                  float* out, int64_t n);
+  // A pattern of `period` floats repeated over `rows` rows: [0] out = a op pattern,
+  // [1] out = pattern op a (a and out hold rows * period floats).
+  void (*binary_repeat[2][static_cast<int>(BinaryOp::kCount)])(const float* a, const float* pattern,
+                                                               int64_t period, float* out,
+                                                               int64_t rows);
   // y[i] = f(x[i])
   void (*unary[static_cast<int>(UnaryOp::kCount)])(const float* x, float* y, int64_t n, float p0,
                                                    float p1);

@@ -191,6 +191,37 @@ void binary_scalar_left_loop(float s, const float* b, float* out, int64_t n) {
   }
 }
 
+// A pattern of `period` floats repeated along `rows` rows of a: out = a op pattern (or
+// pattern op a with kPatternLeft). Patterns of up to four vectors stay in registers.
+template <class S, BinaryOp kOp, bool kPatternLeft>
+void binary_repeat_loop(const float* a, const float* pattern, int64_t period, float* out,
+                        int64_t rows) {
+  constexpr int64_t W = S::kWidth;
+  constexpr int64_t kMaxVectors = 4;
+  if (period % W == 0 && period <= kMaxVectors * W) {
+    typename S::V p[kMaxVectors];
+    const int64_t vectors = period / W;
+    for (int64_t j = 0; j < vectors; ++j) p[j] = S::load(pattern + j * W);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* ar = a + r * period;
+      float* o = out + r * period;
+      for (int64_t j = 0; j < vectors; ++j) {
+        const auto x = S::load(ar + j * W);
+        S::store(o + j * W,
+                 kPatternLeft ? apply_binary<S, kOp>(p[j], x) : apply_binary<S, kOp>(x, p[j]));
+      }
+    }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (kPatternLeft) {
+      binary_loop<S, kOp>(pattern, a + r * period, out + r * period, period);
+    } else {
+      binary_loop<S, kOp>(a + r * period, pattern, out + r * period, period);
+    }
+  }
+}
+
 template <class S, UnaryOp kOp>
 void unary_loop(const float* x, float* y, int64_t n, float p0, float p1) {
   constexpr int64_t W = S::kWidth;
@@ -417,6 +448,8 @@ void fill_binary(VectorKernels& k, std::integer_sequence<int, kOps...>) {
   ((k.binary[kOps] = &binary_loop<S, static_cast<BinaryOp>(kOps)>), ...);
   ((k.binary_scalar_right[kOps] = &binary_scalar_right_loop<S, static_cast<BinaryOp>(kOps)>), ...);
   ((k.binary_scalar_left[kOps] = &binary_scalar_left_loop<S, static_cast<BinaryOp>(kOps)>), ...);
+  ((k.binary_repeat[0][kOps] = &binary_repeat_loop<S, static_cast<BinaryOp>(kOps), false>), ...);
+  ((k.binary_repeat[1][kOps] = &binary_repeat_loop<S, static_cast<BinaryOp>(kOps), true>), ...);
 }
 
 template <class S>

@@ -28,11 +28,16 @@ const std::vector<ShapePair>& broadcast_patterns() {
       {{3, 1, 1}, {2, 3, 5, 7}},  // channel on the left
       {{4, 1, 5}, {1, 3, 1}},     // both broadcast
       {{2, 3, 4, 5}, {2, 1, 4, 1}},
-      {{5, 1}, {1, 6}},                     // outer product
-      {{2, 1, 3}, {4, 1}},                  // non-contiguous broadcast
-      {{1, 12, 128, 128}, {1, 1, 1, 128}},  // attention mask add
-      {{300, 257}, {300, 1}},               // per-row scalar, many rows in parallel
-      {{0, 3}, {3}},                        // empty
+      {{5, 1}, {1, 6}},                      // outer product
+      {{2, 1, 3}, {4, 1}},                   // non-contiguous broadcast
+      {{1, 12, 128, 128}, {1, 1, 1, 128}},   // attention mask add
+      {{300, 257}, {300, 1}},                // per-row scalar, many rows in parallel
+      {{0, 3}, {3}},                         // empty
+      {{1, 9, 7, 7, 16}, {1, 9, 1, 1, 16}},  // per-channel scale of a blocked activation
+      {{1, 9, 1, 1, 16}, {1, 9, 7, 7, 16}},  // the same on the left (SE's Mul(scale, x))
+      {{2, 3, 5, 24}, {24}},                 // repeated rows of 24 (not a whole vector)
+      {{4, 6, 40}, {4, 1, 40}},              // a pattern per group of rows
+      {{2, 300, 16}, {2, 1, 16}},            // many rows: split across threads
   };
   return patterns;
 }
