@@ -30,6 +30,31 @@ nlohmann::json parse_report(const testing::CommandResult& result) {
   }
 }
 
+TEST(BenchCli, SpinPolicyIsAppliedAndReported) {
+  // libgomp reads its wait policy before main: --spin re-runs onnxkit with it set.
+  for (const char* policy : {"off", "on", "default"}) {
+    auto report = parse_report(run_command(
+        bench(kExample + " --json --threads 1 --iterations 2 --warmup 0 --dim batch=1 --spin " +
+              policy)));
+    EXPECT_EQ(report["spin"], policy) << report.dump(2);
+  }
+  auto bad = run_command(bench(kExample + " --spin sometimes"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--spin"), std::string::npos) << bad.output;
+}
+
+TEST(BenchCli, MemoryPlanIsReported) {
+  auto planned = parse_report(
+      run_command(bench(kExample + " --json --threads 1 --iterations 3 --warmup 1 --dim batch=1")));
+  EXPECT_GT(planned["arena_mb"].get<double>(), 0) << planned.dump(2);
+  EXPECT_GE(planned["planned_runs"].get<int>(), 3);
+  EXPECT_EQ(planned["diverged_runs"], 0);
+  auto pool = parse_report(run_command(bench(
+      kExample + " --json --threads 1 --iterations 3 --warmup 1 --dim batch=1 --no-memory-plan")));
+  EXPECT_EQ(pool["arena_mb"], 0) << pool.dump(2);
+  EXPECT_EQ(pool["planned_runs"], 0);
+}
+
 TEST(BenchCli, JsonHasTheFieldsWithSaneValues) {
   auto report = parse_report(
       run_command(bench(kExample + " --json --threads 1 --iterations 7 --warmup 1 --dim batch=2")));
