@@ -31,6 +31,9 @@ struct PassContext {
   // Why foldable-looking nodes were not folded, keyed by the node's first output name
   // ("over the size threshold", "non-deterministic", "no kernel", ...): for --explain.
   std::map<std::string, std::string> not_folded;
+  // Set by the pipeline when it runs ONNX shape inference: re-infers every value's type now
+  // (a pass that renamed dims can see the new names propagate without waiting a round).
+  std::function<void()> refresh_shapes;
 
   int64_t opset(std::string_view domain) const { return model->opset_version(domain); }
 };

@@ -149,6 +149,16 @@ Result<PipelineResult> run_pipeline(Model& model, std::vector<std::unique_ptr<Gr
   return capture([&] {
     context.model = &model;
     PipelineResult result;
+    if (options.shape_inference) {
+      context.refresh_shapes = [&] {
+        auto start = Clock::now();
+        Status inferred = infer_shapes(model);
+        if (!inferred.ok() && result.shape_inference_warning.empty()) {
+          result.shape_inference_warning = inferred.message();
+        }
+        result.shape_inference_seconds += seconds_since(start);
+      };
+    }
     for (const auto& pass : passes) result.passes.push_back({std::string(pass->name())});
     for (int round = 0; round < options.max_rounds; ++round) {
       ++result.rounds;
@@ -185,6 +195,7 @@ Result<PipelineResult> run_pipeline(Model& model, std::vector<std::unique_ptr<Gr
         break;
       }
     }
+    context.refresh_shapes = nullptr;
     model.graph().sort_topologically();
     return result;
   });

@@ -28,6 +28,8 @@ namespace {
 constexpr size_t kMaxElements = 1024;
 // Bounds the recursion through long shape chains (and through enclosing graphs).
 constexpr int kMaxDepth = 400;
+// Steps (each followed by shape inference) in one application of the pass.
+constexpr int kMaxSteps = 64;
 
 // One element of a shape vector.
 struct Elem {
@@ -824,6 +826,21 @@ class ShapeFoldingPass : public GraphPass {
   std::string_view name() const override { return "shape_folding"; }
 
   size_t run(Graph& graph, PassContext& context) override {
+    // Each step can let shape inference carry a dim further (a Reshape target that became
+    // a constant passes `seq` on to the next layer): repeat with fresh types while it does,
+    // rather than one layer per pipeline round.
+    size_t changes = 0;
+    for (int step = 0; step < kMaxSteps; ++step) {
+      const size_t step_changes = run_once(graph, context);
+      changes += step_changes;
+      if (step_changes == 0 || graph.parent() || !context.refresh_shapes) break;
+      context.refresh_shapes();
+    }
+    return changes;
+  }
+
+ private:
+  size_t run_once(Graph& graph, PassContext& context) {
     size_t changes = unify_generated_symbols(graph, context);
     Evaluator evaluator(context);
     const std::vector<Node*> order = graph.topological_order();
@@ -908,7 +925,6 @@ class ShapeFoldingPass : public GraphPass {
     return changes;
   }
 
- private:
   // Shape values that are equal at run time (the same symbolic text, element by element)
   // are computed once: every layer of a transformer recomputes [batch, seq, 768] from its
   // own hidden state, and CSE cannot see that Shape(h1) and Shape(h5) agree. Each later
