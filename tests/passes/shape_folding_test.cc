@@ -599,5 +599,63 @@ TEST(ShapeFolding, PipelineFoldsAnAttentionBlockToAFixedPoint) {
   EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
 }
 
+TEST(ShapeFolding, DeepStacksFoldInOneApplicationNotOneLayerPerRound) {
+  // Twelve attention-style blocks in a row: each block's merge target is only known once
+  // the previous block's output shape is inferred again.
+  Model model = empty_model(13);
+  Graph& g = model.graph();
+  Builder b{g, 13};
+  Value* h = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  for (int layer = 0; layer < 12; ++layer) {
+    Value* split = b.reshape(h, b.concat({b.dim(h, 0), b.dim(h, 1),
+                                          ints(g, "heads" + std::to_string(layer), {12, 64})}));
+    Value* heads_first = b.node("Transpose", {split});
+    set_ints(heads_first->producer(), "perm", {0, 2, 1, 3});
+    Value* back = b.node("Transpose", {b.node("Relu", {heads_first})});
+    set_ints(back->producer(), "perm", {0, 2, 1, 3});
+    h = b.reshape(back, b.concat({b.dim(back, 0), b.dim(back, 1),
+                                  ints(g, "hidden" + std::to_string(layer), {768})}));
+  }
+  g.rename_value(h, "y");
+  g.add_output(h);
+  Model before = copy_model(model);
+  std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_shape_folding_pass());
+  PassContext context;
+  context.registry = &OpRegistry::builtin();
+  auto result = run_pipeline(model, passes, context, {});
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_TRUE(result.value().converged);
+  EXPECT_LE(result.value().rounds, 3);
+  EXPECT_EQ(shape_ops(model), 0u);
+  EXPECT_EQ(reshape_target(g, "y"), (std::vector<int64_t>{0, 0, 768}));
+  EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
+}
+
+TEST(ShapeFolding, RangeOverADimHasThatDimsLength) {
+  // GPT-2's causal mask: positions = Range(0, seq, 1); ONNX inference leaves its length
+  // unknown, so everything built from it loses `seq`.
+  Model model = empty_model(13);
+  Graph& g = model.graph();
+  Builder b{g, 13};
+  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(8)}));
+  Value* seq = b.gather(b.shape(x), 1);
+  Value* positions = b.node("Range", {ints(g, "zero", {0}, true), seq, ints(g, "one", {1}, true)});
+  g.rename_value(positions, "positions");
+  Value* as_float = b.node("Cast", {positions});
+  set_int(as_float->producer(), "to", static_cast<int64_t>(DType::kFloat));
+  Value* column = b.node("Unsqueeze", {as_float, ints(g, "last", {1})});
+  Value* y = b.node("Add", {x, column});
+  g.rename_value(y, "y");
+  g.add_output(y);
+  Model before = copy_model(model);
+  run_rounds(model);
+  const ValueType& type = g.lookup("positions")->type();
+  ASSERT_TRUE(type.shape.has_value());
+  ASSERT_EQ(type.shape->size(), 1u);
+  EXPECT_EQ((*type.shape)[0].param, "seq");
+  EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
