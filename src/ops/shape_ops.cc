@@ -49,6 +49,20 @@ void coalesce(Shape& shape, std::vector<int64_t>& strides) {
   strides = std::move(merged_strides);
 }
 
+// Steps the index over the outer dims `counter` covers (the first counter.size() dims of
+// `shape`), last dim fastest, keeping `offset` = sum(index[d] * strides[d]).
+void next_index(std::vector<int64_t>& counter, const Shape& shape,
+                const std::vector<int64_t>& strides, int64_t& offset) {
+  for (size_t d = counter.size(); d-- > 0;) {
+    if (++counter[d] < shape[d]) {
+      offset += strides[d];
+      return;
+    }
+    offset -= strides[d] * (shape[d] - 1);
+    counter[d] = 0;
+  }
+}
+
 // copy_strided when the two innermost output dims are a 2-D transpose of the input (the
 // input's contiguous dim is the second last): walked in square tiles, so that both sides
 // are read and written a cache line at a time (a weight's Transpose, [50257, 768] for
@@ -75,14 +89,7 @@ void copy_transposed_blocks(const T* src, const Shape& shape, const std::vector<
       }
     }
     dst += rows * cols;
-    for (size_t d = rank - 2; d-- > 0;) {
-      if (++counter[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= strides[d] * (shape[d] - 1);
-      counter[d] = 0;
-    }
+    next_index(counter, shape, strides, offset);
   }
 }
 
@@ -110,14 +117,7 @@ void copy_strided(const T* src, Shape shape, std::vector<int64_t> strides, T* ds
       for (int64_t i = 0; i < inner; ++i) dst[i] = from[i * inner_stride];
     }
     dst += inner;
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++counter[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= strides[d] * (shape[d] - 1);
-      counter[d] = 0;
-    }
+    next_index(counter, shape, strides, offset);
   }
 }
 

@@ -566,70 +566,63 @@ TEST(ShapeFolding, WorksInsideSubgraphsOnOuterValues) {
   EXPECT_TRUE(same_outputs_with(before, model, {{"n", 5}}));
 }
 
-TEST(ShapeFolding, PipelineFoldsAnAttentionBlockToAFixedPoint) {
-  // Split heads, transpose, merge heads back: the second target is only known once the
-  // first Reshape's output shape is inferred in the next round.
-  Model model = empty_model(13);
-  Graph& g = model.graph();
-  Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
-  Value* split = b.reshape(x, b.concat({b.dim(x, 0), b.dim(x, 1), ints(g, "heads", {12, 64})}));
-  g.rename_value(split, "split");
+// Split heads, transpose, merge heads back, with both Reshape targets computed from
+// Shape; `suffix` names the block's values ("split<suffix>", "merged<suffix>").
+Value* attention_block(Builder& b, Graph& g, Value* h, const std::string& suffix) {
+  Value* split =
+      b.reshape(h, b.concat({b.dim(h, 0), b.dim(h, 1), ints(g, "heads" + suffix, {12, 64})}));
+  g.rename_value(split, "split" + suffix);
   Value* heads_first = b.node("Transpose", {split});
   set_ints(heads_first->producer(), "perm", {0, 2, 1, 3});
-  Value* scaled = b.node("Relu", {heads_first});
-  Value* back = b.node("Transpose", {scaled});
+  Value* back = b.node("Transpose", {b.node("Relu", {heads_first})});
   set_ints(back->producer(), "perm", {0, 2, 1, 3});
-  Value* merged =
-      b.reshape(back, b.concat({b.dim(back, 0), b.dim(back, 1), ints(g, "hidden", {768})}));
-  g.rename_value(merged, "merged");
-  g.add_output(merged);
-  Model before = copy_model(model);
-  std::vector<std::unique_ptr<GraphPass>> passes;
-  passes.push_back(make_shape_folding_pass());
-  PassContext context;
-  context.registry = &OpRegistry::builtin();
-  auto result = run_pipeline(model, passes, context, {});
-  ASSERT_TRUE(result.ok()) << result.error();
-  EXPECT_TRUE(result.value().converged);
-  EXPECT_EQ(reshape_target(g, "split"), (std::vector<int64_t>{0, 0, 12, 64}));
-  EXPECT_EQ(reshape_target(g, "merged"), (std::vector<int64_t>{0, 0, 768}));
-  EXPECT_EQ(shape_ops(model), 0u);
-  EXPECT_TRUE(verify_model(model).ok());
-  EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
+  Value* merged = b.reshape(
+      back, b.concat({b.dim(back, 0), b.dim(back, 1), ints(g, "hidden" + suffix, {768})}));
+  g.rename_value(merged, "merged" + suffix);
+  return merged;
 }
 
-TEST(ShapeFolding, DeepStacksFoldInOneApplicationNotOneLayerPerRound) {
-  // Twelve attention-style blocks in a row: each block's merge target is only known once
-  // the previous block's output shape is inferred again.
-  Model model = empty_model(13);
+// `blocks` attention blocks in a row through the pipeline with shape_folding alone.
+Result<PipelineResult> fold_stack(Model& model, int blocks) {
   Graph& g = model.graph();
   Builder b{g, 13};
   Value* h = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
-  for (int layer = 0; layer < 12; ++layer) {
-    Value* split = b.reshape(h, b.concat({b.dim(h, 0), b.dim(h, 1),
-                                          ints(g, "heads" + std::to_string(layer), {12, 64})}));
-    Value* heads_first = b.node("Transpose", {split});
-    set_ints(heads_first->producer(), "perm", {0, 2, 1, 3});
-    Value* back = b.node("Transpose", {b.node("Relu", {heads_first})});
-    set_ints(back->producer(), "perm", {0, 2, 1, 3});
-    h = b.reshape(back, b.concat({b.dim(back, 0), b.dim(back, 1),
-                                  ints(g, "hidden" + std::to_string(layer), {768})}));
+  for (int block = 0; block < blocks; ++block) {
+    h = attention_block(b, g, h, std::to_string(block));
   }
-  g.rename_value(h, "y");
   g.add_output(h);
-  Model before = copy_model(model);
   std::vector<std::unique_ptr<GraphPass>> passes;
   passes.push_back(make_shape_folding_pass());
   PassContext context;
   context.registry = &OpRegistry::builtin();
+  Model before = copy_model(model);
   auto result = run_pipeline(model, passes, context, {});
+  EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
+  return result;
+}
+
+TEST(ShapeFolding, PipelineFoldsAnAttentionBlockToAFixedPoint) {
+  // The second target is only known once the first Reshape's output shape is inferred.
+  Model model = empty_model(13);
+  auto result = fold_stack(model, 1);
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_TRUE(result.value().converged);
+  EXPECT_EQ(reshape_target(model.graph(), "split0"), (std::vector<int64_t>{0, 0, 12, 64}));
+  EXPECT_EQ(reshape_target(model.graph(), "merged0"), (std::vector<int64_t>{0, 0, 768}));
+  EXPECT_EQ(shape_ops(model), 0u);
+  EXPECT_TRUE(verify_model(model).ok());
+}
+
+TEST(ShapeFolding, DeepStacksFoldInOneApplicationNotOneLayerPerRound) {
+  // Each block's merge target is only known once the previous block's output shape is
+  // inferred again: twelve blocks must not take twelve pipeline rounds.
+  Model model = empty_model(13);
+  auto result = fold_stack(model, 12);
   ASSERT_TRUE(result.ok()) << result.error();
   EXPECT_TRUE(result.value().converged);
   EXPECT_LE(result.value().rounds, 3);
   EXPECT_EQ(shape_ops(model), 0u);
-  EXPECT_EQ(reshape_target(g, "y"), (std::vector<int64_t>{0, 0, 768}));
-  EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
+  EXPECT_EQ(reshape_target(model.graph(), "merged11"), (std::vector<int64_t>{0, 0, 768}));
 }
 
 TEST(ShapeFolding, RangeOverADimHasThatDimsLength) {
