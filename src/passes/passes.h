@@ -36,6 +36,9 @@ std::unique_ptr<GraphPass> make_fuse_transpose_into_gemm_pass();
 std::unique_ptr<GraphPass> make_fuse_pad_into_conv_pass();
 // Consecutive Transposes become one (or none).
 std::unique_ptr<GraphPass> make_merge_transposes_pass();
+// A Transpose moves down through elementwise ops, reductions, Softmax and Concat until it meets
+// the Transpose that undoes it; both go (channels-last LayerNorm stages in channels-first nets).
+std::unique_ptr<GraphPass> make_cancel_transposes_pass();
 // Consecutive Reshape/Flatten become one Reshape.
 std::unique_ptr<GraphPass> make_merge_reshapes_pass();
 // Consecutive Squeeze/Unsqueeze pairs that cancel are removed; consecutive ones of the same kind
