@@ -162,6 +162,11 @@ int run_simplify(const SimplifyArgs& args) {
   if (fs::weakly_canonical(input, ec) == fs::weakly_canonical(output, ec)) {
     fail("refusing to write over the input model {}: choose another output path", args.input);
   }
+  // Say so now rather than after minutes of work on a big model.
+  const fs::path output_dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
+  if (!fs::is_directory(output_dir, ec)) {
+    fail("cannot write {}: directory {} does not exist", args.output, output_dir.string());
+  }
   SimplifyOptions options;
   options.input_shapes = parse_input_shapes(args.input_shapes);
   std::vector<std::string> skipped;

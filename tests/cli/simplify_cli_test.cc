@@ -98,6 +98,13 @@ TEST(SimplifyCli, OptionErrorsAreClear) {
       run_command(onnxkit("simplify " + in + " " + out + " --overwrite-input-shape input:1,3"));
   EXPECT_EQ(rank.exit_code, 1);
   EXPECT_NE(rank.output.find("rank 4"), std::string::npos) << rank.output;
+  // A missing output directory is reported before any work is done.
+  auto missing_dir =
+      run_command(onnxkit("simplify " + in + " " + (dir / "no_such_dir" / "o.onnx").string()));
+  EXPECT_EQ(missing_dir.exit_code, 1);
+  EXPECT_NE(missing_dir.output.find("no_such_dir does not exist"), std::string::npos)
+      << missing_dir.output;
+  EXPECT_EQ(missing_dir.output.find("check:"), std::string::npos) << missing_dir.output;
   EXPECT_FALSE(fs::exists(out));
 }
 
