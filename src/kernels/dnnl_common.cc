@@ -1,5 +1,7 @@
 #include "kernels/dnnl_common.h"
 
+#include "core/parallel.h"
+
 namespace onnxkit::dnnl_util {
 
 const dnnl::engine& cpu_engine() {
@@ -58,6 +60,32 @@ void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activati
     case Kind::kGeluTanh:
       return eltwise(A::eltwise_gelu_tanh);
   }
+}
+
+std::optional<Activation> computed_activation(const FusedActivation& activation) {
+  using Kind = FusedActivation::Kind;
+  switch (activation.kind) {
+    case Kind::kSigmoid:
+      return Activation{UnaryOp::kSigmoid};
+    case Kind::kTanh:
+      return Activation{UnaryOp::kTanh};
+    case Kind::kSilu:
+      return Activation{UnaryOp::kSilu};
+    case Kind::kGelu:
+      return Activation{UnaryOp::kGelu};
+    case Kind::kGeluTanh:
+      return Activation{UnaryOp::kGeluTanh};
+    default:
+      return std::nullopt;
+  }
+}
+
+void apply_activation_in_place(const Activation& activation, float* y, int64_t n) {
+  // Big enough chunks that a thread's share amortizes the dispatch.
+  constexpr int64_t kChunk = 16384;
+  parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
+    apply_activation(activation, y + begin, y + begin, end - begin);
+  });
 }
 
 }  // namespace onnxkit::dnnl_util

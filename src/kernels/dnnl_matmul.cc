@@ -191,7 +191,9 @@ class DnnlMatMul {
  public:
   // `constant_b`: B when it is an initializer (float32), to prepack.
   DnnlMatMul(MatMulSpec spec, std::optional<Tensor> constant_b)
-      : spec_(std::move(spec)), constant_b_(std::move(constant_b)) {}
+      : spec_(std::move(spec)),
+        own_activation_(dnnl_util::computed_activation(spec_.activation)),
+        constant_b_(std::move(constant_b)) {}
 
   // out = act(alpha * op(A) @ op(B) + addend); `out` has dims.out_shape (for kSum it
   // already holds the addend); `row` holds N floats for kRow.
@@ -213,6 +215,10 @@ class DnnlMatMul {
     } catch (const dnnl::error& e) {
       context.fail("oneDNN matmul {} x {}: {}", shape_to_string(a.shape()),
                    shape_to_string(b.shape()), e.what());
+    }
+    if (own_activation_) {
+      dnnl_util::apply_activation_in_place(*own_activation_, out.mutable_data<float>(),
+                                           out.numel());
     }
   }
 
@@ -277,7 +283,7 @@ class DnnlMatMul {
     } else if (addend == Addend::kSum) {
       post_ops.append_sum(spec_.sum_scale);
     }
-    dnnl_util::append_activation(post_ops, spec_.activation);
+    if (!own_activation_) dnnl_util::append_activation(post_ops, spec_.activation);
     attr.set_post_ops(post_ops);
 
     auto make_pd = [&](const memory::desc& weights) {
@@ -311,6 +317,7 @@ class DnnlMatMul {
   }
 
   const MatMulSpec spec_;
+  const std::optional<Activation> own_activation_;  // run after the primitive, not a post-op
   const std::optional<Tensor> constant_b_;
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;

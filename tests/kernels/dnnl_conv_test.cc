@@ -855,7 +855,7 @@ void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool
 
 TEST(DnnlBlockedTest, BlockedConvWithResidualAndActivation) {
   for (const auto& [activation, params] : std::vector<std::pair<std::string, std::vector<float>>>{
-           {"Relu", {}}, {"Clip", {0.0f, 6.0f}}, {"Silu", {}}, {"HardSigmoid", {}}}) {
+           {"Relu", {}}, {"Clip", {0.0f, 6.0f}}, {"Silu", {}}, {"HardSigmoid", {}}, {"Tanh", {}}}) {
     struct Geometry {
       Shape x, w;
       int64_t group, stride;
@@ -864,6 +864,9 @@ TEST(DnnlBlockedTest, BlockedConvWithResidualAndActivation) {
                                                    {{1, 16, 11, 11}, {48, 16, 1, 1}, 1, 1},
                                                    {{1, 32, 12, 12}, {32, 1, 3, 3}, 32, 2},
                                                    {{1, 3, 13, 13}, {16, 3, 3, 3}, 1, 2},
+                                                   // plain X whose channels fill no block
+                                                   {{1, 24, 9, 9}, {32, 24, 1, 1}, 1, 1},
+                                                   {{2, 40, 7, 6}, {48, 40, 3, 3}, 1, 1},
                                                    {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2}}) {
       SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
       const int64_t pad = g.w[2] / 2;
