@@ -77,20 +77,18 @@ class FuseBnIntoConvPass : public GraphPass {
       factor[c] = (*scale)[c] / std::sqrt(denom);
       if (!std::isfinite(factor[c])) return false;
     }
-    std::vector<double> weights = to_doubles(*w);
+    // One factor per run of W: a run is an output channel's weights (Conv), or one
+    // kernel window of (input channel, output channel of its group) for ConvTranspose.
+    std::vector<double> runs;
     if (transposed_) {
-      const int64_t kernel = static_cast<int64_t>(weights.size()) / (in_channels * group_out);
       const int64_t group_in = in_channels / group;
+      runs.reserve(static_cast<size_t>(in_channels * group_out));
       for (int64_t i = 0; i < in_channels; ++i) {
-        for (int64_t j = 0; j < group_out; ++j) {
-          const double f = factor[(i / group_in) * group_out + j];
-          double* row = weights.data() + (i * group_out + j) * kernel;
-          for (int64_t k = 0; k < kernel; ++k) row[k] *= f;
-        }
+        for (int64_t j = 0; j < group_out; ++j)
+          runs.push_back(factor[(i / group_in) * group_out + j]);
       }
     } else {
-      const size_t per_channel = weights.size() / static_cast<size_t>(channels);
-      for (size_t i = 0; i < weights.size(); ++i) weights[i] *= factor[i / per_channel];
+      runs = factor;
     }
     std::vector<double> new_bias = b ? to_doubles(*b) : std::vector<double>(channels, 0.0);
     for (int64_t c = 0; c < channels; ++c) {
@@ -98,8 +96,7 @@ class FuseBnIntoConvPass : public GraphPass {
     }
 
     const std::string& base = conv->input(1)->name();
-    Value* new_w = graph.add_initializer(graph.unique_name(base + "_bn"),
-                                         from_doubles(w->dtype(), w->shape(), weights));
+    Value* new_w = graph.add_initializer(graph.unique_name(base + "_bn"), scale_runs(*w, runs));
     Value* new_b = graph.add_initializer(graph.unique_name(base + "_bn_bias"),
                                          from_doubles(w->dtype(), {channels}, new_bias));
     graph.set_node_input(conv, 1, new_w);

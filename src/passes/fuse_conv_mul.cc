@@ -61,12 +61,8 @@ class FuseConvMulPass : public GraphPass {
       if (!std::isfinite(f)) return false;
     }
 
-    std::vector<double> weights = to_doubles(*w);
-    const size_t per_out = weights.size() / static_cast<size_t>(channels);
-    for (size_t i = 0; i < weights.size(); ++i) weights[i] *= (*factor)[i / per_out];
     const std::string& base = conv->input(1)->name();
-    Value* new_w = graph.add_initializer(graph.unique_name(base + "_mul"),
-                                         from_doubles(w->dtype(), w->shape(), weights));
+    Value* new_w = graph.add_initializer(graph.unique_name(base + "_mul"), scale_runs(*w, *factor));
     graph.set_node_input(conv, 1, new_w);
     if (b) {
       std::vector<double> bias = to_doubles(*b);

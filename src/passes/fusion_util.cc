@@ -24,6 +24,24 @@ Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values)
   return t;
 }
 
+Tensor scale_runs(const Tensor& t, const std::vector<double>& runs) {
+  Tensor out =
+      Tensor::from_buffer(t.dtype(), t.shape(), Buffer::allocate_uninitialized(t.nbytes()));
+  const int64_t run = runs.empty() ? 0 : t.numel() / static_cast<int64_t>(runs.size());
+  dispatch_float(t.dtype(), "fusion", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = t.data<T>();
+    T* o = out.mutable_data<T>();
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const double f = runs[r];
+      for (int64_t i = static_cast<int64_t>(r) * run, end = i + run; i < end; ++i) {
+        o[i] = static_cast<T>(static_cast<double>(in[i]) * f);
+      }
+    }
+  });
+  return out;
+}
+
 std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
                                                  const PassContext& context) {
   const Tensor* t = constant_value(value, context);

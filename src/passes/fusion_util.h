@@ -14,6 +14,11 @@ namespace onnxkit {
 std::vector<double> to_doubles(const Tensor& tensor);
 Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& values);
 
+// `t` split into runs.size() equal runs of consecutive values, run r multiplied by runs[r]
+// (each product in double, stored in t's type), without a double copy of the whole tensor:
+// folding into the weights of a model's convs would otherwise write twice its size.
+Tensor scale_runs(const Tensor& t, const std::vector<double>& runs);
+
 // A constant float vector of exactly `n` values (a per-channel BatchNorm parameter), or nullopt.
 std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
                                                  const PassContext& context);
