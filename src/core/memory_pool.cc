@@ -63,8 +63,12 @@ std::shared_ptr<Buffer> MemoryPool::allocate(size_t bytes, bool zero) {
 
 void MemoryPool::give_back(std::byte* data, size_t capacity) {
   std::lock_guard lock(mutex_);
-  free_.emplace(capacity, data);
   stats_.bytes_in_use -= capacity;
+  if (closed_) {
+    std::free(data);
+    return;
+  }
+  free_.emplace(capacity, data);
   stats_.bytes_free += capacity;
 }
 
@@ -76,6 +80,12 @@ MemoryPoolStats MemoryPool::stats() const {
 void MemoryPool::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+void MemoryPool::close() {
+  trim();
+  std::lock_guard lock(mutex_);
+  closed_ = true;
 }
 
 void MemoryPool::trim() {

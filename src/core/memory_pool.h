@@ -46,12 +46,17 @@ class MemoryPool final : public BlockAllocator,
   void reset_peak();
   // Frees every cached block.
   void trim();
+  // Frees every cached block and caches no more: blocks still lent (outputs a caller keeps
+  // after its session is gone) go back to the system when released, instead of keeping
+  // the pool's cache alive with them.
+  void close();
 
  private:
   MemoryPool() = default;
 
   mutable std::mutex mutex_;
   std::multimap<size_t, std::byte*> free_;  // capacity -> block
+  bool closed_ = false;
   MemoryPoolStats stats_;
 };
 

@@ -198,6 +198,28 @@ class ConstantFoldingPass : public GraphPass {
   }
 
  private:
+  // A Transpose of a big weight that something else also reads (GPT-2's LM head is the
+  // token embedding, transposed) would become a second copy of it; when every reader is a
+  // MatMul / Gemm, which read a transposed operand for free (Gemm's transB, runtimes'
+  // fused transposes), the Transpose stays and the model stays that much smaller.
+  static std::optional<std::string> duplicates_shared_weight(const Node& node, double freed) {
+    if (node.op_type() != "Transpose" || freed > 0 || !node.output(0)) return std::nullopt;
+    const Tensor& weight = node.input(0)->initializer();
+    if (tensor_bytes(weight) < kSharedWeightBytes) return std::nullopt;
+    for (const Use& use : node.output(0)->uses()) {
+      const std::string& reader = use.node->op_type();
+      if (!is_standard_domain(use.node->domain()) || (reader != "MatMul" && reader != "Gemm")) {
+        return std::nullopt;
+      }
+    }
+    if (is_graph_output(node.output(0))) return std::nullopt;
+    return fmt::format(
+        "would copy the shared weight '{}' ({:.0f} bytes) that its MatMul/Gemm readers can "
+        "read transposed",
+        node.input(0)->name(), tensor_bytes(weight));
+  }
+  static constexpr double kSharedWeightBytes = 16 << 20;
+
   // Folds `node` when it can; returns whether it did.
   static bool fold(Graph& graph, Node& node, PassContext& context) {
     if (!is_standard_domain(node.domain()) || node.op_type() == "Constant") return false;
@@ -257,6 +279,7 @@ class ConstantFoldingPass : public GraphPass {
                                    [&](const Use& use) { return use.node == &node; });
       if (only_here) freed += tensor_bytes(input->initializer());
     }
+    if (auto why = duplicates_shared_weight(node, freed)) return keep(*why);
     const double threshold = static_cast<double>(context.tensor_size_threshold);
     auto over_threshold = [&](const std::vector<double>& bytes) -> std::optional<std::string> {
       double total = 0;

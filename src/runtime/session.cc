@@ -98,7 +98,11 @@ void Session::reset_peak_memory() const {
   pool_->reset_peak();
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // Outputs the caller keeps hold the pool; its cache (up to a run's largest tensors) must
+  // not live on with them. Cached arena blocks released below go straight to the system.
+  pool_->close();
+}
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {

@@ -51,6 +51,18 @@ TEST(MemoryPool, BlocksOutliveThePoolHandle) {
   EXPECT_EQ(block->data()[0], std::byte{1});
 }
 
+TEST(MemoryPool, ClosedPoolCachesNothing) {
+  auto pool = MemoryPool::create();
+  { auto cached = pool->allocate(1 << 20, false); }
+  auto kept = pool->allocate(4096, false);  // an output a caller keeps past its session
+  EXPECT_GT(pool->stats().bytes_free, 0u);
+  pool->close();
+  EXPECT_EQ(pool->stats().bytes_free, 0u);
+  kept.reset();
+  EXPECT_EQ(pool->stats().bytes_free, 0u);
+  EXPECT_EQ(pool->stats().bytes_in_use, 0u);
+}
+
 TEST(MemoryPool, TracksPeakBytesInUse) {
   auto pool = MemoryPool::create();
   {
