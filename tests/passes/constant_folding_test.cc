@@ -244,6 +244,37 @@ TEST(ConstantFolding, GrowthGuardCountsOnlyInputsThatGoAway) {
   }
 }
 
+TEST(ConstantFolding, TransposeOfASharedBigWeightStaysForMatMul) {
+  // GPT-2's tied LM head: the token embedding feeds a Gather and, transposed, the last
+  // MatMul. Folding the Transpose would store a second 16 MiB copy of it.
+  for (bool shared : {true, false}) {
+    Model model = empty_model(13);
+    Graph& g = model.graph();
+    Value* e = g.add_input("e", float_type({3, 1024}));
+    Value* wte = g.add_initializer("wte", random_floats({4096, 1024}, 4));
+    Node* transpose = g.add_node("Transpose", {wte}, {"wte_t"});
+    g.add_output(g.add_node("MatMul", {e, transpose->output(0)}, {"logits"})->output(0));
+    if (shared) {
+      Value* ids =
+          g.add_input("ids", ValueType::tensor(DType::kInt64, std::vector<Dim>{Dim::known(2)}));
+      g.add_output(g.add_node("Gather", {wte, ids}, {"rows"})->output(0));
+    }
+    PassContext context;
+    if (shared) {
+      Model before = copy_model(model);
+      EXPECT_EQ(fold(model, context), 0u);
+      EXPECT_EQ(count_ops(model, "Transpose"), 1u);
+      EXPECT_NE(context.not_folded["wte_t"].find("would copy the shared weight 'wte'"),
+                std::string::npos)
+          << context.not_folded["wte_t"];
+      EXPECT_TRUE(same_outputs(before, model));
+    } else {
+      EXPECT_EQ(fold(model, context), 1u);
+      EXPECT_EQ(count_ops(model, "Transpose"), 0u);
+    }
+  }
+}
+
 TEST(ConstantFolding, HugeBlowUpIsNeverMaterialized) {
   Model model = empty_model(13);
   Value* x = model.graph().add_input("x", float_type({2}));
