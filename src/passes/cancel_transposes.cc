@@ -119,23 +119,11 @@ std::optional<int64_t> known_rank(const Value* value) {
   return static_cast<int64_t>(type.shape->size());
 }
 
-// The permutation a Transpose applies at rank `rank` (an absent perm reverses the axes), or
-// nullopt when it is malformed or of another rank.
-std::optional<std::vector<int64_t>> permutation(const Node* node, int64_t rank) {
-  std::vector<int64_t> perm;
-  if (const Attribute* attr = node->find_attribute("perm")) {
-    if (attr->type != AttrType::kInts) return std::nullopt;
-    perm = attr->ints;
-  } else {
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-  }
-  if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
-  std::vector<bool> seen(perm.size(), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) return std::nullopt;
-    seen[static_cast<size_t>(p)] = true;
-  }
-  return perm;
+// T_q(T_p(v)) = T_c(v) with c[i] = p[q[i]].
+std::vector<int64_t> compose(const std::vector<int64_t>& p, const std::vector<int64_t>& q) {
+  std::vector<int64_t> c(q.size());
+  for (size_t i = 0; i < q.size(); ++i) c[i] = p[static_cast<size_t>(q[i])];
+  return c;
 }
 
 // The rank a Transpose works at: its perm's size, else its input's or output's type.
@@ -145,29 +133,6 @@ std::optional<int64_t> transpose_rank(const Node* node) {
   }
   if (auto rank = known_rank(node->input(0))) return rank;
   return known_rank(node->output(0));
-}
-
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInt;
-  attr.i = value;
-  return attr;
 }
 
 // Constants above this many elements are not transposed (a copy would cost memory for a
@@ -261,8 +226,8 @@ class CancelTransposesPass : public GraphPass {
   static bool collect(Graph& graph, Node* root, const PassContext& context, Region& region) {
     const auto rank = transpose_rank(root);
     if (!rank || root->inputs().size() != 1 || !root->input(0) || !root->output(0)) return false;
-    auto perm = permutation(root, *rank);
-    if (!perm || is_identity(*perm)) return false;
+    auto perm = transpose_permutation(root, *rank);
+    if (!perm || is_identity_permutation(*perm)) return false;
     region.perm = *perm;
     const int64_t opset = context.opset("");
     std::set<Node*> seen_nodes;
@@ -288,7 +253,7 @@ class CancelTransposesPass : public GraphPass {
           if (seen_nodes.count(reader)) continue;
           seen_nodes.insert(reader);
           if (is_onnx_op(reader, "Transpose")) {
-            if (!permutation(reader, *rank) || !reader->output(0)) return false;
+            if (!transpose_permutation(reader, *rank) || !reader->output(0)) return false;
             region.terminals.push_back(reader);
             region.terminal_set.insert(reader);
             continue;
@@ -315,7 +280,8 @@ class CancelTransposesPass : public GraphPass {
           Node* producer = input->producer();
           if (is_onnx_op(producer, "Transpose") && producer->graph() == &graph &&
               producer->inputs().size() == 1 && producer->input(0) &&
-              transpose_rank(producer) == *rank && permutation(producer, *rank) == region.perm) {
+              transpose_rank(producer) == *rank &&
+              transpose_permutation(producer, *rank) == region.perm) {
             if (region.terminal_set.count(producer)) return false;  // reads the region itself
             add_root(producer);  // another T_p(...) joins: it goes too
             continue;
@@ -348,10 +314,9 @@ class CancelTransposesPass : public GraphPass {
     // Terminals whose composed permutation is the identity disappear: their outputs must be
     // replaceable by region values.
     for (Node* terminal : region.terminals) {
-      const auto q = permutation(terminal, static_cast<int64_t>(rank));
-      std::vector<int64_t> composed(rank);
-      for (size_t i = 0; i < rank; ++i) composed[i] = perm[static_cast<size_t>((*q)[i])];
-      if (is_identity(composed)) {
+      const auto q = transpose_permutation(terminal, static_cast<int64_t>(rank));
+      std::vector<int64_t> composed = compose(perm, *q);
+      if (is_identity_permutation(composed)) {
         Value* y = terminal->output(0);
         Value* source = terminal->input(0);
         Value* x = source;
@@ -429,10 +394,9 @@ class CancelTransposesPass : public GraphPass {
 
     // Terminals: T_q(T_p(v)) = T_c(v), c[i] = p[q[i]]; gone when c is the identity.
     for (Node* terminal : region.terminals) {
-      const auto q = permutation(terminal, static_cast<int64_t>(rank));
-      std::vector<int64_t> composed(rank);
-      for (size_t i = 0; i < rank; ++i) composed[i] = perm[static_cast<size_t>((*q)[i])];
-      if (is_identity(composed)) {
+      const auto q = transpose_permutation(terminal, static_cast<int64_t>(rank));
+      std::vector<int64_t> composed = compose(perm, *q);
+      if (is_identity_permutation(composed)) {
         Value* y = terminal->output(0);
         Value* x = terminal->input(0);
         replace_value(graph, y, x);

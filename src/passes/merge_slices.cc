@@ -106,14 +106,6 @@ AxisSlice compose(const AxisSlice& first, const AxisSlice& second, int64_t dim) 
   return {b1 + b2, b1 + b2 + length2, 1};
 }
 
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
 Value* add_ints_initializer(Graph& graph, const std::string& prefix,
                             const std::vector<int64_t>& values) {
   const int64_t n = static_cast<int64_t>(values.size());

@@ -112,14 +112,6 @@ std::vector<int64_t> compose_squeeze(const std::vector<int64_t>& first,
   return {result.begin(), result.end()};
 }
 
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
 // Gives `node` the axes `axes`, in the form of the opset.
 void set_axes(Graph& graph, Node* node, const std::vector<int64_t>& axes, int64_t opset) {
   if (opset < 13) {

@@ -18,44 +18,6 @@ std::optional<int64_t> known_rank(const Value* value) {
   return static_cast<int64_t>(type.shape->size());
 }
 
-// The permutation `node` applies, or nullopt when it is malformed or (absent perm) the rank
-// is unknown. An absent perm reverses the axes.
-std::optional<std::vector<int64_t>> permutation(const Node* node, std::optional<int64_t> rank) {
-  std::vector<int64_t> perm;
-  if (const Attribute* attr = node->find_attribute("perm")) {
-    if (attr->type != AttrType::kInts) return std::nullopt;
-    perm = attr->ints;
-  } else {
-    if (!rank) return std::nullopt;
-    perm.resize(static_cast<size_t>(*rank));
-    for (int64_t i = 0; i < *rank; ++i) perm[static_cast<size_t>(i)] = *rank - 1 - i;
-  }
-  std::vector<bool> seen(perm.size(), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[static_cast<size_t>(p)]) {
-      return std::nullopt;
-    }
-    seen[static_cast<size_t>(p)] = true;
-  }
-  if (rank && *rank != static_cast<int64_t>(perm.size())) return std::nullopt;
-  return perm;
-}
-
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
 class MergeTransposesPass : public GraphPass {
  public:
   std::string_view name() const override { return "merge_transposes"; }
@@ -83,8 +45,8 @@ class MergeTransposesPass : public GraphPass {
           rank = static_cast<int64_t>(a->ints.size());
         if (const Attribute* a = second->find_attribute("perm"))
           rank = static_cast<int64_t>(a->ints.size());
-        auto perm1 = permutation(first, rank);
-        auto perm2 = permutation(second, rank);
+        auto perm1 = transpose_permutation(first, rank);
+        auto perm2 = transpose_permutation(second, rank);
         if (!perm1 || !perm2 || perm1->size() != perm2->size()) continue;
         composed.resize(perm1->size());
         for (size_t i = 0; i < composed.size(); ++i) {
@@ -94,7 +56,7 @@ class MergeTransposesPass : public GraphPass {
       const bool first_removable =
           middle->uses().size() == 1 && !is_graph_output(middle) && !kept(middle, context);
 
-      if (both_default || is_identity(composed)) {
+      if (both_default || is_identity_permutation(composed)) {
         // x comes back unchanged: drop the second node (and the first when nothing else
         // reads it), keeping the graph's output names.
         Value* y = second->output(0);

@@ -55,4 +55,63 @@ void replace_value(Graph& graph, Value* from, Value* to) {
   graph.rename_value(to, name);
 }
 
+Attribute float_attribute(std::string name, float value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kFloat;
+  a.f = value;
+  return a;
+}
+
+Attribute int_attribute(std::string name, int64_t value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kInt;
+  a.i = value;
+  return a;
+}
+
+Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
+Attribute string_attribute(std::string name, std::string value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+std::optional<std::vector<int64_t>> transpose_permutation(const Node* node,
+                                                          std::optional<int64_t> rank) {
+  std::vector<int64_t> perm;
+  if (const Attribute* attr = node->find_attribute("perm")) {
+    if (attr->type != AttrType::kInts) return std::nullopt;
+    perm = attr->ints;
+  } else {
+    if (!rank) return std::nullopt;
+    for (int64_t i = *rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  const auto size = static_cast<int64_t>(perm.size());
+  if (rank && *rank != size) return std::nullopt;
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= size || seen[static_cast<size_t>(p)]) return std::nullopt;
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return perm;
+}
+
+bool is_identity_permutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
 }  // namespace onnxkit

@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/model.h"
 #include "ops/registry.h"
@@ -70,6 +72,19 @@ bool kept(const PassContext& context, const Value* value);
 inline bool kept(const Value* value, const PassContext& context) {
   return kept(context, value);
 }
+
+// Attributes built by name and value.
+Attribute float_attribute(std::string name, float value);
+Attribute int_attribute(std::string name, int64_t value);
+Attribute ints_attribute(std::string name, std::vector<int64_t> values);
+Attribute string_attribute(std::string name, std::string value);
+
+// The permutation Transpose `node` applies: its perm, or (absent) the reversed axes of
+// `rank`. nullopt when perm is malformed, of another rank than a given `rank`, or absent
+// with no rank known.
+std::optional<std::vector<int64_t>> transpose_permutation(const Node* node,
+                                                          std::optional<int64_t> rank);
+bool is_identity_permutation(const std::vector<int64_t>& perm);
 
 // Replaces every use of `from` with `to`. When `from` is a graph output, `to` takes over its
 // name, so the model's inputs and outputs keep their names. Requires can_replace.

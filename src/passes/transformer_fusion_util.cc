@@ -134,38 +134,6 @@ void import_onnxkit_domain(Model& model) {
   model.opset_imports.push_back({std::string(kOnnxkitDomain), kOnnxkitDomainVersion});
 }
 
-Attribute float_attribute(std::string name, float value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kFloat;
-  a.f = value;
-  return a;
-}
-
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  return a;
-}
-
-Attribute string_attribute(std::string name, std::string value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  return a;
-}
-
 Value* int64_constant(Graph& graph, const std::string& prefix, const std::vector<int64_t>& values) {
   const auto n = static_cast<int64_t>(values.size());
   Value* value = graph.add_initializer(graph.unique_name(prefix),

@@ -73,11 +73,6 @@ bool may_equal(const Dim& a, const Dim& b);
 // Imports com.onnxkit (kOnnxkitDomainVersion) into the model when it does not yet.
 void import_onnxkit_domain(Model& model);
 
-Attribute float_attribute(std::string name, float value);
-Attribute int_attribute(std::string name, int64_t value);
-Attribute ints_attribute(std::string name, std::vector<int64_t> values);
-Attribute string_attribute(std::string name, std::string value);
-
 // A new int64 initializer [n] holding `values`.
 Value* int64_constant(Graph& graph, const std::string& prefix, const std::vector<int64_t>& values);
 

@@ -3,25 +3,9 @@
 namespace onnxkit::testing {
 namespace {
 
-Attribute ints(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
-Attribute int_value(std::string name, int64_t value) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInt;
-  attr.i = value;
-  return attr;
-}
-
 Value* transpose(Graph& g, Value* input, const std::string& out, std::vector<int64_t> perm) {
   Node* node = g.add_node("Transpose", {input}, {out});
-  node->set_attribute(ints("perm", std::move(perm)));
+  node->set_attribute(ints_attribute("perm", std::move(perm)));
   return node->output(0);
 }
 
@@ -31,7 +15,7 @@ Value* op(Graph& g, const std::string& type, std::vector<Value*> inputs, const s
 
 Value* reduce_mean(Graph& g, Value* input, const std::string& out, std::vector<int64_t> axes) {
   Node* node = g.add_node("ReduceMean", {input}, {out});
-  node->set_attribute(ints("axes", std::move(axes)));
+  node->set_attribute(ints_attribute("axes", std::move(axes)));
   return node->output(0);
 }
 
@@ -139,7 +123,7 @@ TEST(CancelTransposes, SoftmaxAndConcatAxesMove) {
   Node* softmax = g.add_node("Softmax", {transpose(g, x, "t", {0, 2, 1})}, {"sm"});
   Value* c = g.add_initializer("c", random_floats({2, 4, 3}, 9));
   Node* concat = g.add_node("Concat", {softmax->output(0), c}, {"cat"});
-  concat->set_attribute(int_value("axis", 2));
+  concat->set_attribute(int_attribute("axis", 2));
   g.add_output(op(g, "Neg", {transpose(g, concat->output(0), "back", {0, 2, 1})}, "y"));
   Model before = copy_model(model);
   EXPECT_EQ(apply(model), 1u);
@@ -184,8 +168,8 @@ TEST(CancelTransposes, KeepdimsZeroBlocks) {
   Graph& g = model.graph();
   Value* x = g.add_input("x", float_type({2, 3, 4}));
   Node* mean = g.add_node("ReduceMean", {transpose(g, x, "t", {0, 2, 1})}, {"m"});
-  mean->set_attribute(ints("axes", {1}));
-  mean->set_attribute(int_value("keepdims", 0));
+  mean->set_attribute(ints_attribute("axes", {1}));
+  mean->set_attribute(int_attribute("keepdims", 0));
   g.add_output(transpose(g, mean->output(0), "y", {1, 0}));
   EXPECT_EQ(apply(model), 0u);
 }
