@@ -1,5 +1,7 @@
 #include "kernels/dnnl_common.h"
 
+#include <algorithm>
+
 #include "core/parallel.h"
 
 namespace onnxkit::dnnl_util {
@@ -60,6 +62,13 @@ void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activati
     case Kind::kGeluTanh:
       return eltwise(A::eltwise_gelu_tanh);
   }
+}
+
+OwnedMemory owned_memory(const dnnl::memory::desc& desc) {
+  OwnedMemory owned;
+  owned.storage = Buffer::allocate_uninitialized(std::max<size_t>(desc.get_size(), 1));
+  owned.memory = dnnl::memory(desc, cpu_engine(), owned.storage->mutable_data());
+  return owned;
 }
 
 std::optional<Activation> computed_activation(const FusedActivation& activation) {

@@ -6,6 +6,8 @@
 // parallel_for (core/parallel.h), so a session's intra_op_threads bound both.
 #pragma once
 
+#include <memory>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ir/tensor.h"
@@ -29,6 +31,15 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape);
 
 // A memory object over `data` (not owned) with descriptor `desc`.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
+
+// Memory for prepacked weights on onnxkit's own blocks (core/block_alloc.h: 2 MiB pages
+// from 4 MiB on, as the packed copy is streamed through on every run); the memory object
+// keeps its block alive.
+struct OwnedMemory {
+  std::shared_ptr<Buffer> storage;
+  dnnl::memory memory;
+};
+OwnedMemory owned_memory(const dnnl::memory::desc& desc);
 
 // Appends FusedConv / FusedMatMul's activation (parsed and checked by FusedActivation, as
 // the reference kernels do) as eltwise post-ops.

@@ -575,15 +575,15 @@ class DnnlConvKernel : public OpKernel {
 
   // The constant W in layout `packed`, reordered on first request and shared by plans.
   memory packed_weights(const memory::desc& user, const memory::desc& packed) const {
-    for (const auto& [desc, mem] : packed_weights_) {
-      if (desc == packed) return mem;
+    for (const auto& [desc, owned] : packed_weights_) {
+      if (desc == packed) return owned.memory;
     }
-    memory mem(packed, cpu_engine());
+    dnnl_util::OwnedMemory owned = dnnl_util::owned_memory(packed);
     dnnl::stream stream = dnnl_util::make_stream();
-    make_reorder(user, packed).reorder(stream, wrap(user, constant_w_), mem);
+    make_reorder(user, packed).reorder(stream, wrap(user, constant_w_), owned.memory);
     stream.wait();
-    packed_weights_.emplace_back(packed, mem);
-    return mem;
+    packed_weights_.emplace_back(packed, owned);
+    return owned.memory;
   }
 
   // At session creation: keeps the constant W and B, and builds the plan for the input
@@ -644,7 +644,7 @@ class DnnlConvKernel : public OpKernel {
   const float* constant_w_ = nullptr;  // the initializer W, when it is one
   const float* constant_b_ = nullptr;
   memory bias_;  // a copy of the constant B
-  mutable std::vector<std::pair<memory::desc, memory>> packed_weights_;
+  mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_weights_;
   dnnl_util::PlanCache<Plan> plans_;
 };
 

@@ -294,7 +294,8 @@ class DnnlMatMul {
     if (packed_b && !packed_) {
       // First plan: let oneDNN choose the layout, then reorder the weights into it once.
       pd = make_pd(memory::desc(dims.weights, memory::data_type::f32, memory::format_tag::any));
-      packed_ = memory(pd.weights_desc(), dnnl_util::cpu_engine());
+      packed_storage_ = dnnl_util::owned_memory(pd.weights_desc());
+      packed_ = packed_storage_.memory;
       dnnl::stream stream = dnnl_util::make_stream();
       memory plain = dnnl_util::wrap(plain_weights, constant_b_->raw_data());
       dnnl::reorder(plain, *packed_).execute(stream, plain, *packed_);
@@ -322,6 +323,7 @@ class DnnlMatMul {
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
   mutable std::optional<memory> packed_;  // written once, under mutex_
+  mutable dnnl_util::OwnedMemory packed_storage_;
 };
 
 // B's tensor when it is a float32 initializer.
