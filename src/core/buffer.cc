@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include "core/block_alloc.h"
@@ -29,6 +30,55 @@ std::byte* allocate_block(size_t bytes, size_t& capacity) {
   if (!memory) throw std::bad_alloc();
   if (alignment == kHugePage) ::madvise(memory, capacity, MADV_HUGEPAGE);
   return static_cast<std::byte*>(memory);
+}
+
+namespace {
+
+constexpr size_t kChunkBytes = size_t{32} << 20;
+constexpr size_t kMinCarvedBytes = size_t{64} << 10;
+constexpr size_t kMaxCarvedBytes = kChunkBytes / 4;
+
+// One chunk of long-lived blocks. Its buffers hold it (as their owner); the allocator holds
+// the chunk it is carving from.
+class LongLivedChunk final : public BlockOwner {
+ public:
+  LongLivedChunk() { base_ = allocate_block(kChunkBytes, capacity_); }
+  ~LongLivedChunk() override { std::free(base_); }
+  // The chunk goes when its last buffer does; nothing to do per block.
+  void give_back(std::byte*, size_t) override {}
+
+  std::byte* carve(size_t bytes) {
+    if (capacity_ - used_ < bytes) return nullptr;
+    std::byte* block = base_ + used_;
+    used_ += bytes;
+    return block;
+  }
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Buffer> allocate_long_lived(size_t bytes) {
+  if (bytes < kMinCarvedBytes || bytes > kMaxCarvedBytes) {
+    return Buffer::allocate_uninitialized(bytes);
+  }
+  const size_t capacity = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  static std::mutex mutex;
+  static std::weak_ptr<LongLivedChunk> current;
+  std::lock_guard lock(mutex);
+  // Weakly held: a chunk none of whose buffers is alive is freed at once, not kept for later.
+  std::shared_ptr<LongLivedChunk> chunk = current.lock();
+  std::byte* block = chunk ? chunk->carve(capacity) : nullptr;
+  if (!block) {
+    chunk = std::make_shared<LongLivedChunk>();
+    current = chunk;
+    block = chunk->carve(capacity);
+  }
+  return Buffer::lent(block, bytes, capacity, std::move(chunk));
 }
 
 std::shared_ptr<const FileMapping> FileMapping::open(const std::filesystem::path& path) {

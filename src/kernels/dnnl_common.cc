@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/block_alloc.h"
 #include "core/parallel.h"
 
 namespace onnxkit::dnnl_util {
@@ -66,7 +67,7 @@ void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activati
 
 OwnedMemory owned_memory(const dnnl::memory::desc& desc) {
   OwnedMemory owned;
-  owned.storage = Buffer::allocate_uninitialized(std::max<size_t>(desc.get_size(), 1));
+  owned.storage = allocate_long_lived(std::max<size_t>(desc.get_size(), 1));
   owned.memory = dnnl::memory(desc, cpu_engine(), owned.storage->mutable_data());
   return owned;
 }

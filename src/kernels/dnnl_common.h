@@ -32,9 +32,8 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape);
 // A memory object over `data` (not owned) with descriptor `desc`.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
 
-// Memory for prepacked weights on onnxkit's own blocks (core/block_alloc.h: 2 MiB pages
-// from 4 MiB on, as the packed copy is streamed through on every run); the memory object
-// keeps its block alive.
+// Memory for prepacked weights on long-lived blocks (core/block_alloc.h: on 2 MiB pages,
+// as the packed copy is streamed through on every run); `storage` keeps the block alive.
 struct OwnedMemory {
   std::shared_ptr<Buffer> storage;
   dnnl::memory memory;

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 
 #include "../test_util.h"
+#include "core/block_alloc.h"
 #include "core/status.h"
 
 namespace onnxkit {
@@ -80,6 +82,33 @@ TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
   EXPECT_EQ(sum(Buffer::view(file, 100, kBytes - 1000)), big_sum);
   file->release_pages();
   EXPECT_EQ(sum(tail), tail_sum);
+}
+
+TEST(LongLivedBlocks, MidSizedBlocksShareAChunk) {
+  auto a = allocate_long_lived(100 << 10);
+  auto b = allocate_long_lived(300 << 10);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % kTensorAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % kTensorAlignment, 0u);
+  // Carved one after the other from the same chunk, and writable.
+  const auto distance =
+      reinterpret_cast<uintptr_t>(b->data()) - reinterpret_cast<uintptr_t>(a->data());
+  EXPECT_EQ(distance, size_t{100} << 10);
+  std::memset(a->mutable_data(), 1, a->size());
+  std::memset(b->mutable_data(), 2, b->size());
+  EXPECT_EQ(static_cast<int>(a->data()[a->size() - 1]), 1);
+  // The chunk outlives a buffer as long as another of its buffers lives.
+  a.reset();
+  EXPECT_EQ(static_cast<int>(b->data()[0]), 2);
+}
+
+TEST(LongLivedBlocks, SmallAndLargeBlocksStandAlone) {
+  auto small = allocate_long_lived(1000);
+  auto large = allocate_long_lived(size_t{16} << 20);
+  ASSERT_TRUE(small && large);
+  EXPECT_GE(small->size(), 1000u);
+  EXPECT_EQ(large->size(), size_t{16} << 20);
+  std::memset(large->mutable_data(), 3, large->size());
 }
 
 TEST(FileMapping, MissingFileNamesThePath) {
