@@ -13,7 +13,20 @@ const dnnl::engine& cpu_engine() {
 }
 
 dnnl::stream make_stream() {
-  return dnnl::stream(cpu_engine());
+  // One per thread: creating a stream allocates, and a kernel call needs one.
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+ExecArgs& ExecArgs::add(int arg, const dnnl::memory& memory) {
+  if (count_ == kMaxArgs) throw dnnl::error(dnnl_invalid_arguments, "too many arguments");
+  args_[count_++] = {arg, memory.get()};
+  return *this;
+}
+
+void ExecArgs::execute(const dnnl::primitive& primitive, const dnnl::stream& stream) const {
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), count_, args_),
+                          "could not execute a primitive");
 }
 
 dnnl::memory::desc plain_f32_desc(const Shape& shape) {

@@ -32,6 +32,20 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape);
 // A memory object over `data` (not owned) with descriptor `desc`.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
 
+// The arguments of one primitive execution, kept on the stack: the C++ API's
+// std::unordered_map (and the vector it is copied into) cost several allocations per call,
+// a visible share of a small convolution's time. The memory objects must outlive execute().
+class ExecArgs {
+ public:
+  ExecArgs& add(int arg, const dnnl::memory& memory);
+  void execute(const dnnl::primitive& primitive, const dnnl::stream& stream) const;
+
+ private:
+  static constexpr int kMaxArgs = 12;
+  dnnl_exec_arg_t args_[kMaxArgs] = {};
+  int count_ = 0;
+};
+
 // Memory for prepacked weights on long-lived blocks (core/block_alloc.h: on 2 MiB pages,
 // as the packed copy is streamed through on every run); `storage` keeps the block alive.
 struct OwnedMemory {

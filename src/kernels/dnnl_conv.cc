@@ -218,15 +218,16 @@ struct Step {
   memory::desc scratchpad;
   bool defined = false;
 
-  void run(dnnl::stream& stream, std::unordered_map<int, memory> args) const {
+  void run(dnnl::stream& stream, dnnl_util::ExecArgs args) const {
+    memory scratch;
     if (scratchpad.get_size() > 0) {
-      args.emplace(DNNL_ARG_SCRATCHPAD,
-                   dnnl_util::scratch_memory(ScratchRole::kPrimitive, scratchpad));
+      scratch = dnnl_util::scratch_memory(ScratchRole::kPrimitive, scratchpad);
+      args.add(DNNL_ARG_SCRATCHPAD, scratch);
     }
-    primitive.execute(stream, args);
+    args.execute(primitive, stream);
   }
   void reorder(dnnl::stream& stream, const memory& from, const memory& to) const {
-    run(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    run(stream, dnnl_util::ExecArgs().add(DNNL_ARG_FROM, from).add(DNNL_ARG_TO, to));
   }
 };
 
@@ -283,7 +284,9 @@ class DnnlConvKernel : public OpKernel {
     const bool constant_w = constant_w_ && w.data<float>() == constant_w_;
     const bool constant_b =
         has_bias && constant_b_ && context.input(2).data<float>() == constant_b_;
-    std::vector<int64_t> key = x.shape();
+    // Reused per thread: building the key must not allocate on every call.
+    thread_local std::vector<int64_t> key;
+    key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     key.insert(key.end(), {constant_w, has_bias, max_threads()});
     std::shared_ptr<const Plan> plan = plans_.get(
@@ -346,13 +349,14 @@ class DnnlConvKernel : public OpKernel {
           std::memset(y_data, 0, y_bytes);
         }
       }
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      dnnl_util::ExecArgs args;
+      args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, weights).add(DNNL_ARG_DST, dst);
+      memory bias;
       if (has_bias) {
-        args.emplace(DNNL_ARG_BIAS,
-                     constant_b ? bias_ : wrap(plan->bias_md, context.input(2).data<float>()));
+        bias = constant_b ? bias_ : wrap(plan->bias_md, context.input(2).data<float>());
+        args.add(DNNL_ARG_BIAS, bias);
       }
-      plan->compute.run(stream, std::move(args));
+      plan->compute.run(stream, args);
       if (plan->dst_out.defined) plan->dst_out.reorder(stream, dst, y_user);
       stream.wait();
     } catch (const dnnl::error& e) {
