@@ -19,6 +19,10 @@
 //   --seed N               seed for generated inputs: floats normal(0,1), integers in
 //                          [0,10), integer inputs named *mask* all ones (default 0)
 //   --output-dir DIR       write the first run's outputs as DIR/NAME.npy
+//   --profile FILE         ORT's profiler on (every run): its Chrome trace goes
+//                          to FILE and the op types that took the most kernel time are
+//                          printed, as `onnxkit bench --profile` does (timings then include
+//                          the profiler's overhead)
 //   --json                 print one JSON object instead of text
 //
 // The first run is timed on its own (first_run_ms); peak_rss_mb is the process's
@@ -26,6 +30,7 @@
 'use strict';
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const { readModel, readNpy, readTensorPb, writeNpy, makeRng, randomTensor, fileStem } =
   require('./ort_optimize.js');
@@ -35,7 +40,7 @@ function usage(message) {
     console.error(`ort_bench: ${message} (--help for usage)`);
     process.exit(2);
   }
-  const text = fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 25)
+  const text = fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 29)
     .map((l) => l.replace(/^\/\/ ?/, '')).join('\n');
   console.log(text);
   process.exit(0);
@@ -44,7 +49,7 @@ function usage(message) {
 function parseArgs(argv) {
   const a = {
     model: null, threads: 1, interOpThreads: 1, parallel: false, level: 'all', iterations: 10,
-    warmup: 2, inputs: {}, dims: {}, seed: 0, outputDir: null, json: false,
+    warmup: 2, inputs: {}, dims: {}, seed: 0, outputDir: null, profile: null, json: false,
   };
   const value = (i) => {
     if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
@@ -80,6 +85,7 @@ function parseArgs(argv) {
       }
       case '--seed': a.seed = count(i++, 0); break;
       case '--output-dir': a.outputDir = value(i++); break;
+      case '--profile': a.profile = value(i++); break;
       case '--json': a.json = true; break;
       case '-h': case '--help': usage(null); break;
       default:
@@ -147,6 +153,11 @@ async function main() {
     interOpNumThreads: a.interOpThreads,
     executionMode: a.parallel ? 'parallel' : 'sequential',
   };
+  if (a.profile) {
+    options.enableProfiling = true;
+    // ORT appends a timestamp; a per-process prefix finds the file again.
+    options.profileFilePrefix = path.join(os.tmpdir(), `ort_bench_profile_${process.pid}`);
+  }
   let start = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(a.model, options);
   const sessionCreateMs = msSince(start);
@@ -173,6 +184,7 @@ async function main() {
   }
   const wallMs = msSince(timedStart);
   times.sort((x, y) => x - y);
+  const profile = a.profile ? profileSummary(session, options.profileFilePrefix, a.profile) : null;
   const report = {
     runtime: 'onnxruntime-node',
     ort_version: require('onnxruntime-node/package.json').version,
@@ -196,6 +208,7 @@ async function main() {
     peak_rss_mb: process.resourceUsage().maxRSS / 1024,  // maxRSS is in KiB
     inputs: described,
   };
+  if (profile) report.profile = { file: a.profile, op_types: profile };
   if (a.json) {
     console.log(JSON.stringify(report, null, 2));
     return;
@@ -212,6 +225,40 @@ async function main() {
     `p95 ${f(report.p95_ms)}  p99 ${f(report.p99_ms)}  max ${f(report.max_ms)}  mean ${f(report.mean_ms)}`);
   console.log(`throughput   ${f(report.throughput)} inferences/s`);
   console.log(`peak RSS     ${report.peak_rss_mb.toFixed(1)} MB`);
+  if (profile) {
+    console.log(`\nprofile written to ${a.profile}; kernel time by op type:`);
+    console.log(`  ${'op type'.padEnd(30)} ${'total ms'.padStart(10)} ${'%'.padStart(8)} ${'calls'.padStart(8)}`);
+    for (const row of profile.slice(0, 15)) {
+      console.log(`  ${row.op_type.padEnd(30)} ${row.total_ms.toFixed(2).padStart(10)} ` +
+        `${(row.percent.toFixed(1) + '%').padStart(8)} ${String(row.calls).padStart(8)}`);
+    }
+  }
+}
+
+// Ends ORT's profiling, moves its trace (PREFIX_<time>.json) to `file` and sums the kernel
+// time of every node event by op type (all runs of the session), largest first.
+function profileSummary(session, prefix, file) {
+  session.endProfiling();
+  const dir = path.dirname(prefix);
+  const written = fs.readdirSync(dir).filter((f) => f.startsWith(path.basename(prefix)));
+  if (written.length !== 1) throw new Error(`ORT wrote no profile under ${prefix}`);
+  fs.copyFileSync(path.join(dir, written[0]), file);
+  fs.unlinkSync(path.join(dir, written[0]));
+  const events = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const byOp = new Map();
+  let total = 0;
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || !e.args) continue;
+    const op = e.args.op_name || '?';
+    const entry = byOp.get(op) || { op_type: op, total_ms: 0, calls: 0 };
+    entry.total_ms += e.dur / 1e3;
+    entry.calls += 1;
+    byOp.set(op, entry);
+    total += e.dur / 1e3;
+  }
+  const rows = [...byOp.values()].sort((x, y) => y.total_ms - x.total_ms);
+  for (const row of rows) row.percent = total > 0 ? (100 * row.total_ms) / total : 0;
+  return rows;
 }
 
 main().catch((e) => {
