@@ -36,6 +36,9 @@ class SubgraphRunner {
   virtual Profiler* profiler() const { return nullptr; }
   // Where output tensors come from, or nullptr for the heap.
   virtual BlockAllocator* allocator() const { return nullptr; }
+  // True for one-off runs: the resident pages of a file-mapped initializer are dropped after
+  // its last reader (SessionOptions::release_weights_after_use).
+  virtual bool release_weights_after_use() const { return false; }
 };
 
 class KernelContext {

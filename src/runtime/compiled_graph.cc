@@ -227,6 +227,16 @@ void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& run
   }
 }
 
+// Drops the resident pages of a file-mapped tensor (an initializer read for the last time in
+// a one-off run); the mapping is read-only, so a later read brings them back from the file.
+void release_mapped_pages(const RuntimeValue& value) {
+  if (!value.is_tensor()) return;
+  const Tensor& tensor = value.tensor();
+  if (const FileRegion* region = tensor.file_region()) {
+    region->file->release_pages(region->offset, tensor.nbytes());
+  }
+}
+
 std::vector<RuntimeValue> collect_outputs(const CompiledGraph& graph, const Frame& frame) {
   std::vector<RuntimeValue> outputs;
   outputs.reserve(graph.outputs().size());
@@ -242,9 +252,13 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> bound_outputs) {
   Frame frame(graph, outer);
   bind_frame(frame, graph, inputs, bound_outputs);
+  const bool release_weights = runner.release_weights_after_use();
   for (const auto& step : graph.steps()) {
     run_step(step, frame, runner, true);
-    for (int slot : step.release) frame.slot(slot) = RuntimeValue();
+    for (int slot : step.release) {
+      if (release_weights) release_mapped_pages(frame.slot(slot));
+      frame.slot(slot) = RuntimeValue();
+    }
   }
   return collect_outputs(graph, frame);
 }

@@ -115,18 +115,21 @@ std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
 // kernel call (inside subgraphs too) is timed into it.
 class SequentialRunner : public SubgraphRunner {
  public:
-  explicit SequentialRunner(Profiler* profiler = nullptr, BlockAllocator* allocator = nullptr)
-      : profiler_(profiler), allocator_(allocator) {}
+  explicit SequentialRunner(Profiler* profiler = nullptr, BlockAllocator* allocator = nullptr,
+                            bool release_weights = false)
+      : profiler_(profiler), allocator_(allocator), release_weights_(release_weights) {}
   std::vector<RuntimeValue> run(const CompiledGraph& graph, std::vector<RuntimeValue> inputs,
                                 const Frame& outer) override {
     return execute_graph(graph, std::move(inputs), &outer, *this);
   }
   Profiler* profiler() const override { return profiler_; }
   BlockAllocator* allocator() const override { return allocator_; }
+  bool release_weights_after_use() const override { return release_weights_; }
 
  private:
   Profiler* profiler_;
   BlockAllocator* allocator_;
+  bool release_weights_;
 };
 
 }  // namespace onnxkit

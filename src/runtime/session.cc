@@ -226,7 +226,8 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
     }
   }
   SequentialRunner runner(run_options.profiler,
-                          arena ? static_cast<BlockAllocator*>(arena.get()) : pool_.get());
+                          arena ? static_cast<BlockAllocator*>(arena.get()) : pool_.get(),
+                          options_.release_weights_after_use);
   std::vector<RuntimeValue> results;
   if (options_.parallel_execution) {
     // One budget: intra_op_threads split across the inter-op workers.

@@ -44,6 +44,10 @@ struct SessionOptions {
   // later sequential runs with those shapes place every intermediate tensor at a planned
   // offset in one arena. Off, or in parallel execution: the reuse pool alone.
   bool memory_planning = true;
+  // For sessions that run once (simplify's check): the resident pages of each file-mapped
+  // initializer are dropped after its last reader in a run, so a big model's peak memory is
+  // its working set rather than all of its weights. Later runs read them back from the file.
+  bool release_weights_after_use = false;
 
   // The unoptimized graph on the reference kernels, one thread: what tests compare with.
   static SessionOptions reference() {

@@ -91,6 +91,7 @@ struct CheckRun {
 SessionOptions check_session_options() {
   SessionOptions session_options = SessionOptions::reference();
   session_options.intra_op_threads = 0;
+  session_options.release_weights_after_use = true;
   return session_options;
 }
 

@@ -4,7 +4,13 @@
 
 #include <cmath>
 
+#include <unistd.h>
+
+#include <fstream>
+
+#include "../test_util.h"
 #include "ir/graph_clone.h"
+#include "onnx/model_io.h"
 #include "ops/registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
@@ -413,6 +419,55 @@ TEST(Session, SharedAndReturnedValuesAreNeverWrittenInPlace) {
   ASSERT_TRUE(out.ok()) << out.error();
   EXPECT_EQ(out.value()[0].second.tensor().data<float>()[5], 2.0f);
   EXPECT_FLOAT_EQ(out.value()[1].second.tensor().data<float>()[5], std::exp(2.0f));
+}
+
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST(Session, OneOffRunsDropMappedWeightsAfterTheirLastReader) {
+  // y = ReduceSum(x * w), w a 32 MiB initializer the session maps from the file.
+  testing::TempDir dir;
+  constexpr int64_t kElements = int64_t{8} << 20;
+  {
+    Model model;
+    model.ir_version = 8;
+    model.opset_imports = {{"", 13}};
+    Graph& g = model.graph();
+    Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(1)}));
+    std::vector<float> weights(static_cast<size_t>(kElements));
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
+    Value* w = g.add_initializer("w", Tensor::from_vector(DType::kFloat, {kElements}, weights));
+    Node* mul = g.add_node("Mul", {x, w}, {"scaled"});
+    Node* sum = g.add_node("ReduceSum", {mul->output(0)}, {"y"});
+    g.add_output(sum->output(0));
+    ASSERT_TRUE(save_model(model, dir / "m.onnx").ok());
+  }
+  auto x = Tensor::from_vector<float>(DType::kFloat, {1}, {2});
+  auto run = [&](bool release) {
+    SessionOptions options = SessionOptions::reference();
+    options.release_weights_after_use = release;
+    auto session = Session::load(dir / "m.onnx", options);
+    EXPECT_TRUE(session.ok()) << session.error();
+    std::vector<float> results;
+    size_t resident = 0;
+    for (int i = 0; i < 2; ++i) {  // the second run reads the weights back from the file
+      auto out = session.value()->run({{"x", x}});
+      EXPECT_TRUE(out.ok()) << out.error();
+      results.push_back(out.value()[0].second.tensor().data<float>()[0]);
+      resident = resident_bytes();
+    }
+    EXPECT_EQ(results[0], results[1]);
+    return std::pair(results[0], resident);
+  };
+  const auto [kept, kept_resident] = run(false);
+  const auto [released, released_resident] = run(true);
+  EXPECT_EQ(kept, released);
+  EXPECT_GT(kept_resident, released_resident + (size_t{16} << 20))
+      << "the 32 MiB of weights leave the resident set after their last reader";
 }
 
 }  // namespace
