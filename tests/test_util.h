@@ -7,10 +7,19 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
 namespace onnxkit::testing {
+
+// This process's resident set size in bytes (/proc/self/statm).
+inline size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 // A fresh folder under the system temp dir, removed when the object goes away.
 class TempDir {

@@ -45,12 +45,6 @@ TEST(Buffer, ViewPastTheEndIsRefused) {
 }
 
 // Resident bytes of this process (/proc/self/statm).
-size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-}
 
 TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
   testing::TempDir dir;
@@ -73,9 +67,10 @@ TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
   auto big = Buffer::view(file, 100, kBytes - 1000);
   auto tail = Buffer::view(file, kBytes - 1000, 1000);
   const size_t big_sum = sum(big), tail_sum = sum(tail);
-  const size_t touched = resident_bytes();
+  const size_t touched = testing::resident_bytes();
   big.reset();
-  EXPECT_GT(touched, resident_bytes() + (kBytes / 2)) << "the dead view's pages are dropped";
+  EXPECT_GT(touched, testing::resident_bytes() + (kBytes / 2))
+      << "the dead view's pages are dropped";
   EXPECT_EQ(sum(tail), tail_sum);
   EXPECT_EQ(static_cast<uint8_t>(tail->data()[999]), (kBytes - 1) % 251);
   // The file's bytes come back when read again.

@@ -421,13 +421,6 @@ TEST(Session, SharedAndReturnedValuesAreNeverWrittenInPlace) {
   EXPECT_FLOAT_EQ(out.value()[1].second.tensor().data<float>()[5], std::exp(2.0f));
 }
 
-size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-}
-
 TEST(Session, OneOffRunsDropMappedWeightsAfterTheirLastReader) {
   // y = ReduceSum(x * w), w a 32 MiB initializer the session maps from the file.
   testing::TempDir dir;
@@ -458,7 +451,7 @@ TEST(Session, OneOffRunsDropMappedWeightsAfterTheirLastReader) {
       auto out = session.value()->run({{"x", x}});
       EXPECT_TRUE(out.ok()) << out.error();
       results.push_back(out.value()[0].second.tensor().data<float>()[0]);
-      resident = resident_bytes();
+      resident = testing::resident_bytes();
     }
     EXPECT_EQ(results[0], results[1]);
     return std::pair(results[0], resident);
