@@ -60,6 +60,13 @@ class Tensor {
 
   // Set when the bytes are a view into a mapped file (model file or external data).
   const FileRegion* file_region() const { return buffer_ ? buffer_->file_region() : nullptr; }
+  // For a view of a mapped file: drops its whole pages from the resident set (read back
+  // from the file when touched again), e.g. once a kernel has packed its own copy. A no-op
+  // for other tensors.
+  void release_mapped_pages() const {
+    if (const FileRegion* region = file_region())
+      region->file->release_pages(region->offset, nbytes());
+  }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
   // Same dtype, shape and element bytes (or strings).

@@ -586,6 +586,7 @@ class DnnlConvKernel : public OpKernel {
     dnnl::stream stream = dnnl_util::make_stream();
     make_reorder(user, packed).reorder(stream, wrap(user, constant_w_), owned.memory);
     stream.wait();
+    if (constant_w_tensor_) constant_w_tensor_->release_mapped_pages();  // the copy is enough
     packed_weights_.emplace_back(packed, owned);
     return owned.memory;
   }
@@ -599,6 +600,7 @@ class DnnlConvKernel : public OpKernel {
     const Tensor& w = inputs[1]->initializer();
     if (w.dtype() != DType::kFloat || w.rank() < 3 || w.numel() == 0) return;
     constant_w_ = w.data<float>();
+    constant_w_tensor_ = w;
     const bool has_bias = inputs.size() > 2 && inputs[2] != nullptr;
     if (has_bias && inputs[2]->has_initializer()) {
       const Tensor& b = inputs[2]->initializer();
@@ -646,6 +648,7 @@ class DnnlConvKernel : public OpKernel {
   bool has_residual_ = false;
   std::unique_ptr<OpKernel> reference_;
   const float* constant_w_ = nullptr;  // the initializer W, when it is one
+  std::optional<Tensor> constant_w_tensor_;
   const float* constant_b_ = nullptr;
   memory bias_;  // a copy of the constant B
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_weights_;

@@ -300,6 +300,7 @@ class DnnlMatMul {
       memory plain = dnnl_util::wrap(plain_weights, constant_b_->raw_data());
       dnnl::reorder(plain, *packed_).execute(stream, plain, *packed_);
       stream.wait();
+      constant_b_->release_mapped_pages();  // the packed copy is what runs read
       plan.packed = true;
     } else if (packed_b) {
       try {

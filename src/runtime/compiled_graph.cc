@@ -227,16 +227,6 @@ void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& run
   }
 }
 
-// Drops the resident pages of a file-mapped tensor (an initializer read for the last time in
-// a one-off run); the mapping is read-only, so a later read brings them back from the file.
-void release_mapped_pages(const RuntimeValue& value) {
-  if (!value.is_tensor()) return;
-  const Tensor& tensor = value.tensor();
-  if (const FileRegion* region = tensor.file_region()) {
-    region->file->release_pages(region->offset, tensor.nbytes());
-  }
-}
-
 std::vector<RuntimeValue> collect_outputs(const CompiledGraph& graph, const Frame& frame) {
   std::vector<RuntimeValue> outputs;
   outputs.reserve(graph.outputs().size());
@@ -256,7 +246,10 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
   for (const auto& step : graph.steps()) {
     run_step(step, frame, runner, true);
     for (int slot : step.release) {
-      if (release_weights) release_mapped_pages(frame.slot(slot));
+      // An initializer read for the last time in a one-off run.
+      if (release_weights && frame.slot(slot).is_tensor()) {
+        frame.slot(slot).tensor().release_mapped_pages();
+      }
       frame.slot(slot) = RuntimeValue();
     }
   }
