@@ -201,11 +201,18 @@ class ConstantFoldingPass : public GraphPass {
   // A Transpose of a big weight that something else also reads (GPT-2's LM head is the
   // token embedding, transposed) would become a second copy of it; when every reader is a
   // MatMul / Gemm, which read a transposed operand for free (Gemm's transB, runtimes'
-  // fused transposes), the Transpose stays and the model stays that much smaller.
-  static std::optional<std::string> duplicates_shared_weight(const Node& node, double freed) {
-    if (node.op_type() != "Transpose" || freed > 0 || !node.output(0)) return std::nullopt;
+  // fused transposes), the Transpose stays and the model stays that much smaller. In a
+  // session (keep_weight_transposes) any weight's Transpose stays for such readers: the
+  // kernels pack their own copy, and a folded one would be held beside it.
+  static std::optional<std::string> transpose_left_for_matmul(const Node& node, double freed,
+                                                              const PassContext& context) {
+    if (node.op_type() != "Transpose" || !node.output(0)) return std::nullopt;
     const Tensor& weight = node.input(0)->initializer();
-    if (tensor_bytes(weight) < kSharedWeightBytes) return std::nullopt;
+    const bool shared = freed == 0;
+    if (tensor_bytes(weight) < (shared ? kSharedWeightBytes : kSessionWeightBytes)) {
+      return std::nullopt;
+    }
+    if (!shared && !context.keep_weight_transposes) return std::nullopt;
     for (const Use& use : node.output(0)->uses()) {
       const std::string& reader = use.node->op_type();
       if (!is_standard_domain(use.node->domain()) || (reader != "MatMul" && reader != "Gemm")) {
@@ -213,12 +220,14 @@ class ConstantFoldingPass : public GraphPass {
       }
     }
     if (is_graph_output(node.output(0))) return std::nullopt;
+    if (!shared) return std::string("a session's MatMul/Gemm reads the weight transposed");
     return fmt::format(
         "would copy the shared weight '{}' ({:.0f} bytes) that its MatMul/Gemm readers can "
         "read transposed",
         node.input(0)->name(), tensor_bytes(weight));
   }
   static constexpr double kSharedWeightBytes = 16 << 20;
+  static constexpr double kSessionWeightBytes = 1 << 20;
 
   // Folds `node` when it can; returns whether it did.
   static bool fold(Graph& graph, Node& node, PassContext& context) {
@@ -279,7 +288,7 @@ class ConstantFoldingPass : public GraphPass {
                                    [&](const Use& use) { return use.node == &node; });
       if (only_here) freed += tensor_bytes(input->initializer());
     }
-    if (auto why = duplicates_shared_weight(node, freed)) return keep(*why);
+    if (auto why = transpose_left_for_matmul(node, freed, context)) return keep(*why);
     const double threshold = static_cast<double>(context.tensor_size_threshold);
     auto over_threshold = [&](const std::vector<double>& bytes) -> std::optional<std::string> {
       double total = 0;

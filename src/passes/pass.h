@@ -27,6 +27,10 @@ struct PassContext {
   uint64_t tensor_size_threshold = uint64_t{1536} << 20;  // 1.5 GB, as onnxsim
   // Initializers whose values may change after export (--mutable-initializer): not folded.
   bool mutable_initializers = false;
+  // Sessions: a Transpose of a weight (1 MiB or more) read only by MatMul / Gemm is left for
+  // the fusions to turn into trans_b rather than folded into a transposed copy, which the
+  // kernels would hold beside their own packed one.
+  bool keep_weight_transposes = false;
   // Names of graph outputs the user wants removed (--unused-output) are already gone; these
   // are values that must survive any rewrite (graph outputs are always kept).
   std::set<std::string> keep_values;

@@ -127,6 +127,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
       PassContext context;
       context.registry = &registry;
       context.kernel_tier = options.kernels;
+      context.keep_weight_transposes = true;
       auto result = run_pipeline(model, passes, context, pipeline);
       if (!result) fail("optimizing the graph: {}", result.error());
     }

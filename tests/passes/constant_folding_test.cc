@@ -275,6 +275,28 @@ TEST(ConstantFolding, TransposeOfASharedBigWeightStaysForMatMul) {
   }
 }
 
+TEST(ConstantFolding, SessionsKeepWeightTransposesForMatMul) {
+  // A 2 MiB weight read only through a Transpose by a MatMul: simplify folds it, a session
+  // leaves it for trans_b (its kernel packs its own copy).
+  for (bool session : {false, true}) {
+    Model model = empty_model(13);
+    Graph& g = model.graph();
+    Value* e = g.add_input("e", float_type({3, 1024}));
+    Value* w = g.add_initializer("w", random_floats({512, 1024}, 5));
+    Node* transpose = g.add_node("Transpose", {w}, {"w_t"});
+    g.add_output(g.add_node("MatMul", {e, transpose->output(0)}, {"y"})->output(0));
+    Model before = copy_model(model);
+    PassContext context;
+    context.keep_weight_transposes = session;
+    EXPECT_EQ(fold(model, context), session ? 0u : 1u);
+    EXPECT_EQ(count_ops(model, "Transpose"), session ? 1u : 0u);
+    if (session) {
+      EXPECT_EQ(context.not_folded["w_t"], "a session's MatMul/Gemm reads the weight transposed");
+    }
+    EXPECT_TRUE(same_outputs(before, model)) << "session " << session;
+  }
+}
+
 TEST(ConstantFolding, HugeBlowUpIsNeverMaterialized) {
   Model model = empty_model(13);
   Value* x = model.graph().add_input("x", float_type({2}));
