@@ -113,19 +113,6 @@ bool has_movable_axis(const Node* node, int64_t opset) {
                          is_onnx_op(node, "Hardmax"));
 }
 
-std::optional<int64_t> known_rank(const Value* value) {
-  const ValueType& type = value->type();
-  if (!type.is_tensor() || !type.shape) return std::nullopt;
-  return static_cast<int64_t>(type.shape->size());
-}
-
-// T_q(T_p(v)) = T_c(v) with c[i] = p[q[i]].
-std::vector<int64_t> compose(const std::vector<int64_t>& p, const std::vector<int64_t>& q) {
-  std::vector<int64_t> c(q.size());
-  for (size_t i = 0; i < q.size(); ++i) c[i] = p[static_cast<size_t>(q[i])];
-  return c;
-}
-
 // The rank a Transpose works at: its perm's size, else its input's or output's type.
 std::optional<int64_t> transpose_rank(const Node* node) {
   if (const Attribute* attr = node->find_attribute("perm")) {
@@ -315,7 +302,7 @@ class CancelTransposesPass : public GraphPass {
     // replaceable by region values.
     for (Node* terminal : region.terminals) {
       const auto q = transpose_permutation(terminal, static_cast<int64_t>(rank));
-      std::vector<int64_t> composed = compose(perm, *q);
+      std::vector<int64_t> composed = compose_permutations(perm, *q);
       if (is_identity_permutation(composed)) {
         Value* y = terminal->output(0);
         Value* source = terminal->input(0);
@@ -395,7 +382,7 @@ class CancelTransposesPass : public GraphPass {
     // Terminals: T_q(T_p(v)) = T_c(v), c[i] = p[q[i]]; gone when c is the identity.
     for (Node* terminal : region.terminals) {
       const auto q = transpose_permutation(terminal, static_cast<int64_t>(rank));
-      std::vector<int64_t> composed = compose(perm, *q);
+      std::vector<int64_t> composed = compose_permutations(perm, *q);
       if (is_identity_permutation(composed)) {
         Value* y = terminal->output(0);
         Value* x = terminal->input(0);

@@ -13,13 +13,6 @@
 namespace onnxkit {
 namespace {
 
-std::optional<int64_t> known_rank(const Value* value) {
-  if (!value) return std::nullopt;
-  const ValueType& type = value->type();
-  if (!type.is_tensor() || !type.shape) return std::nullopt;
-  return static_cast<int64_t>(type.shape->size());
-}
-
 // The Concat's axis as written (opset < 4: optional, default 1), or nullopt.
 std::optional<int64_t> concat_axis(const Node* node, int64_t opset) {
   const Attribute* attr = node->find_attribute("axis");

@@ -16,12 +16,6 @@
 namespace onnxkit {
 namespace {
 
-std::optional<int64_t> known_rank(const Value* value) {
-  const ValueType& type = value->type();
-  if (!type.is_tensor() || !type.shape) return std::nullopt;
-  return static_cast<int64_t>(type.shape->size());
-}
-
 // One sliced axis.
 struct AxisSlice {
   int64_t start = 0;

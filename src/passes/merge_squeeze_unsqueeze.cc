@@ -18,12 +18,6 @@
 namespace onnxkit {
 namespace {
 
-std::optional<int64_t> known_rank(const Value* value) {
-  const ValueType& type = value->type();
-  if (!type.is_tensor() || !type.shape) return std::nullopt;
-  return static_cast<int64_t>(type.shape->size());
-}
-
 // The axes of a Squeeze/Unsqueeze as written (possibly negative), or nullopt when they are
 // not known: a non-constant input, or a Squeeze without axes whose input has unknown dims
 // (then the axes are those of the 1-dims).

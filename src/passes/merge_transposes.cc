@@ -12,12 +12,6 @@
 namespace onnxkit {
 namespace {
 
-std::optional<int64_t> known_rank(const Value* value) {
-  const ValueType& type = value->type();
-  if (!type.is_tensor() || !type.shape) return std::nullopt;
-  return static_cast<int64_t>(type.shape->size());
-}
-
 class MergeTransposesPass : public GraphPass {
  public:
   std::string_view name() const override { return "merge_transposes"; }
@@ -48,10 +42,7 @@ class MergeTransposesPass : public GraphPass {
         auto perm1 = transpose_permutation(first, rank);
         auto perm2 = transpose_permutation(second, rank);
         if (!perm1 || !perm2 || perm1->size() != perm2->size()) continue;
-        composed.resize(perm1->size());
-        for (size_t i = 0; i < composed.size(); ++i) {
-          composed[i] = (*perm1)[static_cast<size_t>((*perm2)[i])];
-        }
+        composed = compose_permutations(*perm1, *perm2);
       }
       const bool first_removable =
           middle->uses().size() == 1 && !is_graph_output(middle) && !kept(middle, context);

@@ -107,6 +107,22 @@ std::optional<std::vector<int64_t>> transpose_permutation(const Node* node,
   return perm;
 }
 
+std::vector<int64_t> compose_permutations(const std::vector<int64_t>& first,
+                                          const std::vector<int64_t>& second) {
+  std::vector<int64_t> composed(second.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    composed[i] = first[static_cast<size_t>(second[i])];
+  }
+  return composed;
+}
+
+std::optional<int64_t> known_rank(const Value* value) {
+  if (!value) return std::nullopt;
+  const ValueType& type = value->type();
+  if (!type.is_tensor() || !type.shape) return std::nullopt;
+  return static_cast<int64_t>(type.shape->size());
+}
+
 bool is_identity_permutation(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i) {
     if (perm[i] != static_cast<int64_t>(i)) return false;

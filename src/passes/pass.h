@@ -89,6 +89,11 @@ Attribute string_attribute(std::string name, std::string value);
 std::optional<std::vector<int64_t>> transpose_permutation(const Node* node,
                                                           std::optional<int64_t> rank);
 bool is_identity_permutation(const std::vector<int64_t>& perm);
+// The permutation of Transpose(second) applied after Transpose(first): c[i] = first[second[i]].
+std::vector<int64_t> compose_permutations(const std::vector<int64_t>& first,
+                                          const std::vector<int64_t>& second);
+// The rank of `value`'s tensor type when its shape is known (nullptr: nullopt).
+std::optional<int64_t> known_rank(const Value* value);
 
 // Replaces every use of `from` with `to`. When `from` is a graph output, `to` takes over its
 // name, so the model's inputs and outputs keep their names. Requires can_replace.
