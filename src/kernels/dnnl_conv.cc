@@ -281,7 +281,7 @@ class DnnlConvKernel : public OpKernel {
         return delegate(context);
       }
     }
-    const bool constant_w = constant_w_ && w.data<float>() == constant_w_;
+    const bool constant_w = constant_w_ && w.data<float>() == constant_w_->data<float>();
     const bool constant_b =
         has_bias && constant_b_ && context.input(2).data<float>() == constant_b_;
     // Reused per thread: building the key must not allocate on every call.
@@ -584,9 +584,10 @@ class DnnlConvKernel : public OpKernel {
     }
     dnnl_util::OwnedMemory owned = dnnl_util::owned_memory(packed);
     dnnl::stream stream = dnnl_util::make_stream();
-    make_reorder(user, packed).reorder(stream, wrap(user, constant_w_), owned.memory);
+    make_reorder(user, packed)
+        .reorder(stream, wrap(user, constant_w_->data<float>()), owned.memory);
     stream.wait();
-    if (constant_w_tensor_) constant_w_tensor_->release_mapped_pages();  // the copy is enough
+    constant_w_->release_mapped_pages();  // the packed copy is what runs read
     packed_weights_.emplace_back(packed, owned);
     return owned.memory;
   }
@@ -599,8 +600,7 @@ class DnnlConvKernel : public OpKernel {
     if (inputs.size() < 2 || !inputs[1] || !inputs[1]->has_initializer()) return;
     const Tensor& w = inputs[1]->initializer();
     if (w.dtype() != DType::kFloat || w.rank() < 3 || w.numel() == 0) return;
-    constant_w_ = w.data<float>();
-    constant_w_tensor_ = w;
+    constant_w_ = w;
     const bool has_bias = inputs.size() > 2 && inputs[2] != nullptr;
     if (has_bias && inputs[2]->has_initializer()) {
       const Tensor& b = inputs[2]->initializer();
@@ -647,8 +647,7 @@ class DnnlConvKernel : public OpKernel {
   std::optional<Activation> own_activation_;  // applied after the primitive, not as a post-op
   bool has_residual_ = false;
   std::unique_ptr<OpKernel> reference_;
-  const float* constant_w_ = nullptr;  // the initializer W, when it is one
-  std::optional<Tensor> constant_w_tensor_;
+  std::optional<Tensor> constant_w_;  // the initializer W, when it is one
   const float* constant_b_ = nullptr;
   memory bias_;  // a copy of the constant B
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_weights_;

@@ -137,9 +137,9 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
     std::unique_ptr<Session> session(new Session(std::move(model), options));
     session->plan_ = CompiledGraph::compile(session->model_.graph(), registry,
                                             session->model_.opset_imports, options.kernels);
-    // Kernels have packed what they keep a copy of: the mapped weights' pages that packing
-    // read leave the resident set (what a run reads comes back from the file), so a
-    // session does not hold each packed weight twice.
+    // Kernels drop the pages of the weights they packed as they pack them; what else
+    // creation read of the mapped weights (passes comparing or folding initializers) leaves
+    // the resident set here, and what a run reads comes back from the file.
     for (const Value* value : session->model_.graph().initializers()) {
       value->initializer().release_mapped_pages();
     }
