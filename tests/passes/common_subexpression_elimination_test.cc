@@ -7,30 +7,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute float_attribute(std::string name, float value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kFloat;
-  attribute.f = value;
-  return attribute;
-}
-
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
 Attribute tensor_attribute(std::string name, Tensor value) {
   Attribute attribute;
   attribute.name = std::move(name);

@@ -6,14 +6,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
 Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
   Attribute attribute;
   attribute.name = std::move(name);

@@ -10,30 +10,6 @@ using namespace onnxkit::testing;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute string_attribute(std::string name, std::string value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kString;
-  attribute.s = std::move(value);
-  return attribute;
-}
-
 Tensor int64s(std::vector<int64_t> values) {
   const auto n = static_cast<int64_t>(values.size());
   return Tensor::from_vector<int64_t>(DType::kInt64, {n}, values);

@@ -9,22 +9,6 @@ Value* ints(Graph& g, const std::string& name, const std::vector<int64_t>& value
       name, Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
 }
 
-Attribute int_attribute(std::string name, int64_t value) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInt;
-  attr.i = value;
-  return attr;
-}
-
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
 Node* reshape(Graph& g, Value* input, const std::string& out, const std::vector<int64_t>& shape) {
   return g.add_node("Reshape", {input, ints(g, out + "_target", shape)}, {out});
 }

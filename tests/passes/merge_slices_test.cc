@@ -13,14 +13,6 @@ Value* ints(Graph& g, const std::string& name, const std::vector<int64_t>& value
       Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
 }
 
-Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute attr;
-  attr.name = std::move(name);
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(values);
-  return attr;
-}
-
 // A Slice in the opset's form: attributes before 10, constant inputs from 10 on.
 Node* slice(Graph& g, int64_t opset, Value* input, const std::string& out, const SliceSpec& s) {
   if (opset < 10) {
