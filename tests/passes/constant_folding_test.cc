@@ -10,12 +10,6 @@ Attribute attr(std::string name, AttrType type) {
   return a;
 }
 
-Attribute int_attr(std::string name, int64_t value) {
-  Attribute a = attr(std::move(name), AttrType::kInt);
-  a.i = value;
-  return a;
-}
-
 Tensor int64s(std::vector<int64_t> values) {
   const auto n = static_cast<int64_t>(values.size());
   return Tensor::from_vector(DType::kInt64, {n}, values);
@@ -104,7 +98,7 @@ TEST(ConstantFolding, ShapeAndSizeOfAFullyStaticInput) {
   Node* shape = g.add_node("Shape", {x}, {"s"});
   Node* reshape = g.add_node("Reshape", {y, shape->output(0)}, {"out"});
   Node* tail = g.add_node("Shape", {x}, {"s_tail"});
-  tail->set_attribute(int_attr("start", -2));
+  tail->set_attribute(int_attribute("start", -2));
   Node* size = g.add_node("Size", {x}, {"n"});
   Node* shape_z = g.add_node("Shape", {z}, {"sz"});
   g.add_output(reshape->output(0));
@@ -188,7 +182,7 @@ TEST(ConstantFolding, SizeGuardKeepsBlowUps) {
                             {g.add_initializer("h1", random_floats({50}, 5)),
                              g.add_initializer("h2", random_floats({50}, 6))},
                             {"joined"});
-  concat->set_attribute(int_attr("axis", 0));
+  concat->set_attribute(int_attribute("axis", 0));
   // Small enough: folded.
   Node* small = g.add_node("Expand", {g.find_value("one"), g.add_initializer("eight", int64s({8}))},
                            {"small"});
@@ -305,7 +299,7 @@ TEST(ConstantFolding, HugeBlowUpIsNeverMaterialized) {
   Value* shape = branch.add_initializer("huge_shape", int64s({int64_t{1} << 20, int64_t{1} << 20}));
   Node* cos = branch.add_node("ConstantOfShape", {shape}, {"huge"});
   Node* sum = branch.add_node("ReduceSum", {cos->output(0)}, {"total"});
-  sum->set_attribute(int_attr("keepdims", 0));
+  sum->set_attribute(int_attribute("keepdims", 0));
   Node* add = branch.add_node("Add", {x, sum->output(0)}, {"then_out"});
   branch.add_output(add->output(0));
   Model before = copy_model(model);
@@ -336,7 +330,7 @@ TEST(ConstantFolding, NonDeterministicOpsAreKept) {
   Value* ratio = g.add_initializer("ratio", Tensor::from_vector<float>(DType::kFloat, {}, {0.5f}));
   Node* train =
       g.add_node("Dropout", {c, ratio, g.add_initializer("on", bool_scalar(true))}, {"trained"});
-  train->set_attribute(int_attr("seed", 5));
+  train->set_attribute(int_attribute("seed", 5));
   Node* infer =
       g.add_node("Dropout", {c, ratio, g.add_initializer("off", bool_scalar(false))}, {"inferred"});
   Value* sum = x;
@@ -368,7 +362,7 @@ TEST(ConstantFolding, KernelErrorIsRecordedNotThrown) {
   Node* fine =
       branch.add_node("Neg", {branch.add_initializer("two", random_floats({2}, 3))}, {"negated"});
   Node* sum = branch.add_node("ReduceSum", {reshape->output(0)}, {"total"});
-  sum->set_attribute(int_attr("keepdims", 0));
+  sum->set_attribute(int_attribute("keepdims", 0));
   Node* add = branch.add_node("Add", {x, sum->output(0)}, {"partial"});
   Node* out = branch.add_node("Add", {add->output(0), fine->output(0)}, {"then_out"});
   branch.add_output(out->output(0));

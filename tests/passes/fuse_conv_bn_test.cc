@@ -13,22 +13,6 @@ using testing::empty_model;
 using testing::random_floats;
 using testing::same_outputs;
 
-Attribute int_attr(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-
-Attribute float_attr(std::string name, float value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kFloat;
-  a.f = value;
-  return a;
-}
-
 // `t` (float) converted to `dtype`.
 Tensor cast_to(const Tensor& t, DType dtype) {
   Tensor out(dtype, t.shape());
@@ -79,7 +63,7 @@ Model conv_bn_model(const Options& o) {
         g.add_initializer("B", cast_to(random_floats({o.out_channels}, 2), o.dtype)));
   }
   Node* conv = g.add_node("Conv", conv_inputs, {"c"}, "", "conv");
-  if (o.group != 1) conv->set_attribute(int_attr("group", o.group));
+  if (o.group != 1) conv->set_attribute(int_attribute("group", o.group));
   const Shape c{o.out_channels};
   Value* scale = g.add_initializer("scale", cast_to(positive_floats(c, 3), o.param_dtype));
   Value* bias = g.add_initializer("bias", cast_to(random_floats(c, 4), o.param_dtype));
@@ -87,8 +71,8 @@ Model conv_bn_model(const Options& o) {
   Value* var = g.add_initializer("var", cast_to(positive_floats(c, 6), o.param_dtype));
   Node* bn =
       g.add_node("BatchNormalization", {conv->output(0), scale, bias, mean, var}, {"y"}, "", "bn");
-  bn->set_attribute(float_attr("epsilon", 1e-3f));
-  if (o.opset < 7) bn->set_attribute(int_attr("is_test", 1));
+  bn->set_attribute(float_attribute("epsilon", 1e-3f));
+  if (o.opset < 7) bn->set_attribute(int_attribute("is_test", 1));
   g.add_output(bn->output(0));
   return model;
 }
@@ -223,7 +207,7 @@ TEST(FuseConvBn, TrainingModeIsLeftAlone) {
     Options o;
     o.opset = 14;
     Model model = conv_bn_model(o);
-    find_op(model, "BatchNormalization")->set_attribute(int_attr("training_mode", 1));
+    find_op(model, "BatchNormalization")->set_attribute(int_attribute("training_mode", 1));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // opsets 7-13: declared statistics outputs, even unread
@@ -239,14 +223,14 @@ TEST(FuseConvBn, TrainingModeIsLeftAlone) {
     Options o;
     o.opset = 6;
     Model model = conv_bn_model(o);
-    find_op(model, "BatchNormalization")->set_attribute(int_attr("is_test", 0));
+    find_op(model, "BatchNormalization")->set_attribute(int_attribute("is_test", 0));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // opset 7: spatial=0 normalizes per activation
     Options o;
     o.opset = 7;
     Model model = conv_bn_model(o);
-    find_op(model, "BatchNormalization")->set_attribute(int_attr("spatial", 0));
+    find_op(model, "BatchNormalization")->set_attribute(int_attribute("spatial", 0));
     EXPECT_EQ(run_pass(model), 0u);
   }
 }

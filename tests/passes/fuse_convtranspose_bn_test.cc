@@ -13,14 +13,6 @@ using testing::empty_model;
 using testing::random_floats;
 using testing::same_outputs;
 
-Attribute int_attr(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-
 Tensor cast_to(const Tensor& t, DType dtype) {
   Tensor out(dtype, t.shape());
   dispatch_float(dtype, "test", [&](auto tag) {
@@ -69,7 +61,7 @@ Model model_for(const Options& o) {
     inputs.push_back(g.add_initializer("B", cast_to(random_floats({o.out_channels}, 2), o.dtype)));
   }
   Node* conv = g.add_node(o.op, inputs, {"c"}, "", "convt");
-  if (o.group != 1) conv->set_attribute(int_attr("group", o.group));
+  if (o.group != 1) conv->set_attribute(int_attribute("group", o.group));
   const Shape c{o.out_channels};
   Node* bn = g.add_node("BatchNormalization",
                         {conv->output(0), g.add_initializer("scale", positive_floats(c, 3)),
@@ -165,7 +157,7 @@ TEST(FuseConvTransposeBn, NegativeCases) {
     Options o;
     o.opset = 15;
     Model model = model_for(o);
-    find_op(model, "BatchNormalization")->set_attribute(int_attr("training_mode", 1));
+    find_op(model, "BatchNormalization")->set_attribute(int_attribute("training_mode", 1));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // a non-constant mean

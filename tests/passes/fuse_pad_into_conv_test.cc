@@ -14,38 +14,6 @@ using testing::float_type;
 using testing::random_floats;
 using testing::same_outputs;
 
-Attribute int_attr(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-
-Attribute ints_attr(std::string name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  return a;
-}
-
-Attribute float_attr(std::string name, float value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kFloat;
-  a.f = value;
-  return a;
-}
-
-Attribute string_attr(std::string name, std::string value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  return a;
-}
-
 struct Options {
   int64_t opset = 13;
   std::string op = "Conv";                               // or AveragePool / MaxPool
@@ -75,8 +43,8 @@ Model pad_model(const Options& o) {
     pad = g.add_node("Pad", inputs, {"padded"}, "", "pad");
   } else {
     pad = g.add_node("Pad", {x}, {"padded"}, "", "pad");
-    pad->set_attribute(ints_attr(o.opset >= 2 ? "pads" : "paddings", o.pads));
-    if (o.value) pad->set_attribute(float_attr("value", *o.value));
+    pad->set_attribute(ints_attribute(o.opset >= 2 ? "pads" : "paddings", o.pads));
+    if (o.value) pad->set_attribute(float_attribute("value", *o.value));
   }
   Node* op;
   const std::vector<int64_t> kernel(rank - 2, 3);
@@ -87,9 +55,9 @@ Model pad_model(const Options& o) {
                     {"y"}, "", "op");
   } else {
     op = g.add_node(o.op, {pad->output(0)}, {"y"}, "", "op");
-    op->set_attribute(ints_attr("kernel_shape", kernel));
+    op->set_attribute(ints_attribute("kernel_shape", kernel));
   }
-  if (!o.own_pads.empty()) op->set_attribute(ints_attr("pads", o.own_pads));
+  if (!o.own_pads.empty()) op->set_attribute(ints_attribute("pads", o.own_pads));
   g.add_output(op->output(0));
   return model;
 }
@@ -143,13 +111,13 @@ TEST(FusePadIntoConv, AveragePoolOnlyWhenPadsCount) {
   o.op = "AveragePool";
   o.pads = {0, 0, 1, 1, 0, 0, 2, 1};
   Model counted = pad_model(o);
-  counted.graph().nodes()[1]->set_attribute(int_attr("count_include_pad", 1));
+  counted.graph().nodes()[1]->set_attribute(int_attribute("count_include_pad", 1));
   expect_fused(std::move(counted), {1, 1, 2, 1});
   Model excluded = pad_model(o);  // count_include_pad = 0 would divide by fewer elements
   EXPECT_EQ(run_pass(excluded), 0u);
   Model ceil = pad_model(o);
-  ceil.graph().nodes()[1]->set_attribute(int_attr("count_include_pad", 1));
-  ceil.graph().nodes()[1]->set_attribute(int_attr("ceil_mode", 1));
+  ceil.graph().nodes()[1]->set_attribute(int_attribute("count_include_pad", 1));
+  ceil.graph().nodes()[1]->set_attribute(int_attribute("ceil_mode", 1));
   EXPECT_EQ(run_pass(ceil), 0u);
 }
 
@@ -197,7 +165,7 @@ TEST(FusePadIntoConv, PadsThatAreNotSpatialOrZeroAreLeftAlone) {
 TEST(FusePadIntoConv, NegativeCases) {
   {  // reflect mode
     Model model = pad_model({});
-    model.graph().nodes()[0]->set_attribute(string_attr("mode", "reflect"));
+    model.graph().nodes()[0]->set_attribute(string_attribute("mode", "reflect"));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // pads the caller may override
@@ -207,7 +175,7 @@ TEST(FusePadIntoConv, NegativeCases) {
   }
   {  // the Conv pads by itself
     Model model = pad_model({});
-    model.graph().nodes()[1]->set_attribute(string_attr("auto_pad", "SAME_UPPER"));
+    model.graph().nodes()[1]->set_attribute(string_attribute("auto_pad", "SAME_UPPER"));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // a second reader of the padded value

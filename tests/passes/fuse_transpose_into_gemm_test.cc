@@ -11,14 +11,6 @@ using testing::float_type;
 using testing::random_floats;
 using testing::same_outputs;
 
-Attribute int_attr(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-
 Attribute perm(std::vector<int64_t> axes) {
   Attribute a;
   a.name = "perm";
@@ -55,8 +47,8 @@ Model gemm_model(const Options& o) {
   if (o.transpose_a) a = transposed(a, "at");
   if (o.transpose_b) b = transposed(b, "bt");
   Node* gemm = g.add_node("Gemm", {a, b, c}, {"y"}, "", "gemm");
-  if (o.trans_a) gemm->set_attribute(int_attr("transA", 1));
-  if (o.trans_b) gemm->set_attribute(int_attr("transB", 1));
+  if (o.trans_a) gemm->set_attribute(int_attribute("transA", 1));
+  if (o.trans_b) gemm->set_attribute(int_attribute("transB", 1));
   g.add_output(gemm->output(0));
   return model;
 }
