@@ -255,6 +255,11 @@ class DnnlConvKernel : public OpKernel {
     if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
       activation_ = FusedActivation::parse(context);
       own_activation_ = dnnl_util::computed_activation(activation_);
+      if (own_activation_) {
+        float zero = 0.0f;
+        apply_activation(*own_activation_, &zero, &zero, 1);
+        own_activation_keeps_zero_ = zero == 0.0f;
+      }
       const auto& inputs = context.node().inputs();
       has_residual_ = inputs.size() > 3 && inputs[3] != nullptr;
     }
@@ -265,13 +270,15 @@ class DnnlConvKernel : public OpKernel {
     const Tensor& x = context.input(0);
     const Tensor& w = context.input(1);
     if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat) return delegate(context);
-    // BlockedConv: X blocked (rank 5) or plain; Y blocked. Shapes below are logical NCHW.
+    // BlockedConv: X blocked (rank 5, W.shape[1] * group channels) or plain; Y blocked.
+    // Shapes below are logical NCHW.
     const bool blocked_x = blocked() && x.rank() == 5;
-    if (blocked_x && !is_blocked_shape(x.shape())) return delegate(context);
-    const Shape x_shape = blocked_x ? plain_shape(x.shape()) : x.shape();
+    const int64_t x_channels = blocked_x && w.rank() >= 2 ? w.shape()[1] * attrs_.group : -1;
+    if (blocked_x && !is_blocked_shape(x.shape(), x_channels)) return delegate(context);
+    const Shape x_shape = blocked_x ? plain_shape(x.shape(), x_channels) : x.shape();
     std::optional<Window> win = window(x_shape, w.shape());
     if (!win || x.numel() == 0 || w.numel() == 0 || shape_numel(win->y_shape) == 0 ||
-        (blocked() && (win->y_shape.size() != 4 || win->y_shape[1] % kChannelBlock != 0))) {
+        (blocked() && win->y_shape.size() != 4)) {
       return delegate(context);
     }
     const bool has_bias = context.has_input(2);
@@ -363,9 +370,13 @@ class DnnlConvKernel : public OpKernel {
       context.fail("oneDNN failed: {}", e.what());
     }
     if (own_activation_) {
-      // Elementwise, so Y's layout does not matter (blocked Y has no padded channels).
+      // Elementwise, so Y's layout does not matter; padding lanes go back to zero where the
+      // activation moves them (Sigmoid).
       dnnl_util::apply_activation_in_place(*own_activation_, y_data,
                                            shape_numel(plan->y_tensor_shape));
+      if (blocked() && !own_activation_keeps_zero_) {
+        zero_channel_padding(y_data, plan->y_tensor_shape, plan->y_shape[1]);
+      }
     }
   }
 
@@ -625,10 +636,7 @@ class DnnlConvKernel : public OpKernel {
     }
     if (blocked_x) x[1] = w.shape()[1] * attrs_.group;  // dims[1] counted blocks
     std::optional<Window> win = window(x, w.shape());
-    if (!win || (blocked() && (win->y_shape.size() != 4 || win->y_shape[1] % kChannelBlock != 0)) ||
-        (blocked_x && x[1] % kChannelBlock != 0)) {
-      return;
-    }
+    if (!win || (blocked() && win->y_shape.size() != 4)) return;
     std::vector<int64_t> key = blocked_x ? blocked_shape(x) : x;
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     key.insert(key.end(), {1, has_bias, max_threads()});
@@ -645,6 +653,7 @@ class DnnlConvKernel : public OpKernel {
   TransposeAttributes transpose_;
   FusedActivation activation_;
   std::optional<Activation> own_activation_;  // applied after the primitive, not as a post-op
+  bool own_activation_keeps_zero_ = true;     // maps 0 to 0 (blocked Y's padding stays zero)
   bool has_residual_ = false;
   std::unique_ptr<OpKernel> reference_;
   std::optional<Tensor> constant_w_;  // the initializer W, when it is one
@@ -677,21 +686,28 @@ KernelFactory conv_factory(ConvKind kind) {
 }
 
 // ReorderToBlocked / ReorderFromBlocked (ops/blocked_ops.h) as oneDNN reorders between
-// nchw and nChw16c (float32; other types on the reference kernel).
+// nchw and nChw16c (float32; other types on the reference kernel). oneDNN writes zeros into
+// the padding lanes of a blocked destination.
 class DnnlReorderKernel : public OpKernel {
  public:
   DnnlReorderKernel(const KernelCreateContext& context, bool to_blocked)
       : to_blocked_(to_blocked),
+        channels_(to_blocked ? -1 : context.attr_int(kChannelsAttribute, -1)),
         reference_(OpRegistry::builtin().create_kernel(context, KernelTier::kReference)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    const bool fits = to_blocked_ ? x.rank() == 4 && x.shape()[1] % kChannelBlock == 0
-                                  : is_blocked_shape(x.shape());
+    const bool fits = to_blocked_ ? x.rank() == 4 : is_blocked_shape(x.shape(), channels_);
     if (x.dtype() != DType::kFloat || !fits || x.numel() == 0) {
       return reference_->compute(context);
     }
-    const Shape plain = to_blocked_ ? x.shape() : plain_shape(x.shape());
+    const Shape plain = to_blocked_ ? x.shape() : plain_shape(x.shape(), channels_);
+    // A 1x1 image of one batch (a global pool's output) is laid out alike both ways, the
+    // plain channels being the blocked bytes' prefix: hand the bytes over.
+    if (!to_blocked_ && plain[2] * plain[3] == 1 &&
+        (plain[0] == 1 || plain[1] % kChannelBlock == 0)) {
+      return context.set_output(0, Tensor::from_buffer(DType::kFloat, plain, x.buffer()));
+    }
     std::vector<int64_t> key = x.shape();
     key.push_back(max_threads());
     std::shared_ptr<const Step> step = plans_.get(key, [&] {
@@ -717,6 +733,7 @@ class DnnlReorderKernel : public OpKernel {
 
  private:
   bool to_blocked_;
+  int64_t channels_;  // ReorderFromBlocked's C (-1: every lane)
   std::unique_ptr<OpKernel> reference_;
   dnnl_util::PlanCache<Step> plans_;
 };

@@ -3,6 +3,7 @@
 // reorders, so the blocked graph computes exactly what the graph it came from did.
 #include "ops/blocked_ops.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,20 +15,22 @@
 namespace onnxkit {
 namespace {
 
-// Copies between [N, C, HW] and [N, C/16, HW, 16], either direction.
+// Copies between [N, C, HW] and [N, ceil(C/16), HW, 16], either direction; blocking writes
+// zeros into the padding lanes.
 template <typename S>
 void reorder_elements(const S* src, S* dst, int64_t batch, int64_t channels, int64_t image,
                       bool to_blocked) {
-  const int64_t blocks = channels / kChannelBlock;
+  const int64_t blocks = channel_blocks(channels);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t p = 0; p < image; ++p) {
         for (int64_t i = 0; i < kChannelBlock; ++i) {
-          const int64_t plain = (n * channels + b * kChannelBlock + i) * image + p;
+          const int64_t c = b * kChannelBlock + i;
           const int64_t blocked = ((n * blocks + b) * image + p) * kChannelBlock + i;
+          const int64_t plain = (n * channels + c) * image + p;
           if (to_blocked) {
-            dst[blocked] = src[plain];
-          } else {
+            dst[blocked] = c < channels ? src[plain] : S{};
+          } else if (c < channels) {
             dst[plain] = src[blocked];
           }
         }
@@ -36,8 +39,9 @@ void reorder_elements(const S* src, S* dst, int64_t batch, int64_t channels, int
   }
 }
 
-Tensor reorder_tensor(const Tensor& x, bool to_blocked, std::string_view what) {
-  const Shape plain = to_blocked ? x.shape() : plain_shape(x.shape());
+// `x` blocked (to_blocked: plain, of any C), or unblocked into its first `channels` channels.
+Tensor reorder_tensor(const Tensor& x, bool to_blocked, int64_t channels, std::string_view what) {
+  const Shape plain = to_blocked ? x.shape() : plain_shape(x.shape(), channels);
   Tensor y(x.dtype(), to_blocked ? blocked_shape(x.shape()) : plain);
   if (x.dtype() == DType::kString) fail("{}: string tensors have no blocked layout", what);
   dispatch_storage(x.dtype(), what, [&](auto tag) {
@@ -48,28 +52,37 @@ Tensor reorder_tensor(const Tensor& x, bool to_blocked, std::string_view what) {
   return y;
 }
 
-// Fails naming the node unless `x` fits the reorder.
-void check_reorder_input(const KernelContext& context, const Tensor& x, bool to_blocked) {
-  if (to_blocked && (x.rank() != 4 || x.shape()[1] % kChannelBlock != 0)) {
-    context.fail("X must be [N, C, H, W] with C a multiple of {}, got {}", kChannelBlock,
-                 shape_to_string(x.shape()));
+// Fails naming the node unless `x` fits the reorder (unblocking into `channels` channels;
+// -1: every lane).
+void check_reorder_input(const KernelContext& context, const Tensor& x, bool to_blocked,
+                         int64_t channels = -1) {
+  if (to_blocked && x.rank() != 4) {
+    context.fail("X must be [N, C, H, W], got {}", shape_to_string(x.shape()));
   }
-  if (!to_blocked && !is_blocked_shape(x.shape())) {
-    context.fail("X must be blocked [N, C/{0}, H, W, {0}], got {1}", kChannelBlock,
-                 shape_to_string(x.shape()));
+  if (!to_blocked && !is_blocked_shape(x.shape(), channels)) {
+    if (channels < 0) {
+      context.fail("X must be blocked [N, B, H, W, {}], got {}", kChannelBlock,
+                   shape_to_string(x.shape()));
+    }
+    context.fail("X must be blocked [N, {}, H, W, {}] for {} channels, got {}",
+                 channel_blocks(channels), kChannelBlock, channels, shape_to_string(x.shape()));
   }
 }
 
 template <bool kToBlocked>
 class ReorderKernel : public OpKernel {
  public:
-  explicit ReorderKernel(const KernelCreateContext&) {}
+  explicit ReorderKernel(const KernelCreateContext& context)
+      : channels_(kToBlocked ? -1 : context.attr_int(kChannelsAttribute, -1)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    check_reorder_input(context, x, kToBlocked);
-    context.set_output(0, reorder_tensor(x, kToBlocked, context.node().describe()));
+    check_reorder_input(context, x, kToBlocked, channels_);
+    context.set_output(0, reorder_tensor(x, kToBlocked, channels_, context.node().describe()));
   }
+
+ private:
+  int64_t channels_;  // ReorderFromBlocked's C (-1: every lane)
 };
 
 // A Blocked* op run as its standard op: X (and Z) unblocked, the standard op's reference
@@ -81,6 +94,8 @@ class BlockedReferenceKernel : public OpKernel {
     std::string op(standard), domain;
     int64_t opset = 1;
     if (op == "FusedConv") {
+      conv_ = true;
+      group_ = context.attr_int("group", 1);
       // Conv when nothing is fused, so the plain case needs no FusedConv kernel.
       const bool fused = node.find_attribute("activation") || node.input(3);
       if (fused) {
@@ -110,13 +125,23 @@ class BlockedReferenceKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     std::vector<RuntimeValue> values(context.num_inputs());
     std::vector<const RuntimeValue*> inputs(context.num_inputs(), nullptr);
+    // A conv's channel counts come from W (X: W.shape[1] * group, Z: W.shape[0]); pools
+    // pool every lane.
+    int64_t x_channels = -1, z_channels = -1;
+    if (conv_ && context.has_input(1) && context.input(1).rank() >= 2) {
+      const Shape& w = context.input(1).shape();
+      x_channels = w[1] * group_;
+      z_channels = w[0];
+    }
     for (size_t i = 0; i < context.num_inputs(); ++i) {
       if (!context.has_input(i)) continue;
       const Tensor& tensor = context.input(i);
       // X (input 0) and FusedConv's Z (input 3) carry activations; W and B never do.
       const bool blocked = (i == 0 || i == 3) && tensor.rank() == 5;
-      if (blocked) check_reorder_input(context, tensor, false);
-      values[i] = RuntimeValue(blocked ? reorder_tensor(tensor, false, "unblock") : tensor);
+      const int64_t channels = i == 0 ? x_channels : z_channels;
+      if (blocked) check_reorder_input(context, tensor, false, channels);
+      values[i] =
+          RuntimeValue(blocked ? reorder_tensor(tensor, false, channels, "unblock") : tensor);
       inputs[i] = &values[i];
     }
     RuntimeValue output;
@@ -124,20 +149,34 @@ class BlockedReferenceKernel : public OpKernel {
     KernelContext inner(*node_, inputs, outputs, nullptr, nullptr);
     kernel_->compute(inner);
     const Tensor& y = output.tensor();
-    if (y.rank() != 4 || y.shape()[1] % kChannelBlock != 0) {
-      context.fail("output {} has no blocked layout (needs [N, C, H, W], C a multiple of {})",
-                   shape_to_string(y.shape()), kChannelBlock);
+    if (y.rank() != 4) {
+      context.fail("output {} has no blocked layout (needs [N, C, H, W])",
+                   shape_to_string(y.shape()));
     }
-    context.set_output(0, reorder_tensor(y, true, "block"));
+    context.set_output(0, reorder_tensor(y, true, -1, "block"));
   }
 
  private:
+  bool conv_ = false;
+  int64_t group_ = 1;
   Graph graph_;
   Node* node_ = nullptr;
   std::unique_ptr<OpKernel> kernel_;
 };
 
 }  // namespace
+
+void zero_channel_padding(float* data, const Shape& blocked, int64_t channels) {
+  const int64_t used = channels % kChannelBlock;
+  if (used == 0 || !is_blocked_shape(blocked, channels)) return;
+  const int64_t blocks = blocked[1], image = blocked[2] * blocked[3];
+  for (int64_t n = 0; n < blocked[0]; ++n) {
+    float* last = data + ((n * blocks + blocks - 1) * image) * kChannelBlock;
+    for (int64_t p = 0; p < image; ++p) {
+      std::fill(last + p * kChannelBlock + used, last + (p + 1) * kChannelBlock, 0.0f);
+    }
+  }
+}
 
 void register_blocked_ops(OpRegistry& registry) {
   const std::string domain(kOnnxkitDomain);

@@ -6,8 +6,12 @@
 // ReorderToBlocked is inserted where a chain reads a plain value, ReorderFromBlocked where a
 // plain reader (or a graph output) needs a chain's value. A chain is converted only when it
 // holds at least two convs or pools, so a lone conv keeps its plain in-kernel path.
-// Requirements: float32, 2-D images (rank 4), channel counts known and multiples of 16 (a
-// conv on other input channels, e.g. an RGB image, starts a chain from plain X).
+// Requirements: float32, 2-D images (rank 4), channel counts known. Channel counts that are
+// no multiple of 16 (MobileNet's 24, EfficientNet's 40) are padded to one, with zeros in the
+// padding lanes (ops/blocked_ops.h): such values are blocked only when a conv writes them
+// (a graph input of 3 channels, an RGB image, is read plain by the chain's first conv), and
+// only pass through ops that keep zeros zero (Relu but not Sigmoid, Add but not Div, no
+// Concat).
 #include <map>
 #include <numeric>
 #include <set>
@@ -28,10 +32,17 @@ const std::set<std::string, std::less<>> kUnaryOps = {
     "Relu",     "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu",
     "Selu",     "Softplus",  "Erf",     "Neg",  "Abs",         "Identity",  "Clip",
     "Softsign", "Exp",       "Sqrt",    "Mish", "Gelu"};
+// Those of them that map 0 to 0, so padding lanes stay zero (Clip: when its range holds 0).
+const std::set<std::string, std::less<>> kZeroKeepingUnaryOps = {
+    "Relu", "LeakyRelu", "Tanh",     "HardSwish", "Elu",  "Selu", "Erf",
+    "Neg",  "Abs",       "Identity", "Softsign",  "Sqrt", "Mish", "Gelu"};
 // Two-input element-wise ops: broadcasting works unchanged on the blocked shape as long as
 // the channel dims match (see broadcasts_in_blocked_layout).
 const std::set<std::string, std::less<>> kBinaryOps = {"Add", "Sub", "Mul", "Div",
                                                        "Max", "Min", "Pow"};
+// Those of them for which 0 op 0 is 0 (padding lanes of two blocked values).
+const std::set<std::string, std::less<>> kZeroKeepingBinaryOps = {"Add", "Sub", "Mul", "Max",
+                                                                  "Min"};
 
 bool is_onnxkit_op(const Node* node, std::string_view op_type) {
   return node && node->domain() == kOnnxkitDomain && node->op_type() == op_type;
@@ -41,7 +52,7 @@ bool is_onnxkit_op(const Node* node, std::string_view op_type) {
 struct Activation {
   std::vector<Dim> dims;
   int64_t channels() const { return dims[1].value; }
-  bool blockable() const { return channels() > 0 && channels() % kChannelBlock == 0; }
+  bool padded() const { return channels() % kChannelBlock != 0; }
 };
 
 std::optional<Activation> from_type(const Value* value) {
@@ -52,7 +63,7 @@ std::optional<Activation> from_type(const Value* value) {
 }
 
 ValueType blocked_type(const Activation& a) {
-  std::vector<Dim> dims{a.dims[0], Dim::known(a.channels() / kChannelBlock), a.dims[2], a.dims[3],
+  std::vector<Dim> dims{a.dims[0], Dim::known(channel_blocks(a.channels())), a.dims[2], a.dims[3],
                         Dim::known(kChannelBlock)};
   return ValueType::tensor(DType::kFloat, dims);
 }
@@ -78,9 +89,13 @@ class ConvertLayoutPass : public GraphPass {
     const std::vector<Node*> order = graph.topological_order();
     infer_activations(graph, order, context);
     std::map<const Node*, Role> roles;
-    for (Node* node : order) {
+    padded_blockable_.clear();
+    for (Node* node : order) {  // producers first: a padded value's role decides its readers'
       const Role role = role_of(node, context);
-      if (role != Role::kNone) roles[node] = role;
+      if (role == Role::kNone) continue;
+      roles[node] = role;
+      const Activation* y = activation(node->output(0));
+      if (y && y->padded()) padded_blockable_.insert(node->output(0));
     }
     const std::vector<Node*> chosen = choose(order, roles);
     if (chosen.empty()) return 0;
@@ -149,9 +164,30 @@ class ConvertLayoutPass : public GraphPass {
     auto it = v ? activations_.find(v) : activations_.end();
     return it == activations_.end() ? nullptr : &it->second;
   }
+  // Whether `v` can be blocked: 16k channels, or padded ones a converted op writes.
   bool blockable(const Value* v) const {
     const Activation* a = activation(v);
-    return a && a->blockable();
+    return a && a->channels() > 0 && (!a->padded() || padded_blockable_.count(v));
+  }
+  bool padded(const Value* v) const {
+    const Activation* a = activation(v);
+    return a && a->padded();
+  }
+
+  // Clip with constant bounds (inputs, or attributes before opset 11) around 0.
+  static bool clip_keeps_zero(const Node* node, const PassContext& context) {
+    auto attribute = [&](std::string_view name, float fallback) {
+      const Attribute* found = node->find_attribute(name);
+      return found && found->type == AttrType::kFloat ? found->f : fallback;
+    };
+    float low = attribute("min", -1.0f), high = attribute("max", 1.0f);
+    for (size_t i : {1, 2}) {
+      if (!node->input(i)) continue;
+      const Tensor* bound = constant_value(node->input(i), context);
+      if (!bound || bound->numel() != 1 || bound->dtype() != DType::kFloat) return false;
+      (i == 1 ? low : high) = bound->data<float>()[0];
+    }
+    return low <= 0.0f && high >= 0.0f;
   }
 
   static bool is_conv(const Node* node) {
@@ -167,7 +203,9 @@ class ConvertLayoutPass : public GraphPass {
     if (is_conv(node)) {
       const Activation* x = activation(node->input(0));
       const Tensor* w = constant_value(node->input(1), context);
-      if (!x || !w || w->rank() != 4 || !blockable(node->output(0))) return Role::kNone;
+      const Activation* y = activation(node->output(0));
+      // The conv kernel leaves Y's padding zero whatever its activation.
+      if (!x || !w || w->rank() != 4 || !y || y->channels() <= 0) return Role::kNone;
       if (node->input(3) && !blockable(node->input(3))) return Role::kNone;
       return Role::kConv;
     }
@@ -179,9 +217,14 @@ class ConvertLayoutPass : public GraphPass {
       return Role::kPool;
     }
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::kGlobalPool;
+    const bool padded_x = padded(node->input(0));
     if (kUnaryOps.count(op)) {
       for (size_t i = 1; i < node->inputs().size(); ++i) {  // Clip's min / max
         if (node->input(i) && !constant_value(node->input(i), context)) return Role::kNone;
+      }
+      if (padded_x && !kZeroKeepingUnaryOps.count(op) &&
+          !(op == "Clip" && clip_keeps_zero(node, context))) {
+        return Role::kNone;
       }
       return Role::kUnary;
     }
@@ -189,16 +232,18 @@ class ConvertLayoutPass : public GraphPass {
       const Activation* a = activation(node->input(0));
       const Value* other = node->input(1);
       if (blockable(other)) {
+        if (padded_x && !kZeroKeepingBinaryOps.count(op)) return Role::kNone;
         return broadcasts_in_blocked_layout(*a, *activation(other)) ? Role::kBinary : Role::kNone;
       }
       const Tensor* c = constant_value(other, context);
+      if (padded_x && op != "Mul") return Role::kNone;  // scalar * 0 = 0
       return c && c->numel() == 1 ? Role::kBinary : Role::kNone;
     }
-    if (op == "Concat") {
+    if (op == "Concat") {  // padding inside would misplace the channels after it
       const int64_t axis = int_attr(node, "axis", 0);
       if (axis != 1 && axis != -3) return Role::kNone;
       for (const Value* input : node->inputs()) {
-        if (!blockable(input)) return Role::kNone;
+        if (!blockable(input) || padded(input)) return Role::kNone;
       }
       return Role::kConcat;
     }
@@ -292,6 +337,9 @@ class ConvertLayoutPass : public GraphPass {
         Node* reorder =
             graph.add_node(std::string(kReorderFromBlocked), {twin.at(y)},
                            {graph.unique_name(y->name() + "_plain")}, std::string(kOnnxkitDomain));
+        if (const Activation* a = activation(y); a && a->padded()) {
+          reorder->set_attribute(int_attribute(std::string(kChannelsAttribute), a->channels()));
+        }
         reorder->output(0)->set_type(y->type());
         replace_value(graph, y, reorder->output(0));
       }
@@ -300,6 +348,7 @@ class ConvertLayoutPass : public GraphPass {
   }
 
   std::map<const Value*, Activation> activations_;
+  std::set<const Value*> padded_blockable_;  // padded values that converted ops write
 };
 
 }  // namespace

@@ -817,9 +817,11 @@ TEST(DnnlPoolTest, GlobalPools) {
 
 // X -> ReorderToBlocked -> `op` (blocked inputs 0 and, for BlockedConv, Z) ->
 // ReorderFromBlocked, on the optimized kernels; `standard` builds the plain graph run on the
-// reference kernels.
+// reference kernels. X is blocked when its channels fill whole blocks or `block_padded_x`
+// (else BlockedConv reads it plain); Y's and Z's channel counts need not fill blocks.
 void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool blocked)>& build,
-                   const Shape& x_shape, const Shape& z_shape = {}) {
+                   const Shape& x_shape, const Shape& z_shape = {}, bool block_padded_x = false) {
+  int64_t y_channels = -1;
   auto make = [&](bool blocked) {
     std::mt19937_64 rng(21);
     Builder b;
@@ -832,22 +834,25 @@ void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool
       return n->outputs()[0];
     };
     if (blocked) {
-      if (x_shape[1] % kChannelBlock == 0) x = to_blocked(x);
+      if (x_shape[1] % kChannelBlock == 0 || block_padded_x) x = to_blocked(x);
       if (z) z = to_blocked(z);
     }
     Value* y = build(b, x, z, blocked);
     if (blocked) {
-      y = b.graph()
-              .add_node(std::string(kReorderFromBlocked), {y}, {"Y_plain"},
-                        std::string(kOnnxkitDomain))
-              ->outputs()[0];
+      Node* back = b.graph().add_node(std::string(kReorderFromBlocked), {y}, {"Y_plain"},
+                                      std::string(kOnnxkitDomain));
+      set_attr_int(back, std::string(kChannelsAttribute), y_channels);
+      y = back->outputs()[0];
     }
     b.graph().add_output(y);
     return b;
   };
-  Builder standard = make(false), blocked = make(true);
+  Builder standard = make(false);
   const NamedValues expected =
       run_model(std::move(standard.model), SessionOptions::reference(), standard.feeds);
+  ASSERT_EQ(expected[0].second.tensor().rank(), 4u);
+  y_channels = expected[0].second.tensor().shape()[1];
+  Builder blocked = make(true);
   const NamedValues actual =
       run_model(std::move(blocked.model), optimized_options(), blocked.feeds);
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
@@ -867,7 +872,10 @@ TEST(DnnlBlockedTest, BlockedConvWithResidualAndActivation) {
                                                    // plain X whose channels fill no block
                                                    {{1, 24, 9, 9}, {32, 24, 1, 1}, 1, 1},
                                                    {{2, 40, 7, 6}, {48, 40, 3, 3}, 1, 1},
-                                                   {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2}}) {
+                                                   {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2},
+                                                   // Y (and Z) padded to a whole block
+                                                   {{1, 32, 9, 9}, {24, 32, 1, 1}, 1, 1},
+                                                   {{1, 3, 11, 11}, {40, 3, 3, 3}, 1, 2}}) {
       SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
       const int64_t pad = g.w[2] / 2;
       const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
@@ -915,18 +923,78 @@ TEST(DnnlBlockedTest, BlockedPools) {
                              {"GlobalAveragePool", {}, {}, {}},
                              {"GlobalMaxPool", {}, {}, {}}}) {
     SCOPED_TRACE(p.op);
-    check_blocked(
-        [&](Builder& b, Value* x, Value*, bool blocked) {
-          Node* n = b.graph().add_node(blocked ? "Blocked" + p.op : p.op, {x}, {"pooled"},
-                                       blocked ? std::string(kOnnxkitDomain) : "", "pool");
-          set_attr_ints(n, "kernel_shape", p.kernel);
-          set_attr_ints(n, "strides", p.strides);
-          set_attr_ints(n, "pads", p.pads);
-          if (p.ceil) set_attr_int(n, "ceil_mode", 1);
-          if (p.include_pad) set_attr_int(n, "count_include_pad", 1);
-          return n->outputs()[0];
-        },
-        {2, 32, 11, 10});
+    for (const Shape& x : std::vector<Shape>{{2, 32, 11, 10}, {2, 24, 11, 10}, {1, 40, 7, 7}}) {
+      check_blocked(
+          [&](Builder& b, Value* x, Value*, bool blocked) {
+            Node* n = b.graph().add_node(blocked ? "Blocked" + p.op : p.op, {x}, {"pooled"},
+                                         blocked ? std::string(kOnnxkitDomain) : "", "pool");
+            set_attr_ints(n, "kernel_shape", p.kernel);
+            set_attr_ints(n, "strides", p.strides);
+            set_attr_ints(n, "pads", p.pads);
+            if (p.ceil) set_attr_int(n, "ceil_mode", 1);
+            if (p.include_pad) set_attr_int(n, "count_include_pad", 1);
+            return n->outputs()[0];
+          },
+          x, {}, true);
+    }
+  }
+}
+
+// Padded X too (MobileNet's 24 and EfficientNet's 40 channels between convs): the
+// depthwise, pointwise, 3x3 and grouped kernels read the padding lanes as zeros, and write
+// zeros there whatever the activation (Sigmoid's 0.5 is zeroed again): Y comes back with
+// every lane, against the standard graph's Y padded with zero channels.
+TEST(DnnlBlockedTest, BlockedConvOnPaddedChannels) {
+  struct Geometry {
+    Shape x, w;
+    int64_t group, stride;
+  };
+  for (const std::string activation : {"Clip", "Sigmoid", "Silu"}) {
+    for (const Geometry& g : std::vector<Geometry>{{{1, 24, 10, 10}, {24, 1, 3, 3}, 24, 1},
+                                                   {{2, 40, 9, 9}, {40, 1, 5, 5}, 40, 2},
+                                                   {{1, 24, 8, 8}, {144, 24, 1, 1}, 1, 1},
+                                                   {{1, 144, 8, 8}, {24, 144, 1, 1}, 1, 1},
+                                                   {{1, 24, 9, 9}, {40, 24, 3, 3}, 1, 2},
+                                                   {{1, 24, 6, 6}, {24, 12, 3, 3}, 2, 1}}) {
+      SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
+      const std::vector<float> params =
+          activation == "Clip" ? std::vector<float>{0.0f, 6.0f} : std::vector<float>{};
+      const int64_t pad = g.w[2] / 2;
+      const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
+      FusedCase c;
+      c.activation = activation;
+      c.params = params;
+      check_blocked(
+          [&](Builder& b, Value* x, Value* z, bool blocked) {
+            std::mt19937_64 rng(7);
+            Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
+            Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
+            auto attributes = [&](Node* n) {
+              set_attr_int(n, "group", g.group);
+              set_attr_ints(n, "strides", {g.stride, g.stride});
+              set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
+            };
+            if (blocked) {
+              Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
+                                           std::string(kOnnxkitDomain), "blocked_conv");
+              attributes(n);
+              set_attr_string(n, "activation", activation);
+              set_attr_floats(n, "activation_params", params);
+              return n->outputs()[0];
+            }
+            // All of Y's lanes come back: the padding ones must equal a zero Pad's.
+            const int64_t padding = channel_blocks(g.w[0]) * kChannelBlock - g.w[0];
+            Value* pads =
+                b.operand("pads",
+                          Tensor::from_vector(DType::kInt64, {8},
+                                              std::vector<int64_t>{0, 0, 0, 0, 0, padding, 0, 0}),
+                          true);
+            Value* y = unfused_activation(
+                b, c, b.op("Add", {b.op("Conv", {x, w, bias}, "conv", attributes), z}, "sum"));
+            return b.op("Pad", {y, pads}, "pad");
+          },
+          g.x, {g.x[0], g.w[0], out_h, out_h}, true);
+    }
   }
 }
 

@@ -199,12 +199,6 @@ TEST(ConvertLayout, LeavesWhatItCannotBlock) {
     net.g().add_output(net.op("Relu", {net.conv(net.input({1, 16, 8, 8}), 16, 32, 3)}));
     EXPECT_EQ(run_pass(net.model), 0u);
   }
-  {  // 24 channels: not a multiple of 16
-    Net net;
-    Value* c = net.conv(net.input({1, 16, 8, 8}), 16, 24, 3);
-    net.g().add_output(net.conv(c, 24, 24, 3));
-    EXPECT_EQ(run_pass(net.model), 0u);
-  }
   {  // MaxPool with Indices, and an Add broadcasting over channels, split the chain
     Net net;
     Value* c = net.conv(net.input({1, 16, 8, 8}), 16, 16, 3);
@@ -218,6 +212,59 @@ TEST(ConvertLayout, LeavesWhatItCannotBlock) {
     EXPECT_EQ(run_pass(net.model), 0u) << "no two anchors left connected";
     EXPECT_TRUE(same_outputs(before, net.model));
   }
+}
+
+TEST(ConvertLayout, PaddedChannelsStayBlockedThroughOpsThatKeepZeros) {
+  // MobileNet's and EfficientNet's narrow stages: 24 and 40 channels, padded to 32 and 48.
+  // Relu, Clip(0, 6), Add of two padded values and Mul by a scalar keep the padding zero;
+  // Sigmoid, Add of a scalar and a Concat of padded values cannot, so they read plain
+  // values through a ReorderFromBlocked that carries the channel count.
+  Net net;
+  Value* x = net.input({-1, 16, 10, 10});
+  Value* narrow = net.op("Relu", {net.conv(x, 16, 24, 1)});
+  Value* depthwise =
+      net.op("Clip", {net.conv(narrow, 24, 24, 3, 1, 24), net.scalar(0), net.scalar(6)});
+  Value* sum = net.op("Add", {net.conv(depthwise, 24, 24, 1), narrow});
+  Value* scaled = net.op("Mul", {sum, net.scalar(0.5f)});
+  Value* wider = net.conv(scaled, 24, 40, 3, 2);
+  Value* pooled = net.op("GlobalAveragePool", {wider});
+  net.g().add_output(net.op("Sigmoid", {wider}));
+  net.g().add_output(net.op("Add", {pooled, net.scalar(1.0f)}));
+  net.g().add_output(net.op("Concat", {scaled, scaled}, [](Node* n) { set_int(n, "axis", 1); }));
+  Model model = std::move(net.model);
+  const Model before = copy_model(model);
+  EXPECT_GT(run_pass(model, true), 0u);
+  EXPECT_EQ(count_ops(model, "Conv"), 0u);
+  EXPECT_EQ(count_blocked(model, kBlockedConv), 4u);
+  EXPECT_EQ(count_blocked(model, "BlockedGlobalAveragePool"), 1u);
+  EXPECT_EQ(count_blocked(model, kReorderToBlocked), 1u) << "x only";
+  size_t reorders_back = 0;
+  for (const Node* node : model.graph().nodes()) {
+    if (node->op_type() != kReorderFromBlocked) continue;
+    ++reorders_back;
+    const Attribute* channels = node->find_attribute(kChannelsAttribute);
+    ASSERT_NE(channels, nullptr) << "the padded value's channel count";
+    EXPECT_TRUE(channels->i == 24 || channels->i == 40) << channels->i;
+  }
+  EXPECT_EQ(reorders_back, 3u) << "for Sigmoid, the Add of a scalar and the Concat";
+  EXPECT_TRUE(same_outputs(before, model));
+  EXPECT_TRUE(layout_level_matches(before));
+}
+
+TEST(ConvertLayout, PaddedGraphInputIsReadPlain) {
+  // 24 channels that no conv of the chain wrote: the first conv reads them plain, and an
+  // element-wise op on them stays outside.
+  Net net;
+  Value* x = net.input({-1, 24, 8, 8});
+  Value* c = net.op("Relu", {net.conv(net.op("Relu", {x}), 24, 32, 3)});
+  net.g().add_output(net.conv(c, 32, 24, 3));
+  Model model = std::move(net.model);
+  const Model before = copy_model(model);
+  EXPECT_GT(run_pass(model, true), 0u);
+  EXPECT_EQ(count_blocked(model, kReorderToBlocked), 0u);
+  EXPECT_EQ(count_ops(model, "Relu"), 2u);
+  EXPECT_TRUE(same_outputs(before, model));
+  EXPECT_TRUE(layout_level_matches(before));
 }
 
 }  // namespace
