@@ -704,7 +704,7 @@ class DnnlReorderKernel : public OpKernel {
     const Shape plain = to_blocked_ ? x.shape() : plain_shape(x.shape(), channels_);
     // A 1x1 image of one batch (a global pool's output) is laid out alike both ways, the
     // plain channels being the blocked bytes' prefix: hand the bytes over.
-    if (!to_blocked_ && plain[2] * plain[3] == 1 &&
+    if (!to_blocked_ && x.buffer() && plain[2] * plain[3] == 1 &&
         (plain[0] == 1 || plain[1] % kChannelBlock == 0)) {
       return context.set_output(0, Tensor::from_buffer(DType::kFloat, plain, x.buffer()));
     }

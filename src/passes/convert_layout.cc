@@ -44,6 +44,9 @@ const std::set<std::string, std::less<>> kBinaryOps = {"Add", "Sub", "Mul", "Div
 const std::set<std::string, std::less<>> kZeroKeepingBinaryOps = {"Add", "Sub", "Mul", "Max",
                                                                   "Min"};
 
+// Fewest channels a conv writes in the blocked layout.
+constexpr int64_t kMinPaddedChannels = kChannelBlock / 2;
+
 bool is_onnxkit_op(const Node* node, std::string_view op_type) {
   return node && node->domain() == kOnnxkitDomain && node->op_type() == op_type;
 }
@@ -204,8 +207,11 @@ class ConvertLayoutPass : public GraphPass {
       const Activation* x = activation(node->input(0));
       const Tensor* w = constant_value(node->input(1), context);
       const Activation* y = activation(node->output(0));
-      // The conv kernel leaves Y's padding zero whatever its activation.
-      if (!x || !w || w->rank() != 4 || !y || y->channels() <= 0) return Role::kNone;
+      // The conv kernel leaves Y's padding zero whatever its activation. Fewer than 8
+      // channels would compute more padding lanes than channels (a 3-channel image out).
+      if (!x || !w || w->rank() != 4 || !y || y->channels() < kMinPaddedChannels) {
+        return Role::kNone;
+      }
       if (node->input(3) && !blockable(node->input(3))) return Role::kNone;
       return Role::kConv;
     }

@@ -199,6 +199,15 @@ TEST(ConvertLayout, LeavesWhatItCannotBlock) {
     net.g().add_output(net.op("Relu", {net.conv(net.input({1, 16, 8, 8}), 16, 32, 3)}));
     EXPECT_EQ(run_pass(net.model), 0u);
   }
+  {  // a conv writing fewer than 8 channels (an image out) would compute mostly padding
+    Net net;
+    Value* c = net.op("Relu", {net.conv(net.input({1, 16, 8, 8}), 16, 16, 3)});
+    net.g().add_output(net.conv(net.conv(c, 16, 16, 3), 16, 3, 3));
+    const Model before = copy_model(net.model);
+    EXPECT_EQ(run_pass(net.model), 3u);
+    EXPECT_EQ(count_ops(net.model, "Conv"), 1u);
+    EXPECT_TRUE(same_outputs(before, net.model));
+  }
   {  // MaxPool with Indices, and an Add broadcasting over channels, split the chain
     Net net;
     Value* c = net.conv(net.input({1, 16, 8, 8}), 16, 16, 3);
