@@ -858,53 +858,71 @@ void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
 
+struct BlockedConvGeometry {
+  Shape x, w;
+  int64_t group, stride;
+};
+
+// BlockedConv with an activation and a residual Z against Conv, Add and the unfused
+// activation. With `every_lane`, X is blocked even when padded and Y comes back with all
+// its lanes, against the standard Y padded with zero channels.
+void check_blocked_conv(const std::string& activation, const std::vector<float>& params,
+                        const BlockedConvGeometry& g, bool every_lane) {
+  SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
+  const int64_t pad = g.w[2] / 2;
+  const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
+  const int64_t out_w = (g.x[3] + 2 * pad - g.w[3]) / g.stride + 1;
+  FusedCase c;
+  c.activation = activation;
+  c.params = params;
+  check_blocked(
+      [&](Builder& b, Value* x, Value* z, bool blocked) {
+        std::mt19937_64 rng(5);
+        Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
+        Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
+        auto attributes = [&](Node* n) {
+          set_attr_int(n, "group", g.group);
+          set_attr_ints(n, "strides", {g.stride, g.stride});
+          set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
+        };
+        if (blocked) {
+          Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
+                                       std::string(kOnnxkitDomain), "blocked_conv");
+          attributes(n);
+          set_attr_string(n, "activation", activation);
+          set_attr_floats(n, "activation_params", params);
+          return n->outputs()[0];
+        }
+        Value* y = unfused_activation(
+            b, c, b.op("Add", {b.op("Conv", {x, w, bias}, "conv", attributes), z}, "sum"));
+        if (!every_lane) return y;
+        const int64_t padding = channel_blocks(g.w[0]) * kChannelBlock - g.w[0];
+        Value* pads =
+            b.operand("pads",
+                      Tensor::from_vector(DType::kInt64, {8},
+                                          std::vector<int64_t>{0, 0, 0, 0, 0, padding, 0, 0}),
+                      true);
+        return b.op("Pad", {y, pads}, "pad");
+      },
+      g.x, {g.x[0], g.w[0], out_h, out_w}, every_lane);
+}
+
 TEST(DnnlBlockedTest, BlockedConvWithResidualAndActivation) {
   for (const auto& [activation, params] : std::vector<std::pair<std::string, std::vector<float>>>{
            {"Relu", {}}, {"Clip", {0.0f, 6.0f}}, {"Silu", {}}, {"HardSigmoid", {}}, {"Tanh", {}}}) {
-    struct Geometry {
-      Shape x, w;
-      int64_t group, stride;
-    };
-    for (const Geometry& g : std::vector<Geometry>{{{2, 32, 10, 9}, {32, 32, 3, 3}, 1, 1},
-                                                   {{1, 16, 11, 11}, {48, 16, 1, 1}, 1, 1},
-                                                   {{1, 32, 12, 12}, {32, 1, 3, 3}, 32, 2},
-                                                   {{1, 3, 13, 13}, {16, 3, 3, 3}, 1, 2},
-                                                   // plain X whose channels fill no block
-                                                   {{1, 24, 9, 9}, {32, 24, 1, 1}, 1, 1},
-                                                   {{2, 40, 7, 6}, {48, 40, 3, 3}, 1, 1},
-                                                   {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2},
-                                                   // Y (and Z) padded to a whole block
-                                                   {{1, 32, 9, 9}, {24, 32, 1, 1}, 1, 1},
-                                                   {{1, 3, 11, 11}, {40, 3, 3, 3}, 1, 2}}) {
-      SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
-      const int64_t pad = g.w[2] / 2;
-      const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
-      const int64_t out_w = (g.x[3] + 2 * pad - g.w[3]) / g.stride + 1;
-      FusedCase c;
-      c.activation = activation;
-      c.params = params;
-      check_blocked(
-          [&](Builder& b, Value* x, Value* z, bool blocked) {
-            std::mt19937_64 rng(5);
-            Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
-            Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
-            auto attributes = [&](Node* n) {
-              set_attr_int(n, "group", g.group);
-              set_attr_ints(n, "strides", {g.stride, g.stride});
-              set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
-            };
-            if (blocked) {
-              Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
-                                           std::string(kOnnxkitDomain), "blocked_conv");
-              attributes(n);
-              set_attr_string(n, "activation", activation);
-              set_attr_floats(n, "activation_params", params);
-              return n->outputs()[0];
-            }
-            Value* y = b.op("Add", {b.op("Conv", {x, w, bias}, "conv", attributes), z}, "sum");
-            return unfused_activation(b, c, y);
-          },
-          g.x, {g.x[0], g.w[0], out_h, out_w});
+    for (const BlockedConvGeometry& g :
+         std::vector<BlockedConvGeometry>{{{2, 32, 10, 9}, {32, 32, 3, 3}, 1, 1},
+                                          {{1, 16, 11, 11}, {48, 16, 1, 1}, 1, 1},
+                                          {{1, 32, 12, 12}, {32, 1, 3, 3}, 32, 2},
+                                          {{1, 3, 13, 13}, {16, 3, 3, 3}, 1, 2},
+                                          // plain X whose channels fill no block
+                                          {{1, 24, 9, 9}, {32, 24, 1, 1}, 1, 1},
+                                          {{2, 40, 7, 6}, {48, 40, 3, 3}, 1, 1},
+                                          {{1, 32, 8, 8}, {16, 32, 3, 3}, 1, 2},
+                                          // Y (and Z) padded to a whole block
+                                          {{1, 32, 9, 9}, {24, 32, 1, 1}, 1, 1},
+                                          {{1, 3, 11, 11}, {40, 3, 3, 3}, 1, 2}}) {
+      check_blocked_conv(activation, params, g, false);
     }
   }
 }
@@ -945,55 +963,17 @@ TEST(DnnlBlockedTest, BlockedPools) {
 // zeros there whatever the activation (Sigmoid's 0.5 is zeroed again): Y comes back with
 // every lane, against the standard graph's Y padded with zero channels.
 TEST(DnnlBlockedTest, BlockedConvOnPaddedChannels) {
-  struct Geometry {
-    Shape x, w;
-    int64_t group, stride;
-  };
   for (const std::string activation : {"Clip", "Sigmoid", "Silu"}) {
-    for (const Geometry& g : std::vector<Geometry>{{{1, 24, 10, 10}, {24, 1, 3, 3}, 24, 1},
-                                                   {{2, 40, 9, 9}, {40, 1, 5, 5}, 40, 2},
-                                                   {{1, 24, 8, 8}, {144, 24, 1, 1}, 1, 1},
-                                                   {{1, 144, 8, 8}, {24, 144, 1, 1}, 1, 1},
-                                                   {{1, 24, 9, 9}, {40, 24, 3, 3}, 1, 2},
-                                                   {{1, 24, 6, 6}, {24, 12, 3, 3}, 2, 1}}) {
-      SCOPED_TRACE(activation + " x" + shape_to_string(g.x) + " w" + shape_to_string(g.w));
-      const std::vector<float> params =
-          activation == "Clip" ? std::vector<float>{0.0f, 6.0f} : std::vector<float>{};
-      const int64_t pad = g.w[2] / 2;
-      const int64_t out_h = (g.x[2] + 2 * pad - g.w[2]) / g.stride + 1;
-      FusedCase c;
-      c.activation = activation;
-      c.params = params;
-      check_blocked(
-          [&](Builder& b, Value* x, Value* z, bool blocked) {
-            std::mt19937_64 rng(7);
-            Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
-            Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
-            auto attributes = [&](Node* n) {
-              set_attr_int(n, "group", g.group);
-              set_attr_ints(n, "strides", {g.stride, g.stride});
-              set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
-            };
-            if (blocked) {
-              Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
-                                           std::string(kOnnxkitDomain), "blocked_conv");
-              attributes(n);
-              set_attr_string(n, "activation", activation);
-              set_attr_floats(n, "activation_params", params);
-              return n->outputs()[0];
-            }
-            // All of Y's lanes come back: the padding ones must equal a zero Pad's.
-            const int64_t padding = channel_blocks(g.w[0]) * kChannelBlock - g.w[0];
-            Value* pads =
-                b.operand("pads",
-                          Tensor::from_vector(DType::kInt64, {8},
-                                              std::vector<int64_t>{0, 0, 0, 0, 0, padding, 0, 0}),
-                          true);
-            Value* y = unfused_activation(
-                b, c, b.op("Add", {b.op("Conv", {x, w, bias}, "conv", attributes), z}, "sum"));
-            return b.op("Pad", {y, pads}, "pad");
-          },
-          g.x, {g.x[0], g.w[0], out_h, out_h}, true);
+    const std::vector<float> params =
+        activation == "Clip" ? std::vector<float>{0.0f, 6.0f} : std::vector<float>{};
+    for (const BlockedConvGeometry& g :
+         std::vector<BlockedConvGeometry>{{{1, 24, 10, 10}, {24, 1, 3, 3}, 24, 1},
+                                          {{2, 40, 9, 9}, {40, 1, 5, 5}, 40, 2},
+                                          {{1, 24, 8, 8}, {144, 24, 1, 1}, 1, 1},
+                                          {{1, 144, 8, 8}, {24, 144, 1, 1}, 1, 1},
+                                          {{1, 24, 9, 9}, {40, 24, 3, 3}, 1, 2},
+                                          {{1, 24, 6, 6}, {24, 12, 3, 3}, 2, 1}}) {
+      check_blocked_conv(activation, params, g, true);
     }
   }
 }
