@@ -144,10 +144,15 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
                                  [&](SlotRef ref) { return ref.depth == 0 && ref.slot == slot; });
     if (!is_output) plan->steps_[step_index].release.push_back(slot);
   }
+  plan->constant_values_.resize(plan->slot_count_);
+  for (const auto& [slot, tensor] : plan->constants_) {
+    plan->constant_values_[static_cast<size_t>(slot)] = RuntimeValue(tensor);
+  }
   for (Step& step : plan->steps_) {
     for (size_t i = 0; i < step.inputs.size() && i < 64; ++i) {
       const SlotRef ref = step.inputs[i];
-      if (ref.omitted() || ref.depth != 0) continue;
+      // Constants are shared by every run: never an output's storage.
+      if (ref.omitted() || ref.depth != 0 || plan->constant(ref.slot)) continue;
       const bool last_read =
           std::find(step.release.begin(), step.release.end(), ref.slot) != step.release.end();
       const auto same_slot = [&](SlotRef other) {
@@ -164,15 +169,18 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
 const RuntimeValue& Frame::resolve(SlotRef ref) const {
   const Frame* frame = this;
   for (int i = 0; i < ref.depth; ++i) frame = frame->parent_;
-  return frame->slots_[static_cast<size_t>(ref.slot)];
+  const RuntimeValue& value = frame->slots_[static_cast<size_t>(ref.slot)];
+  if (value.is_none()) {
+    if (const RuntimeValue* constant = frame->graph_.constant(ref.slot)) return *constant;
+  }
+  return value;
 }
 
 namespace {
 
-// Constants, inputs and bound outputs into a fresh frame.
+// Inputs and bound outputs into a fresh frame (constants stay in the plan).
 void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeValue>& inputs,
                 std::vector<RuntimeValue>& bound_outputs) {
-  for (const auto& [slot, tensor] : graph.constants()) frame.slot(slot) = RuntimeValue(tensor);
   const auto& input_slots = graph.input_slots();
   if (inputs.size() > input_slots.size()) {
     fail("graph '{}' takes {} inputs, got {}", graph.graph().name(), input_slots.size(),
@@ -180,16 +188,14 @@ void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeVal
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     // A graph input without a value keeps its initializer (old-style default), if any.
-    if (!inputs[i].is_none() || frame.slot(input_slots[i]).is_none()) {
-      frame.slot(input_slots[i]) = std::move(inputs[i]);
-    }
+    if (!inputs[i].is_none()) frame.slot(input_slots[i]) = std::move(inputs[i]);
   }
   for (size_t i = 0; i < bound_outputs.size() && i < graph.outputs().size(); ++i) {
     const SlotRef ref = graph.outputs()[i];
     // Only slots a node writes: an output that is an input or a constant stays as it is.
     const bool is_input =
         std::find(input_slots.begin(), input_slots.end(), ref.slot) != input_slots.end();
-    if (bound_outputs[i].is_none() || ref.depth != 0 || is_input ||
+    if (bound_outputs[i].is_none() || ref.depth != 0 || is_input || graph.constant(ref.slot) ||
         !frame.slot(ref.slot).is_none()) {
       continue;
     }
@@ -247,8 +253,9 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
     run_step(step, frame, runner, true);
     for (int slot : step.release) {
       // An initializer read for the last time in a one-off run.
-      if (release_weights && frame.slot(slot).is_tensor()) {
-        frame.slot(slot).tensor().release_mapped_pages();
+      if (const RuntimeValue* constant = graph.constant(slot);
+          release_weights && constant && constant->is_tensor()) {
+        constant->tensor().release_mapped_pages();
       }
       frame.slot(slot) = RuntimeValue();
     }

@@ -56,6 +56,12 @@ class CompiledGraph {
   const std::vector<int>& input_slots() const { return input_slots_; }
   const std::vector<SlotRef>& outputs() const { return outputs_; }
   const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
+  // The initializer a slot holds, read in place by every run (frames do not copy it), or
+  // nullptr. A graph input with an initializer (a default) has one too.
+  const RuntimeValue* constant(int slot) const {
+    const RuntimeValue& value = constant_values_[static_cast<size_t>(slot)];
+    return value.is_none() ? nullptr : &value;
+  }
   int slot_of(const Value* value) const;
   // Steps reading each slot (0 for unread slots), and whether the graph returns it.
   const std::vector<int>& slot_readers() const { return slot_readers_; }
@@ -74,12 +80,15 @@ class CompiledGraph {
   std::vector<int> input_slots_;
   std::vector<SlotRef> outputs_;
   std::vector<std::pair<int, Tensor>> constants_;
+  std::vector<RuntimeValue> constant_values_;  // per slot; none where no initializer
   std::vector<int> slot_readers_;
   std::vector<bool> output_slot_;
 };
 
 // The values of one running graph; `parent` is the frame of the enclosing graph.
-// Each slot is written by one step; in a parallel run, readers start only after it.
+// Each slot is written by one step; in a parallel run, readers start only after it. An
+// empty slot with an initializer resolves to the plan's constant (binding ~250 weights
+// into every run's frame cost EfficientNet-B0 75 us per run).
 class Frame {
  public:
   Frame(const CompiledGraph& graph, const Frame* parent)
