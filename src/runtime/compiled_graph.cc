@@ -1,10 +1,12 @@
 #include "runtime/compiled_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <span>
 
 #include "core/parallel.h"
 #include "runtime/inter_op_pool.h"
@@ -206,13 +208,28 @@ void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeVal
 // `in_place`: sequential execution, where a step's last-reader inputs may be donated.
 void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& runner,
               bool in_place) {
-  std::vector<const RuntimeValue*> input_ptrs;
-  std::vector<RuntimeValue*> output_ptrs;
+  // The pointers sit on the stack for all but the widest nodes (Concat, Sum).
+  constexpr size_t kInline = 16;
+  std::array<const RuntimeValue*, kInline> input_array;
+  std::array<RuntimeValue*, kInline> output_array;
+  std::vector<const RuntimeValue*> input_vector;
+  std::vector<RuntimeValue*> output_vector;
+  const size_t inputs = step.inputs.size(), outputs = step.outputs.size();
+  if (inputs > kInline) input_vector.resize(inputs);
+  if (outputs > kInline) output_vector.resize(outputs);
+  const std::span<const RuntimeValue*> input_ptrs(
+      inputs > kInline ? input_vector.data() : input_array.data(), inputs);
+  const std::span<RuntimeValue*> output_ptrs(
+      outputs > kInline ? output_vector.data() : output_array.data(), outputs);
   {
-    for (SlotRef ref : step.inputs)
-      input_ptrs.push_back(ref.omitted() ? nullptr : &frame.resolve(ref));
-    output_ptrs.clear();
-    for (int slot : step.outputs) output_ptrs.push_back(slot < 0 ? nullptr : &frame.slot(slot));
+    for (size_t i = 0; i < inputs; ++i) {
+      const SlotRef ref = step.inputs[i];
+      input_ptrs[i] = ref.omitted() ? nullptr : &frame.resolve(ref);
+    }
+    for (size_t i = 0; i < outputs; ++i) {
+      const int slot = step.outputs[i];
+      output_ptrs[i] = slot < 0 ? nullptr : &frame.slot(slot);
+    }
     KernelContext context(*step.node, input_ptrs, output_ptrs, &runner, &frame,
                           in_place ? step.donatable_inputs : 0);
     try {
