@@ -1,6 +1,8 @@
 #include "kernels/dnnl_common.h"
 
 #include <algorithm>
+#include <atomic>
+#include <unordered_map>
 
 #include "core/block_alloc.h"
 #include "core/parallel.h"
@@ -16,6 +18,34 @@ dnnl::stream make_stream() {
   // One per thread: creating a stream allocates, and a kernel call needs one.
   thread_local dnnl::stream stream(cpu_engine());
   return stream;
+}
+
+dnnl::memory reused_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
+                           const void* data) {
+  struct Entry {
+    const void* data = nullptr;
+    dnnl::memory memory;
+  };
+  // Bounded: sessions come and go in a long-lived process.
+  constexpr size_t kMaxEntries = 4096;
+  thread_local std::unordered_map<uint64_t, Entry> entries;
+  const uint64_t key = owner << 4 | static_cast<uint64_t>(role & 15);
+  auto it = entries.find(key);
+  if (it == entries.end()) {
+    if (entries.size() >= kMaxEntries) entries.clear();
+    it = entries.emplace(key, Entry{}).first;
+  }
+  Entry& entry = it->second;
+  if (!entry.memory || entry.data != data) {
+    entry.memory = wrap(desc, data);
+    entry.data = data;
+  }
+  return entry.memory;
+}
+
+uint64_t new_memory_owner() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 ExecArgs& ExecArgs::add(int arg, const dnnl::memory& memory) {

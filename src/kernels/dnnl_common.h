@@ -6,6 +6,7 @@
 // parallel_for (core/parallel.h), so a session's intra_op_threads bound both.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -31,6 +32,16 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape);
 
 // A memory object over `data` (not owned) with descriptor `desc`.
 dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data);
+
+// A memory object over `data` for `desc`, kept for this thread under (`owner`, `role`) and
+// handed out again while `data` stays the same: runs with a memory plan give a kernel the
+// same addresses every time, and creating a dnnl::memory costs two aligned allocations
+// (a small conv made three per call). `owner` comes from new_memory_owner() and names
+// one immutable descriptor per role (a kernel's plan), so a cached object never outlives
+// the meaning of its key.
+dnnl::memory reused_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
+                           const void* data);
+uint64_t new_memory_owner();
 
 // The arguments of one primitive execution, kept on the stack: the C++ API's
 // std::unordered_map (and the vector it is copied into) cost several allocations per call,

@@ -217,11 +217,13 @@ struct Step {
   dnnl::primitive primitive;
   memory::desc scratchpad;
   bool defined = false;
+  uint64_t owner = dnnl_util::new_memory_owner();  // of its scratchpad memory object
 
   void run(dnnl::stream& stream, dnnl_util::ExecArgs args) const {
     memory scratch;
-    if (scratchpad.get_size() > 0) {
-      scratch = dnnl_util::scratch_memory(ScratchRole::kPrimitive, scratchpad);
+    if (const size_t bytes = scratchpad.get_size(); bytes > 0) {
+      scratch = dnnl_util::reused_memory(owner, 0, scratchpad,
+                                         dnnl_util::scratch_buffer(ScratchRole::kPrimitive, bytes));
       args.add(DNNL_ARG_SCRATCHPAD, scratch);
     }
     args.execute(primitive, stream);
@@ -325,10 +327,16 @@ class DnnlConvKernel : public OpKernel {
     const size_t y_bytes = static_cast<size_t>(shape_numel(plan->y_tensor_shape)) * sizeof(float);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
-      const memory x_user = wrap(plan->user_src_md, x.data<float>());
+      auto reused = [&](Plan::Role role, const memory::desc& desc, const void* data) {
+        return dnnl_util::reused_memory(plan->owner, role, desc, data);
+      };
+      auto scratch = [&](Plan::Role role, ScratchRole buffer, const memory::desc& desc) {
+        return reused(role, desc, dnnl_util::scratch_buffer(buffer, desc.get_size()));
+      };
+      const memory x_user = reused(Plan::kUserSrc, plan->user_src_md, x.data<float>());
       memory src = x_user;
       if (plan->src_in.defined) {
-        src = dnnl_util::scratch_memory(ScratchRole::kSource, plan->src_md);
+        src = scratch(Plan::kSrc, ScratchRole::kSource, plan->src_md);
         plan->src_in.reorder(stream, x_user, src);
       }
       memory weights = plan->packed_weights;
@@ -340,14 +348,12 @@ class DnnlConvKernel : public OpKernel {
           weights = packed;
         }
       }
-      const memory y_user = wrap(plan->user_dst_md, y_data);
+      const memory y_user = reused(Plan::kUserDst, plan->user_dst_md, y_data);
       memory dst = y_user;
-      if (plan->dst_out.defined) {
-        dst = dnnl_util::scratch_memory(ScratchRole::kDestination, plan->dst_md);
-      }
+      if (plan->dst_out.defined) dst = scratch(Plan::kDst, ScratchRole::kDestination, plan->dst_md);
       if (has_residual_) {  // the sum post-op adds what the destination holds
         if (z && plan->dst_out.defined) {
-          plan->z_in.reorder(stream, wrap(plan->user_dst_md, z->data<float>()), dst);
+          plan->z_in.reorder(stream, reused(Plan::kZ, plan->user_dst_md, z->data<float>()), dst);
         } else if (z && !z_in_place) {
           std::memcpy(y_data, z->data<float>(), y_bytes);
         } else if (!z && plan->dst_out.defined) {
@@ -360,7 +366,8 @@ class DnnlConvKernel : public OpKernel {
       args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, weights).add(DNNL_ARG_DST, dst);
       memory bias;
       if (has_bias) {
-        bias = constant_b ? bias_ : wrap(plan->bias_md, context.input(2).data<float>());
+        bias =
+            constant_b ? bias_ : reused(Plan::kBias, plan->bias_md, context.input(2).data<float>());
         args.add(DNNL_ARG_BIAS, bias);
       }
       plan->compute.run(stream, args);
@@ -382,6 +389,9 @@ class DnnlConvKernel : public OpKernel {
 
  private:
   struct Plan {
+    // The memory objects a call wraps its tensors in, kept per thread (reused_memory).
+    enum Role { kUserSrc, kSrc, kUserDst, kDst, kZ, kBias };
+    uint64_t owner = dnnl_util::new_memory_owner();
     bool use_reference = false;  // oneDNN declined this shape
     Shape y_shape;               // logical (NCHW)
     Shape y_tensor_shape;        // as stored: blocked for BlockedConv

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/dnnl_common.h"
 #include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
@@ -191,6 +192,26 @@ void check_conv(const ConvCase& c) {
       run_model(std::move(optimized.model), optimized_options(), optimized.feeds);
   ASSERT_EQ(actual.size(), 1u);
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
+}
+
+// reused_memory hands back the object of an (owner, role) while the data pointer stays,
+// a new one over the new pointer when it moves, and keeps owners and roles apart.
+TEST(DnnlCommonTest, ReusedMemoryFollowsTheDataPointer) {
+  const dnnl::memory::desc desc = dnnl_util::plain_f32_desc({2, 3});
+  std::vector<float> a(6), b(6);
+  const uint64_t owner = dnnl_util::new_memory_owner();
+  const dnnl::memory first = dnnl_util::reused_memory(owner, 0, desc, a.data());
+  EXPECT_EQ(first.get_data_handle(), a.data());
+  EXPECT_EQ(dnnl_util::reused_memory(owner, 0, desc, a.data()).get(), first.get());
+  const dnnl::memory moved = dnnl_util::reused_memory(owner, 0, desc, b.data());
+  EXPECT_EQ(moved.get_data_handle(), b.data());
+  EXPECT_EQ(first.get_data_handle(), a.data()) << "a caller's object is never repointed";
+  EXPECT_NE(dnnl_util::reused_memory(owner, 1, desc, b.data()).get(), moved.get());
+  const uint64_t other = dnnl_util::new_memory_owner();
+  EXPECT_NE(other, owner);
+  EXPECT_NE(dnnl_util::reused_memory(other, 0, desc, b.data()).get(), moved.get());
+  const dnnl::memory::desc wider = dnnl_util::plain_f32_desc({4, 3});
+  EXPECT_EQ(dnnl_util::reused_memory(other + 1, 0, wider, b.data()).get_desc(), wider);
 }
 
 TEST(DnnlConvTest, RegisteredForEveryConvOpset) {
