@@ -241,7 +241,7 @@ class SliceKernel : public OpKernel {
       step_of[axis] = step;
     }
 
-    Tensor& out = context.allocate_output(0, data.dtype(), out_shape);
+    Tensor& out = context.allocate_output_uninitialized(0, data.dtype(), out_shape);
     if (out.numel() == 0) return;
     const std::vector<int64_t> in_strides = contiguous_strides(in_shape);
     std::vector<int64_t> strides(rank);
@@ -297,7 +297,7 @@ class GatherKernel : public OpKernel {
     Shape out_shape(data.shape().begin(), data.shape().begin() + axis);
     out_shape.insert(out_shape.end(), indices_tensor.shape().begin(), indices_tensor.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
-    Tensor& out = context.allocate_output(0, data.dtype(), out_shape);
+    Tensor& out = context.allocate_output_uninitialized(0, data.dtype(), out_shape);
     if (out.numel() == 0) return;
     const int64_t outer = product(data.shape(), 0, axis);
     const int64_t inner = product(data.shape(), axis + 1, rank);
@@ -341,7 +341,7 @@ class GatherElementsKernel : public OpKernel {
     for_each_offset(indices_tensor.shape(), strides, [&](int64_t i, int64_t offset) {
       offsets[i] = offset + wrap_index(context, indices[i], dim, axis, i) * axis_stride;
     });
-    Tensor& out = context.allocate_output(0, data.dtype(), indices_tensor.shape());
+    Tensor& out = context.allocate_output_uninitialized(0, data.dtype(), indices_tensor.shape());
     if (out.numel() == 0) return;
     dispatch_storage(data.dtype(), "GatherElements", [&](auto tag) {
       using S = typename decltype(tag)::type;

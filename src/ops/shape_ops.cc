@@ -430,7 +430,7 @@ class ConcatKernel : public OpKernel {
       }
       shape[axis] += in.shape()[axis];
     }
-    Tensor& out = context.allocate_output(0, first.dtype(), shape);
+    Tensor& out = context.allocate_output_uninitialized(0, first.dtype(), shape);
     if (out.numel() == 0) return;
     const int64_t outer = shape_numel(std::span(shape).first(axis));
     const int64_t inner = shape_numel(std::span(shape).subspan(axis + 1));
