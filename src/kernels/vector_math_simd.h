@@ -145,9 +145,11 @@ typename S::V apply_unary(typename S::V x, typename S::V p0, typename S::V p1) {
     return S::mul(S::mul(x, half), S::add(one, e));
   }
   if constexpr (kOp == UnaryOp::kGeluTanh) {
+    // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): one exp and no cancellation in 1 + tanh(u)
+    // for large negative u (there exp(-2u) overflows to inf and x / inf is -0, as tanh's -1).
     const V cube = S::mul(S::mul(x, x), x);
-    const V inner = S::mul(S::set1(0.797884560802865355f), S::fmadd(S::set1(0.044715f), cube, x));
-    return S::mul(S::mul(x, half), S::add(one, vtanh<S>(inner)));
+    const V u2 = S::mul(S::set1(-1.59576912160573071f), S::fmadd(S::set1(0.044715f), cube, x));
+    return S::div(x, S::add(one, vexp<S>(u2)));
   }
 }
 
