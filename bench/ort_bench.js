@@ -25,22 +25,35 @@
 //                          the profiler's overhead)
 //   --json                 print one JSON object instead of text
 //
-// The first run is timed on its own (first_run_ms); peak_rss_mb is the process's
-// resourceUsage().maxRSS, so run one model per process.
+// The first run is timed on its own (first_run_ms); peak_rss_mb is the process's VmHWM (its
+// own high-water mark: resourceUsage().maxRSS would also count the process that started
+// node, which Linux carries across execve), so run one model per process.
 'use strict';
 
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+
 const { readModel, readNpy, readTensorPb, writeNpy, makeRng, randomTensor, fileStem } =
   require('./ort_optimize.js');
+
+// VmHWM from /proc/self/status in MB; maxRSS where there is none.
+function peakRssMb() {
+  try {
+    const found = fs.readFileSync('/proc/self/status', 'utf8').match(/^VmHWM:\s+(\d+)\s+kB/m);
+    if (found) return Number(found[1]) / 1024;
+  } catch (e) {
+    // not Linux: fall through
+  }
+  return process.resourceUsage().maxRSS / 1024;  // KiB
+}
 
 function usage(message) {
   if (message) {
     console.error(`ort_bench: ${message} (--help for usage)`);
     process.exit(2);
   }
-  const text = fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 29)
+  const text = fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 30)
     .map((l) => l.replace(/^\/\/ ?/, '')).join('\n');
   console.log(text);
   process.exit(0);
@@ -205,7 +218,7 @@ async function main() {
     max_ms: times[times.length - 1],
     mean_ms: times.reduce((x, y) => x + y, 0) / times.length,
     throughput: times.length / (wallMs / 1e3),
-    peak_rss_mb: process.resourceUsage().maxRSS / 1024,  // maxRSS is in KiB
+    peak_rss_mb: peakRssMb(),
     inputs: described,
   };
   if (profile) report.profile = { file: a.profile, op_types: profile };

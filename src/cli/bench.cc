@@ -51,10 +51,24 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// The process's peak resident set: VmHWM, the high-water mark of this program's own memory.
+// getrusage's ru_maxrss is no good here: Linux carries it across execve, so a bench started
+// by a harness with 500 MB resident (bench/compare_runtime.py after GPT-2) reported 500.
 double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      try {
+        return std::stod(line.substr(6)) / 1024.0;  // kB
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+  }
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB
 }
 
 // CPU time the process burns while idle right after the runs (threads spinning while they

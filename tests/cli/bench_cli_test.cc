@@ -1,10 +1,14 @@
 // End-to-end tests of `onnxkit bench`: its JSON report, the profile it writes, its errors.
 // No timing assertions: only that the numbers are consistent with each other.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "../test_util.h"
 #include "ir/npy.h"
@@ -88,6 +92,45 @@ TEST(BenchCli, JsonHasTheFieldsWithSaneValues) {
   EXPECT_EQ(report["nodes"]["before"], 16);
   EXPECT_GT(report["nodes"]["after"].get<int>(), 0);
   EXPECT_LT(report["nodes"]["after"].get<int>(), 16) << "level all folds BatchNormalization";
+}
+
+TEST(BenchCli, PeakRssIsTheBenchmarkedProcessOwn) {
+  // A harness with a large resident set (compare_runtime.py's Python after GPT-2's outputs)
+  // starts the bench: getrusage's maxrss would report the harness's, as Linux carries it
+  // across execve.
+  constexpr size_t kHarnessBytes = size_t{512} << 20;
+  std::vector<char> resident(kHarnessBytes);
+  for (size_t i = 0; i < resident.size(); i += 4096) resident[i] = static_cast<char>(i >> 12);
+  // posix_spawn, as Python's subprocess: the child runs on the parent's memory until exec.
+  const std::string binary = testing::onnxkit_binary();
+  std::vector<std::string> args{binary,      "bench", kExample,       "--json",
+                                "--threads", "1",     "--iterations", "2",
+                                "--warmup",  "0",     "--dim",        "batch=1"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  testing::CommandResult result;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) result.output.append(buffer, got);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto report = parse_report(result);
+  EXPECT_GT(report["peak_rss_mb"].get<double>(), 1);
+  EXPECT_LT(report["peak_rss_mb"].get<double>(), 256) << "the harness's 512 MB leaked in";
+  EXPECT_NE(resident[4096], resident[0]);  // keeps the pages live up to here
 }
 
 TEST(BenchCli, ConcurrencyDurationAndReferenceKernels) {
