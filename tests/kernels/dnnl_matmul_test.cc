@@ -96,15 +96,20 @@ TEST(DnnlMatMul, TwoThreads) {
   }
 }
 
-// A static A shape prepacks at creation; later runs bring other row counts and reuse (or
-// fall back from) the packed layout.
+// A static A shape, or one of known rank whose batch and sequence dims are unknown (packed
+// for a probe of 1 row), prepacks at creation; later runs bring other row counts and reuse
+// (or fall back from) the packed layout.
 TEST(DnnlMatMul, PackedWeightsServeEveryRowCount) {
   std::mt19937_64 rng(3);
   const Tensor b = random_floats({48, 40}, rng);
-  for (bool static_shape : {false, true}) {
-    SCOPED_TRACE(static_shape ? "static A" : "dynamic A");
+  for (const char* form : {"unknown shape", "symbolic batch and sequence", "static"}) {
+    SCOPED_TRACE(form);
+    const bool static_shape = std::string_view(form) == "static";
     GraphBuilder g;
     Value* a = g.input(random_floats({2, 8, 48}, rng), static_shape);
+    if (std::string_view(form) == "symbolic batch and sequence") {
+      a->set_type(ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim{}, Dim{}, Dim::known(48)}));
+    }
     g.output(g.node("MatMul", {a, g.constant(b)}));
     SessionOptions options = optimized();
     options.validate_inputs = false;  // later runs feed other shapes than declared
