@@ -21,6 +21,7 @@
 #include "ir/graph_clone.h"
 #include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
+#include "passes/fusion_util.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 
@@ -177,20 +178,10 @@ class ConvertLayoutPass : public GraphPass {
     return a && a->padded();
   }
 
-  // Clip with constant bounds (inputs, or attributes before opset 11) around 0.
+  // Clip with constant bounds around 0.
   static bool clip_keeps_zero(const Node* node, const PassContext& context) {
-    auto attribute = [&](std::string_view name, float fallback) {
-      const Attribute* found = node->find_attribute(name);
-      return found && found->type == AttrType::kFloat ? found->f : fallback;
-    };
-    float low = attribute("min", -1.0f), high = attribute("max", 1.0f);
-    for (size_t i : {1, 2}) {
-      if (!node->input(i)) continue;
-      const Tensor* bound = constant_value(node->input(i), context);
-      if (!bound || bound->numel() != 1 || bound->dtype() != DType::kFloat) return false;
-      (i == 1 ? low : high) = bound->data<float>()[0];
-    }
-    return low <= 0.0f && high >= 0.0f;
+    const auto bounds = clip_bounds(node, context);
+    return bounds && (*bounds)[0] <= 0.0f && (*bounds)[1] >= 0.0f;
   }
 
   static bool is_conv(const Node* node) {

@@ -1,5 +1,7 @@
 #include "passes/fusion_util.h"
 
+#include <limits>
+
 #include "ops/op_utils.h"
 
 namespace onnxkit {
@@ -72,6 +74,27 @@ std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int
   std::vector<double> values = to_doubles(c);
   if (values.size() == 1) return std::vector<double>(static_cast<size_t>(channels), values[0]);
   return values;
+}
+
+std::optional<std::vector<float>> clip_bounds(const Node* clip, const PassContext& context) {
+  float lo = std::numeric_limits<float>::lowest();
+  float hi = std::numeric_limits<float>::max();
+  if (context.opset("") < 11) {
+    if (const Attribute* a = clip->find_attribute("min"); a && a->type == AttrType::kFloat) {
+      lo = a->f;
+    }
+    if (const Attribute* a = clip->find_attribute("max"); a && a->type == AttrType::kFloat) {
+      hi = a->f;
+    }
+    return std::vector<float>{lo, hi};
+  }
+  for (size_t i = 1; i < clip->inputs().size(); ++i) {
+    if (!clip->input(i)) continue;
+    const Tensor* bound = constant_value(clip->input(i), context);
+    if (!bound || !dtype_is_float(bound->dtype()) || bound->numel() != 1) return std::nullopt;
+    (i == 1 ? lo : hi) = static_cast<float>(to_doubles(*bound)[0]);
+  }
+  return std::vector<float>{lo, hi};
 }
 
 }  // namespace onnxkit

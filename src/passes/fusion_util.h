@@ -1,4 +1,5 @@
-// Helpers of the fusion passes that fold parameters into Conv / ConvTranspose weights.
+// Helpers of the fusion passes that fold parameters into Conv / ConvTranspose weights, and
+// of the passes that read an activation's constants.
 #pragma once
 
 #include <optional>
@@ -26,6 +27,10 @@ std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
 // One value per channel when `c`, broadcast against a Conv output of rank `rank` with
 // `channels` channels, leaves the output's shape alone and varies only along axis 1.
 std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels);
+
+// Clip's bounds (attributes before opset 11, constant inputs after) as [min, max], a missing
+// bound as the float range's end; nullopt when a bound is not a constant scalar.
+std::optional<std::vector<float>> clip_bounds(const Node* clip, const PassContext& context);
 
 // True when BatchNormalization `bn` certainly runs in inference mode at `opset`.
 bool inference_mode(const Node* bn, int64_t opset);

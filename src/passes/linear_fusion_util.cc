@@ -34,28 +34,6 @@ Node* sole_reader(const Value* x, size_t input) {
   return use.node;
 }
 
-// Clip's bounds at `opset`, as [min, max]; nullopt when a bound is not a constant scalar.
-std::optional<std::vector<float>> clip_bounds(const Node* clip, const PassContext& context) {
-  float lo = std::numeric_limits<float>::lowest();
-  float hi = std::numeric_limits<float>::max();
-  if (context.opset("") < 11) {
-    if (const Attribute* a = clip->find_attribute("min"); a && a->type == AttrType::kFloat) {
-      lo = a->f;
-    }
-    if (const Attribute* a = clip->find_attribute("max"); a && a->type == AttrType::kFloat) {
-      hi = a->f;
-    }
-    return std::vector<float>{lo, hi};
-  }
-  for (size_t i = 1; i < clip->inputs().size(); ++i) {
-    if (!clip->input(i)) continue;
-    const Tensor* bound = constant_value(clip->input(i), context);
-    if (!bound || !dtype_is_float(bound->dtype()) || bound->numel() != 1) return std::nullopt;
-    (i == 1 ? lo : hi) = static_cast<float>(to_doubles(*bound)[0]);
-  }
-  return std::vector<float>{lo, hi};
-}
-
 std::string string_attribute(const Node* node, std::string_view name, std::string fallback) {
   const Attribute* a = node->find_attribute(name);
   return a && a->type == AttrType::kString ? a->s : fallback;
