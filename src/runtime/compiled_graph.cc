@@ -66,8 +66,9 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
   };
   // Slots first, so subgraphs compiled below can resolve captures into this plan.
   for (const Value* input : graph.inputs()) plan->input_slots_.push_back(add_slot(input));
+  std::vector<std::pair<int, const Tensor*>> constants;  // slot, initializer
   for (const Value* value : graph.initializers()) {
-    plan->constants_.emplace_back(add_slot(value), value->initializer());
+    constants.emplace_back(add_slot(value), &value->initializer());
   }
   std::vector<Node*> order = graph.topological_order();
   for (const Node* node : order) {
@@ -147,8 +148,8 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     if (!is_output) plan->steps_[step_index].release.push_back(slot);
   }
   plan->constant_values_.resize(plan->slot_count_);
-  for (const auto& [slot, tensor] : plan->constants_) {
-    plan->constant_values_[static_cast<size_t>(slot)] = RuntimeValue(tensor);
+  for (const auto& [slot, tensor] : constants) {
+    plan->constant_values_[static_cast<size_t>(slot)] = RuntimeValue(*tensor);
   }
   for (Step& step : plan->steps_) {
     for (size_t i = 0; i < step.inputs.size() && i < 64; ++i) {

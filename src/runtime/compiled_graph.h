@@ -55,7 +55,6 @@ class CompiledGraph {
   size_t slot_count() const { return slot_count_; }
   const std::vector<int>& input_slots() const { return input_slots_; }
   const std::vector<SlotRef>& outputs() const { return outputs_; }
-  const std::vector<std::pair<int, Tensor>>& constants() const { return constants_; }
   // The initializer a slot holds, read in place by every run (frames do not copy it), or
   // nullptr. A graph input with an initializer (a default) has one too.
   const RuntimeValue* constant(int slot) const {
@@ -79,7 +78,6 @@ class CompiledGraph {
   std::unordered_map<const Value*, int> slots_;
   std::vector<int> input_slots_;
   std::vector<SlotRef> outputs_;
-  std::vector<std::pair<int, Tensor>> constants_;
   std::vector<RuntimeValue> constant_values_;  // per slot; none where no initializer
   std::vector<int> slot_readers_;
   std::vector<bool> output_slot_;
