@@ -48,10 +48,6 @@ const std::set<std::string, std::less<>> kZeroKeepingBinaryOps = {"Add", "Sub", 
 // Fewest channels a conv writes in the blocked layout.
 constexpr int64_t kMinPaddedChannels = kChannelBlock / 2;
 
-bool is_onnxkit_op(const Node* node, std::string_view op_type) {
-  return node && node->domain() == kOnnxkitDomain && node->op_type() == op_type;
-}
-
 // What the pass knows of a float32 NCHW value: its four dims (C known; others may not be).
 struct Activation {
   std::vector<Dim> dims;

@@ -8,10 +8,6 @@
 
 namespace onnxkit::linear_fusion {
 
-bool is_onnxkit_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type && node->domain() == kOnnxkitDomain;
-}
-
 void import_onnxkit_domain(const PassContext& context) {
   if (!context.model || context.model->opset_version(kOnnxkitDomain) >= 0) return;
   context.model->opset_imports.push_back({std::string(kOnnxkitDomain), kOnnxkitDomainVersion});

@@ -11,9 +11,6 @@
 
 namespace onnxkit::linear_fusion {
 
-// True for a node of onnxkit's own domain (ops/fused_ops.h) with this type.
-bool is_onnxkit_op(const Node* node, std::string_view op_type);
-
 // Adds the com.onnxkit opset import to the model when it is missing.
 void import_onnxkit_domain(const PassContext& context);
 

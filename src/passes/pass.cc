@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/status.h"
+#include "ops/fused_ops.h"
 
 namespace onnxkit {
 
@@ -16,6 +17,10 @@ const Tensor* constant_value(const Value* value, const PassContext& context) {
 bool is_onnx_op(const Node* node, std::string_view op_type) {
   return node && node->op_type() == op_type &&
          (node->domain().empty() || node->domain() == "ai.onnx");
+}
+
+bool is_onnxkit_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type && node->domain() == kOnnxkitDomain;
 }
 
 int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {
@@ -84,6 +89,22 @@ Attribute string_attribute(std::string name, std::string value) {
   a.name = std::move(name);
   a.type = AttrType::kString;
   a.s = std::move(value);
+  return a;
+}
+
+Attribute tensor_attribute(std::string name, Tensor value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kTensor;
+  a.t = std::move(value);
+  return a;
+}
+
+Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kGraph;
+  a.g = std::move(graph);
   return a;
 }
 

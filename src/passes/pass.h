@@ -69,6 +69,8 @@ bool is_graph_output(const Value* value);
 bool can_replace(const Value* from, const Value* to);
 // True for an op of the standard domain ("" or "ai.onnx") with this type.
 bool is_onnx_op(const Node* node, std::string_view op_type);
+// True for an op of onnxkit's own domain (ops/fused_ops.h, ops/blocked_ops.h) with this type.
+bool is_onnxkit_op(const Node* node, std::string_view op_type);
 // An INT attribute's value, or `fallback` when it is absent or of another type.
 int64_t int_attr(const Node* node, std::string_view name, int64_t fallback);
 // True when the user asked to keep `value` (PassContext::keep_values).
@@ -82,6 +84,8 @@ Attribute float_attribute(std::string name, float value);
 Attribute int_attribute(std::string name, int64_t value);
 Attribute ints_attribute(std::string name, std::vector<int64_t> values);
 Attribute string_attribute(std::string name, std::string value);
+Attribute tensor_attribute(std::string name, Tensor value);
+Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph);
 
 // The permutation Transpose `node` applies: its perm, or (absent) the reversed axes of
 // `rank`. nullopt when perm is malformed, of another rank than a given `rank`, or absent

@@ -7,22 +7,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute tensor_attribute(std::string name, Tensor value) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kTensor;
-  attribute.t = std::move(value);
-  return attribute;
-}
-
-Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 std::string numbered(char prefix, int i) {
   std::string name(1, prefix);
   name += std::to_string(i);

@@ -5,14 +5,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
   auto pass = make_dead_code_elimination_pass();
   return apply_pass(*pass, model, std::move(context));

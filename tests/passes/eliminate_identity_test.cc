@@ -6,14 +6,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 void infer(Model& model) {
   Status status = infer_shapes(model);
   ASSERT_TRUE(status.ok()) << status.message();

@@ -5,14 +5,6 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
-  Attribute attribute;
-  attribute.name = std::move(name);
-  attribute.type = AttrType::kGraph;
-  attribute.g = std::move(graph);
-  return attribute;
-}
-
 Tensor floats(std::vector<float> values) {
   return Tensor::from_vector<float>(DType::kFloat, {static_cast<int64_t>(values.size())}, values);
 }
