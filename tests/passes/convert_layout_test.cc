@@ -26,22 +26,6 @@ size_t count_blocked(const Model& model, std::string_view op_type) {
   return count;
 }
 
-void set_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  node->set_attribute(std::move(a));
-}
-
-void set_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
-}
-
 // Builds graphs by hand: fresh value names, seeded weights.
 struct Net {
   Model model = empty_model(13);
@@ -57,9 +41,9 @@ struct Net {
     Value* w = g().add_initializer(name("w"), random_floats({out, in / group, k, k}, seed++));
     Value* b = g().add_initializer(name("b"), random_floats({out}, seed++));
     Node* node = g().add_node("Conv", {x, w, b}, {name("conv")}, "", name("conv_node"));
-    set_ints(node, "pads", std::vector<int64_t>(4, k / 2));
-    set_ints(node, "strides", {stride, stride});
-    if (group > 1) set_int(node, "group", group);
+    node->set_attribute(ints_attribute("pads", std::vector<int64_t>(4, k / 2)));
+    node->set_attribute(ints_attribute("strides", {stride, stride}));
+    if (group > 1) node->set_attribute(int_attribute("group", group));
     return node->output(0);
   }
   Value* op(const std::string& type, std::vector<Value*> inputs,
@@ -122,9 +106,9 @@ Model residual_model() {
   Value* r1 = net.op("Relu", {net.conv(x, 16, 32, 3)});
   Value* sum = net.op("Add", {net.conv(r1, 32, 32, 1), r1});
   Value* pooled = net.op("MaxPool", {net.op("Relu", {sum})}, [](Node* n) {
-    set_ints(n, "kernel_shape", {3, 3});
-    set_ints(n, "strides", {2, 2});
-    set_ints(n, "pads", {1, 1, 1, 1});
+    n->set_attribute(ints_attribute("kernel_shape", {3, 3}));
+    n->set_attribute(ints_attribute("strides", {2, 2}));
+    n->set_attribute(ints_attribute("pads", {1, 1, 1, 1}));
   });
   Value* gap = net.op("GlobalAveragePool", {net.conv(pooled, 32, 48, 3, 2)});
   net.g().add_output(net.op("Flatten", {gap}));
@@ -177,7 +161,8 @@ TEST(ConvertLayout, DepthwiseClipConcatAndScalarOps) {
   Value* e = net.conv(x, 16, 32, 1);
   Value* clip = net.op("Clip", {net.conv(e, 32, 32, 3, 1, 32), net.scalar(0), net.scalar(6)});
   Value* branch = net.op("Sigmoid", {net.conv(x, 16, 16, 3)});
-  Value* cat = net.op("Concat", {clip, branch}, [](Node* n) { set_int(n, "axis", 1); });
+  Value* cat =
+      net.op("Concat", {clip, branch}, [](Node* n) { n->set_attribute(int_attribute("axis", 1)); });
   Value* scaled = net.op("Mul", {cat, net.scalar(0.5f)});
   Value* gate = net.op("Sigmoid", {net.conv(net.op("GlobalAveragePool", {scaled}), 48, 48, 1)});
   Value* excited = net.op("Mul", {scaled, gate});
@@ -212,7 +197,7 @@ TEST(ConvertLayout, LeavesWhatItCannotBlock) {
     Net net;
     Value* c = net.conv(net.input({1, 16, 8, 8}), 16, 16, 3);
     Node* pool = net.g().add_node("MaxPool", {c}, {"pooled", "indices"}, "", "pool");
-    set_ints(pool, "kernel_shape", {2, 2});
+    pool->set_attribute(ints_attribute("kernel_shape", {2, 2}));
     Value* per_channel = net.g().add_initializer("shift", random_floats({16, 1, 1}, 9));
     Value* shifted = net.op("Add", {pool->output(0), per_channel});
     net.g().add_output(net.conv(shifted, 16, 16, 3));
@@ -239,7 +224,8 @@ TEST(ConvertLayout, PaddedChannelsStayBlockedThroughOpsThatKeepZeros) {
   Value* pooled = net.op("GlobalAveragePool", {wider});
   net.g().add_output(net.op("Sigmoid", {wider}));
   net.g().add_output(net.op("Add", {pooled, net.scalar(1.0f)}));
-  net.g().add_output(net.op("Concat", {scaled, scaled}, [](Node* n) { set_int(n, "axis", 1); }));
+  net.g().add_output(net.op("Concat", {scaled, scaled},
+                            [](Node* n) { n->set_attribute(int_attribute("axis", 1)); }));
   Model model = std::move(net.model);
   const Model before = copy_model(model);
   EXPECT_GT(run_pass(model, true), 0u);
