@@ -2,8 +2,9 @@
 // merged, then either contiguous rows are copied (the innermost dim stays innermost, as in
 // [B, S, H, D] -> [B, H, S, D]) or the input's innermost dim and the output's innermost dim
 // form 2-D planes transposed in tiles with 8 x 8 register transposes ([B, H, S, D] ->
-// [B, H, D, S], 2-D weights). A Transpose of a constant (a weight that the session did not
-// fold) is done once, when the kernel is created.
+// [B, H, D, S], 2-D weights). A Transpose that moves only size-1 dims hands over its input's
+// bytes, as Reshape does (batch-1 [1, S, C] <-> [S, 1, C] in ViT's encoder). A Transpose of a
+// constant (a weight that the session did not fold) is done once, when the kernel is created.
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -139,6 +140,17 @@ void transpose_4byte(const uint32_t* in, const Shape& in_shape, const std::vecto
   });
 }
 
+// True when the dims other than 1s keep their order, so the output is the input's bytes.
+bool moves_nothing(const Shape& shape, const std::vector<int64_t>& perm) {
+  int64_t previous = -1;
+  for (int64_t p : perm) {
+    if (shape[static_cast<size_t>(p)] == 1) continue;
+    if (p < previous) return false;
+    previous = p;
+  }
+  return true;
+}
+
 bool is_four_byte(DType dtype) {
   return dtype != DType::kString && dtype_size(dtype) == 4;
 }
@@ -160,6 +172,11 @@ class FastTransposeKernel : public OpKernel {
     if (constant_output_) return context.set_output(0, *constant_output_);
     const Tensor& x = context.input(0);
     const auto perm = resolve_perm(perm_, x.rank());
+    if (perm && moves_nothing(x.shape(), *perm) && x.buffer() && x.dtype() != DType::kString) {
+      // Only size-1 dims move ([1, S, C] -> [S, 1, C]): the bytes are already in order.
+      return context.set_output(
+          0, Tensor::from_buffer(x.dtype(), permuted_shape(x.shape(), *perm), x.buffer()));
+    }
     if (!perm || !is_four_byte(x.dtype())) return run_fallback(fallback_.get(), context);
     Tensor& out =
         context.allocate_output_uninitialized(0, x.dtype(), permuted_shape(x.shape(), *perm));

@@ -72,6 +72,33 @@ TEST(FastMovement, TransposeOfAConstantIsDoneOnce) {
   expect_tensors_close(result.value()[0].second.tensor(), reference[0], 0, 0, "fed initializer");
 }
 
+TEST(FastMovement, TransposeMovingOnlyOnesSharesTheInput) {
+  struct Case {
+    Tensor x;
+    std::vector<int64_t> perm;
+    Shape expected;
+  };
+  Tensor longs(DType::kInt64, {1, 6, 1, 4});
+  for (int64_t i = 0; i < longs.numel(); ++i) longs.mutable_data<int64_t>()[i] = i;
+  const std::vector<Case> cases = {
+      {random_floats({1, 197, 384}, 3), {1, 0, 2}, {197, 1, 384}},  // ViT's batch-1 swap
+      {random_floats({5, 1, 7}, 4), {1, 0, 2}, {1, 5, 7}},
+      {random_floats({1, 1, 1}, 5), {2, 0, 1}, {1, 1, 1}},
+      {longs, {2, 1, 0, 3}, {1, 6, 1, 4}},
+  };
+  for (const Case& c : cases) {
+    const std::string what = "Transpose " + shape_to_string(c.x.shape());
+    const std::vector<Tensor> out = run_node(transpose_case(c.x, c.perm), fast_options());
+    EXPECT_EQ(out[0].shape(), c.expected) << what;
+    EXPECT_EQ(out[0].raw_data(), c.x.raw_data()) << what << ": copied";
+    expect_fast_matches_reference(transpose_case(c.x, c.perm), 0, 0, what);
+  }
+  // A dim other than 1 moving past another still copies.
+  const Tensor x = random_floats({2, 1, 3}, 6);
+  const std::vector<Tensor> out = run_node(transpose_case(x, {2, 1, 0}), fast_options());
+  EXPECT_NE(out[0].raw_data(), x.raw_data());
+}
+
 TEST(FastMovement, TransposeOtherTypes) {
   Tensor ints(DType::kInt32, {3, 5, 7});
   for (int64_t i = 0; i < ints.numel(); ++i)
