@@ -96,8 +96,9 @@ constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 constexpr float kExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                             4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
-__attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+// exp(x) for x <= 0 (a score minus its row's maximum), or NaN: no upper clamp needed.
+__attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
@@ -109,31 +110,70 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
   return _mm512_scalef_ps(p, n);  // 2^n without overflow tricks; n = -150 gives 0
 }
 
+// row[0..16) with mask[0..16) added (and stored) when there is a mask.
+__attribute__((target("avx512f"))) inline __m512 with_mask_avx512(float* row, const float* mask) {
+  __m512 v = _mm512_loadu_ps(row);
+  if (mask) {
+    v = _mm512_add_ps(v, _mm512_loadu_ps(mask));
+    _mm512_storeu_ps(row, v);
+  }
+  return v;
+}
+
+// Three passes over the row (in L1 after the first): max (adding a contiguous mask on the
+// way), exp and sum, scale. Two accumulators per pass halve the dependency chains, which
+// dominate rows as short as attention's (128-200 scores).
 __attribute__((target("avx512f"))) void softmax_row_avx512(float* row, int64_t n,
                                                            const SoftmaxRowTerms& terms) {
-  apply_terms(row, n, terms);
+  const float* mask = nullptr;
+  if (terms.keep || (terms.mask && terms.mask_stride != 1)) {
+    apply_terms(row, n, terms);
+  } else {
+    mask = terms.mask;
+  }
   const int64_t full = n / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 vmax = neg_inf;
-  for (int64_t j = 0; j < full; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(row + j));
-  if (tail) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, tail, row + full));
-  const float max = _mm512_reduce_max_ps(vmax);
+  __m512 max0 = neg_inf, max1 = neg_inf;
+  int64_t j = 0;
+  for (; j + 32 <= full; j += 32) {
+    max0 = _mm512_max_ps(max0, with_mask_avx512(row + j, mask ? mask + j : nullptr));
+    max1 = _mm512_max_ps(max1, with_mask_avx512(row + j + 16, mask ? mask + j + 16 : nullptr));
+  }
+  if (j < full) max0 = _mm512_max_ps(max0, with_mask_avx512(row + j, mask ? mask + j : nullptr));
+  if (tail) {
+    __m512 v = _mm512_mask_loadu_ps(neg_inf, tail, row + full);
+    if (mask) {
+      v = _mm512_mask_add_ps(v, tail, v, _mm512_maskz_loadu_ps(tail, mask + full));
+      _mm512_mask_storeu_ps(row + full, tail, v);
+    }
+    max1 = _mm512_max_ps(max1, v);
+  }
+  const float max = _mm512_reduce_max_ps(_mm512_max_ps(max0, max1));
   if (fill_nan_if_degenerate(row, n, max)) return;
   const __m512 vm = _mm512_set1_ps(max);
-  __m512 vsum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < full; j += 16) {
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vm));
+  __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+  for (j = 0; j + 32 <= full; j += 32) {
+    const __m512 e0 = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vm));
+    const __m512 e1 = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j + 16), vm));
+    _mm512_storeu_ps(row + j, e0);
+    _mm512_storeu_ps(row + j + 16, e1);
+    sum0 = _mm512_add_ps(sum0, e0);
+    sum1 = _mm512_add_ps(sum1, e1);
+  }
+  if (j < full) {
+    const __m512 e = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vm));
     _mm512_storeu_ps(row + j, e);
-    vsum = _mm512_add_ps(vsum, e);
+    sum0 = _mm512_add_ps(sum0, e);
   }
   if (tail) {
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, tail, row + full), vm));
+    const __m512 e =
+        exp_nonpositive_avx512(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, tail, row + full), vm));
     _mm512_mask_storeu_ps(row + full, tail, e);
-    vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(tail, e));
+    sum1 = _mm512_add_ps(sum1, _mm512_maskz_mov_ps(tail, e));
   }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
-  for (int64_t j = 0; j < full; j += 16) {
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1)));
+  for (j = 0; j < full; j += 16) {
     _mm512_storeu_ps(row + j, _mm512_mul_ps(_mm512_loadu_ps(row + j), inv));
   }
   if (tail) {
