@@ -263,10 +263,30 @@ float* scores_buffer(size_t count) {
 // The two matmuls of a block of `rows` query rows: scores = scale * Q_rows @ K^T and
 // Y_rows = P @ V.
 struct BlockPlan {
+  enum Role { kLeft, kRight, kProduct };  // a matmul's src, weights and dst memory objects
   dnnl::matmul scores, context;
   memory::desc q, k, s, v, y;
   memory::desc scores_scratchpad, context_scratchpad;
+  // Of the cached memory objects each thread rebinds per block (dnnl_util::rebound_memory).
+  uint64_t scores_owner = dnnl_util::new_memory_owner();
+  uint64_t context_owner = dnnl_util::new_memory_owner();
 };
+
+struct Operand {
+  const memory::desc& desc;
+  const float* data;
+};
+
+// dst = src @ weights on this thread's memory objects of `owner`.
+void run_matmul(const dnnl::matmul& matmul, const memory::desc& scratchpad, uint64_t owner,
+                Operand src, Operand weights, Operand dst) {
+  const memory a = dnnl_util::rebound_memory(owner, BlockPlan::kLeft, src.desc, src.data);
+  const memory b = dnnl_util::rebound_memory(owner, BlockPlan::kRight, weights.desc, weights.data);
+  const memory c = dnnl_util::rebound_memory(owner, BlockPlan::kProduct, dst.desc, dst.data);
+  dnnl_util::execute(
+      matmul, scratchpad, owner,
+      dnnl_util::ExecArgs().add(DNNL_ARG_SRC, a).add(DNNL_ARG_WEIGHTS, b).add(DNNL_ARG_DST, c));
+}
 
 memory::desc strided_desc(memory::dim rows, memory::dim cols, memory::dim row_stride,
                           memory::dim col_stride) {
@@ -406,11 +426,9 @@ class AttentionKernel : public OpKernel {
         const int64_t row0 = block * rows;
         const BlockPlan& plan = block + 1 == blocks_per_pair ? *tail_plan : *full_plan;
         const int64_t block_rows = block + 1 == blocks_per_pair ? tail_rows : rows;
-        dnnl_util::execute(
-            plan.scores, plan.scores_scratchpad,
-            {{DNNL_ARG_SRC, dnnl_util::wrap(plan.q, q_data + (pair * sq + row0) * d)},
-             {DNNL_ARG_WEIGHTS, dnnl_util::wrap(plan.k, k_data + pair * sk * d)},
-             {DNNL_ARG_DST, dnnl_util::wrap(plan.s, scores)}});
+        run_matmul(plan.scores, plan.scores_scratchpad, plan.scores_owner,
+                   {plan.q, q_data + (pair * sq + row0) * d}, {plan.k, k_data + pair * sk * d},
+                   {plan.s, scores});
         SoftmaxRowTerms terms;
         terms.masked_value = masked_value_;
         for (int64_t r = 0; r < block_rows; ++r) {
@@ -427,11 +445,8 @@ class AttentionKernel : public OpKernel {
           }
           softmax_row_(scores + r * sk, sk, terms);
         }
-        dnnl_util::execute(
-            plan.context, plan.context_scratchpad,
-            {{DNNL_ARG_SRC, dnnl_util::wrap(plan.s, scores)},
-             {DNNL_ARG_WEIGHTS, dnnl_util::wrap(plan.v, v_data + pair * sk * dv)},
-             {DNNL_ARG_DST, dnnl_util::wrap(plan.y, y_data + (pair * sq + row0) * dv)}});
+        run_matmul(plan.context, plan.context_scratchpad, plan.context_owner, {plan.s, scores},
+                   {plan.v, v_data + pair * sk * dv}, {plan.y, y_data + (pair * sq + row0) * dv});
       }
     });
   }

@@ -20,26 +20,48 @@ dnnl::stream make_stream() {
   return stream;
 }
 
-dnnl::memory reused_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
-                           const void* data) {
-  struct Entry {
-    const void* data = nullptr;
-    dnnl::memory memory;
-  };
+namespace {
+
+struct CachedMemory {
+  const void* data = nullptr;
+  dnnl::memory memory;
+};
+
+// This thread's cached memory object for (`owner`, `role`).
+CachedMemory& cached_memory(uint64_t owner, int role) {
   // Bounded: sessions come and go in a long-lived process.
   constexpr size_t kMaxEntries = 4096;
-  thread_local std::unordered_map<uint64_t, Entry> entries;
+  thread_local std::unordered_map<uint64_t, CachedMemory> entries;
   const uint64_t key = owner << 4 | static_cast<uint64_t>(role & 15);
   auto it = entries.find(key);
   if (it == entries.end()) {
     if (entries.size() >= kMaxEntries) entries.clear();
-    it = entries.emplace(key, Entry{}).first;
+    it = entries.emplace(key, CachedMemory{}).first;
   }
-  Entry& entry = it->second;
+  return it->second;
+}
+
+}  // namespace
+
+dnnl::memory reused_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
+                           const void* data) {
+  CachedMemory& entry = cached_memory(owner, role);
   if (!entry.memory || entry.data != data) {
     entry.memory = wrap(desc, data);
     entry.data = data;
   }
+  return entry.memory;
+}
+
+dnnl::memory rebound_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
+                            const void* data) {
+  CachedMemory& entry = cached_memory(owner, role);
+  if (!entry.memory) {
+    entry.memory = wrap(desc, data);
+  } else if (entry.data != data) {
+    entry.memory.set_data_handle(const_cast<void*>(data));
+  }
+  entry.data = data;
   return entry.memory;
 }
 

@@ -43,6 +43,13 @@ dnnl::memory reused_memory(uint64_t owner, int role, const dnnl::memory::desc& d
                            const void* data);
 uint64_t new_memory_owner();
 
+// As reused_memory, but a cached object is pointed at a new `data` (set_data_handle) instead
+// of being created again: for the plain, unpadded descriptors of matmul and attention, whose
+// operands move per call and per head (oneDNN would zero-fill a padded descriptor's padding
+// in the new buffer, which may be a read-only input).
+dnnl::memory rebound_memory(uint64_t owner, int role, const dnnl::memory::desc& desc,
+                            const void* data);
+
 // The arguments of one primitive execution, kept on the stack: the C++ API's
 // std::unordered_map (and the vector it is copied into) cost several allocations per call,
 // a visible share of a small convolution's time. The memory objects must outlive execute().

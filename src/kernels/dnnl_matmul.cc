@@ -63,13 +63,16 @@ dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 
-void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
-             std::unordered_map<int, dnnl::memory> args) {
+void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad, uint64_t owner,
+             ExecArgs args) {
   thread_local Scratchpad buffer;
   thread_local dnnl::stream stream = make_stream();
-  const size_t bytes = scratchpad.get_size();
-  if (bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, wrap(scratchpad, buffer.reserve(bytes)));
-  primitive.execute(stream, args);
+  dnnl::memory scratch;
+  if (const size_t bytes = scratchpad.get_size(); bytes > 0) {
+    scratch = rebound_memory(owner, kScratchpadRole, scratchpad, buffer.reserve(bytes));
+    args.add(DNNL_ARG_SCRATCHPAD, scratch);
+  }
+  args.execute(primitive, stream);
   stream.wait();
 }
 
@@ -205,14 +208,21 @@ class DnnlMatMul {
                           b.shape() == constant_b_->shape();
     try {
       std::shared_ptr<const Plan> plan = plan_for(dims, addend, packed_b);
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src, a.raw_data())},
-          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst, out.mutable_raw_data())},
+      auto bound = [&](Plan::Role role, const memory::desc& desc, const void* data) {
+        return dnnl_util::rebound_memory(plan->owner, role, desc, data);
       };
-      args.emplace(DNNL_ARG_WEIGHTS,
-                   plan->packed ? *packed_ : dnnl_util::wrap(plan->weights, b.raw_data()));
-      if (addend == Addend::kRow) args.emplace(plan->row_arg, dnnl_util::wrap(plan->row, row));
-      dnnl_util::execute(plan->primitive, plan->scratchpad, std::move(args));
+      const memory src = bound(Plan::kSrc, plan->src, a.raw_data());
+      const memory dst = bound(Plan::kDst, plan->dst, out.mutable_raw_data());
+      const memory weights =
+          plan->packed ? *packed_ : bound(Plan::kWeights, plan->weights, b.raw_data());
+      dnnl_util::ExecArgs args;
+      args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, weights).add(DNNL_ARG_DST, dst);
+      memory row_memory;
+      if (addend == Addend::kRow) {
+        row_memory = bound(Plan::kRow, plan->row, row);
+        args.add(plan->row_arg, row_memory);
+      }
+      dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
     } catch (const dnnl::error& e) {
       context.fail("oneDNN matmul {} x {}: {}", shape_to_string(a.shape()),
                    shape_to_string(b.shape()), e.what());
@@ -234,10 +244,12 @@ class DnnlMatMul {
 
  private:
   struct Plan {
+    enum Role { kSrc, kWeights, kDst, kRow };  // of its cached memory objects
     dnnl::matmul primitive;
     memory::desc src, weights, dst, row, scratchpad;
     bool packed = false;  // weights are packed_
     int row_arg = DNNL_ARG_BIAS;
+    uint64_t owner = dnnl_util::new_memory_owner();
   };
 
   std::shared_ptr<const Plan> plan_for(const MatMulDims& dims, Addend addend, bool packed_b,

@@ -6,8 +6,6 @@
 // Attention), and a per-thread scratchpad keeps their temporaries apart.
 #pragma once
 
-#include <unordered_map>
-
 #include "kernels/dnnl_common.h"
 
 namespace onnxkit {
@@ -24,10 +22,12 @@ namespace dnnl_util {
 // Attributes with a user-managed scratchpad (see above); add post-ops and scales to it.
 dnnl::primitive_attr user_scratchpad_attr();
 
-// Runs `primitive` (created with user_scratchpad_attr()) synchronously on a fresh stream,
-// with this thread's scratchpad of at least `scratchpad` bytes.
-void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
-             std::unordered_map<int, dnnl::memory> args);
+// Runs `primitive` (created with user_scratchpad_attr()) synchronously on this thread's
+// stream, with this thread's scratchpad of at least `scratchpad` bytes (its memory object
+// cached under `owner`, role kScratchpadRole: the other roles are the caller's).
+constexpr int kScratchpadRole = 15;
+void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad, uint64_t owner,
+             ExecArgs args);
 
 }  // namespace dnnl_util
 }  // namespace onnxkit

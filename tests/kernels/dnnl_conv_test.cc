@@ -214,6 +214,29 @@ TEST(DnnlCommonTest, ReusedMemoryFollowsTheDataPointer) {
   EXPECT_EQ(dnnl_util::reused_memory(other + 1, 0, wider, b.data()).get_desc(), wider);
 }
 
+// rebound_memory keeps one object per (owner, role) and thread, pointed at each call's data.
+TEST(DnnlCommonTest, ReboundMemoryRepointsOneObject) {
+  const dnnl::memory::desc desc = dnnl_util::plain_f32_desc({2, 3});
+  std::vector<float> a(6), b(6);
+  const uint64_t owner = dnnl_util::new_memory_owner();
+  const dnnl::memory first = dnnl_util::rebound_memory(owner, 0, desc, a.data());
+  EXPECT_EQ(first.get_data_handle(), a.data());
+  const dnnl::memory moved = dnnl_util::rebound_memory(owner, 0, desc, b.data());
+  EXPECT_EQ(moved.get(), first.get());
+  EXPECT_EQ(moved.get_data_handle(), b.data());
+  EXPECT_EQ(dnnl_util::rebound_memory(owner, 0, desc, a.data()).get_data_handle(), a.data());
+  EXPECT_NE(dnnl_util::rebound_memory(owner, 1, desc, a.data()).get(), first.get());
+  EXPECT_NE(dnnl_util::rebound_memory(dnnl_util::new_memory_owner(), 0, desc, a.data()).get(),
+            first.get());
+  // Another thread has its own object.
+  dnnl_memory_t elsewhere = nullptr;
+  std::thread([&] {
+    elsewhere = dnnl_util::rebound_memory(owner, 0, desc, b.data()).get();
+  }).join();
+  EXPECT_NE(elsewhere, first.get());
+  EXPECT_EQ(first.get_data_handle(), a.data());
+}
+
 TEST(DnnlConvTest, RegisteredForEveryConvOpset) {
   const OpRegistry& registry = OpRegistry::builtin();
   for (int64_t opset : {1, 6, 11, 13, 17, 21}) {
