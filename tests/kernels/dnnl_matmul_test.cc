@@ -347,14 +347,22 @@ struct FusedCase {
   bool trans_a, trans_b;
 };
 
+// `symbolic_rows`: A declared [?, K] (or [?, ?, K]), so constant B is packed at creation
+// for rows not yet known.
 void check_fused(const FusedCase& c, const ActivationCase& act, float alpha, bool with_bias,
-                 bool constant_b, std::mt19937_64& rng) {
+                 bool constant_b, std::mt19937_64& rng, bool symbolic_rows = false) {
   const Tensor a = random_floats(c.a, rng), b = random_floats(c.b, rng);
   const int64_t n = c.b.size() == 1 ? 1 : (c.trans_b ? c.b[c.b.size() - 2] : c.b.back());
   const Tensor bias = random_floats({n}, rng);
   GraphBuilder fused;
   {
-    std::vector<Value*> inputs{fused.input(a), constant_b ? fused.constant(b) : fused.input(b)};
+    Value* a_value = fused.input(a);
+    if (symbolic_rows) {
+      std::vector<Dim> dims(c.a.size(), Dim{});
+      dims.back() = Dim::known(c.a.back());
+      a_value->set_type(ValueType::tensor(DType::kFloat, dims));
+    }
+    std::vector<Value*> inputs{a_value, constant_b ? fused.constant(b) : fused.input(b)};
     if (with_bias) inputs.push_back(fused.constant(bias));
     fused.output(fused.node(
         "FusedMatMul", inputs,
@@ -389,6 +397,23 @@ TEST(DnnlFusedMatMul, EveryActivationMatchesTheUnfusedGraph) {
         SCOPED_TRACE(fmt::format("activation='{}' params={} alpha={} bias={}", act.name,
                                  act.params.size(), alpha, with_bias));
         check_fused({{2, 17, 33}, {33, 65}, false, false}, act, alpha, with_bias, true, rng);
+      }
+    }
+  }
+}
+
+// One row against weights packed at creation for unknown rows: the one-row path (its own
+// AVX-512 loop over the packed panels), with every epilogue; 65 and 70 columns leave a
+// partial panel, 33 and 7 rows of K a remainder of its unrolled loop.
+TEST(DnnlFusedMatMul, OneRowAgainstWeightsPackedForUnknownRows) {
+  std::mt19937_64 rng(12);
+  for (const ActivationCase& act : kActivationCases) {
+    for (float alpha : {1.0f, 0.125f}) {
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(fmt::format("activation='{}' params={} alpha={} bias={}", act.name,
+                                 act.params.size(), alpha, with_bias));
+        check_fused({{1, 1, 33}, {33, 65}, false, false}, act, alpha, with_bias, true, rng, true);
+        check_fused({{1, 7}, {70, 7}, false, true}, act, alpha, with_bias, true, rng, true);
       }
     }
   }
