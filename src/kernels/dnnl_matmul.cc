@@ -445,9 +445,10 @@ class DnnlMatMul {
   // The packed layout of constant B. oneDNN's own choice (`any`: 64-column blocks) suits
   // few rows; from kMinRowsFor32ColumnBlocks rows on, 32-column blocks (BA16a32b) ran 3-5%
   // faster in BERT-base's and GPT-2's projections at sequence 128 (oneDNN 2.6 brgemm, one
-  // thread, AMD Zen 5; ViT's 197 rows even) and 5-10% slower at one row. A's rows not known
-  // before the first run (a dynamic sequence) are taken as many: a session packs once, and
-  // the encoders' and prefill's many rows are the heavier runs.
+  // thread, AMD Zen 5; ViT's 197 rows even) and 5-15% slower at one row, which therefore
+  // runs run_one_row over them. A's rows not known before the first run (a dynamic
+  // sequence) are taken as many: a session packs once, and the encoders' and prefill's many
+  // rows are the heavier runs.
   static memory::format_tag packed_weights_tag(const MatMulDims& dims, bool rows_known) {
     constexpr int64_t kMinRowsFor32ColumnBlocks = 16;
     const int64_t rows = dims.src.size() == 2 ? dims.src[0] : 1;
