@@ -27,6 +27,7 @@
 #include <immintrin.h>
 
 #include "core/parallel.h"
+#include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -105,11 +106,6 @@ memory::desc f32_desc(const Dims& dims, bool transposed = false) {
 
 // ---------------------------------------------------------------------------------------
 // One row against one 32-column panel of B packed as BA16a32b: [padded K][32] floats.
-
-const bool kHasAvx512 = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") != 0;
-}();
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593) where the intrinsics inline.
 #pragma GCC diagnostic push
@@ -294,13 +290,13 @@ class DnnlMatMul {
   // One row of A against B packed in 32-column panels (see packed_weights_tag): a
   // memory-bound product that streams each panel once, run here instead of by oneDNN,
   // which ran it 5-15% slower from that layout than from its own. False when B is not
-  // packed that way (yet) or the CPU lacks AVX-512.
+  // packed that way (yet) or the kernels run below AVX-512 (active_simd_level).
   bool run_one_row(const MatMulDims& dims, const Tensor& a, const float* row, Tensor& out) const {
     const float* panels = nullptr;
     int64_t padded_k = 0;
     {
       std::lock_guard lock(mutex_);
-      if (!packed_ || !one_row_panels_ || !kHasAvx512) return false;
+      if (!packed_ || !one_row_panels_ || active_simd_level() != SimdLevel::kAvx512) return false;
       panels = static_cast<const float*>(packed_->get_data_handle());
       padded_k = packed_->get_desc().data.padded_dims[0];
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 
@@ -417,6 +418,9 @@ TEST(DnnlFusedMatMul, OneRowAgainstWeightsPackedForUnknownRows) {
       }
     }
   }
+  // Below AVX-512 the row goes to oneDNN, from the same packed layout.
+  const SimdLevelOverride avx2(SimdLevel::kAvx2);
+  check_fused({{1, 1, 33}, {33, 65}, false, false}, {"Relu", {}}, 0.5f, true, true, rng, true);
 }
 
 TEST(DnnlFusedMatMul, TransposesAndBroadcasting) {
