@@ -303,6 +303,31 @@ TEST(DnnlConvTest, WinogradAndPointwiseShapes) {
   }
 }
 
+// Windows that tile X (kernel == stride, no padding: ViT's patch embedding, ConvNeXt's
+// stem) run as one GEMM over the patches; also where the last rows and columns of X are left
+// over, with rectangular patches, batches, constant and graph-input weights, no bias.
+TEST(DnnlConvTest, PatchConvolutions) {
+  struct Patch {
+    Shape x;
+    int64_t maps, kh, kw;
+  };
+  const std::vector<Patch> patches{{{1, 3, 32, 32}, 24, 16, 16}, {{2, 3, 35, 33}, 19, 16, 16},
+                                   {{1, 8, 13, 11}, 16, 4, 4},   {{3, 5, 10, 9}, 7, 2, 3},
+                                   {{1, 32, 14, 14}, 64, 2, 2},  {{1, 1, 6, 8}, 3, 2, 1}};
+  for (const Patch& p : patches) {
+    for (bool constant : {true, false}) {
+      ConvCase c;
+      c.x = p.x;
+      c.w = {p.maps, p.x[1], p.kh, p.kw};
+      c.strides = {p.kh, p.kw};
+      c.constant_weights = constant;
+      c.bias = constant || p.x[0] > 1;
+      c.static_shape = constant;
+      check_conv(c);
+    }
+  }
+}
+
 TEST(DnnlConvTest, GroupedAndDepthwise) {
   for (int64_t group : {2, 3, 12}) {
     for (int64_t stride : {1, 2}) {
@@ -628,6 +653,16 @@ TEST(DnnlConvTest, FusedConvShapes) {
   one.activation = "Gelu";
   one.residual = true;
   check_fused(one);
+  FusedCase patches;  // kernel == stride: the GEMM over patches with the post-op activation
+  patches.x = {2, 3, 34, 33};
+  patches.w = {20, 3, 8, 8};
+  patches.strides = {8, 8};
+  patches.pads = {0, 0, 0, 0};
+  patches.activation = "Gelu";
+  check_fused(patches);
+  patches.activation = "Relu";
+  patches.residual = true;  // not a patch GEMM: the residual needs the convolution
+  check_fused(patches);
 }
 
 TEST(DnnlConvTest, FusedConvRejectsUnknownActivation) {
