@@ -90,11 +90,31 @@ typename S::V verf(typename S::V x) {
   return S::select(S::lt(S::abs(x), S::set1(1e-4f)), small, result);
 }
 
+// exp(x) to ~2.5e-7 relative, for activations whose bound is 1e-6 or looser (sigmoid,
+// SiLU, tanh-GELU): vexp's reduction with a degree-5 minimax polynomial in Horner form.
+// Two fewer FMA-pipe operations than vexp, whose division after it shares those pipes:
+// SiLU 0.175 -> 0.146 ns per element in L1 on Zen 5.
+template <class S>
+typename S::V vexp_activation(typename S::V x) {
+  using V = typename S::V;
+  x = S::min(S::set1(89.0f), S::max(S::set1(-104.0f), x));
+  const V n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
+  V r = S::fmadd(n, S::set1(-0.693359375f), x);  // ln2 split as in vexp: exact without FMA
+  r = S::fmadd(n, S::set1(2.12194440e-4f), r);
+  V p = S::set1(8.297654800117016e-3f);
+  p = S::fmadd(p, r, S::set1(4.191538318991661e-2f));
+  p = S::fmadd(p, r, S::set1(1.6667574644088745e-1f));
+  p = S::fmadd(p, r, S::set1(4.9998894333839417e-1f));
+  p = S::fmadd(p, r, S::set1(9.999997019767761e-1f));
+  p = S::fmadd(p, r, S::set1(1.0000001192092896f));
+  return S::ldexp(p, n);
+}
+
 // 1 / (1 + exp(-x)): exp(-x) overflows to inf for x < -88.7, giving 0.
 template <class S>
 typename S::V vsigmoid(typename S::V x) {
   const auto one = S::set1(1.0f);
-  return S::div(one, S::add(one, vexp<S>(S::neg(x))));
+  return S::div(one, S::add(one, vexp_activation<S>(S::neg(x))));
 }
 
 // ---- elementwise maps ----
@@ -124,7 +144,9 @@ typename S::V apply_unary(typename S::V x, typename S::V p0, typename S::V p1) {
     return S::mul(x, S::max(S::min(t, one), zero));
   }
   if constexpr (kOp == UnaryOp::kSigmoid) return vsigmoid<S>(x);
-  if constexpr (kOp == UnaryOp::kSilu) return S::div(x, S::add(one, vexp<S>(S::neg(x))));
+  if constexpr (kOp == UnaryOp::kSilu) {
+    return S::div(x, S::add(one, vexp_activation<S>(S::neg(x))));
+  }
   if constexpr (kOp == UnaryOp::kTanh) return vtanh<S>(x);
   if constexpr (kOp == UnaryOp::kErf) return verf<S>(x);
   if constexpr (kOp == UnaryOp::kExp) return vexp<S>(x);
@@ -149,7 +171,7 @@ typename S::V apply_unary(typename S::V x, typename S::V p0, typename S::V p1) {
     // for large negative u (there exp(-2u) overflows to inf and x / inf is -0, as tanh's -1).
     const V cube = S::mul(S::mul(x, x), x);
     const V u2 = S::mul(S::set1(-1.59576912160573071f), S::fmadd(S::set1(0.044715f), cube, x));
-    return S::div(x, S::add(one, vexp<S>(u2)));
+    return S::div(x, S::add(one, vexp_activation<S>(u2)));
   }
 }
 
