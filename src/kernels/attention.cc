@@ -95,6 +95,10 @@ constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 constexpr float kExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                             4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+// The AVX-512 softmax's exp: a degree-5 minimax polynomial for e^r in Horner form (2.4e-7
+// relative; the softmax bound is 1e-6), two FMA-pipe operations fewer per vector.
+constexpr float kExpP5[6] = {8.297654800117016e-3f,  4.191538318991661e-2f, 1.6667574644088745e-1f,
+                             4.9998894333839417e-1f, 9.999997019767761e-1f, 1.0000001192092896f};
 
 // exp(x) for x <= 0 (a score minus its row's maximum), or NaN: no upper clamp needed.
 __attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
@@ -103,10 +107,8 @@ __attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(kExpP[0]);
-  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP[i]));
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_set1_ps(kExpP5[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP5[i]));
   return _mm512_scalef_ps(p, n);  // 2^n without overflow tricks; n = -150 gives 0
 }
 
