@@ -20,6 +20,7 @@
 #include "core/parallel.h"
 #include "kernels/attention.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -87,18 +88,15 @@ void softmax_row_scalar(float* row, int64_t n, const SoftmaxRowTerms& terms) {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p Cephes' expf polynomial (relative
-// error ~1e-7). Inputs below -104 give 0 (also -inf); NaN stays NaN (MAXPS/MINPS return
-// their second operand when one is NaN).
-
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-constexpr float kExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                            4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-// The AVX-512 softmax's exp: a degree-5 minimax polynomial for e^r in Horner form (2.4e-7
-// relative; the softmax bound is 1e-6), two FMA-pipe operations fewer per vector.
-constexpr float kExpP5[6] = {8.297654800117016e-3f,  4.191538318991661e-2f, 1.6667574644088745e-1f,
-                             4.9998894333839417e-1f, 9.999997019767761e-1f, 1.0000001192092896f};
+// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2 (vector_math.h's exp_coefficients): the
+// AVX-512 softmax takes the minimax polynomial (two FMA-pipe operations fewer per vector; the
+// softmax bound is 1e-6), the AVX2 one Cephes'. Inputs below -104 give 0 (also -inf); NaN
+// stays NaN (MAXPS/MINPS return their second operand when one is NaN).
+using exp_coefficients::kCephes;
+using exp_coefficients::kLn2Hi;
+using exp_coefficients::kLn2Lo;
+using exp_coefficients::kLog2e;
+using exp_coefficients::kMinimax5;
 
 // exp(x) for x <= 0 (a score minus its row's maximum), or NaN: no upper clamp needed.
 __attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
@@ -107,8 +105,8 @@ __attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(kExpP5[0]);
-  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP5[i]));
+  __m512 p = _mm512_set1_ps(kMinimax5[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kMinimax5[i]));
   return _mm512_scalef_ps(p, n);  // 2^n without overflow tricks; n = -150 gives 0
 }
 
@@ -192,8 +190,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpP[0]);
-  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpP[i]));
+  __m256 p = _mm256_set1_ps(kCephes[0]);
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kCephes[i]));
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i bits =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);

@@ -19,6 +19,22 @@
 
 namespace onnxkit {
 
+// The exp pieces every vectorized exp shares (vector_math_simd.h, attention.cc): x = n ln2 + r
+// with |r| <= ln2 / 2 and ln2 split in two (n * kLn2Hi is exact), then a polynomial in r.
+namespace exp_coefficients {
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+// Cephes' expf: e^r = 1 + r + r^2 p(r), p of degree 5 in Horner order (~1 ulp).
+inline constexpr float kCephes[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                     4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+// A degree-5 minimax polynomial for e^r itself, in Horner order (2.4e-7 relative): for
+// activations and softmax, whose bounds are 1e-6 or looser.
+inline constexpr float kMinimax5[6] = {8.297654800117016e-3f,  4.191538318991661e-2f,
+                                       1.6667574644088745e-1f, 4.9998894333839417e-1f,
+                                       9.999997019767761e-1f,  1.0000001192092896f};
+}  // namespace exp_coefficients
+
 // Instruction set levels, in order.
 enum class SimdLevel { kScalar, kAvx2, kAvx512 };
 

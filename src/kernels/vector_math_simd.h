@@ -30,9 +30,10 @@ namespace {
 template <class S>
 void exp_reduce(typename S::V x, typename S::V& n, typename S::V& r) {
   x = S::min(S::set1(89.0f), S::max(S::set1(-104.0f), x));
-  n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
-  r = S::fmadd(n, S::set1(-0.693359375f), x);  // ln2 split: n * hi is exact, even without FMA
-  r = S::fmadd(n, S::set1(2.12194440e-4f), r);
+  n = S::round(S::mul(x, S::set1(exp_coefficients::kLog2e)));
+  // ln2 split: n * hi is exact, even without FMA.
+  r = S::fmadd(n, S::set1(-exp_coefficients::kLn2Hi), x);
+  r = S::fmadd(n, S::set1(-exp_coefficients::kLn2Lo), r);
 }
 
 // exp(x): exp_reduce and Cephes' degree-6 polynomial (~1 ulp); 2^n is applied in two steps
@@ -42,12 +43,8 @@ typename S::V vexp(typename S::V x) {
   using V = typename S::V;
   V n, r;
   exp_reduce<S>(x, n, r);
-  V p = S::set1(1.9875691500e-4f);
-  p = S::fmadd(p, r, S::set1(1.3981999507e-3f));
-  p = S::fmadd(p, r, S::set1(8.3334519073e-3f));
-  p = S::fmadd(p, r, S::set1(4.1665795894e-2f));
-  p = S::fmadd(p, r, S::set1(1.6666665459e-1f));
-  p = S::fmadd(p, r, S::set1(5.0000001201e-1f));
+  V p = S::set1(exp_coefficients::kCephes[0]);
+  for (int i = 1; i < 6; ++i) p = S::fmadd(p, r, S::set1(exp_coefficients::kCephes[i]));
   p = S::add(S::fmadd(p, S::mul(r, r), r), S::set1(1.0f));
   return S::ldexp(p, n);
 }
@@ -106,12 +103,8 @@ typename S::V vexp_activation(typename S::V x) {
   using V = typename S::V;
   V n, r;
   exp_reduce<S>(x, n, r);
-  V p = S::set1(8.297654800117016e-3f);
-  p = S::fmadd(p, r, S::set1(4.191538318991661e-2f));
-  p = S::fmadd(p, r, S::set1(1.6667574644088745e-1f));
-  p = S::fmadd(p, r, S::set1(4.9998894333839417e-1f));
-  p = S::fmadd(p, r, S::set1(9.999997019767761e-1f));
-  p = S::fmadd(p, r, S::set1(1.0000001192092896f));
+  V p = S::set1(exp_coefficients::kMinimax5[0]);
+  for (int i = 1; i < 6; ++i) p = S::fmadd(p, r, S::set1(exp_coefficients::kMinimax5[i]));
   return S::ldexp(p, n);
 }
 
