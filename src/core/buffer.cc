@@ -102,6 +102,11 @@ std::shared_ptr<const FileMapping> FileMapping::open(const std::filesystem::path
     void* addr = ::mmap(nullptr, mapping->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr == MAP_FAILED) fail("{}: cannot map: {}", path.string(), std::strerror(errno));
     mapping->data_ = static_cast<const std::byte*>(addr);
+    // Base pages only. Where the page cache holds the file in 2 MiB folios (a file just
+    // written, on recent kernels), a huge mapping brings in the 2 MiB around every small
+    // tensor a pass or a run reads, and keeps them, dropped weights included, until the end
+    // (BERT-base exported a moment before: peak RSS 610 -> 491 MB).
+    ::madvise(addr, mapping->size_, MADV_NOHUGEPAGE);
   }
   return mapping;
 }
@@ -115,6 +120,22 @@ void FileMapping::release_pages(size_t offset, size_t bytes) const {
   const uintptr_t begin = (base + offset + page - 1) / page * page;
   const uintptr_t end = (base + offset + bytes) / page * page;
   if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+bool FileMapping::populate_pages(size_t offset, size_t bytes) const {
+#ifdef MADV_POPULATE_READ
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (!data_ || offset >= size_ || bytes == 0) return true;
+  bytes = std::min(bytes, size_ - offset);
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t begin = (base + offset) / page * page;
+  const uintptr_t end = base + offset + bytes;
+  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0;
+#else
+  (void)offset;
+  (void)bytes;
+  return false;
+#endif
 }
 
 FileMapping::~FileMapping() {

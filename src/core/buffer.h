@@ -37,6 +37,11 @@ class FileMapping {
   void release_pages() const { release_pages(0, size_); }
   // The same for the whole pages inside [offset, offset + bytes).
   void release_pages(size_t offset, size_t bytes) const;
+  // Maps the whole pages inside [offset, offset + bytes) in one call (MADV_POPULATE_READ)
+  // rather than a fault per page, for a reader about to go through all of them (a kernel
+  // packing a weight). False where the kernel cannot (before Linux 5.14): then the reader's
+  // own faults map them.
+  bool populate_pages(size_t offset, size_t bytes) const;
 
  private:
   FileMapping() = default;

@@ -67,6 +67,11 @@ class Tensor {
     if (const FileRegion* region = file_region())
       region->file->release_pages(region->offset, nbytes());
   }
+  // For a view of a mapped file: maps all its pages in one call before a pass over them.
+  void populate_mapped_pages() const {
+    if (const FileRegion* region = file_region())
+      region->file->populate_pages(region->offset, nbytes());
+  }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
   // Same dtype, shape and element bytes (or strings).

@@ -760,6 +760,7 @@ class DnnlConvKernel : public OpKernel {
     }
     dnnl_util::OwnedMemory owned = dnnl_util::owned_memory(packed);
     dnnl::stream stream = dnnl_util::make_stream();
+    constant_w_->populate_mapped_pages();
     make_reorder(user, packed)
         .reorder(stream, wrap(user, constant_w_->data<float>()), owned.memory);
     stream.wait();

@@ -418,6 +418,7 @@ class DnnlMatMul {
       packed_ = packed_storage_.memory;
       dnnl::stream stream = dnnl_util::make_stream();
       memory plain = dnnl_util::wrap(plain_weights, constant_b_->raw_data());
+      constant_b_->populate_mapped_pages();
       dnnl::reorder(plain, *packed_).execute(stream, plain, *packed_);
       stream.wait();
       constant_b_->release_mapped_pages();  // the packed copy is what runs read

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include "../test_util.h"
 #include "core/block_alloc.h"
@@ -77,6 +79,50 @@ TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
   EXPECT_EQ(sum(Buffer::view(file, 100, kBytes - 1000)), big_sum);
   file->release_pages();
   EXPECT_EQ(sum(tail), tail_sum);
+}
+
+// The VmFlags line of the mapping in /proc/self/smaps that holds `address`.
+std::string mapping_flags(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto target = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
+      inside = begin <= target && target < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST(FileMapping, MapsBasePagesAndPopulatesARangeOnRequest) {
+  testing::TempDir dir;
+  constexpr size_t kBytes = size_t{16} << 20;
+  {
+    std::ofstream out(dir / "weights.bin", std::ios::binary);
+    std::string block(4096, '\0');
+    for (size_t offset = 0; offset < kBytes; offset += block.size()) {
+      for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((offset + i) % 251);
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    }
+  }
+  auto file = FileMapping::open(dir / "weights.bin");
+  // No huge mappings of the file: a 2 MiB page cache folio would otherwise come in whole
+  // for every small tensor read.
+  EXPECT_NE(mapping_flags(file->data()).find(" nh"), std::string::npos)
+      << mapping_flags(file->data());
+  const size_t before = testing::resident_bytes();
+  if (!file->populate_pages(100, kBytes / 2)) GTEST_SKIP() << "no MADV_POPULATE_READ here";
+  EXPECT_GE(testing::resident_bytes(), before + kBytes / 2 - (size_t{1} << 20))
+      << "the range is mapped without being read";
+  EXPECT_EQ(static_cast<uint8_t>(file->data()[kBytes / 2]), (kBytes / 2) % 251);
+  // Ranges past the end are clipped, empty ones ignored.
+  EXPECT_TRUE(file->populate_pages(kBytes - 10, 100));
+  EXPECT_TRUE(file->populate_pages(kBytes + 10, 100));
+  EXPECT_TRUE(file->populate_pages(0, 0));
+  file->release_pages();
 }
 
 TEST(LongLivedBlocks, MidSizedBlocksShareAChunk) {
