@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -46,19 +47,20 @@ TEST(Buffer, ViewPastTheEndIsRefused) {
   EXPECT_THROW(Buffer::view(file, 11, 0), Error);
 }
 
-// Resident bytes of this process (/proc/self/statm).
+// A file of `bytes` bytes whose byte at offset i is i % 251.
+void write_pattern_file(const std::filesystem::path& path, size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  std::string block(4096, '\0');
+  for (size_t offset = 0; offset < bytes; offset += block.size()) {
+    for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((offset + i) % 251);
+    out.write(block.data(), static_cast<std::streamsize>(block.size()));
+  }
+}
 
 TEST(FileMapping, ADeadViewLeavesTheResidentSetAndItsNeighboursKeepTheirBytes) {
   testing::TempDir dir;
   constexpr size_t kBytes = size_t{16} << 20;
-  {
-    std::ofstream out(dir / "weights.bin", std::ios::binary);
-    std::string block(4096, '\0');
-    for (size_t offset = 0; offset < kBytes; offset += block.size()) {
-      for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((offset + i) % 251);
-      out.write(block.data(), static_cast<std::streamsize>(block.size()));
-    }
-  }
+  write_pattern_file(dir / "weights.bin", kBytes);
   auto file = FileMapping::open(dir / "weights.bin");
   auto sum = [](const std::shared_ptr<Buffer>& view) {
     size_t total = 0;
@@ -100,14 +102,7 @@ std::string mapping_flags(const void* address) {
 TEST(FileMapping, MapsBasePagesAndPopulatesARangeOnRequest) {
   testing::TempDir dir;
   constexpr size_t kBytes = size_t{16} << 20;
-  {
-    std::ofstream out(dir / "weights.bin", std::ios::binary);
-    std::string block(4096, '\0');
-    for (size_t offset = 0; offset < kBytes; offset += block.size()) {
-      for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((offset + i) % 251);
-      out.write(block.data(), static_cast<std::streamsize>(block.size()));
-    }
-  }
+  write_pattern_file(dir / "weights.bin", kBytes);
   auto file = FileMapping::open(dir / "weights.bin");
   // No huge mappings of the file: a 2 MiB page cache folio would otherwise come in whole
   // for every small tensor read.
