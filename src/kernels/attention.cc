@@ -1,12 +1,17 @@
 // com.onnxkit Attention on float32 (fused_ops.h): Y = Softmax(where(Keep, scale * Q @ K^T +
-// Mask, masked_value)) @ V per batch and head.
+// Mask, masked_value)) @ V per batch and head, each operand read through the strides its
+// perm attribute gives (ops/attention_layout.h).
 //
-// The work splits into blocks of query rows of one (batch, head), run in parallel. A block
-// computes its scores with a oneDNN matmul into a per-thread buffer (never more than one
-// block of scores per thread), turns each row into probabilities in place (mask, keep and
-// softmax in one vectorized pass: AVX-512 or AVX2 chosen at run time, scalar otherwise),
-// and multiplies them by V straight into Y.
+// With AVX-512 (and unit-stride rows) a work item is a (batch, head), or part of its query
+// rows when there are fewer heads than threads want: it packs K^T once, then runs
+// attention_avx512.cc's register tiles, scores staying in L1 (one tile of rows at a time).
+// Otherwise blocks of query rows run two oneDNN matmuls each, with the scores in a
+// per-thread buffer (one block at a time, L2-sized) turned into probabilities in place
+// between them. Both paths share the row softmax: mask, keep and softmax in one vectorized
+// pass, AVX-512 or AVX2 chosen at run time, scalar otherwise.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -21,6 +26,7 @@
 #include "kernels/attention.h"
 #include "kernels/dnnl_matmul.h"
 #include "kernels/vector_math.h"
+#include "ops/attention_layout.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -82,105 +88,13 @@ void softmax_row_scalar(float* row, int64_t n, const SoftmaxRowTerms& terms) {
 }
 
 #if ONNXKIT_X86_64
-// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_ps() placeholders,
-// GCC bug 105593) wherever the intrinsics inline.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2 (vector_math.h's exp_coefficients): the
-// AVX-512 softmax takes the minimax polynomial (two FMA-pipe operations fewer per vector; the
-// softmax bound is 1e-6), the AVX2 one Cephes'. Inputs below -104 give 0 (also -inf); NaN
-// stays NaN (MAXPS/MINPS return their second operand when one is NaN).
+// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2 (vector_math.h's exp_coefficients;
+// the AVX-512 softmax, in attention_avx512.cc, takes the minimax polynomial). Inputs below
+// -87.3 give 0 (also -inf).
 using exp_coefficients::kCephes;
 using exp_coefficients::kLn2Hi;
 using exp_coefficients::kLn2Lo;
 using exp_coefficients::kLog2e;
-using exp_coefficients::kMinimax5;
-
-// exp(x) for x <= 0 (a score minus its row's maximum), or NaN: no upper clamp needed.
-__attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(kMinimax5[0]);
-  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kMinimax5[i]));
-  return _mm512_scalef_ps(p, n);  // 2^n without overflow tricks; n = -150 gives 0
-}
-
-// row[0..16) with mask[0..16) added (and stored) when there is a mask.
-__attribute__((target("avx512f"))) inline __m512 with_mask_avx512(float* row, const float* mask) {
-  __m512 v = _mm512_loadu_ps(row);
-  if (mask) {
-    v = _mm512_add_ps(v, _mm512_loadu_ps(mask));
-    _mm512_storeu_ps(row, v);
-  }
-  return v;
-}
-
-// Three passes over the row (in L1 after the first): max (adding a contiguous mask on the
-// way), exp and sum, scale. Two accumulators per pass halve the dependency chains, which
-// dominate rows as short as attention's (128-200 scores).
-__attribute__((target("avx512f"))) void softmax_row_avx512(float* row, int64_t n,
-                                                           const SoftmaxRowTerms& terms) {
-  const float* mask = nullptr;
-  if (terms.keep || (terms.mask && terms.mask_stride != 1)) {
-    apply_terms(row, n, terms);
-  } else {
-    mask = terms.mask;
-  }
-  const int64_t full = n / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 max0 = neg_inf, max1 = neg_inf;
-  int64_t j = 0;
-  for (; j + 32 <= full; j += 32) {
-    max0 = _mm512_max_ps(max0, with_mask_avx512(row + j, mask ? mask + j : nullptr));
-    max1 = _mm512_max_ps(max1, with_mask_avx512(row + j + 16, mask ? mask + j + 16 : nullptr));
-  }
-  if (j < full) max0 = _mm512_max_ps(max0, with_mask_avx512(row + j, mask ? mask + j : nullptr));
-  if (tail) {
-    __m512 v = _mm512_mask_loadu_ps(neg_inf, tail, row + full);
-    if (mask) {
-      v = _mm512_mask_add_ps(v, tail, v, _mm512_maskz_loadu_ps(tail, mask + full));
-      _mm512_mask_storeu_ps(row + full, tail, v);
-    }
-    max1 = _mm512_max_ps(max1, v);
-  }
-  const float max = _mm512_reduce_max_ps(_mm512_max_ps(max0, max1));
-  if (fill_nan_if_degenerate(row, n, max)) return;
-  const __m512 vm = _mm512_set1_ps(max);
-  __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
-  for (j = 0; j + 32 <= full; j += 32) {
-    const __m512 e0 = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vm));
-    const __m512 e1 = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j + 16), vm));
-    _mm512_storeu_ps(row + j, e0);
-    _mm512_storeu_ps(row + j + 16, e1);
-    sum0 = _mm512_add_ps(sum0, e0);
-    sum1 = _mm512_add_ps(sum1, e1);
-  }
-  if (j < full) {
-    const __m512 e = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vm));
-    _mm512_storeu_ps(row + j, e);
-    sum0 = _mm512_add_ps(sum0, e);
-  }
-  if (tail) {
-    const __m512 e =
-        exp_nonpositive_avx512(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, tail, row + full), vm));
-    _mm512_mask_storeu_ps(row + full, tail, e);
-    sum1 = _mm512_add_ps(sum1, _mm512_maskz_mov_ps(tail, e));
-  }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1)));
-  for (j = 0; j < full; j += 16) {
-    _mm512_storeu_ps(row + j, _mm512_mul_ps(_mm512_loadu_ps(row + j), inv));
-  }
-  if (tail) {
-    _mm512_mask_storeu_ps(row + full, tail,
-                          _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, row + full), inv));
-  }
-}
 
 __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
   // 2^n is built in the exponent field, so n stays in [-126, 127]; below -87.3 gives 0.
@@ -234,14 +148,15 @@ __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* row, int64_t n,
   for (int64_t j = full; j < n; ++j) row[j] *= inv_scalar;
 }
 
-#pragma GCC diagnostic pop
 #endif  // ONNXKIT_X86_64
 
 // ---------------------------------------------------------------------------------------
 // The kernel.
 
-// A 64-byte aligned per-thread buffer for one block of scores.
-float* scores_buffer(size_t count) {
+// 64-byte aligned per-thread buffers that only grow: a block of scores, and packed K^T.
+enum class Scratch { kScores, kPackedKeys, kCount };
+
+float* scratch_buffer(Scratch role, size_t count) {
   struct Buffer {
     struct Free {
       void operator()(float* p) const { std::free(p); }
@@ -249,9 +164,10 @@ float* scores_buffer(size_t count) {
     std::unique_ptr<float, Free> data;
     size_t count = 0;
   };
-  thread_local Buffer buffer;
+  thread_local std::array<Buffer, static_cast<size_t>(Scratch::kCount)> buffers;
+  Buffer& buffer = buffers[static_cast<size_t>(role)];
   if (count > buffer.count) {
-    const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+    const size_t bytes = (std::max<size_t>(count, 1) * sizeof(float) + 63) / 64 * 64;
     auto* data = static_cast<float*>(std::aligned_alloc(64, bytes));
     if (!data) throw std::bad_alloc();
     buffer.data.reset(data);
@@ -260,7 +176,14 @@ float* scores_buffer(size_t count) {
   return buffer.data.get();
 }
 
-// The two matmuls of a block of `rows` query rows: scores = scale * Q_rows @ K^T and
+// The strides (elements) of the 2-D matrices one (batch, head) reads and writes: Q [Sq, D],
+// K [Sk, D], V [Sk, Dv], Y [Sq, Dv], as (row, column).
+struct HeadStrides {
+  int64_t q_row, q_col, k_row, k_col, v_row, v_col, y_row, y_col;
+  auto operator<=>(const HeadStrides&) const = default;
+};
+
+// The two oneDNN matmuls of a block of `rows` query rows: scores = scale * Q_rows @ K^T and
 // Y_rows = P @ V.
 struct BlockPlan {
   enum Role { kLeft, kRight, kProduct };  // a matmul's src, weights and dst memory objects
@@ -293,16 +216,15 @@ memory::desc strided_desc(memory::dim rows, memory::dim cols, memory::dim row_st
   return memory::desc({rows, cols}, memory::data_type::f32, {row_stride, col_stride});
 }
 
-BlockPlan make_block_plan(int64_t rows, int64_t sk, int64_t d, int64_t dv, bool k_transposed,
-                          float scale) {
+BlockPlan make_block_plan(int64_t rows, int64_t sk, int64_t d, int64_t dv,
+                          const HeadStrides& strides, float scale) {
   const dnnl::engine& engine = dnnl_util::cpu_engine();
   BlockPlan plan;
-  plan.q = strided_desc(rows, d, d, 1);
-  // K^T as a [D, Sk] matrix: K [Sk, D] read column-wise, or K^T stored as is.
-  plan.k = k_transposed ? strided_desc(d, sk, sk, 1) : strided_desc(d, sk, 1, d);
+  plan.q = strided_desc(rows, d, strides.q_row, strides.q_col);
+  plan.k = strided_desc(d, sk, strides.k_col, strides.k_row);  // K^T [D, Sk]
   plan.s = strided_desc(rows, sk, sk, 1);
-  plan.v = strided_desc(sk, dv, dv, 1);
-  plan.y = strided_desc(rows, dv, dv, 1);
+  plan.v = strided_desc(sk, dv, strides.v_row, strides.v_col);
+  plan.y = strided_desc(rows, dv, strides.y_row, strides.y_col);
   dnnl::primitive_attr scaled = dnnl_util::user_scratchpad_attr();
   if (scale != 1.0f) scaled.set_output_scales(0, {scale});
   dnnl::matmul::primitive_desc scores_pd(dnnl::matmul::desc(plan.q, plan.k, plan.s), scaled,
@@ -316,11 +238,47 @@ BlockPlan make_block_plan(int64_t rows, int64_t sk, int64_t d, int64_t dv, bool 
   return plan;
 }
 
-// Scores a block may hold: enough rows for an efficient matmul, few enough to stay in L2
-// (256 KB). ViT's 197x197 heads fit whole: split at 32K scores into 166 + 31 rows they
-// took ~20% longer (two pairs of smaller matmuls).
+// oneDNN path: scores a block may hold, enough rows for an efficient matmul, few enough to
+// stay in L2 (256 KB). ViT's 197x197 heads fit whole: split at 32K scores into 166 + 31 rows
+// they took ~20% longer (two pairs of smaller matmuls).
 constexpr int64_t kBlockScores = 64 * 1024;
 constexpr int64_t kMinBlockRows = 8;
+
+// Where the mask and keep terms of one (batch, head)'s score rows come from.
+struct RowTermsSource {
+  const float* mask = nullptr;  // at (b, h, row 0)
+  int64_t mask_row_stride = 0, mask_col_stride = 0;
+  const uint8_t* keep = nullptr;
+  int64_t keep_row_stride = 0, keep_col_stride = 0;
+  float masked_value = 0;
+
+  SoftmaxRowTerms terms(int64_t row) const {
+    SoftmaxRowTerms t;
+    t.masked_value = masked_value;
+    if (mask) {
+      t.mask = mask + row * mask_row_stride;
+      t.mask_stride = mask_col_stride;
+    }
+    if (keep) {
+      t.keep = keep + row * keep_row_stride;
+      t.keep_stride = keep_col_stride;
+    }
+    return t;
+  }
+
+  static SoftmaxRowTerms row_terms(const void* source, int64_t row) {
+    return static_cast<const RowTermsSource*>(source)->terms(row);
+  }
+};
+
+// Every (batch, head) packs its K^T once per thread per run: the run's token and the pair
+// this thread's packed buffer holds.
+std::atomic<uint64_t> next_run_token{1};
+struct PackedKeys {
+  uint64_t token = 0;
+  int64_t pair = -1;
+};
+thread_local PackedKeys packed_keys;
 
 std::unique_ptr<OpKernel> reference_attention(const KernelCreateContext& context) {
   const Node& node = context.node();
@@ -334,7 +292,7 @@ class AttentionKernel : public OpKernel {
       : scale_(context.has_attribute("scale") ? std::optional(context.attr_float("scale"))
                                               : std::nullopt),
         masked_value_(context.attr_float("masked_value", -std::numeric_limits<float>::infinity())),
-        k_transposed_(context.attr_int("k_transposed", 0) != 0),
+        layout_(context),
         softmax_row_(softmax_row_variants().back().second),
         reference_(reference_attention(context)) {}
 
@@ -355,19 +313,18 @@ class AttentionKernel : public OpKernel {
       context.fail("Q, K and V must be 4-D, got shapes {}, {} and {}", shape_to_string(q.shape()),
                    shape_to_string(k.shape()), shape_to_string(v.shape()));
     }
-    const int64_t batch = q.shape()[0], heads = q.shape()[1], sq = q.shape()[2];
-    const int64_t d = q.shape()[3];
-    const int64_t sk = k_transposed_ ? k.shape()[3] : k.shape()[2];
-    const int64_t k_d = k_transposed_ ? k.shape()[2] : k.shape()[3];
-    const int64_t dv = v.shape()[3];
-    if (k.shape()[0] != batch || k.shape()[1] != heads || v.shape()[0] != batch ||
-        v.shape()[1] != heads || k_d != d || v.shape()[2] != sk) {
+    const AttentionView qv = layout_.input_view(0, q.shape());
+    const AttentionView kv = layout_.input_view(1, k.shape());
+    const AttentionView vv = layout_.input_view(2, v.shape());
+    const int64_t batch = qv.dims[0], heads = qv.dims[1], sq = qv.dims[2], d = qv.dims[3];
+    const int64_t sk = kv.dims[2], dv = vv.dims[3];
+    if (kv.dims[0] != batch || kv.dims[1] != heads || kv.dims[3] != d || vv.dims[0] != batch ||
+        vv.dims[1] != heads || vv.dims[2] != sk) {
       context.fail(
-          "shapes Q {}, K {}{} and V {} do not match ([B, H, Sq, D], [B, H, {}], "
-          "[B, H, Sk, Dv])",
-          shape_to_string(q.shape()), shape_to_string(k.shape()),
-          k_transposed_ ? " (transposed)" : "", shape_to_string(v.shape()),
-          k_transposed_ ? "D, Sk" : "Sk, D");
+          "shapes Q {}, K {} and V {} do not match ([B, H, Sq, D], [B, H, Sk, D] and "
+          "[B, H, Sk, Dv] after their perms{})",
+          shape_to_string(q.shape()), shape_to_string(k.shape()), shape_to_string(v.shape()),
+          layout_.k_transposed() ? "; K transposed" : "");
     }
     const Shape scores_shape{batch, heads, sq, sk};
     auto strides_of = [&](const Tensor* t, const char* name) -> std::vector<int64_t> {
@@ -386,16 +343,128 @@ class AttentionKernel : public OpKernel {
     const std::vector<int64_t> mask_strides = strides_of(mask, "Mask");
     const std::vector<int64_t> keep_strides = strides_of(keep, "Keep");
 
-    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, {batch, heads, sq, dv});
-    if (y.numel() == 0 || sk == 0) return;  // no keys: an empty sum, zeros
+    const std::array<int64_t, 4> y_dims{batch, heads, sq, dv};
+    Tensor& y =
+        context.allocate_output_uninitialized(0, DType::kFloat, layout_.output_shape(y_dims));
+    if (y.numel() == 0) return;
+    float* y_data = y.mutable_data<float>();
+    if (sk == 0) {  // no keys: every row an empty sum
+      std::fill(y_data, y_data + y.numel(), 0.0f);
+      return;
+    }
     if (d == 0) {
       if (reference_) return reference_->compute(context);
       context.fail("an empty head dimension is not supported");
     }
+    const AttentionView yv = layout_.output_view(y_dims);
     const float scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(d));
 
+    const float* mask_data = mask ? mask->data<float>() : nullptr;
+    const auto* keep_data = keep ? reinterpret_cast<const uint8_t*>(keep->data<bool>()) : nullptr;
+    auto terms_source = [&](int64_t b, int64_t h) {
+      RowTermsSource source;
+      source.masked_value = masked_value_;
+      if (mask_data) {
+        source.mask = mask_data + b * mask_strides[0] + h * mask_strides[1];
+        source.mask_row_stride = mask_strides[2];
+        source.mask_col_stride = mask_strides[3];
+      }
+      if (keep_data) {
+        source.keep = keep_data + b * keep_strides[0] + h * keep_strides[1];
+        source.keep_row_stride = keep_strides[2];
+        source.keep_col_stride = keep_strides[3];
+      }
+      return source;
+    };
+    const Heads heads_of{q.data<float>(), k.data<float>(), v.data<float>(), y_data, qv, kv, vv, yv};
+    const HeadStrides strides{qv.strides[2], qv.strides[3], kv.strides[2], kv.strides[3],
+                              vv.strides[2], vv.strides[3], yv.strides[2], yv.strides[3]};
+    // The AVX-512 kernel reads rows with unit column stride (any stride where there is one
+    // column); oneDNN takes the rest.
+    auto unit_columns = [](int64_t cols, int64_t stride) { return cols == 1 || stride == 1; };
+    if (active_simd_level() == SimdLevel::kAvx512 && unit_columns(d, strides.q_col) &&
+        unit_columns(d, strides.k_col) && unit_columns(dv, strides.v_col) &&
+        unit_columns(dv, strides.y_col)) {
+      run_avx512(heads_of, batch * heads, heads, sq, sk, d, dv, scale, terms_source);
+    } else {
+      run_onednn(context, heads_of, batch * heads, heads, sq, sk, d, dv, strides, scale,
+                 terms_source);
+    }
+  }
+
+ private:
+  // The operands' data and logical views: where (b, h, row 0) of each starts.
+  struct Heads {
+    const float* q;
+    const float* k;
+    const float* v;
+    float* y;
+    AttentionView qv, kv, vv, yv;
+
+    static int64_t offset(const AttentionView& view, int64_t b, int64_t h) {
+      return b * view.strides[0] + h * view.strides[1];
+    }
+  };
+
+  template <typename TermsSource>
+  void run_avx512(const Heads& heads_of, int64_t pairs, int64_t heads, int64_t sq, int64_t sk,
+                  int64_t d, int64_t dv, float scale, const TermsSource& terms_source) const {
+    // Whole heads per work item; rows split (in whole tiles) only when there are fewer
+    // heads than work items the threads want.
+    const int64_t wanted_items = 2 * static_cast<int64_t>(max_threads());
+    int64_t rows = sq;
+    if (pairs < wanted_items) {
+      const int64_t per_pair = (wanted_items + pairs - 1) / pairs;
+      const int64_t tiles = (sq + kAttentionTileRows - 1) / kAttentionTileRows;
+      rows = std::max<int64_t>(1, (tiles + per_pair - 1) / per_pair) * kAttentionTileRows;
+    }
+    const int64_t blocks_per_pair = (sq + rows - 1) / rows;
+    const uint64_t token = next_run_token.fetch_add(1, std::memory_order_relaxed);
+    const int64_t padded = attention_padded_keys(sk);
+    parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
+      float* scores =
+          scratch_buffer(Scratch::kScores, static_cast<size_t>(kAttentionTileRows * padded));
+      float* kt = scratch_buffer(Scratch::kPackedKeys, static_cast<size_t>(d * padded));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
+        const int64_t b = pair / heads, h = pair % heads;
+        AttentionHead head;
+        head.q = heads_of.q + Heads::offset(heads_of.qv, b, h);
+        head.q_stride = heads_of.qv.strides[2];
+        head.k = heads_of.k + Heads::offset(heads_of.kv, b, h);
+        head.k_stride = heads_of.kv.strides[2];
+        head.v = heads_of.v + Heads::offset(heads_of.vv, b, h);
+        head.v_stride = heads_of.vv.strides[2];
+        head.y = heads_of.y + Heads::offset(heads_of.yv, b, h);
+        head.y_stride = heads_of.yv.strides[2];
+        head.d = d;
+        head.dv = dv;
+        head.sk = sk;
+        head.scale = scale;
+        if (packed_keys.token != token || packed_keys.pair != pair) {
+          pack_keys_transposed_avx512(head, kt);
+          packed_keys = {token, pair};
+        }
+        const int64_t row0 = block * rows;
+        if (item + 1 < end && (item + 1) / blocks_per_pair != pair) {
+          const int64_t next_b = (pair + 1) / heads, next_h = (pair + 1) % heads;
+          head.next_q = heads_of.q + Heads::offset(heads_of.qv, next_b, next_h);
+          head.next_k = heads_of.k + Heads::offset(heads_of.kv, next_b, next_h);
+          head.next_v = heads_of.v + Heads::offset(heads_of.vv, next_b, next_h);
+          head.next_q_rows = std::min(rows, sq);
+        }
+        const auto source = terms_source(b, h);
+        attention_rows_avx512(head, kt, row0, std::min(rows, sq - row0), scores,
+                              {&RowTermsSource::row_terms, &source});
+      }
+    });
+  }
+
+  template <typename TermsSource>
+  void run_onednn(KernelContext& context, const Heads& heads_of, int64_t pairs, int64_t heads,
+                  int64_t sq, int64_t sk, int64_t d, int64_t dv, const HeadStrides& strides,
+                  float scale, const TermsSource& terms_source) const {
     // Block rows: L2-sized, but split finer when there are fewer blocks than threads.
-    const int64_t pairs = batch * heads;
     int64_t rows = std::min(sq, std::max(kMinBlockRows, kBlockScores / sk));
     const int64_t wanted_blocks = 2 * static_cast<int64_t>(max_threads());
     if (pairs * ((sq + rows - 1) / rows) < wanted_blocks) {
@@ -406,20 +475,13 @@ class AttentionKernel : public OpKernel {
     const int64_t tail_rows = sq - (blocks_per_pair - 1) * rows;
     std::shared_ptr<const BlockPlan> full_plan, tail_plan;
     try {
-      full_plan = plan_for(rows, sk, d, dv, scale);
-      tail_plan = tail_rows == rows ? full_plan : plan_for(tail_rows, sk, d, dv, scale);
+      full_plan = plan_for(rows, sk, d, dv, strides, scale);
+      tail_plan = tail_rows == rows ? full_plan : plan_for(tail_rows, sk, d, dv, strides, scale);
     } catch (const dnnl::error& e) {
       context.fail("oneDNN matmul: {}", e.what());
     }
-
-    const float* q_data = q.data<float>();
-    const float* k_data = k.data<float>();
-    const float* v_data = v.data<float>();
-    const float* mask_data = mask ? mask->data<float>() : nullptr;
-    const auto* keep_data = keep ? reinterpret_cast<const uint8_t*>(keep->data<bool>()) : nullptr;
-    float* y_data = y.mutable_data<float>();
     parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
-      float* scores = scores_buffer(static_cast<size_t>(rows * sk));
+      float* scores = scratch_buffer(Scratch::kScores, static_cast<size_t>(rows * sk));
       for (int64_t item = begin; item < end; ++item) {
         const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
         const int64_t b = pair / heads, h = pair % heads;
@@ -427,56 +489,43 @@ class AttentionKernel : public OpKernel {
         const BlockPlan& plan = block + 1 == blocks_per_pair ? *tail_plan : *full_plan;
         const int64_t block_rows = block + 1 == blocks_per_pair ? tail_rows : rows;
         run_matmul(plan.scores, plan.scores_scratchpad, plan.scores_owner,
-                   {plan.q, q_data + (pair * sq + row0) * d}, {plan.k, k_data + pair * sk * d},
-                   {plan.s, scores});
-        SoftmaxRowTerms terms;
-        terms.masked_value = masked_value_;
+                   {plan.q, heads_of.q + Heads::offset(heads_of.qv, b, h) + row0 * strides.q_row},
+                   {plan.k, heads_of.k + Heads::offset(heads_of.kv, b, h)}, {plan.s, scores});
+        const auto source = terms_source(b, h);
         // Even rows, then odd ones: where rows share a cache line (197 scores), a row read
         // right after its neighbour's masked tail store waits for that store to retire
         // (no store forwarding); 14 -> 8.5 us per 197x197 head.
         for (int64_t i = 0; i < block_rows; ++i) {
           const int64_t half = (block_rows + 1) / 2;
           const int64_t r = i < half ? 2 * i : 2 * (i - half) + 1;
-          const int64_t row = row0 + r;
-          if (mask_data) {
-            terms.mask =
-                mask_data + b * mask_strides[0] + h * mask_strides[1] + row * mask_strides[2];
-            terms.mask_stride = mask_strides[3];
-          }
-          if (keep_data) {
-            terms.keep =
-                keep_data + b * keep_strides[0] + h * keep_strides[1] + row * keep_strides[2];
-            terms.keep_stride = keep_strides[3];
-          }
-          softmax_row_(scores + r * sk, sk, terms);
+          softmax_row_(scores + r * sk, sk, source.terms(row0 + r));
         }
         run_matmul(plan.context, plan.context_scratchpad, plan.context_owner, {plan.s, scores},
-                   {plan.v, v_data + pair * sk * dv}, {plan.y, y_data + (pair * sq + row0) * dv});
+                   {plan.v, heads_of.v + Heads::offset(heads_of.vv, b, h)},
+                   {plan.y, heads_of.y + Heads::offset(heads_of.yv, b, h) + row0 * strides.y_row});
       }
     });
   }
 
- private:
   std::shared_ptr<const BlockPlan> plan_for(int64_t rows, int64_t sk, int64_t d, int64_t dv,
-                                            float scale) const {
-    const auto key = std::make_tuple(rows, sk, d, dv, scale);
+                                            const HeadStrides& strides, float scale) const {
+    const auto key = std::make_tuple(rows, sk, d, dv, strides, scale);
     std::lock_guard lock(mutex_);
     auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
     if (plans_.size() >= 64) plans_.clear();  // ever new shapes: oneDNN caches the rebuild
-    auto plan =
-        std::make_shared<const BlockPlan>(make_block_plan(rows, sk, d, dv, k_transposed_, scale));
+    auto plan = std::make_shared<const BlockPlan>(make_block_plan(rows, sk, d, dv, strides, scale));
     plans_.emplace(key, plan);
     return plan;
   }
 
   std::optional<float> scale_;
   float masked_value_;
-  bool k_transposed_;
+  AttentionLayout layout_;
   SoftmaxRowFn softmax_row_;
   std::unique_ptr<OpKernel> reference_;
   mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, float>,
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, HeadStrides, float>,
                    std::shared_ptr<const BlockPlan>>
       plans_;
 };
@@ -486,11 +535,9 @@ class AttentionKernel : public OpKernel {
 std::vector<std::pair<const char*, SoftmaxRowFn>> softmax_row_variants() {
   std::vector<std::pair<const char*, SoftmaxRowFn>> variants{{"scalar", softmax_row_scalar}};
 #if ONNXKIT_X86_64
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    variants.emplace_back("avx2", softmax_row_avx2);
-  }
-  if (__builtin_cpu_supports("avx512f")) variants.emplace_back("avx512", softmax_row_avx512);
+  const SimdLevel level = detected_simd_level();
+  if (level >= SimdLevel::kAvx2) variants.emplace_back("avx2", softmax_row_avx2);
+  if (level >= SimdLevel::kAvx512) variants.emplace_back("avx512", softmax_row_avx512);
 #endif
   return variants;
 }

@@ -44,6 +44,9 @@
 //   additive) and Keep (bool) broadcast to [B, H, Sq, Sk]. scale: float, default 1/sqrt(D);
 //   masked_value: float, default -inf. A row whose every entry is masked to -inf gives NaN, as the
 //   unfused graph does.
+//   q_perm, k_perm, v_perm (ints, default [0, 1, 2, 3]): the input given is X and the operand
+//   above is Transpose(X, perm) (so [0, 2, 1, 3] reads heads from [B, S, H, D]); y_perm: the
+//   output is Transpose(Y, y_perm). Transposes folded by fuse_transpose_into_attention.
 #pragma once
 
 #include <array>

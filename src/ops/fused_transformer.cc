@@ -8,6 +8,9 @@
 #include <limits>
 #include <numbers>
 
+#include <fmt/ranges.h>
+
+#include "ops/attention_layout.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -252,14 +255,15 @@ class BiasSoftmaxKernel : public OpKernel {
   int64_t axis_;
 };
 
-// Attention(Q, K, V, Mask?, Keep?) -> Y: scaled dot-product attention per batch and head.
+// Attention(Q, K, V, Mask?, Keep?) -> Y: scaled dot-product attention per batch and head,
+// each operand read (and Y written) through the strides its perm attribute gives.
 class AttentionKernel : public OpKernel {
  public:
   explicit AttentionKernel(const KernelCreateContext& context)
       : has_scale_(context.has_attribute("scale")),
         scale_(context.attr_float("scale", 1.0f)),
         masked_value_(context.attr_float("masked_value", -std::numeric_limits<float>::infinity())),
-        k_transposed_(context.attr_int("k_transposed", 0) != 0) {}
+        layout_(context) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& q = context.input(0);
@@ -274,20 +278,19 @@ class AttentionKernel : public OpKernel {
                      dtype_name(q.dtype()));
       }
     }
-    const int64_t batch = q.shape()[0], heads = q.shape()[1], sq = q.shape()[2];
-    const int64_t depth = q.shape()[3];
-    const int64_t sk = k.shape()[k_transposed_ ? 3 : 2];
-    const int64_t k_depth = k.shape()[k_transposed_ ? 2 : 3];
-    const int64_t dv = v.shape()[3];
-    const Shape k_expected =
-        k_transposed_ ? Shape{batch, heads, depth, sk} : Shape{batch, heads, sk, depth};
-    if (k.shape() != k_expected || k_depth != depth) {
-      context.fail("K has shape {}; with Q of shape {} it needs {}", shape_to_string(k.shape()),
-                   shape_to_string(q.shape()), shape_to_string(k_expected));
+    const AttentionView qv = layout_.input_view(0, q.shape());
+    const AttentionView kv = layout_.input_view(1, k.shape());
+    const AttentionView vv = layout_.input_view(2, v.shape());
+    const int64_t batch = qv.dims[0], heads = qv.dims[1], sq = qv.dims[2], depth = qv.dims[3];
+    const int64_t sk = kv.dims[2], dv = vv.dims[3];
+    if (kv.dims[0] != batch || kv.dims[1] != heads || kv.dims[3] != depth) {
+      context.fail(
+          "K is [{}] as [B, H, Sk, D]; with Q [{}] as [B, H, Sq, D] it needs [{}, {}, Sk, {}]",
+          fmt::join(kv.dims, ", "), fmt::join(qv.dims, ", "), batch, heads, depth);
     }
-    if (v.shape() != Shape{batch, heads, sk, dv}) {
-      context.fail("V has shape {}; it needs [{}, {}, {}, Dv]", shape_to_string(v.shape()), batch,
-                   heads, sk);
+    if (vv.dims[0] != batch || vv.dims[1] != heads || vv.dims[2] != sk) {
+      context.fail("V is [{}] as [B, H, Sk, Dv]; it needs [{}, {}, {}, Dv]",
+                   fmt::join(vv.dims, ", "), batch, heads, sk);
     }
     const Shape scores_shape{batch, heads, sq, sk};
     std::vector<double> mask;
@@ -309,43 +312,44 @@ class AttentionKernel : public OpKernel {
     const double scale =
         has_scale_ ? scale_ : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(depth, 1)));
 
-    const std::vector<double> qv = read_doubles(context, q, "Q");
-    const std::vector<double> kv = read_doubles(context, k, "K");
-    const std::vector<double> vv = read_doubles(context, v, "V");
+    const std::vector<double> qd = read_doubles(context, q, "Q");
+    const std::vector<double> kd = read_doubles(context, k, "K");
+    const std::vector<double> vd = read_doubles(context, v, "V");
+    const AttentionView yv = layout_.output_view({batch, heads, sq, dv});
     std::vector<double> y(static_cast<size_t>(batch * heads * sq * dv), 0.0);
     std::vector<double> row(static_cast<size_t>(sk));
-    for (int64_t bh = 0; bh < batch * heads; ++bh) {
-      const double* qb = qv.data() + bh * sq * depth;
-      const double* kb = kv.data() + bh * sk * depth;
-      const double* vb = vv.data() + bh * sk * dv;
-      for (int64_t i = 0; i < sq; ++i) {
-        for (int64_t j = 0; j < sk; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < depth; ++d) {
-            const double kj = k_transposed_ ? kb[d * sk + j] : kb[j * depth + d];
-            dot += qb[i * depth + d] * kj;
+    auto at = [](const AttentionView& view, int64_t b, int64_t h, int64_t i, int64_t j) {
+      return b * view.strides[0] + h * view.strides[1] + i * view.strides[2] + j * view.strides[3];
+    };
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t i = 0; i < sq; ++i) {
+          for (int64_t j = 0; j < sk; ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < depth; ++c)
+              dot += qd[at(qv, b, h, i, c)] * kd[at(kv, b, h, j, c)];
+            const int64_t s_at = ((b * heads + h) * sq + i) * sk + j;
+            double s = scale * dot;
+            if (!mask.empty()) s += mask[mask_at[s_at]];
+            if (keep && !keep[keep_at[s_at]]) s = masked_value_;
+            row[j] = s;
           }
-          const int64_t at = (bh * sq + i) * sk + j;
-          double s = scale * dot;
-          if (!mask.empty()) s += mask[mask_at[at]];
-          if (keep && !keep[keep_at[at]]) s = masked_value_;
-          row[j] = s;
-        }
-        softmax(row.data(), sk);
-        double* out = y.data() + (bh * sq + i) * dv;
-        for (int64_t j = 0; j < sk; ++j) {
-          for (int64_t c = 0; c < dv; ++c) out[c] += row[j] * vb[j * dv + c];
+          softmax(row.data(), sk);
+          for (int64_t j = 0; j < sk; ++j) {
+            for (int64_t c = 0; c < dv; ++c)
+              y[at(yv, b, h, i, c)] += row[j] * vd[at(vv, b, h, j, c)];
+          }
         }
       }
     }
-    write_doubles(context, 0, q.dtype(), Shape{batch, heads, sq, dv}, y);
+    write_doubles(context, 0, q.dtype(), layout_.output_shape({batch, heads, sq, dv}), y);
   }
 
  private:
   bool has_scale_;
   float scale_;
   float masked_value_;
-  bool k_transposed_;
+  AttentionLayout layout_;
 };
 
 }  // namespace

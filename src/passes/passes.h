@@ -78,6 +78,8 @@ std::unique_ptr<GraphPass> make_fuse_bias_softmax_pass();
 // Extended level: scaled dot-product attention (MatMul, scale, masks, Softmax, MatMul) becomes
 // com.onnxkit Attention.
 std::unique_ptr<GraphPass> make_fuse_attention_pass();
+// Extended level: Transposes of Attention's Q, K, V and Y become its perm attributes.
+std::unique_ptr<GraphPass> make_fuse_transpose_into_attention_pass();
 // Layout level: conv chains keep their activations in the blocked layout (ops/blocked_ops.h).
 std::unique_ptr<GraphPass> make_convert_layout_pass();
 

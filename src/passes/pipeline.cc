@@ -59,6 +59,7 @@ std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   passes.push_back(make_fuse_skip_layer_norm_pass());
   passes.push_back(make_fuse_bias_softmax_pass());
   passes.push_back(make_fuse_attention_pass());
+  passes.push_back(make_fuse_transpose_into_attention_pass());
   passes.push_back(make_fuse_transpose_into_matmul_pass());
   passes.push_back(make_fuse_matmul_bias_activation_pass());
   passes.push_back(make_fuse_conv_activation_pass());

@@ -2,6 +2,8 @@
 // MatMul(Q, Transpose(K)) * scale + Mask, Where(Keep, S, masked_value), Softmax, MatMul(V).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -9,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "kernel_test_util.h"
 #include "kernels/attention.h"
+#include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 
@@ -29,17 +34,32 @@ struct AttentionCase {
   std::optional<float> scale = {};
   std::optional<float> masked_value = {};
   int threads = 1;
+  // q_perm, k_perm, v_perm, y_perm: Q, K and V are fed stored so that Transpose(stored, perm)
+  // is the operand; Y comes out as Transpose(Y, y_perm).
+  std::array<std::optional<std::vector<int64_t>>, 4> perms = {};
 
   std::string describe() const {
+    std::string layout;
+    const char* names[] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+    for (size_t i = 0; i < 4; ++i) {
+      if (perms[i]) layout += fmt::format(" {}=[{}]", names[i], fmt::join(*perms[i], ","));
+    }
     return fmt::format(
         "B={} H={} Sq={} Sk={} D={} Dv={} mask={} keep={} k_transposed={} "
-        "scale={} masked_value={} threads={}",
+        "scale={} masked_value={} threads={}{}",
         batch, heads, sq, sk, d, dv, mask ? shape_to_string(*mask) : "none",
         keep ? shape_to_string(*keep) : "none", k_transposed,
         scale ? std::to_string(*scale) : "default",
-        masked_value ? std::to_string(*masked_value) : "default", threads);
+        masked_value ? std::to_string(*masked_value) : "default", threads, layout);
   }
 };
+
+// The stored shape of an operand of shape `logical` given as Transpose(stored, perm).
+Shape stored_shape(const Shape& logical, const std::vector<int64_t>& perm) {
+  Shape stored(logical.size());
+  for (size_t i = 0; i < perm.size(); ++i) stored[perm[i]] = logical[i];
+  return stored;
+}
 
 // A mask of normal values with about one entry in five at -inf (or a large negative).
 Tensor random_mask(const Shape& shape, std::mt19937_64& rng) {
@@ -59,15 +79,21 @@ Tensor random_keep(const Shape& shape, std::mt19937_64& rng) {
   return keep;
 }
 
+// The fused Attention node against the unfused graph on the reference kernels, on both
+// fast paths (AVX-512 register tiles where the CPU has them, oneDNN matmuls) and, with
+// perms, on the reference Attention kernel.
 void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
            const Tensor* keep_override = nullptr, uint64_t seed = 1) {
   SCOPED_TRACE(c.describe());
   std::mt19937_64 rng(seed);
-  const Tensor q = random_floats({c.batch, c.heads, c.sq, c.d}, rng);
-  const Tensor k = random_floats(
-      c.k_transposed ? Shape{c.batch, c.heads, c.d, c.sk} : Shape{c.batch, c.heads, c.sk, c.d},
-      rng);
-  const Tensor v = random_floats({c.batch, c.heads, c.sk, c.dv}, rng);
+  auto stored = [&](size_t operand, const Shape& logical) {
+    return c.perms[operand] ? stored_shape(logical, *c.perms[operand]) : logical;
+  };
+  const Tensor q = random_floats(stored(0, {c.batch, c.heads, c.sq, c.d}), rng);
+  const Tensor k = random_floats(stored(1, c.k_transposed ? Shape{c.batch, c.heads, c.d, c.sk}
+                                                          : Shape{c.batch, c.heads, c.sk, c.d}),
+                                 rng);
+  const Tensor v = random_floats(stored(2, {c.batch, c.heads, c.sk, c.dv}), rng);
   Tensor mask, keep;
   if (mask_override)
     mask = *mask_override;
@@ -78,41 +104,76 @@ void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
   else if (c.keep)
     keep = random_keep(*c.keep, rng);
 
-  GraphBuilder fused;
-  {
-    std::vector<Value*> inputs{fused.input(q), fused.input(k), fused.input(v)};
+  auto fused = [&] {
+    auto g = std::make_unique<GraphBuilder>();
+    std::vector<Value*> inputs{g->input(q), g->input(k), g->input(v)};
     if (mask.defined() || keep.defined()) {
-      inputs.push_back(mask.defined() ? fused.input(mask) : nullptr);
+      inputs.push_back(mask.defined() ? g->input(mask) : nullptr);
     }
-    if (keep.defined()) inputs.push_back(fused.input(keep));
-    fused.output(fused.node(
+    if (keep.defined()) inputs.push_back(g->input(keep));
+    g->output(g->node(
         "Attention", inputs,
         [&](Node* node) {
           if (c.k_transposed) set_int(node, "k_transposed", 1);
           if (c.scale) set_float(node, "scale", *c.scale);
           if (c.masked_value) set_float(node, "masked_value", *c.masked_value);
+          const char* names[] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+          for (size_t i = 0; i < 4; ++i) {
+            if (c.perms[i]) set_ints(node, names[i], *c.perms[i]);
+          }
         },
         std::string(kOnnxkitDomain)));
-  }
-  GraphBuilder unfused;
-  {
-    Value* kt = unfused.input(k);
+    return g;
+  };
+  auto unfused = [&] {
+    auto g = std::make_unique<GraphBuilder>();
+    auto operand = [&](const Tensor& t, size_t i) {
+      Value* value = g->input(t);
+      if (!c.perms[i]) return value;
+      return g->node("Transpose", {value}, [&](Node* n) { set_ints(n, "perm", *c.perms[i]); });
+    };
+    Value* qv = operand(q, 0);
+    Value* kt = operand(k, 1);
+    Value* vv = operand(v, 2);
     if (!c.k_transposed) {
-      kt = unfused.node("Transpose", {kt}, [](Node* n) { set_ints(n, "perm", {0, 1, 3, 2}); });
+      kt = g->node("Transpose", {kt}, [](Node* n) { set_ints(n, "perm", {0, 1, 3, 2}); });
     }
-    Value* qv = unfused.input(q);
-    Value* vv = unfused.input(v);
     const float scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(c.d));
-    Value* s = unfused.node("Mul", {unfused.node("MatMul", {qv, kt}), unfused.scalar(scale)});
-    if (mask.defined()) s = unfused.node("Add", {s, unfused.input(mask)});
+    Value* s = g->node("Mul", {g->node("MatMul", {qv, kt}), g->scalar(scale)});
+    if (mask.defined()) s = g->node("Add", {s, g->input(mask)});
     if (keep.defined()) {
       const float masked = c.masked_value ? *c.masked_value : -kInf;
-      s = unfused.node("Where", {unfused.input(keep), s, unfused.scalar(masked)});
+      s = g->node("Where", {g->input(keep), s, g->scalar(masked)});
     }
-    Value* p = unfused.node("Softmax", {s}, [](Node* n) { set_int(n, "axis", -1); });
-    unfused.output(unfused.node("MatMul", {p, vv}));
+    Value* p = g->node("Softmax", {s}, [](Node* n) { set_int(n, "axis", -1); });
+    Value* y = g->node("MatMul", {p, vv});
+    if (c.perms[3]) {
+      y = g->node("Transpose", {y}, [&](Node* n) { set_ints(n, "perm", *c.perms[3]); });
+    }
+    g->output(y);
+    return g;
+  };
+  std::vector<std::optional<SimdLevel>> paths{std::nullopt};
+  if (detected_simd_level() == SimdLevel::kAvx512) paths.push_back(SimdLevel::kAvx2);
+  for (const auto& path : paths) {
+    SCOPED_TRACE(path ? "forced AVX2 (oneDNN path)" : "detected instruction set");
+    std::optional<SimdLevelOverride> forced;
+    if (path) forced.emplace(*path);
+    auto actual = fused(), expected = unfused();
+    EXPECT_TRUE(matches(*actual, *expected, c.threads));
   }
-  EXPECT_TRUE(matches(fused, unfused, c.threads));
+  // The reference Attention kernel's reading of perms (the rest of it: fused_transformer_test;
+  // it computes in double, so a row shifted by a mask of -10000 would differ from the float
+  // graph's here).
+  if (std::none_of(c.perms.begin(), c.perms.end(), [](const auto& p) { return p.has_value(); })) {
+    return;
+  }
+  auto actual = fused(), expected = unfused();
+  NamedValues got = run(std::move(actual->model()), actual->feeds(), SessionOptions::reference());
+  NamedValues want =
+      run(std::move(expected->model()), expected->feeds(), SessionOptions::reference());
+  const Comparison compared = compare_values(got[0].second, want[0].second, kTolerance);
+  EXPECT_TRUE(compared.ok) << "reference kernel: " << compared.message;
 }
 
 TEST(Attention, IsRegisteredAsOptimized) {
@@ -171,6 +232,49 @@ TEST(Attention, BlocksAndThreads) {
   check({1, 2, 70, 1000, 4, 4, Shape{1, 1, 70, 1000}, Shape{1, 2, 1, 1000}, true});
   check({2, 3, 37, 50, 16, 24, Shape{2, 1, 1, 50}, {}, false, {}, {}, 2});
   check({1, 1, 300, 40, 8, 8, Shape{1, 1, 300, 40}, {}, false, {}, {}, 2});
+}
+
+// Register tiles and their edges: query rows around multiples of the 6-row tile, keys around
+// the 16-wide vectors and 64-wide tiles, head sizes not a multiple of 16.
+TEST(Attention, TileEdges) {
+  for (int64_t sq : {1, 5, 6, 7, 13}) {
+    for (int64_t sk : {1, 15, 16, 17, 63, 64, 65, 130}) {
+      check({1, 2, sq, sk, 64, 64, Shape{1, 1, 1, sk}});
+    }
+  }
+  for (auto [d, dv] : {std::pair{1, 1}, {3, 17}, {8, 48}, {20, 80}, {33, 65}, {64, 130}}) {
+    check({1, 2, 7, 19, d, dv});
+    check({1, 2, 7, 19, d, dv, {}, {}, true});
+  }
+}
+
+// Operands read through perms, as fuse_transpose_into_attention leaves them: BERT's [B, S, H,
+// D] heads (K also transposed), rank-3 attention lifted with a trailing 1 (ViT), a Y written
+// back [B, S, H, Dv], and a perm that moves D off the last axis (oneDNN path only).
+TEST(Attention, Perms) {
+  const std::vector<int64_t> bshd{0, 2, 1, 3};
+  AttentionCase bert{1, 4, 9, 9, 16, 16, Shape{1, 1, 1, 9}};
+  bert.perms = {bshd, bshd, bshd, bshd};
+  check(bert);
+  AttentionCase k_transposed{2, 3, 13, 11, 20, 24, {}, Shape{1, 1, 13, 11}, true};
+  k_transposed.perms = {bshd, std::vector<int64_t>{0, 2, 3, 1}, bshd, bshd};
+  check(k_transposed);
+  AttentionCase lifted{6, 1, 17, 17, 8, 8};  // [S, B*H, D, 1] stored
+  lifted.perms = {std::vector<int64_t>{1, 3, 0, 2}, std::vector<int64_t>{1, 3, 0, 2},
+                  std::vector<int64_t>{1, 3, 0, 2}, std::vector<int64_t>{2, 0, 3, 1}};
+  check(lifted);
+  AttentionCase only_output{1, 2, 5, 7, 4, 6};
+  only_output.perms[3] = bshd;
+  check(only_output);
+  AttentionCase strided_d{1, 2, 5, 7, 4, 6};
+  strided_d.perms = {std::vector<int64_t>{0, 1, 3, 2},
+                     {},
+                     std::vector<int64_t>{0, 3, 2, 1},
+                     std::vector<int64_t>{3, 1, 2, 0}};
+  check(strided_d);
+  AttentionCase threads{2, 6, 50, 50, 64, 64, Shape{2, 1, 1, 50}, {}, false, {}, {}, 2};
+  threads.perms = {bshd, bshd, bshd, bshd};
+  check(threads);
 }
 
 // Every instruction-set variant of the row softmax against a double-precision softmax,
@@ -248,6 +352,28 @@ TEST(Attention, BadShapesFailNamingTheNode) {
         run_fused({1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}, Shape{4, 1})}) {  // mask
     EXPECT_NE(error.find("Attention0"), std::string::npos) << error;
   }
+}
+
+TEST(Attention, BadPermFailsNamingTheNode) {
+  std::mt19937_64 rng(4);
+  GraphBuilder g;
+  std::vector<Value*> inputs{g.input(random_floats({1, 2, 3, 4}, rng)),
+                             g.input(random_floats({1, 2, 3, 4}, rng)),
+                             g.input(random_floats({1, 2, 3, 4}, rng))};
+  g.output(g.node(
+      "Attention", inputs,
+      [](Node* n) {
+        set_ints(n, "q_perm", {0, 2, 2, 3});
+      },
+      std::string(kOnnxkitDomain)));
+  auto session = Session::create(std::move(g.model()), optimized());
+  std::string error = session ? std::string() : session.error();
+  if (session) {
+    auto result = session.value()->run(g.feeds());
+    if (!result) error = result.error();
+  }
+  EXPECT_NE(error.find("Attention0"), std::string::npos) << error;
+  EXPECT_NE(error.find("q_perm"), std::string::npos) << error;
 }
 
 }  // namespace
