@@ -194,13 +194,25 @@ void write_model_file(onnx::ModelProto& proto, const Graph& graph, const fs::pat
         pending.push_back(static_cast<char>((9 << 3) | 2));  // TensorProto.raw_data
         append_varint(pending, entry.payload->nbytes());
         flush();
-        onnx_io::write_all(fd, entry.payload->raw_data(), entry.payload->nbytes(), offset, temp);
+        // A weight still in the mapped input file is copied file to file: no page of it
+        // faults into this process (4 KiB at a time where a just-written file sits in large
+        // page-cache folios), and none stays resident.
+        if (const FileRegion* region = entry.payload->file_region()) {
+          onnx_io::copy_file_range_sparse(region->file->fd(), region->offset,
+                                          entry.payload->nbytes(), fd, offset);
+        } else {
+          onnx_io::write_all(fd, entry.payload->raw_data(), entry.payload->nbytes(), offset, temp);
+        }
         offset += entry.payload->nbytes();
       } else if (pending.size() > (1u << 20)) {
         flush();
       }
     }
     flush();
+    // A copied weight that ends in a hole of a sparse input leaves the file short of it.
+    if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
+      fail("{}: cannot set its size: {}", temp.string(), std::strerror(errno));
+    }
     if (::close(fd) != 0) fail("{}: close failed: {}", temp.string(), std::strerror(errno));
     fd = -1;
   } catch (...) {

@@ -53,6 +53,46 @@ TEST(ExternalData, SavingOverTheSourceFileKeepsViewsValid) {
       model.value().graph().find_value("w")->initializer()));
 }
 
+// Weights still in a mapped file are copied file to file when the model is saved inline.
+// Where that file is sparse (a hole at the end of the last weight) the saved model still
+// has its full size and reads back the same zeros.
+TEST(ExternalData, InlineSaveOfMappedWeightsCopiesThemAndKeepsHoles) {
+  TempDir dir;
+  constexpr int64_t kSize = 256 * 1024;  // 1 MiB of floats: page-aligned in a data file
+  testing::write_model(testing::add_model(kSize), dir / "in.onnx");
+  {
+    auto model = load_model(dir / "in.onnx");
+    ASSERT_TRUE(model.ok()) << model.error();
+    SaveOptions external;
+    external.external_data = ExternalDataMode::kAlways;
+    ASSERT_TRUE(save_model(model.value(), dir / "mid.onnx", external).ok());
+  }
+  // w is all of mid.onnx.data: punch out its last 64 KiB, a hole up to the end of the file.
+  const fs::path data = dir / "mid.onnx.data";
+  ASSERT_EQ(fs::file_size(data), kSize * sizeof(float));
+  const int fd = ::open(data.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const int punched = ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                  static_cast<off_t>(fs::file_size(data) - 64 * 1024), 64 * 1024);
+  const int error = errno;
+  ::close(fd);
+  if (punched != 0) GTEST_SKIP() << "no hole punching here: " << std::strerror(error);
+
+  auto model = load_model(dir / "mid.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  const Tensor& w = model.value().graph().find_value("w")->initializer();
+  ASSERT_NE(w.file_region(), nullptr);
+  EXPECT_EQ(w.data<float>()[kSize - 1], 0.0f) << "the hole reads as zeros";
+  EXPECT_EQ(w.data<float>()[1000], 500.0f);
+  SaveOptions inline_data;
+  inline_data.external_data = ExternalDataMode::kNever;
+  ASSERT_TRUE(save_model(model.value(), dir / "out.onnx", inline_data).ok());
+  EXPECT_FALSE(fs::exists(dir / "out.onnx.data"));
+  auto reloaded = load_model(dir / "out.onnx");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error();
+  EXPECT_TRUE(reloaded.value().graph().find_value("w")->initializer().same_contents(w));
+}
+
 // A model with more than 2 GiB of weights, stored in a sparse file so that it costs
 // almost no disk and no time: it must save (external data is chosen automatically),
 // load back, and `inspect` it without reading the weights into memory.
