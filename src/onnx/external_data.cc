@@ -67,6 +67,14 @@ void write_all(int fd, const void* data, size_t length, uint64_t dest_offset,
   }
 }
 
+void write_tensor_data(int fd, const Tensor& tensor, uint64_t dest_offset, const fs::path& path) {
+  if (const FileRegion* region = tensor.file_region()) {
+    copy_file_range_sparse(region->file->fd(), region->offset, tensor.nbytes(), fd, dest_offset);
+  } else {
+    write_all(fd, tensor.raw_data(), tensor.nbytes(), dest_offset, path);
+  }
+}
+
 namespace {
 
 void copy_dense(int source_fd, uint64_t offset, uint64_t length, int dest_fd,
@@ -125,11 +133,7 @@ ExternalRef ExternalDataWriter::append(const Tensor& tensor) {
   // Page-align big tensors so that a later load can map them directly.
   const uint64_t alignment = length >= (uint64_t{1} << 20) ? 4096 : 64;
   const uint64_t offset = (size_ + alignment - 1) / alignment * alignment;
-  if (const FileRegion* region = tensor.file_region()) {
-    copy_file_range_sparse(region->file->fd(), region->offset, length, fd_, offset);
-  } else if (length > 0) {
-    write_all(fd_, tensor.raw_data(), length, offset, temp_path_);
-  }
+  write_tensor_data(fd_, tensor, offset, temp_path_);
   size_ = offset + length;
   return ExternalRef{location_, offset, length};
 }

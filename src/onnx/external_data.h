@@ -60,6 +60,10 @@ class ExternalDataWriter {
 // Writes `length` bytes of `source` at `offset` into `fd` at `dest_offset`, skipping holes.
 void copy_file_range_sparse(int source_fd, uint64_t offset, uint64_t length, int dest_fd,
                             uint64_t dest_offset);
+// Writes `tensor`'s bytes at `dest_offset` of `fd`: copied file to file (holes kept, no page
+// of it mapped into this process) when it is a view of a mapped file, else from memory.
+void write_tensor_data(int fd, const Tensor& tensor, uint64_t dest_offset,
+                       const std::filesystem::path& path);
 // Writes all of `data` at `dest_offset` of `fd`; throws Error naming `path` on failure.
 void write_all(int fd, const void* data, size_t length, uint64_t dest_offset,
                const std::filesystem::path& path);

@@ -197,12 +197,7 @@ void write_model_file(onnx::ModelProto& proto, const Graph& graph, const fs::pat
         // A weight still in the mapped input file is copied file to file: no page of it
         // faults into this process (4 KiB at a time where a just-written file sits in large
         // page-cache folios), and none stays resident.
-        if (const FileRegion* region = entry.payload->file_region()) {
-          onnx_io::copy_file_range_sparse(region->file->fd(), region->offset,
-                                          entry.payload->nbytes(), fd, offset);
-        } else {
-          onnx_io::write_all(fd, entry.payload->raw_data(), entry.payload->nbytes(), offset, temp);
-        }
+        onnx_io::write_tensor_data(fd, *entry.payload, offset, temp);
         offset += entry.payload->nbytes();
       } else if (pending.size() > (1u << 20)) {
         flush();
