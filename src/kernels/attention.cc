@@ -7,8 +7,9 @@
 // attention_avx512.cc's register tiles, scores staying in L1 (one tile of rows at a time).
 // Otherwise blocks of query rows run two oneDNN matmuls each, with the scores in a
 // per-thread buffer (one block at a time, L2-sized) turned into probabilities in place
-// between them. Both paths share the row softmax: mask, keep and softmax in one vectorized
-// pass, AVX-512 or AVX2 chosen at run time, scalar otherwise.
+// between them by the row softmax: mask, keep and softmax in one vectorized pass, AVX-512
+// (attention_avx512.cc's tile softmax on one row) or AVX2 chosen at run time, scalar
+// otherwise.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -271,6 +272,16 @@ struct RowTermsSource {
   }
 };
 
+// Packs K^T for the AVX-512 tiles: head's K [Sk, D] as D rows of attention_padded_keys(Sk)
+// floats, zero past Sk.
+void pack_keys_transposed(const AttentionHead& head, float* kt) {
+  const int64_t padded = attention_padded_keys(head.sk);
+  vector_kernels().transpose_2d(reinterpret_cast<const uint32_t*>(head.k), head.k_stride,
+                                reinterpret_cast<uint32_t*>(kt), padded, head.sk, head.d);
+  for (int64_t c = 0; c < head.d; ++c)
+    std::fill(kt + c * padded + head.sk, kt + (c + 1) * padded, 0.0f);
+}
+
 // Every (batch, head) packs its K^T once per thread per run: the run's token and the pair
 // this thread's packed buffer holds.
 std::atomic<uint64_t> next_run_token{1};
@@ -442,7 +453,7 @@ class AttentionKernel : public OpKernel {
         head.sk = sk;
         head.scale = scale;
         if (packed_keys.token != token || packed_keys.pair != pair) {
-          pack_keys_transposed_avx512(head, kt);
+          pack_keys_transposed(head, kt);
           packed_keys = {token, pair};
         }
         const int64_t row0 = block * rows;

@@ -64,10 +64,8 @@ inline int64_t attention_padded_keys(int64_t sk) {
 // The AVX-512 functions need SimdLevel::kAvx512 (F, BW, DQ, VL). This one is the "avx512"
 // softmax_row_variants() entry.
 void softmax_row_avx512(float* row, int64_t n, const SoftmaxRowTerms& terms);
-// kt: D x attention_padded_keys(Sk) floats, K^T zero-padded.
-void pack_keys_transposed_avx512(const AttentionHead& head, float* kt);
-// Y rows [row0, row0 + rows) from K^T packed by the function above; scores: a buffer of
-// kAttentionTileRows x attention_padded_keys(Sk) floats.
+// Y rows [row0, row0 + rows) from kt, K^T packed as D rows of attention_padded_keys(Sk)
+// floats, zero-padded; scores: a buffer of kAttentionTileRows x attention_padded_keys(Sk).
 void attention_rows_avx512(const AttentionHead& head, const float* kt, int64_t row0, int64_t rows,
                            float* scores, AttentionRowTerms terms);
 

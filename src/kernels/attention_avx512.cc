@@ -3,7 +3,7 @@
 // AVX-512 flags (CMakeLists.txt); attention.cc calls it only at SimdLevel::kAvx512.
 //
 // Per tile of up to kAttentionTileRows query rows:
-//   S[r, :] = scale * Q[r, :] @ K^T   (K^T packed once per head: [D, Sk rounded up to 16])
+//   S[r, :] = scale * Q[r, :] @ K^T   (K^T packed by attention.cc: [D, Sk rounded up to 16])
 //   S[r, :] = exp(S[r, :] + mask, keep applied, - its max); sum[r] = the row's sum
 //   Y[r, :] = (S[r, :] @ V) / sum[r]
 // Both products run 6 x 64 register tiles (24 accumulators, the B row loaded once per step
@@ -23,8 +23,6 @@
 
 #include "kernels/attention.h"
 #include "kernels/vector_math.h"
-// After every standard header: see vector_math_simd.h.
-#include "kernels/vector_math_transpose_avx.h"
 
 namespace onnxkit {
 namespace {
@@ -263,38 +261,19 @@ SoftmaxTileFn softmax_tile_for(int64_t rows) {
   return kByRows[rows - 1];
 }
 
-}  // namespace
-
-void softmax_row_avx512(float* row, int64_t n, const SoftmaxRowTerms& terms) {
-  float inv;
-  softmax_tile<1>(row, 0, n, &terms, &inv, /*normalize=*/true);
-}
-
-void pack_keys_transposed_avx512(const AttentionHead& head, float* kt) {
-  const int64_t sk = head.sk, d = head.d, stride = attention_padded_keys(sk);
-  const auto* k = reinterpret_cast<const uint32_t*>(head.k);
-  auto* out = reinterpret_cast<uint32_t*>(kt);
-  const int64_t sk8 = sk / 8 * 8, d8 = d / 8 * 8;
-  for (int64_t j = 0; j < sk8; j += 8) {
-    for (int64_t c = 0; c < d8; c += 8) {
-      transpose8x8_avx(k + j * head.k_stride + c, head.k_stride, out + c * stride + j, stride);
-    }
-    for (int64_t c = d8; c < d; ++c) {
-      for (int64_t i = j; i < j + 8; ++i) out[c * stride + i] = k[i * head.k_stride + c];
-    }
-  }
-  for (int64_t c = 0; c < d; ++c) {
-    for (int64_t i = sk8; i < sk; ++i) out[c * stride + i] = k[i * head.k_stride + c];
-    for (int64_t i = sk; i < stride; ++i) out[c * stride + i] = 0;
-  }
-}
-
 // Rows [begin, end) of a matrix with `cols` floats a row into L2.
 void prefetch_rows(const float* data, int64_t stride, int64_t cols, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     const char* row = reinterpret_cast<const char*>(data + r * stride);
     for (int64_t byte = 0; byte < cols * 4; byte += 64) _mm_prefetch(row + byte, _MM_HINT_T1);
   }
+}
+
+}  // namespace
+
+void softmax_row_avx512(float* row, int64_t n, const SoftmaxRowTerms& terms) {
+  float inv;
+  softmax_tile<1>(row, 0, n, &terms, &inv, /*normalize=*/true);
 }
 
 void attention_rows_avx512(const AttentionHead& head, const float* kt, int64_t row0, int64_t rows,

@@ -6,20 +6,9 @@
 
 #include <fmt/ranges.h>
 
+#include "ops/op_utils.h"
+
 namespace onnxkit {
-namespace {
-
-std::array<int64_t, 4> contiguous_strides(const std::array<int64_t, 4>& dims) {
-  std::array<int64_t, 4> strides{};
-  int64_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= dims[i];
-  }
-  return strides;
-}
-
-}  // namespace
 
 AttentionLayout::AttentionLayout(const KernelCreateContext& context)
     : k_transposed_(context.attr_int("k_transposed", 0) != 0) {
@@ -37,13 +26,11 @@ AttentionLayout::AttentionLayout(const KernelCreateContext& context)
 }
 
 AttentionView AttentionLayout::input_view(size_t input, const Shape& stored) const {
-  std::array<int64_t, 4> stored_dims{};
-  std::copy(stored.begin(), stored.end(), stored_dims.begin());
-  const std::array<int64_t, 4> stored_strides = contiguous_strides(stored_dims);
+  const std::vector<int64_t> stored_strides = contiguous_strides(stored);
   // The operand is Transpose(stored, perm): its dim i is the stored dim perm[i].
   AttentionView view;
   for (size_t i = 0; i < 4; ++i) {
-    view.dims[i] = stored_dims[perms_[input][i]];
+    view.dims[i] = stored[perms_[input][i]];
     view.strides[i] = stored_strides[perms_[input][i]];
   }
   if (input == 1 && k_transposed_) {  // K^T [B, H, D, Sk] read as K
@@ -61,9 +48,7 @@ Shape AttentionLayout::output_shape(const std::array<int64_t, 4>& logical) const
 
 AttentionView AttentionLayout::output_view(const std::array<int64_t, 4>& logical) const {
   // The stored Y is Transpose(Y, perm): stored dim j is logical dim perm[j].
-  std::array<int64_t, 4> stored{};
-  for (size_t j = 0; j < 4; ++j) stored[j] = logical[perms_[3][j]];
-  const std::array<int64_t, 4> stored_strides = contiguous_strides(stored);
+  const std::vector<int64_t> stored_strides = contiguous_strides(output_shape(logical));
   AttentionView view;
   view.dims = logical;
   for (size_t j = 0; j < 4; ++j) view.strides[perms_[3][j]] = stored_strides[j];

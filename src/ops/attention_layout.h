@@ -25,7 +25,7 @@ class AttentionLayout {
   // Reads and checks the attributes; fails naming the node when a perm is not one of 4 axes.
   explicit AttentionLayout(const KernelCreateContext& context);
 
-  // Input 0, 1 or 2 (Q, K, V) as stored in `stored`.
+  // Input 0, 1 or 2 (Q, K, V) as stored in `stored` (rank 4, which callers check).
   AttentionView input_view(size_t input, const Shape& stored) const;
   // The stored shape of Y for logical dims [B, H, Sq, Dv], and the logical view of it.
   Shape output_shape(const std::array<int64_t, 4>& logical) const;

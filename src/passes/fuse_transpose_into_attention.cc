@@ -24,25 +24,16 @@ using Perm = std::vector<int64_t>;
 
 constexpr const char* kPermNames[] = {"q_perm", "k_perm", "v_perm", "y_perm"};
 
-// A rank-4 Transpose's perm (absent: reversed axes), or nullopt.
-std::optional<Perm> perm_of(const Node* transpose) {
-  const Attribute* a = transpose->find_attribute("perm");
-  if (!a) return Perm{3, 2, 1, 0};
-  if (a->type != AttrType::kInts || a->ints.size() != 4) return std::nullopt;
+// The Attention's perm of operand `which` (absent: identity); nullopt when it is no
+// permutation of 4 axes (the kernel rejects the node; nothing is folded into it).
+std::optional<Perm> attention_perm(const Node* attention, size_t which) {
+  const Attribute* a = attention->find_attribute(kPermNames[which]);
+  if (!a) return Perm{0, 1, 2, 3};
+  if (a->type != AttrType::kInts) return std::nullopt;
   Perm sorted = a->ints;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != Perm{0, 1, 2, 3}) return std::nullopt;
   return a->ints;
-}
-
-Perm attention_perm(const Node* attention, size_t which) {
-  const Attribute* a = attention->find_attribute(kPermNames[which]);
-  if (!a || a->type != AttrType::kInts || a->ints.size() != 4) return {0, 1, 2, 3};
-  return a->ints;
-}
-
-bool is_identity(const Perm& perm) {
-  return perm == Perm{0, 1, 2, 3};
 }
 
 // True when every stored dim after `axis` is known to be 1: a row along `axis` is contiguous.
@@ -83,13 +74,12 @@ class FuseTransposeIntoAttentionPass : public GraphPass {
     Value* operand = attention->input(input);
     Node* transpose = operand ? scope.producer(operand, "Transpose") : nullptr;
     if (!transpose || !transpose->input(0)) return false;
-    const auto perm = perm_of(transpose);
-    if (!perm) return false;
+    const auto perm = transpose_permutation(transpose, 4);
+    const auto current = attention_perm(attention, input);
+    if (!perm || !current) return false;
     // The operand as the Attention reads it is Transpose(operand, current); operand =
     // Transpose(X, perm), so axis i of what it reads is axis perm[current[i]] of X.
-    const Perm current = attention_perm(attention, input);
-    Perm composed(4);
-    for (size_t i = 0; i < 4; ++i) composed[i] = (*perm)[current[i]];
+    const Perm composed = compose_permutations(*perm, *current);
     // The head dim: the last axis, or axis 2 of a K given transposed ([B, H, D, Sk]).
     const bool k_transposed = input == 1 && int_attr(attention, "k_transposed", 0) != 0;
     const int64_t head_axis = composed[k_transposed ? 2 : 3];
@@ -110,13 +100,12 @@ class FuseTransposeIntoAttentionPass : public GraphPass {
         !transpose->output(0) || !scope.replaceable(transpose->output(0))) {
       return false;
     }
-    const auto perm = perm_of(transpose);
-    if (!perm) return false;
+    const auto perm = transpose_permutation(transpose, 4);
+    const auto current = attention_perm(attention, 3);
+    if (!perm || !current) return false;
     // Stored Y was Transpose(Y, current); now Transpose(that, perm): axis j of the result is
     // axis current[perm[j]] of Y.
-    const Perm current = attention_perm(attention, 3);
-    Perm composed(4);
-    for (size_t j = 0; j < 4; ++j) composed[j] = current[(*perm)[j]];
+    const Perm composed = compose_permutations(*current, *perm);
     int64_t head_position = 0;
     while (composed[head_position] != 3) ++head_position;
     if (!innermost(dims_of(transpose->output(0)), head_position)) return false;
@@ -127,7 +116,7 @@ class FuseTransposeIntoAttentionPass : public GraphPass {
   }
 
   static void set_perm(Node* attention, size_t which, const Perm& perm) {
-    if (is_identity(perm)) {
+    if (is_identity_permutation(perm)) {
       attention->remove_attribute(kPermNames[which]);
     } else {
       attention->set_attribute(ints_attribute(kPermNames[which], perm));
