@@ -22,9 +22,10 @@
 #include "cli/session_flags.h"
 #include "core/parallel.h"
 #include "core/spin_policy.h"
+#include "core/status.h"
+#include "onnxkit/session.h"
+#include "onnxkit/simplify.h"
 #include "runtime/profiler.h"
-#include "runtime/session.h"
-#include "simplify/simplify.h"
 
 namespace onnxkit::cli {
 namespace {

@@ -1,5 +1,7 @@
 // `onnxkit conformance DIR... [--filter REGEX] [--expect FILE]`: runs ONNX backend test
 // cases and compares with their expected outputs.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -7,8 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/session_flags.h"
+#include "onnxkit/simplify.h"
 #include "runtime/conformance.h"
-#include "simplify/simplify.h"
 
 namespace onnxkit::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/runtime_value.h"
+#include "onnxkit/runtime_value.h"
 
 namespace onnxkit::cli {
 

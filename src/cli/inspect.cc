@@ -1,4 +1,6 @@
 // `onnxkit inspect MODEL [--json]`: what a model is, without running it.
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -7,8 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/buffer.h"
 #include "ir/model_stats.h"
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include "cli/session_flags.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
+#include "onnxkit/session.h"
 #include "ops/op_utils.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit::cli {
 namespace {

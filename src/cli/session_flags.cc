@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "passes/pipeline.h"
+
 namespace onnxkit::cli {
 
 void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string& default_level,

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
+#include "onnxkit/session.h"
 
 namespace onnxkit::cli {
 

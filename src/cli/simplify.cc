@@ -10,10 +10,12 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/status.h"
 #include "ir/npy.h"
-#include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
-#include "simplify/simplify.h"
+#include "onnxkit/model_io.h"
+#include "onnxkit/simplify.h"
+#include "passes/pipeline.h"
 
 namespace onnxkit::cli {
 namespace {

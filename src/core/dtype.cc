@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include "onnxkit/dtype.h"
 
 namespace onnxkit {
 

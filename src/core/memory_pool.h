@@ -12,16 +12,9 @@
 #include <mutex>
 
 #include "core/buffer.h"
+#include "onnxkit/memory_stats.h"
 
 namespace onnxkit {
-
-struct MemoryPoolStats {
-  size_t system_allocations = 0;  // blocks obtained from the heap
-  size_t reuses = 0;              // allocations served from free blocks
-  size_t bytes_in_use = 0;        // held by live tensors
-  size_t peak_bytes_in_use = 0;
-  size_t bytes_free = 0;  // cached for reuse
-};
 
 // Where kernels' output tensors come from during a run (a MemoryPool, or an arena run that
 // places them at planned offsets).

@@ -1,4 +1,4 @@
-// Errors and results at module boundaries.
+// How modules raise and return errors (the types are public: onnxkit/status.h).
 //
 // Inside a module, code throws onnxkit::Error (cheap to write, carries the full
 // message). Public entry points return Status / Result<T> so that callers decide
@@ -7,65 +7,19 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-#include <stdexcept>
+#include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
-#include <variant>
+
+#include "onnxkit/status.h"
 
 namespace onnxkit {
-
-// The one exception type onnxkit throws. The message names what is at fault:
-// the file, node or tensor, as in "[Conv] node 'conv_17': kernel_shape has 3 dims".
-class Error : public std::runtime_error {
- public:
-  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
-};
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
-
-// Success, or an error message.
-class Status {
- public:
-  Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !message_.has_value(); }
-  const std::string& message() const { return *message_; }
-  explicit operator bool() const { return ok(); }
-  // Rethrows the error inside a module that uses exceptions.
-  void throw_if_error() const {
-    if (!ok()) throw Error(*message_);
-  }
-
- private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
-  std::optional<std::string> message_;
-};
-
-// A value, or an error message.
-template <typename T>
-class Result {
- public:
-  Result(T value) : state_(std::move(value)) {}         // NOLINT: implicit by design
-  Result(Status status) : state_(std::move(status)) {}  // NOLINT: must carry an error
-  bool ok() const { return std::holds_alternative<T>(state_); }
-  explicit operator bool() const { return ok(); }
-  T& value() & {
-    if (!ok()) throw Error(error());
-    return std::get<T>(state_);
-  }
-  T&& value() && {
-    if (!ok()) throw Error(error());
-    return std::get<T>(std::move(state_));
-  }
-  const std::string& error() const { return std::get<Status>(state_).message(); }
-
- private:
-  std::variant<T, Status> state_;
-};
 
 // Runs `body`, turning an onnxkit::Error (or a standard exception) into a Status.
 template <typename Body>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/tensor.h"
 #include "ir/value_type.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

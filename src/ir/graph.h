@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "ir/attribute.h"
-#include "ir/tensor.h"
 #include "ir/value_type.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

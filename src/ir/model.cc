@@ -7,6 +7,10 @@ Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 
+void Model::replace_graph(std::unique_ptr<Graph> graph) {
+  graph_ = std::move(graph);
+}
+
 int64_t Model::opset_version(std::string_view domain) const {
   auto canonical = [](std::string_view d) { return d == "ai.onnx" ? std::string_view() : d; };
   for (const OpsetImport& opset : opset_imports) {

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "core/status.h"
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

@@ -1,4 +1,4 @@
-#include "ir/runtime_value.h"
+#include "onnxkit/runtime_value.h"
 
 #include "core/status.h"
 

@@ -1,8 +1,9 @@
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 #include <cstring>
 #include <limits>
 
+#include "core/buffer.h"
 #include "core/status.h"
 
 namespace onnxkit {
@@ -76,6 +77,20 @@ Tensor Tensor::from_strings(Shape shape, std::vector<std::string> values) {
   }
   tensor.strings_ = std::make_shared<std::vector<std::string>>(std::move(values));
   return tensor;
+}
+
+const FileRegion* Tensor::file_region() const {
+  return buffer_ ? buffer_->file_region() : nullptr;
+}
+
+void Tensor::release_mapped_pages() const {
+  if (const FileRegion* region = file_region())
+    region->file->release_pages(region->offset, nbytes());
+}
+
+void Tensor::populate_mapped_pages() const {
+  if (const FileRegion* region = file_region())
+    region->file->populate_pages(region->offset, nbytes());
 }
 
 const void* Tensor::raw_data() const {

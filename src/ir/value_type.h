@@ -7,25 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
+#include "onnxkit/dtype.h"
+#include "onnxkit/value_info.h"
 
 namespace onnxkit {
-
-// One dimension: a number, a named symbol ("batch"), or unknown.
-struct Dim {
-  int64_t value = -1;      // >= 0 when known
-  std::string param;       // symbolic name when not known
-  std::string denotation;  // ONNX dimension denotation, kept for round trips
-
-  static Dim known(int64_t v) { return Dim{v, {}, {}}; }
-  static Dim symbol(std::string name) { return Dim{-1, std::move(name), {}}; }
-  bool is_known() const { return value >= 0; }
-  bool is_symbolic() const { return value < 0 && !param.empty(); }
-  bool operator==(const Dim&) const = default;
-};
-
-// A shape whose rank may itself be unknown (nullopt).
-using SymbolicShape = std::optional<std::vector<Dim>>;
 
 std::string symbolic_shape_to_string(const SymbolicShape& shape);
 

@@ -11,8 +11,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "ir/tensor.h"
+#include "core/buffer.h"
 #include "kernels/vector_math.h"
+#include "onnxkit/tensor.h"
 #include "ops/fused_activation.h"
 
 namespace onnxkit::dnnl_util {

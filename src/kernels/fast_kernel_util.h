@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "ir/tensor.h"
 #include "kernels/vector_math.h"
+#include "onnxkit/tensor.h"
 #include "ops/kernel.h"
 #include "ops/registry.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/buffer.h"
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit::onnx_io {
 

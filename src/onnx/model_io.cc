@@ -1,4 +1,4 @@
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>

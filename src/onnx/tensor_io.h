@@ -6,8 +6,8 @@
 #include <string>
 
 #include "core/status.h"
-#include "ir/runtime_value.h"
 #include "ir/value_type.h"
+#include "onnxkit/runtime_value.h"
 
 namespace onnxkit {
 

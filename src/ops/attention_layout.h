@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 #include "ops/kernel.h"
 
 namespace onnxkit {

@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

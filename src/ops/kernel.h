@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 #include "ir/graph.h"
-#include "ir/runtime_value.h"
+#include "onnxkit/runtime_value.h"
 
 namespace onnxkit {
 

@@ -8,7 +8,7 @@
 
 #include "core/half.h"
 #include "core/status.h"
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

@@ -21,16 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "onnxkit/optimization.h"
 #include "ops/kernel.h"
 
 namespace onnxkit {
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelCreateContext&)>;
-
-enum class KernelTier {
-  kReference,  // the reference kernels only (tests, bisecting a wrong result)
-  kOptimized,  // optimized kernels where registered and willing, reference otherwise
-};
 
 // A factory for a kernel class constructed from the create context.
 template <typename K>

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/buffer.h"
 #include "ops/op_utils.h"
 #include "passes/passes.h"
 

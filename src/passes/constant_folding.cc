@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/passes.h"

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/buffer.h"
 #include "ops/op_utils.h"
 
 namespace onnxkit {

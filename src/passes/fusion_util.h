@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 #include "passes/pass.h"
 
 namespace onnxkit {

@@ -11,21 +11,10 @@
 #include <vector>
 
 #include "core/status.h"
+#include "onnxkit/optimization.h"
 #include "passes/pass.h"
 
 namespace onnxkit {
-
-// Graph optimization levels of a Session; each includes the ones before it.
-enum class OptimizationLevel {
-  kNone,      // the graph as loaded
-  kBasic,     // basic_passes(): portable standard ONNX (what `simplify` runs)
-  kExtended,  // + extended_passes(): fusions into onnxkit's own ops (ops/fused_ops.h)
-  kLayout,    // + layout_passes(): blocked / channels-last layouts for conv chains
-  kAll,       // + runtime_passes(): rewrites that only make sense inside a session
-};
-std::string_view optimization_level_name(OptimizationLevel level);
-// "none" | "basic" | "extended" | "layout" | "all"; nullopt for anything else.
-std::optional<OptimizationLevel> parse_optimization_level(std::string_view name);
 
 // Level `basic`: what `simplify` runs; the output is portable standard ONNX.
 std::vector<std::unique_ptr<GraphPass>> basic_passes();
@@ -53,22 +42,6 @@ struct PipelineOptions {
   size_t max_applications = SIZE_MAX;
   // Called after each application that changed something: pass name, changes.
   std::function<void(std::string_view, size_t)> on_change;
-};
-
-struct PassStats {
-  std::string name;
-  size_t applications = 0;  // runs that changed something
-  size_t changes = 0;
-  double seconds = 0;
-};
-
-struct PipelineResult {
-  std::vector<PassStats> passes;
-  int rounds = 0;
-  size_t applications = 0;
-  bool converged = false;  // a round changed nothing
-  double shape_inference_seconds = 0;
-  std::string shape_inference_warning;  // set when ONNX shape inference gave up
 };
 
 Result<PipelineResult> run_pipeline(Model& model, std::vector<std::unique_ptr<GraphPass>>& passes,

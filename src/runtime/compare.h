@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "ir/runtime_value.h"
+#include "onnxkit/runtime_value.h"
 
 namespace onnxkit {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/model.h"
-#include "ir/runtime_value.h"
+#include "onnxkit/runtime_value.h"
 #include "ops/kernel.h"
 #include "ops/registry.h"
 

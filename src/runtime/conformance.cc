@@ -4,8 +4,9 @@
 #include <fstream>
 #include <set>
 
-#include "onnx/model_io.h"
+#include "ir/model.h"
 #include "onnx/tensor_io.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit {
 namespace {
@@ -101,7 +102,7 @@ CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionO
   }
   result.shape_only = has_random_op(s.model().graph());
   const auto inputs = s.required_inputs();
-  const auto& outputs = s.outputs();
+  const auto& outputs = s.model().graph().outputs();
   for (const fs::path& data_set : data_sets) {
     const std::string set_name = data_set.filename().string();
     auto input_files = numbered_files(data_set, "input_");

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "onnxkit/session.h"
 #include "runtime/compare.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 

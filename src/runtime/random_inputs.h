@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 

@@ -1,14 +1,21 @@
-#include "runtime/session.h"
+#include "onnxkit/session.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
 
+#include "core/arena_plan.h"
+#include "core/buffer.h"
+#include "core/memory_pool.h"
 #include "core/parallel.h"
-#include "onnx/model_io.h"
+#include "core/status.h"
+#include "ir/model.h"
+#include "onnxkit/model_io.h"
 #include "ops/registry.h"
 #include "passes/inline_functions.h"
+#include "passes/pipeline.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -80,33 +87,73 @@ std::string shape_key(const std::vector<RuntimeValue>& inputs) {
   return key;
 }
 
+ValueInfo describe_value(const Value& value) {
+  const ValueType& type = value.type();
+  ValueInfo info;
+  info.name = value.name();
+  info.is_tensor = type.kind == ValueType::Kind::kTensor;
+  if (info.is_tensor) {
+    info.dtype = type.elem_type;
+    info.shape = type.shape;
+  }
+  info.type = value_type_to_string(type);
+  return info;
+}
+
 }  // namespace
 
-Session::Session(Model model, const SessionOptions& options)
-    : model_(std::move(model)), options_(options), pool_(MemoryPool::create()) {}
+// Everything a session holds; behind a pointer so the public header needs none of it.
+struct Session::State {
+  State(Model model, const SessionOptions& options)
+      : model(std::move(model)), options(options), pool(MemoryPool::create()) {}
 
-MemoryPoolStats Session::memory_stats() const {
-  return pool_->stats();
-}
+  Model model;
+  SessionOptions options;
+  SessionStats stats;
+  std::shared_ptr<const CompiledGraph> plan;
+  std::shared_ptr<MemoryPool> pool;
+  // Memory plans by input-shape key.
+  struct PlanEntry {
+    std::shared_ptr<const ArenaPlan> plan;
+    int failures = 0;  // replays that diverged; after a few the key stays on the pool
+  };
+  std::mutex plans_mutex;
+  std::map<std::string, PlanEntry> plans;
+  MemoryPlanStats plan_stats;
+};
 
-MemoryPlanStats Session::memory_plan_stats() const {
-  std::lock_guard lock(plans_mutex_);
-  return plan_stats_;
-}
-
-void Session::reset_peak_memory() const {
-  pool_->reset_peak();
-}
+Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Session::~Session() {
   // Outputs the caller keeps hold the pool; its cache (up to a run's largest tensors) must
   // not live on with them. Cached arena blocks released below go straight to the system.
-  pool_->close();
+  state_->pool->close();
+}
+
+const Model& Session::model() const {
+  return state_->model;
+}
+
+const SessionOptions& Session::options() const {
+  return state_->options;
+}
+
+const SessionStats& Session::stats() const {
+  return state_->stats;
+}
+
+MemoryPoolStats Session::memory_stats() const {
+  return state_->pool->stats();
+}
+
+MemoryPlanStats Session::memory_plan_stats() const {
+  std::lock_guard lock(state_->plans_mutex);
+  return state_->plan_stats;
 }
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
-    const OpRegistry& registry = OpRegistry::builtin();
+    const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::builtin();
     InlineOptions inline_options;
     inline_options.has_kernel = [&](const Node& node) {
       return registry.find(node.domain(), node.op_type(), model.opset_version(node.domain())) !=
@@ -134,18 +181,18 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
     stats.nodes_optimized = model.graph().nodes().size();
     stats.optimize_seconds = seconds_since(start);
     start = Clock::now();
-    std::unique_ptr<Session> session(new Session(std::move(model), options));
-    session->plan_ = CompiledGraph::compile(session->model_.graph(), registry,
-                                            session->model_.opset_imports, options.kernels);
+    auto state = std::make_unique<State>(std::move(model), options);
+    state->plan = CompiledGraph::compile(state->model.graph(), registry, state->model.opset_imports,
+                                         options.kernels);
     // Kernels drop the pages of the weights they packed as they pack them; what else
     // creation read of the mapped weights (passes comparing or folding initializers) leaves
     // the resident set here, and what a run reads comes back from the file.
-    for (const Value* value : session->model_.graph().initializers()) {
+    for (const Value* value : state->model.graph().initializers()) {
       value->initializer().release_mapped_pages();
     }
     stats.compile_seconds = seconds_since(start);
-    session->stats_ = stats;
-    return session;
+    state->stats = stats;
+    return std::unique_ptr<Session>(new Session(std::move(state)));
   });
 }
 
@@ -160,10 +207,24 @@ Result<std::unique_ptr<Session>> Session::load(const std::filesystem::path& path
 
 std::vector<const Value*> Session::required_inputs() const {
   std::vector<const Value*> inputs;
-  for (const Value* value : model_.graph().inputs()) {
+  for (const Value* value : state_->model.graph().inputs()) {
     if (!value->has_initializer()) inputs.push_back(value);
   }
   return inputs;
+}
+
+std::vector<ValueInfo> Session::inputs() const {
+  std::vector<ValueInfo> infos;
+  for (const Value* value : required_inputs()) infos.push_back(describe_value(*value));
+  return infos;
+}
+
+std::vector<ValueInfo> Session::outputs() const {
+  std::vector<ValueInfo> infos;
+  for (const Value* value : state_->model.graph().outputs()) {
+    infos.push_back(describe_value(*value));
+  }
+  return infos;
 }
 
 Result<NamedValues> Session::run(const NamedValues& inputs, const RunOptions& run_options) const {
@@ -171,7 +232,9 @@ Result<NamedValues> Session::run(const NamedValues& inputs, const RunOptions& ru
 }
 
 NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& run_options) const {
-  const auto& graph_inputs = model_.graph().inputs();
+  State& state = *state_;
+  const SessionOptions& options = state.options;
+  const auto& graph_inputs = state.model.graph().inputs();
   std::vector<RuntimeValue> ordered(graph_inputs.size());
   std::vector<bool> fed(graph_inputs.size(), false);
   std::map<std::string, std::pair<int64_t, std::string>> symbols;
@@ -185,7 +248,7 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
     }
     size_t index = static_cast<size_t>(it - graph_inputs.begin());
     if (fed[index]) fail("input '{}' is given twice", name);
-    if (options_.validate_inputs) validate_input(**it, value, symbols);
+    if (options.validate_inputs) validate_input(**it, value, symbols);
     ordered[index] = value;
     fed[index] = true;
   }
@@ -195,7 +258,7 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
       fail("input '{}' ({}) is missing", input->name(), value_type_to_string(input->type()));
     }
   }
-  const auto& graph_outputs = model_.graph().outputs();
+  const auto& graph_outputs = state.model.graph().outputs();
   // Bound outputs enter the run as fresh tensors over the caller's memory, held only by
   // their slots, so kernels write into that memory without a copy-on-write.
   std::vector<RuntimeValue> bound;
@@ -215,49 +278,48 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
         Tensor::external(target->dtype(), target->shape(), const_cast<void*>(target->raw_data())));
     bound_targets[index] = target;
   }
-  ThreadCountScope threads(options_.intra_op_threads);
+  ThreadCountScope threads(options.intra_op_threads);
   // Sequential runs follow the memory plan for these input shapes, or record one.
   std::shared_ptr<ArenaRun> arena;
   bool recording = false;
   std::string plan_key;
-  if (options_.memory_planning && !options_.parallel_execution) {
+  if (options.memory_planning && !options.parallel_execution) {
     plan_key = shape_key(ordered);
-    std::lock_guard lock(plans_mutex_);
-    auto it = plans_.find(plan_key);
-    if (it != plans_.end() && it->second.plan) {
-      arena = ArenaRun::replay(pool_, it->second.plan);
-    } else if ((it != plans_.end() && it->second.failures < kMaxPlanFailures) ||
-               (it == plans_.end() && plans_.size() < kMaxPlans)) {
-      arena = ArenaRun::record(pool_);
+    std::lock_guard lock(state.plans_mutex);
+    auto it = state.plans.find(plan_key);
+    if (it != state.plans.end() && it->second.plan) {
+      arena = ArenaRun::replay(state.pool, it->second.plan);
+    } else if ((it != state.plans.end() && it->second.failures < kMaxPlanFailures) ||
+               (it == state.plans.end() && state.plans.size() < kMaxPlans)) {
+      arena = ArenaRun::record(state.pool);
       recording = true;
     }
   }
   SequentialRunner runner(run_options.profiler,
-                          arena ? static_cast<BlockAllocator*>(arena.get()) : pool_.get(),
-                          options_.release_weights_after_use);
+                          arena ? static_cast<BlockAllocator*>(arena.get()) : state.pool.get(),
+                          options.release_weights_after_use);
   std::vector<RuntimeValue> results;
-  if (options_.parallel_execution) {
+  if (options.parallel_execution) {
     // One budget: intra_op_threads split across the inter-op workers.
-    const int budget =
-        options_.intra_op_threads > 0 ? options_.intra_op_threads : available_cores();
-    const int workers = std::clamp(options_.inter_op_threads > 0 ? options_.inter_op_threads : 2, 1,
+    const int budget = options.intra_op_threads > 0 ? options.intra_op_threads : available_cores();
+    const int workers = std::clamp(options.inter_op_threads > 0 ? options.inter_op_threads : 2, 1,
                                    std::max(1, budget));
-    results = execute_graph_parallel(*plan_, std::move(ordered), runner, std::move(bound), workers,
-                                     std::max(1, budget / workers));
+    results = execute_graph_parallel(*state.plan, std::move(ordered), runner, std::move(bound),
+                                     workers, std::max(1, budget / workers));
   } else {
-    results = execute_graph(*plan_, std::move(ordered), nullptr, runner, std::move(bound));
+    results = execute_graph(*state.plan, std::move(ordered), nullptr, runner, std::move(bound));
   }
   if (arena) {
     arena->finish();
-    std::lock_guard lock(plans_mutex_);
-    PlanEntry& entry = plans_[plan_key];
+    std::lock_guard lock(state.plans_mutex);
+    State::PlanEntry& entry = state.plans[plan_key];
     if (!recording) {
       if (arena->diverged()) {
         entry.plan = nullptr;
         ++entry.failures;
-        ++plan_stats_.diverged_runs;
+        ++state.plan_stats.diverged_runs;
       } else {
-        ++plan_stats_.planned_runs;
+        ++state.plan_stats.planned_runs;
       }
     } else if (!entry.plan) {
       AllocationTrace trace = arena->take_trace();
@@ -266,10 +328,10 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
         entry.failures = kMaxPlanFailures;
       } else {
         entry.plan = ArenaPlan::from_trace(std::move(trace));
-        ++plan_stats_.plans;
-        if (entry.plan->arena_bytes > plan_stats_.largest_arena_bytes) {
-          plan_stats_.largest_arena_bytes = entry.plan->arena_bytes;
-          plan_stats_.planned_tensors = entry.plan->planned_tensors;
+        ++state.plan_stats.plans;
+        if (entry.plan->arena_bytes > state.plan_stats.largest_arena_bytes) {
+          state.plan_stats.largest_arena_bytes = entry.plan->arena_bytes;
+          state.plan_stats.planned_tensors = entry.plan->planned_tensors;
         }
       }
     }

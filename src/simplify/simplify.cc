@@ -1,15 +1,19 @@
-#include "simplify/simplify.h"
+#include "onnxkit/simplify.h"
 
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <set>
 
+#include "core/buffer.h"
+#include "core/status.h"
 #include "ir/graph_clone.h"
+#include "ir/model.h"
 #include "ir/verifier.h"
 #include "onnx/onnx_checks.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "passes/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
 

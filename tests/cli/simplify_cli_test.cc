@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "../test_util.h"
-#include "onnx/model_io.h"
 #include "onnx/onnx_checks.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit {
 namespace {

@@ -1,10 +1,11 @@
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "../test_util.h"
+#include "core/buffer.h"
 #include "core/status.h"
 
 namespace onnxkit {

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "kernels/dnnl_common.h"
+#include "onnxkit/session.h"
 #include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "../attribute_test_util.h"
 #include "kernels/vector_math.h"
+#include "onnxkit/session.h"
 #include "ops/registry.h"
-#include "runtime/session.h"
 
 namespace onnxkit::testing {
 

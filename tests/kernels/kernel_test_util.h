@@ -3,6 +3,8 @@
 // kernels, compare with a relative tolerance scaled by the outputs' magnitude.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -12,10 +14,11 @@
 #include <vector>
 
 #include "../attribute_test_util.h"
+#include "ir/model.h"
+#include "onnxkit/session.h"
 #include "ops/fused_ops.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit::testing {
 

@@ -6,7 +6,7 @@
 
 #include "../test_util.h"
 #include "model_builder.h"
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit {
 namespace {

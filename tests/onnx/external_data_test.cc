@@ -9,8 +9,11 @@
 #include <iostream>
 
 #include "../test_util.h"
+#include "core/buffer.h"
+#include "ir/model.h"
 #include "model_builder.h"
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 namespace {

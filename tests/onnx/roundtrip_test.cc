@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit {
 namespace {

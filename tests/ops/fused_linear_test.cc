@@ -11,11 +11,11 @@
 #include <tuple>
 #include <vector>
 
+#include "onnxkit/session.h"
 #include "op_test_util.h"
 #include "ops/fused_ops.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -8,10 +8,10 @@
 #include <random>
 
 #include "core/half.h"
+#include "onnxkit/session.h"
 #include "ops/fused_ops.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "core/half.h"
+#include "onnxkit/session.h"
 #include "op_test_util.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/half.h"
+#include "onnxkit/session.h"
 #include "op_test_util.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "core/half.h"
 #include "nn_test_helpers.h"
-#include "runtime/session.h"
+#include "onnxkit/session.h"
 
 namespace onnxkit {
 namespace {

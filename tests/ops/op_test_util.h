@@ -7,7 +7,7 @@
 
 #include "../attribute_test_util.h"
 #include "core/half.h"
-#include "runtime/session.h"
+#include "onnxkit/session.h"
 
 namespace onnxkit::testing {
 

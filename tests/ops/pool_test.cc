@@ -8,8 +8,8 @@
 
 #include "core/half.h"
 #include "nn_test_helpers.h"
+#include "onnxkit/session.h"
 #include "op_test_util.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

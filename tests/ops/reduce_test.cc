@@ -7,7 +7,8 @@
 #include <limits>
 
 #include "core/half.h"
-#include "runtime/session.h"
+#include "ir/model.h"
+#include "onnxkit/session.h"
 
 namespace onnxkit {
 namespace {

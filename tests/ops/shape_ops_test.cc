@@ -6,8 +6,8 @@
 
 #include "core/half.h"
 
+#include "onnxkit/session.h"
 #include "op_test_util.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -1,3 +1,4 @@
+#include "passes/pipeline.h"
 #include "passes/transformer_fusion_util.h"
 #include "transformer_pass_test_util.h"
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "ir/verifier.h"
+#include "onnxkit/session.h"
 #include "ops/registry.h"
-#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {

@@ -8,12 +8,12 @@
 #include <string>
 
 #include "ir/verifier.h"
+#include "onnxkit/session.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
-#include "runtime/session.h"
 
 namespace onnxkit::testing {
 
@@ -65,7 +65,7 @@ inline size_t count_ops(const Model& model, const std::string& op_type) {
 
 }  // namespace onnxkit::testing
 
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 
 namespace onnxkit::testing {
 

@@ -1,4 +1,4 @@
-#include "runtime/session.h"
+#include "onnxkit/session.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "../test_util.h"
 #include "ir/graph_clone.h"
-#include "onnx/model_io.h"
+#include "onnxkit/model_io.h"
 #include "ops/registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
@@ -109,6 +109,36 @@ TEST(Session, UnknownOperatorIsReportedAtCreation) {
   ASSERT_FALSE(session.ok());
   EXPECT_NE(session.error().find("[FrobnicateOp] node 'odd_0'"), std::string::npos);
   EXPECT_NE(session.error().find("not implemented"), std::string::npos) << session.error();
+}
+
+TEST(Session, BuildsItsKernelsFromTheRegistryInItsOptions) {
+  // small_model() computes y = (x + w) * x.
+  const OpRegistration* add = OpRegistry::builtin().find("", "Add", 13);
+  ASSERT_NE(add, nullptr);
+  OpRegistry add_only;
+  add_only.add("", "Add", add->since_version, add->factory);
+  SessionOptions options = SessionOptions::reference();
+  options.registry = &add_only;
+  auto without_mul = Session::create(small_model(), options);
+  ASSERT_FALSE(without_mul.ok());
+  EXPECT_NE(without_mul.error().find("[Mul] node 'mul_0'"), std::string::npos)
+      << without_mul.error();
+  EXPECT_NE(without_mul.error().find("not implemented"), std::string::npos) << without_mul.error();
+  EXPECT_TRUE(Session::create(small_model(), SessionOptions::reference()).ok());
+
+  // Its kernels are the ones that run: Mul served by Add's kernel gives (x + w) + x.
+  OpRegistry mul_as_add;
+  mul_as_add.add("", "Add", add->since_version, add->factory);
+  mul_as_add.add("", "Mul", add->since_version, add->factory);
+  options.registry = &mul_as_add;
+  auto session = Session::create(small_model(), options);
+  ASSERT_TRUE(session.ok()) << session.error();
+  auto out =
+      session.value()->run({{"x", Tensor::from_vector<float>(DType::kFloat, {1, 3}, {1, 1, 1})}});
+  ASSERT_TRUE(out.ok()) << out.error();
+  const Tensor& y = out.value()[0].second.tensor();
+  EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 3),
+            (std::vector<float>{3, 4, 5}));
 }
 
 TEST(CompiledGraph, IntermediatesAreReleasedAfterTheirLastUse) {

@@ -3,35 +3,37 @@
 #pragma once
 
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/arena_plan.h"
-#include "core/memory_pool.h"
-#include "core/status.h"
-#include "ir/model.h"
-#include "ir/runtime_value.h"
-#include "ops/registry.h"
-#include "passes/pipeline.h"
+#include "onnxkit/memory_stats.h"
+#include "onnxkit/model.h"
+#include "onnxkit/optimization.h"
+#include "onnxkit/runtime_value.h"
+#include "onnxkit/status.h"
+#include "onnxkit/value_info.h"
 
 namespace onnxkit {
 
-class CompiledGraph;
+// Internal types a few members refer to (ops/registry.h, runtime/profiler.h, ir/graph.h).
+class OpRegistry;
 class Profiler;
+class Value;
 
+// How Session::create prepares a model, and how its runs execute.
 struct SessionOptions {
   // Check inputs against the model's declared dtypes and shapes before running.
   bool validate_inputs = true;
-  // Graph rewrites applied at creation (passes/pipeline.h); `skip_passes` names passes of
-  // any level not to run.
+  // Graph rewrites applied at creation; `skip_passes` names passes of any level not to run.
   OptimizationLevel level = OptimizationLevel::kAll;
   std::set<std::string> skip_passes;
   KernelTier kernels = KernelTier::kOptimized;
+  // The kernels to build the graph from; nullptr: the built-in registry. Must outlive the
+  // session.
+  const OpRegistry* registry = nullptr;
   // Threads one run may use (onnxkit's kernels and oneDNN's share them); 0: every core
   // available to the process (affinity and cgroup quota honoured).
   int intra_op_threads = 0;
@@ -40,9 +42,9 @@ struct SessionOptions {
   // than intra_op_threads in total). Off: nodes run one after another.
   bool parallel_execution = false;
   int inter_op_threads = 0;  // 0: 2 when parallel_execution is on
-  // Static memory planning (core/arena_plan.h): after one run with a set of input shapes,
-  // later sequential runs with those shapes place every intermediate tensor at a planned
-  // offset in one arena. Off, or in parallel execution: the reuse pool alone.
+  // Static memory planning: after one run with a set of input shapes, later sequential
+  // runs with those shapes place every intermediate tensor at a planned offset in one
+  // arena. Off, or in parallel execution: the reuse pool alone.
   bool memory_planning = true;
   // For sessions that run once (simplify's check): the resident pages of each file-mapped
   // initializer are dropped after its last reader in a run, so a big model's peak memory is
@@ -59,23 +61,17 @@ struct SessionOptions {
   }
 };
 
+// Values by name: a run's inputs and outputs.
 using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
 
+// Per-run options.
 struct RunOptions {
-  Profiler* profiler = nullptr;  // when set, every kernel call is timed into it
+  // When set, every kernel call is timed into it (onnxkit's own tools: `bench --profile`).
+  Profiler* profiler = nullptr;
   // IO binding: outputs to write into the caller's memory (Tensor::external), by output
   // name. The run's result holds these same tensors. A bound output whose dtype or shape
   // differs from what the model produces fails the run.
   NamedValues bound_outputs;
-};
-
-// What static memory planning has done so far.
-struct MemoryPlanStats {
-  size_t plans = 0;  // input-shape sets with a plan
-  size_t largest_arena_bytes = 0;
-  size_t planned_tensors = 0;  // in the largest plan
-  size_t planned_runs = 0;     // runs that followed a plan to the end
-  size_t diverged_runs = 0;    // runs that left their plan (the rest came from the pool)
 };
 
 // What creating a session did.
@@ -86,47 +82,46 @@ struct SessionStats {
   double compile_seconds = 0;  // kernels created, weights prepacked
 };
 
+// A model compiled for execution.
 class Session {
  public:
   // Compiles `model` (taking ownership). Fails naming the node when an op has no kernel
   // or its attributes are invalid.
   static Result<std::unique_ptr<Session>> create(Model model, const SessionOptions& options = {});
+  // Loads the file at `path` and compiles it; errors start with the path.
   static Result<std::unique_ptr<Session>> load(const std::filesystem::path& path,
                                                const SessionOptions& options = {});
   ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
-  const Model& model() const { return model_; }
-  // Graph inputs the caller must feed (initializer-backed inputs are optional overrides).
-  std::vector<const Value*> required_inputs() const;
-  const std::vector<Value*>& outputs() const { return model_.graph().outputs(); }
+  // The inputs a run must feed, in graph order (inputs with an initializer are optional
+  // overrides and are not listed), and the outputs a run returns, in order.
+  std::vector<ValueInfo> inputs() const;
+  std::vector<ValueInfo> outputs() const;
 
-  const SessionOptions& options() const { return options_; }
-  const SessionStats& stats() const { return stats_; }
+  // Runs the model on `inputs` (by name, any order). Unknown, missing or mistyped inputs
+  // fail naming the input; kernel errors name the node. Outputs come back in graph order.
+  Result<NamedValues> run(const NamedValues& inputs, const RunOptions& run_options = {}) const;
+
+  // The options it was created with, and what creation did.
+  const SessionOptions& options() const;
+  const SessionStats& stats() const;
   // Tensor memory of runs: reused across runs (a steady state allocates nothing).
   MemoryPoolStats memory_stats() const;
   MemoryPlanStats memory_plan_stats() const;
-  void reset_peak_memory() const;
 
-  // Runs the model. Unknown, missing or mistyped inputs fail naming the input.
-  Result<NamedValues> run(const NamedValues& inputs, const RunOptions& run_options = {}) const;
+  // The model as compiled (after inlining and the level's passes).
+  const Model& model() const;
+  // The graph inputs inputs() describes, as IR values (onnxkit's own code).
+  std::vector<const Value*> required_inputs() const;
 
  private:
-  Session(Model model, const SessionOptions& options);
+  struct State;
+  explicit Session(std::unique_ptr<State> state);
   NamedValues run_checked(const NamedValues& inputs, const RunOptions& run_options) const;
 
-  Model model_;
-  SessionOptions options_;
-  SessionStats stats_;
-  std::shared_ptr<const CompiledGraph> plan_;
-  std::shared_ptr<MemoryPool> pool_;
-  // Memory plans by input-shape key.
-  struct PlanEntry {
-    std::shared_ptr<const ArenaPlan> plan;
-    int failures = 0;  // replays that diverged; after a few the key stays on the pool
-  };
-  mutable std::mutex plans_mutex_;
-  mutable std::map<std::string, PlanEntry> plans_;
-  mutable MemoryPlanStats plan_stats_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace onnxkit

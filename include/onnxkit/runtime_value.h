@@ -6,16 +6,20 @@
 #include <string>
 #include <vector>
 
-#include "ir/tensor.h"
+#include "onnxkit/tensor.h"
 
 namespace onnxkit {
 
+// One value: a run's input or output.
 class RuntimeValue {
  public:
   enum class Kind { kNone, kTensor, kSequence };
 
+  // None.
   RuntimeValue() = default;
+  // A tensor (implicit, so a Tensor can be passed wherever a value is expected).
   RuntimeValue(Tensor tensor) : kind_(Kind::kTensor), tensor_(std::move(tensor)) {}  // NOLINT
+  // A sequence; `elem_type` gives an empty sequence its element type.
   static RuntimeValue sequence(std::vector<Tensor> tensors, DType elem_type = DType::kUndefined) {
     RuntimeValue value;
     value.kind_ = Kind::kSequence;
@@ -29,6 +33,7 @@ class RuntimeValue {
   bool is_tensor() const { return kind_ == Kind::kTensor; }
   bool is_sequence() const { return kind_ == Kind::kSequence; }
 
+  // The tensor / the sequence's tensors; throw onnxkit::Error for another kind.
   const Tensor& tensor() const;
   Tensor& mutable_tensor();
   const std::vector<Tensor>& sequence_items() const;

@@ -8,6 +8,7 @@
 
 namespace onnxkit {
 
+// A tensor's element type.
 enum class DType : int32_t {
   kUndefined = 0,
   kFloat = 1,
@@ -34,8 +35,11 @@ size_t dtype_size(DType type);
 std::string_view dtype_name(DType type);
 // True for the values ONNX defines (0 excluded).
 bool dtype_is_known(int32_t code);
-bool dtype_is_float(DType type);    // float, double, float16, bfloat16
-bool dtype_is_integer(DType type);  // signed and unsigned integers (not bool)
+// float, double, float16, bfloat16.
+bool dtype_is_float(DType type);
+// Signed and unsigned integers (not bool).
+bool dtype_is_integer(DType type);
+// Signed integers and the floating-point types.
 bool dtype_is_signed(DType type);
 
 }  // namespace onnxkit

@@ -1,15 +1,16 @@
-// Loading and saving .onnx files: the public face of src/onnx.
+// Loading and saving .onnx files (implemented in src/onnx, the only code that sees protobuf).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
-#include "core/status.h"
-#include "ir/model.h"
+#include "onnxkit/model.h"
+#include "onnxkit/status.h"
 
 namespace onnxkit {
 
+// How load_model reads a file.
 struct LoadOptions {
   // Initializer payloads at least this big stay in the mapped file instead of being copied.
   size_t map_threshold_bytes = 256;
@@ -21,12 +22,14 @@ struct LoadOptions {
 // not protobuf, not a model, bad external data, a node input that names nothing).
 Result<Model> load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
+// Where save_model puts tensor data: inline in the .onnx file or in a data file beside it.
 enum class ExternalDataMode {
   kAuto,    // external only when the model would not fit a 2 GiB protobuf file
   kNever,   // everything inline; fails for models over the protobuf limit
   kAlways,  // every tensor of at least external_threshold_bytes goes to the data file
 };
 
+// How save_model writes a file.
 struct SaveOptions {
   ExternalDataMode external_data = ExternalDataMode::kAuto;
   size_t external_threshold_bytes = 1024;

@@ -5,22 +5,31 @@
 #include <cstring>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "core/buffer.h"
-#include "core/dtype.h"
+#include "onnxkit/dtype.h"
+#include "onnxkit/status.h"
 
 namespace onnxkit {
 
+// Storage behind a tensor (core/buffer.h): owned memory, a pool block, the caller's memory
+// or a view of a mapped file. Only onnxkit's own code looks inside.
+class Buffer;
+struct FileRegion;
+
+// A tensor's dims, outermost first; {} is a scalar.
 using Shape = std::vector<int64_t>;
 
 // Number of elements of a shape (1 for a scalar). Throws on negative dims or overflow.
 int64_t shape_numel(std::span<const int64_t> shape);
+// "[2,3,4]".
 std::string shape_to_string(std::span<const int64_t> shape);
 
+// A dense tensor: element type, shape and row-major data. Copies are cheap and share the
+// bytes; the first write through a copy (mutable_data) copies them. Creating one throws
+// Error for a negative dim, a dtype without an element size or data that does not fit.
 class Tensor {
  public:
   Tensor() = default;
@@ -32,11 +41,16 @@ class Tensor {
   // the mutable form writes to that memory; the const form is read-only (copied on write).
   static Tensor external(DType dtype, Shape shape, void* data);
   static Tensor external(DType dtype, Shape shape, const void* data);
+  // A kString tensor, one string per element.
   static Tensor from_strings(Shape shape, std::vector<std::string> values);
+  // A tensor holding a copy of `values` (sizeof(T) must be the dtype's size and
+  // values.size() the shape's element count; throws Error otherwise).
   template <typename T>
   static Tensor from_vector(DType dtype, Shape shape, const std::vector<T>& values);
 
+  // False for a default-constructed tensor.
   bool defined() const { return dtype_ != DType::kUndefined; }
+  // Element type, dims, rank and element count.
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   size_t rank() const { return shape_.size(); }
@@ -44,9 +58,11 @@ class Tensor {
   // Bytes of element data (0 for strings).
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
 
+  // The element bytes, row-major (not for string tensors).
   const void* raw_data() const;
   // Copies the bytes first if they are shared with another tensor or are a file view.
   void* mutable_raw_data();
+  // The elements as T (T must match the dtype: float for kFloat, int64_t for kInt64...).
   template <typename T>
   const T* data() const {
     return static_cast<const T*>(raw_data());
@@ -55,23 +71,19 @@ class Tensor {
   T* mutable_data() {
     return static_cast<T*>(mutable_raw_data());
   }
+  // The elements of a kString tensor.
   const std::vector<std::string>& strings() const;
   std::vector<std::string>& mutable_strings();
 
   // Set when the bytes are a view into a mapped file (model file or external data).
-  const FileRegion* file_region() const { return buffer_ ? buffer_->file_region() : nullptr; }
+  const FileRegion* file_region() const;
   // For a view of a mapped file: drops its whole pages from the resident set (read back
   // from the file when touched again), e.g. once a kernel has packed its own copy. A no-op
   // for other tensors.
-  void release_mapped_pages() const {
-    if (const FileRegion* region = file_region())
-      region->file->release_pages(region->offset, nbytes());
-  }
+  void release_mapped_pages() const;
   // For a view of a mapped file: maps all its pages in one call before a pass over them.
-  void populate_mapped_pages() const {
-    if (const FileRegion* region = file_region())
-      region->file->populate_pages(region->offset, nbytes());
-  }
+  void populate_mapped_pages() const;
+  // The storage (null for string and default-constructed tensors).
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
   // Same dtype, shape and element bytes (or strings).
@@ -97,7 +109,7 @@ template <typename T>
 Tensor Tensor::from_vector(DType dtype, Shape shape, const std::vector<T>& values) {
   Tensor tensor(dtype, std::move(shape));
   if (static_cast<int64_t>(values.size()) != tensor.numel() || sizeof(T) != dtype_size(dtype)) {
-    throw std::invalid_argument("Tensor::from_vector: size or element type mismatch");
+    throw Error("Tensor::from_vector: size or element type mismatch");
   }
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: copy one by one
     bool* out = tensor.mutable_data<bool>();

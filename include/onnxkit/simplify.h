@@ -7,15 +7,20 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
-#include "core/status.h"
-#include "ir/model.h"
-#include "passes/pipeline.h"
-#include "runtime/session.h"
+#include "onnxkit/model.h"
+#include "onnxkit/optimization.h"
+#include "onnxkit/session.h"
+#include "onnxkit/status.h"
+#include "onnxkit/tensor.h"
+#include "onnxkit/value_info.h"
 
 namespace onnxkit {
 
+// What simplify does; the defaults are onnxsim's (the fields follow its flags).
 struct SimplifyOptions {
   // --overwrite-input-shape NAME:D0,D1,...: dims are numbers or symbol names.
   std::map<std::string, std::vector<Dim>> input_shapes;
@@ -46,6 +51,7 @@ struct SimplifyOptions {
   std::function<void(std::string_view phase)> progress;  // called as phases/passes run
 };
 
+// How one output compared in the equivalence check.
 struct OutputCheck {
   std::string name;
   double max_abs_error = 0;
@@ -54,6 +60,7 @@ struct OutputCheck {
   std::string message;
 };
 
+// Size of a model: ops, nodes, initializers, parameters.
 struct ModelCounts {
   std::map<std::string, size_t> ops;  // op histogram over all graphs
   size_t nodes = 0;                   // including subgraph nodes
@@ -62,8 +69,10 @@ struct ModelCounts {
   uint64_t tensor_bytes = 0;
 };
 
+// Counts `model` (subgraphs included).
 ModelCounts count_model(const Model& model);
 
+// What simplify did: sizes before and after, per-pass work, timings, the check's result.
 struct SimplifyReport {
   ModelCounts before;
   ModelCounts after;
