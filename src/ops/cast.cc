@@ -365,7 +365,7 @@ class CastLikeKernel : public OpKernel {
 }  // namespace
 
 void register_cast_ops(OpRegistry& registry) {
-  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>());
+  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>(), kElementwiseOp);
   registry.add("CastLike", {15}, kernel_factory<CastLikeKernel>());
 }
 

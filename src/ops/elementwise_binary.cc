@@ -545,27 +545,41 @@ class VariadicKernel : public OpKernel {
 }  // namespace
 
 void register_elementwise_binary_ops(OpRegistry& registry) {
-  registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>());
-  registry.add("Sub", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kSub>>());
-  registry.add("Mul", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kMul>>());
-  registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>());
-  registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>());
-  registry.add("Mod", {10, 13}, kernel_factory<ModKernel>());
-  registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>());
-  registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>());
-  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>());
-  registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>());
-  registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>());
-  registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>());
-  registry.add("Greater", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kGreater>>());
-  registry.add("LessOrEqual", {12, 16}, kernel_factory<CompareKernel<Compare::kLessOrEqual>>());
+  registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Sub", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kSub>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Mul", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kMul>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>(),
+               kBroadcastingOp);
+  registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>(), kBroadcastingOp);
+  registry.add("Mod", {10, 13}, kernel_factory<ModKernel>(), kBroadcastingOp);
+  registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(), kZeroKeepingBroadcastingOp);
+  registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>(),
+               kBroadcastingOp);
+  registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>(),
+               kBroadcastingOp);
+  registry.add("Greater", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kGreater>>(),
+               kBroadcastingOp);
+  registry.add("LessOrEqual", {12, 16}, kernel_factory<CompareKernel<Compare::kLessOrEqual>>(),
+               kBroadcastingOp);
   registry.add("GreaterOrEqual", {12, 16},
-               kernel_factory<CompareKernel<Compare::kGreaterOrEqual>>());
-  registry.add("Where", {9, 16}, kernel_factory<WhereKernel>());
-  registry.add("Min", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMin>>());
-  registry.add("Max", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMax>>());
-  registry.add("Sum", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kSum>>());
-  registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>());
+               kernel_factory<CompareKernel<Compare::kGreaterOrEqual>>(), kBroadcastingOp);
+  registry.add("Where", {9, 16}, kernel_factory<WhereKernel>(), kBroadcastingOp);
+  registry.add("Min", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMin>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Max", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMax>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Sum", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kSum>>(),
+               kZeroKeepingBroadcastingOp);
+  registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>(),
+               kZeroKeepingBroadcastingOp);
 }
 
 }  // namespace onnxkit

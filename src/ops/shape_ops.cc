@@ -837,7 +837,7 @@ class ReverseSequenceKernel : public OpKernel {
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
-  registry.add("Identity", {1}, kernel_factory<IdentityKernel>());
+  registry.add("Identity", {1}, kernel_factory<IdentityKernel>(), kZeroKeepingElementwiseOp);
   registry.add("Shape", {1, 13, 15}, kernel_factory<ShapeKernel>());
   registry.add("Size", {1, 13}, kernel_factory<SizeKernel>());
   registry.add("Reshape", {5, 13, 14}, kernel_factory<ReshapeKernel>());
@@ -845,7 +845,8 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add("Squeeze", {1, 11, 13}, kernel_factory<SqueezeKernel>());
   registry.add("Unsqueeze", {1, 11, 13}, kernel_factory<UnsqueezeKernel>());
   registry.add("Transpose", {1, 13}, kernel_factory<TransposeKernel>());
-  registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>());
+  registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>(),
+               OpTraits{.axes = AxisRule::kSingleAxis});
   registry.add("Split", {2, 11, 13}, kernel_factory<SplitKernel>());
   registry.add("Expand", {8, 13}, kernel_factory<ExpandKernel>());
   registry.add("Tile", {6, 13}, kernel_factory<TileKernel>());

@@ -34,13 +34,11 @@ void collect_nested_outputs(const Graph& graph, const Graph& owner,
   }
 }
 
-bool mergeable_op(const Node& node) {
+bool mergeable_op(const Node& node, const PassContext& context) {
   const std::string& domain = node.domain();
   if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml") return false;
-  static const std::unordered_set<std::string_view> random_ops = {
-      "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-      "Bernoulli",    "Multinomial",      "Dropout"};
-  if (random_ops.count(node.op_type())) return false;
+  const OpTraits& traits = context.traits(&node);
+  if (!traits.deterministic || traits.random_in_training) return false;
   if (node.outputs().empty()) return false;
   for (const Attribute& attribute : node.attributes()) {
     if (attribute.g || !attribute.graphs.empty() || attribute.type == AttrType::kGraph ||
@@ -163,7 +161,7 @@ class CommonSubexpressionEliminationPass : public GraphPass {
     std::unordered_map<size_t, std::vector<Node*>> seen;
     size_t changes = 0;
     for (Node* node : graph.topological_order()) {
-      if (!mergeable_op(*node)) continue;
+      if (!mergeable_op(*node, context)) continue;
       std::vector<Node*>& bucket = seen[hash_node(*node)];
       Node* earlier = nullptr;
       for (Node* candidate : bucket) {

@@ -25,17 +25,6 @@ bool is_standard_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
-bool is_random_op(const std::string& op) {
-  static const std::set<std::string, std::less<>> kOps = {"RandomUniform",     "RandomNormal",
-                                                          "RandomUniformLike", "RandomNormalLike",
-                                                          "Bernoulli",         "Multinomial"};
-  return kOps.count(op) > 0;
-}
-
-bool is_quantization_op(const std::string& op) {
-  return op == "QuantizeLinear" || op == "DequantizeLinear" || op == "DynamicQuantizeLinear";
-}
-
 // Bytes a tensor takes in the model (string data counted by length).
 double tensor_bytes(const Tensor& tensor) {
   if (tensor.dtype() != DType::kString) return static_cast<double>(tensor.nbytes());
@@ -107,9 +96,8 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
                                                   const std::vector<const Tensor*>& inputs,
                                                   const PassContext& context, std::string& error) {
   const int64_t opset = context.opset(node.domain());
-  const OpRegistration* registration =
-      context.registry ? context.registry->find(node.domain(), node.op_type(), opset) : nullptr;
-  if (!registration) {
+  const OpRegistry& registry = context.ops();
+  if (!registry.find(node.domain(), node.op_type(), opset)) {
     error = "no kernel";
     return std::nullopt;
   }
@@ -130,8 +118,8 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
     output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
   }
   try {
-    KernelCreateContext create(node, opset);
-    std::unique_ptr<OpKernel> kernel = context.registry->create_kernel(create, context.kernel_tier);
+    KernelCreateContext create(node, opset, registry);
+    std::unique_ptr<OpKernel> kernel = registry.create_kernel(create, context.kernel_tier);
     KernelContext run(node, input_ptrs, output_ptrs, nullptr, nullptr);
     kernel->compute(run);
   } catch (const std::bad_alloc&) {
@@ -264,8 +252,9 @@ class ConstantFoldingPass : public GraphPass {
 
     const std::string& op = node.op_type();
     if (!node.subgraphs().empty()) return keep("has a subgraph");
-    if (is_quantization_op(op)) return keep("quantization op kept");
-    if (is_random_op(op)) return keep("non-deterministic op");
+    const OpTraits& traits = context.traits(&node);
+    if (traits.quantization) return keep("quantization op kept");
+    if (!traits.deterministic) return keep("non-deterministic op");
     if (op == "Dropout" && context.opset(node.domain()) >= 12 && inputs.size() > 2 && inputs[2]) {
       const Tensor& training = *inputs[2];
       if (training.dtype() != DType::kBool || training.numel() != 1 || training.data<bool>()[0]) {

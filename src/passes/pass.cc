@@ -4,8 +4,17 @@
 
 #include "core/status.h"
 #include "ops/fused_ops.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
+
+const OpRegistry& PassContext::ops() const {
+  return registry ? *registry : builtin_registry();
+}
+
+const OpTraits& PassContext::traits(const Node* node) const {
+  return ops().traits(*node, opset(node->domain()));
+}
 
 const Tensor* constant_value(const Value* value, const PassContext& context) {
   if (!value || !value->has_initializer()) return nullptr;

@@ -19,6 +19,8 @@ namespace onnxkit {
 // What every pass may read: the model (opsets), thresholds, and which nodes it must leave.
 struct PassContext {
   Model* model = nullptr;
+  // Where constant folding takes kernels from and passes read op traits; nullptr: the
+  // built-in registry.
   const OpRegistry* registry = nullptr;
   // Which kernels constant folding evaluates with (a session folds with its own tier).
   KernelTier kernel_tier = KernelTier::kReference;
@@ -42,6 +44,9 @@ struct PassContext {
   std::function<void()> refresh_shapes;
 
   int64_t opset(std::string_view domain) const { return model->opset_version(domain); }
+  const OpRegistry& ops() const;
+  // What the registry knows of `node`'s op at the model's opset (defaults for unknown ops).
+  const OpTraits& traits(const Node* node) const;
 };
 
 class GraphPass {

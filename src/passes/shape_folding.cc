@@ -669,16 +669,6 @@ class GeneratedSymbols {
   std::map<std::string, std::string> parent_;
 };
 
-bool is_broadcasting_op(const std::string& op) {
-  static const std::set<std::string> ops = {"Add",        "Sub",   "Mul",      "Div",
-                                            "Pow",        "Where", "Max",      "Min",
-                                            "Sum",        "Mean",  "And",      "Or",
-                                            "Xor",        "Equal", "Greater",  "Less",
-                                            "Mod",        "PRelu", "BitShift", "GreaterOrEqual",
-                                            "LessOrEqual"};
-  return ops.count(op) > 0;
-}
-
 // The dim symbol a scalar shape value is exactly (Gather(Shape(x), i) of a symbolic dim).
 std::optional<std::string> dim_symbol(Evaluator& evaluator, const Value* value) {
   const SymVec* vec = evaluator.eval(value);
@@ -731,7 +721,7 @@ size_t unify_generated_symbols(Graph& graph, const PassContext& context) {
     }
     const std::vector<Dim>* out = dims_of(node->output(0));
     if (!out) continue;
-    if (is_broadcasting_op(op)) {
+    if (context.traits(node).broadcasting) {
       const size_t rank = out->size();
       for (size_t axis = 0; axis < rank; ++axis) {
         const Dim& o = (*out)[axis];

@@ -90,7 +90,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
   for (const Node* node : order) {
     Step step;
     step.node = node;
-    KernelCreateContext context(*node, opset_for(opsets, node->domain()), compiler);
+    KernelCreateContext context(*node, opset_for(opsets, node->domain()), registry, compiler);
     try {
       step.kernel = registry.create_kernel(context, tier);
     } catch (const Error& e) {

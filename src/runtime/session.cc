@@ -9,6 +9,7 @@
 #include "onnx/model_io.h"
 #include "ops/registry.h"
 #include "passes/inline_functions.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -106,7 +107,7 @@ Session::~Session() {
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
-    const OpRegistry& registry = OpRegistry::builtin();
+    const OpRegistry& registry = builtin_registry();
     InlineOptions inline_options;
     inline_options.has_kernel = [&](const Node& node) {
       return registry.find(node.domain(), node.op_type(), model.opset_version(node.domain())) !=

@@ -18,6 +18,7 @@
 #include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -177,7 +178,7 @@ void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
 }
 
 TEST(Attention, IsRegisteredAsOptimized) {
-  EXPECT_TRUE(OpRegistry::builtin().find_optimized(kOnnxkitDomain, "Attention", 1));
+  EXPECT_TRUE(builtin_registry().find_optimized(kOnnxkitDomain, "Attention", 1));
 }
 
 TEST(Attention, NoMask) {

@@ -17,6 +17,7 @@
 #include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
@@ -238,7 +239,7 @@ TEST(DnnlCommonTest, ReboundMemoryRepointsOneObject) {
 }
 
 TEST(DnnlConvTest, RegisteredForEveryConvOpset) {
-  const OpRegistry& registry = OpRegistry::builtin();
+  const OpRegistry& registry = builtin_registry();
   for (int64_t opset : {1, 6, 11, 13, 17, 21}) {
     EXPECT_NE(registry.find_optimized("", "Conv", opset), nullptr) << opset;
     EXPECT_NE(registry.find_optimized("", "ConvTranspose", opset), nullptr) << opset;

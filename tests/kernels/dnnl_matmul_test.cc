@@ -13,6 +13,7 @@
 #include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -24,7 +25,7 @@ std::string describe(const Shape& a, const Shape& b) {
 }
 
 TEST(DnnlMatMul, IsRegisteredAsOptimized) {
-  const OpRegistry& registry = OpRegistry::builtin();
+  const OpRegistry& registry = builtin_registry();
   for (int64_t opset : {1, 9, 13, 21}) EXPECT_TRUE(registry.find_optimized("", "MatMul", opset));
   for (int64_t opset : {7, 11, 13}) EXPECT_TRUE(registry.find_optimized("", "Gemm", opset));
   EXPECT_FALSE(registry.find_optimized("", "Gemm", 6));  // `broadcast` attribute: reference

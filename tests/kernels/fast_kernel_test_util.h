@@ -16,6 +16,7 @@
 #include "../attribute_test_util.h"
 #include "kernels/vector_math.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 #include "runtime/session.h"
 
 namespace onnxkit::testing {
@@ -97,9 +98,9 @@ inline bool has_fast_kernel(const NodeCase& c) {
   Model model = make_model(c);
   const Node* node = model.graph().nodes().front();
   const int64_t opset = c.domain.empty() ? c.opset : 1;
-  KernelCreateContext context(*node, opset);
-  const auto fast = OpRegistry::builtin().create_kernel(context, KernelTier::kOptimized);
-  const auto reference = OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+  KernelCreateContext context(*node, opset, builtin_registry());
+  const auto fast = builtin_registry().create_kernel(context, KernelTier::kOptimized);
+  const auto reference = builtin_registry().create_kernel(context, KernelTier::kReference);
   return typeid(*fast) != typeid(*reference);
 }
 

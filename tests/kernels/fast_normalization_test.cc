@@ -40,8 +40,8 @@ std::vector<Tensor> run_graph(
   if (options.kernels == KernelTier::kOptimized) {
     for (const Node* node : graph.nodes()) {
       if (node->domain() != kDomain) continue;
-      const auto kernel = OpRegistry::builtin().create_kernel(KernelCreateContext(*node, 1),
-                                                              KernelTier::kOptimized);
+      const auto kernel = builtin_registry().create_kernel(
+          KernelCreateContext(*node, 1, builtin_registry()), KernelTier::kOptimized);
       const std::string type = typeid(*kernel).name();
       if (type.find("Fast") == std::string::npos) {
         throw Error(node->op_type() + " was not given a fast kernel (" + type + ")");

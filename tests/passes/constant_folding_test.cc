@@ -1,4 +1,5 @@
 #include "pass_test_util.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -29,7 +30,7 @@ Tensor bool_scalar(bool value) {
 size_t fold(Model& model, PassContext& context, Graph* graph = nullptr) {
   auto pass = make_constant_folding_pass();
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   size_t changes = pass->run(graph ? *graph : model.graph(), context);
   model.graph().sort_topologically();
   Status verified = verify_model(model);

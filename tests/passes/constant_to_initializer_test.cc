@@ -1,4 +1,5 @@
 #include "pass_test_util.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -21,7 +22,7 @@ size_t run_on(Model& model, Graph& graph) {
   auto pass = make_constant_to_initializer_pass();
   PassContext context;
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   size_t changes = pass->run(graph, context);
   Status verified = verify_model(model);
   EXPECT_TRUE(verified.ok()) << verified.message();

@@ -1,6 +1,7 @@
 #include <functional>
 
 #include "pass_test_util.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -37,7 +38,7 @@ size_t inline_ifs(Model& model, Graph* graph = nullptr) {
   auto pass = make_inline_constant_if_pass();
   PassContext context;
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   size_t changes = pass->run(graph ? *graph : model.graph(), context);
   model.graph().sort_topologically();
   Status verified = verify_model(model);

@@ -11,6 +11,7 @@
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
@@ -44,7 +45,7 @@ inline Model copy_model(const Model& model);
 // subgraph behaviour call run() on them directly); returns the number of changes.
 inline size_t apply_pass(GraphPass& pass, Model& model, PassContext context = {}) {
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   size_t changes = pass.run(model.graph(), context);
   model.graph().sort_topologically();
   Status verified = verify_model(model);

@@ -1,6 +1,7 @@
 #include "onnx/onnx_checks.h"
 #include "pass_test_util.h"
 #include "passes/pipeline.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -106,7 +107,7 @@ struct Builder {
 size_t run_pass(Model& model, PassContext& context) {
   EXPECT_TRUE(infer_shapes(model).ok());
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   auto pass = make_shape_folding_pass();
   size_t changes = 0;
   std::function<void(Graph&)> visit = [&](Graph& g) {
@@ -594,7 +595,7 @@ Result<PipelineResult> fold_stack(Model& model, int blocks) {
   std::vector<std::unique_ptr<GraphPass>> passes;
   passes.push_back(make_shape_folding_pass());
   PassContext context;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   Model before = copy_model(model);
   auto result = run_pipeline(model, passes, context, {});
   EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));

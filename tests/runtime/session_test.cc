@@ -12,6 +12,7 @@
 #include "ir/graph_clone.h"
 #include "onnx/model_io.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -113,7 +114,7 @@ TEST(Session, UnknownOperatorIsReportedAtCreation) {
 
 TEST(CompiledGraph, IntermediatesAreReleasedAfterTheirLastUse) {
   Model model = small_model();
-  auto plan = CompiledGraph::compile(model.graph(), OpRegistry::builtin(), model.opset_imports);
+  auto plan = CompiledGraph::compile(model.graph(), builtin_registry(), model.opset_imports);
   ASSERT_EQ(plan->steps().size(), 2u);
   const int sum_slot = plan->slot_of(model.graph().find_value("sum"));
   const int x_slot = plan->slot_of(model.graph().find_value("x"));
@@ -163,7 +164,7 @@ TEST(Registry, OptimizedTierIsPreferredAndMayDecline) {
   Node* node = graph.add_node("Op", {x}, {"y"}, "", "n");
   Node* declining = graph.add_node("Op", {x}, {"z"}, "", "decline");
   auto tag = [&](const Node& n, int64_t opset, KernelTier tier) {
-    auto kernel = registry.create_kernel(KernelCreateContext(n, opset), tier);
+    auto kernel = registry.create_kernel(KernelCreateContext(n, opset, registry), tier);
     return dynamic_cast<Tagged&>(*kernel).tag;
   };
   EXPECT_EQ(tag(*node, 12, KernelTier::kOptimized), -1);
