@@ -558,7 +558,8 @@ void register_elementwise_binary_ops(OpRegistry& registry) {
   registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
   registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>(),
                kZeroKeepingBroadcastingOp);
-  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(), kZeroKeepingBroadcastingOp);
+  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>(),
                kZeroKeepingBroadcastingOp);
   registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>(),

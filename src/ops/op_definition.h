@@ -45,6 +45,8 @@ struct OpTraits {
   // The inputs broadcast against each other numpy-style: where two inputs' aligned dims
   // are both not 1 they are equal (shape folding ties such dims).
   bool broadcasting = false;
+  // The inputs may be given in any order (Add, Mul, Max, ...).
+  bool commutative = false;
   // The same inputs always give the same outputs. False for the random ops: they are never
   // folded, merged or compared by value.
   bool deterministic = true;
@@ -65,6 +67,10 @@ inline constexpr OpTraits kZeroKeepingElementwiseOp{.axes = AxisRule::kElementwi
 inline constexpr OpTraits kBroadcastingOp{.axes = AxisRule::kElementwise, .broadcasting = true};
 inline constexpr OpTraits kZeroKeepingBroadcastingOp{
     .axes = AxisRule::kElementwise, .broadcasting = true, .keeps_zero = true};
+inline constexpr OpTraits kCommutativeBroadcastingOp{
+    .axes = AxisRule::kElementwise, .broadcasting = true, .commutative = true};
+inline constexpr OpTraits kCommutativeZeroKeepingBroadcastingOp{
+    .axes = AxisRule::kElementwise, .broadcasting = true, .commutative = true, .keeps_zero = true};
 inline constexpr OpTraits kRandomOp{.deterministic = false};
 
 struct OpDefinition {

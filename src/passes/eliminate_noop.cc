@@ -321,7 +321,7 @@ class EliminateNoopPass : public GraphPass {
     if (opset < 7 || node.inputs().size() != 2) return std::nullopt;  // legacy broadcast attrs
     const std::string& op = node.op_type();
     const double neutral = op == "Mul" || op == "Div" ? 1.0 : 0.0;
-    const bool commutative = op == "Mul" || op == "Add";
+    const bool commutative = context.traits(&node).commutative;
     for (size_t data : {size_t{0}, size_t{1}}) {
       if (data == 1 && !commutative) break;
       const Value* x = node.input(data);
