@@ -3,16 +3,9 @@
 #include <algorithm>
 
 namespace onnxkit {
-namespace {
-
-std::string canonical_domain(std::string_view domain) {
-  return domain == "ai.onnx" ? std::string() : std::string(domain);
-}
-
-}  // namespace
 
 void OpRegistry::insert(Table& table, OpRegistration registration) {
-  registration.domain = canonical_domain(registration.domain);
+  registration.domain = std::string(canonical_domain(registration.domain));
   auto& versions = table[{registration.domain, registration.op_type}];
   for (const auto& existing : versions) {
     if (existing.since_version == registration.since_version) {
@@ -27,7 +20,7 @@ void OpRegistry::insert(Table& table, OpRegistration registration) {
 
 const OpRegistration* OpRegistry::lookup(const Table& table, std::string_view domain,
                                          std::string_view op_type, int64_t opset) {
-  auto it = table.find(std::make_pair(canonical_domain(domain), std::string(op_type)));
+  auto it = table.find(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type)));
   if (it == table.end()) return nullptr;
   const OpRegistration* best = nullptr;
   for (const auto& registration : it->second) {
@@ -66,7 +59,8 @@ const OpRegistration* OpRegistry::find_optimized(std::string_view domain, std::s
 }
 
 bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
-  return ops_.count(std::make_pair(canonical_domain(domain), std::string(op_type))) > 0;
+  const auto key = std::make_pair(std::string(canonical_domain(domain)), std::string(op_type));
+  return ops_.count(key) > 0;
 }
 
 std::vector<std::string> OpRegistry::op_types(std::string_view domain) const {
@@ -88,7 +82,7 @@ std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& c
   }
   const OpRegistration* registration = find(node.domain(), node.op_type(), context.opset());
   if (!registration) {
-    std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+    const std::string domain = domain_label(node.domain());
     if (knows(node.domain(), node.op_type())) {
       fail("{}: no kernel for {} opset {}", node.describe(), domain, context.opset());
     }

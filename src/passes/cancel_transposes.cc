@@ -90,14 +90,14 @@ bool is_elementwise(const Node* node) {
                                                  "ThresholdedRelu",
                                                  "Where",
                                                  "Xor"};
-  return (node->domain().empty() || node->domain() == "ai.onnx") && ops.count(node->op_type());
+  return node->domain().empty() && ops.count(node->op_type());
 }
 
 bool is_reduction(const Node* node) {
   static const std::set<std::string_view> ops = {
       "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
       "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSum",       "ReduceSumSquare"};
-  return (node->domain().empty() || node->domain() == "ai.onnx") && ops.count(node->op_type());
+  return node->domain().empty() && ops.count(node->op_type());
 }
 
 // Reductions take their axes as an input from opset 18 on (ReduceSum from 13).
