@@ -13,10 +13,13 @@
 namespace onnxkit {
 
 struct OpsetImport {
-  std::string domain;  // "" is ai.onnx
+  std::string domain;  // "" is ai.onnx (ir/domain.h)
   int64_t version = 0;
   bool operator==(const OpsetImport&) const = default;
 };
+
+// The version of `domain` that `opsets` import ("" and "ai.onnx" are the same), or -1.
+int64_t opset_version(const std::vector<OpsetImport>& opsets, std::string_view domain);
 
 // A model-local function (FunctionProto). Its body is a Graph whose inputs and
 // outputs are the function's formal parameters (untyped).

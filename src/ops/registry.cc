@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
+#include "ir/domain.h"
+
 namespace onnxkit {
 namespace {
-
-std::string canonical_domain(std::string_view domain) {
-  return domain == "ai.onnx" ? std::string() : std::string(domain);
-}
 
 template <typename Registration>
 void insert_sorted(std::vector<Registration>& versions, Registration registration,
@@ -26,7 +24,8 @@ void insert_sorted(std::vector<Registration>& versions, Registration registratio
 template <typename Table>
 const typename Table::mapped_type::value_type* lookup(const Table& table, std::string_view domain,
                                                       std::string_view op_type, int64_t opset) {
-  auto it = table.find(std::make_pair(canonical_domain(domain), std::string(op_type)));
+  auto it =
+      table.find(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type)));
   if (it == table.end()) return nullptr;
   const typename Table::mapped_type::value_type* best = nullptr;
   for (const auto& registration : it->second) {
@@ -39,7 +38,7 @@ const typename Table::mapped_type::value_type* lookup(const Table& table, std::s
 
 void OpRegistry::add(std::string domain, std::string op_type, int64_t since_version,
                      OpDefinition definition) {
-  domain = canonical_domain(domain);
+  domain = std::string(canonical_domain(domain));
   auto& versions = ops_[{domain, op_type}];
   insert_sorted(versions, OpRegistration{domain, op_type, since_version, std::move(definition)},
                 op_type);
@@ -52,7 +51,7 @@ void OpRegistry::add(std::string op_type, std::initializer_list<int64_t> since_v
 
 void OpRegistry::add_optimized(std::string domain, std::string op_type, int64_t since_version,
                                KernelFactory factory) {
-  auto& versions = optimized_[{canonical_domain(domain), op_type}];
+  auto& versions = optimized_[{std::string(canonical_domain(domain)), op_type}];
   insert_sorted(versions, OptimizedRegistration{since_version, std::move(factory)}, op_type);
 }
 
@@ -83,7 +82,7 @@ const OpTraits& OpRegistry::traits(const Node& node, int64_t opset) const {
 }
 
 bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
-  return ops_.count(std::make_pair(canonical_domain(domain), std::string(op_type))) > 0;
+  return ops_.count(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type))) > 0;
 }
 
 std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& context,
@@ -97,7 +96,7 @@ std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& c
   }
   const OpRegistration* registration = find(node.domain(), node.op_type(), context.opset());
   if (!registration) {
-    std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+    const std::string domain = domain_label(node.domain());
     if (knows(node.domain(), node.op_type())) {
       fail("{}: no kernel for {} opset {}", node.describe(), domain, context.opset());
     }

@@ -21,10 +21,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_standard_domain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
 // Bytes a tensor takes in the model (string data counted by length).
 double tensor_bytes(const Tensor& tensor) {
   if (tensor.dtype() != DType::kString) return static_cast<double>(tensor.nbytes());
@@ -203,7 +199,7 @@ class ConstantFoldingPass : public GraphPass {
     if (!shared && !context.keep_weight_transposes) return std::nullopt;
     for (const Use& use : node.output(0)->uses()) {
       const std::string& reader = use.node->op_type();
-      if (!is_standard_domain(use.node->domain()) || (reader != "MatMul" && reader != "Gemm")) {
+      if (!use.node->domain().empty() || (reader != "MatMul" && reader != "Gemm")) {
         return std::nullopt;
       }
     }
@@ -219,7 +215,7 @@ class ConstantFoldingPass : public GraphPass {
 
   // Folds `node` when it can; returns whether it did.
   static bool fold(Graph& graph, Node& node, PassContext& context) {
-    if (!is_standard_domain(node.domain()) || node.op_type() == "Constant") return false;
+    if (!node.domain().empty() || node.op_type() == "Constant") return false;
     if (!constant_value(node.input(0), context) && is_used(node.output(0))) {
       if (std::optional<Tensor> shape = static_shape_result(node, context)) {
         std::vector<RuntimeValue> outputs{RuntimeValue(std::move(*shape))};

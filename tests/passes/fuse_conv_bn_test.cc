@@ -176,6 +176,24 @@ TEST(FuseConvBn, ConvOutputThatIsAGraphOutputIsLeftAlone) {
   EXPECT_EQ(run_pass(model), 0u);
 }
 
+// A subgraph that returns the Conv's output as it is reads it too (Value::uses() says so).
+TEST(FuseConvBn, ConvOutputReturnedByASubgraphIsLeftAlone) {
+  Model model = conv_bn_model({});
+  Graph& g = model.graph();
+  Value* cond = g.add_input("cond", ValueType::tensor(DType::kBool, std::vector<Dim>{}));
+  Node* if_node = g.add_node("If", {cond}, {"branch_out"});
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto branch = std::make_unique<Graph>(&g);
+    branch->add_output(g.find_value("c"));
+    if_node->set_attribute(graph_attribute(name, std::move(branch)));
+  }
+  g.add_output(if_node->output(0));
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 0u);
+  EXPECT_EQ(count_ops(model, "BatchNormalization"), 1u);
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
 TEST(FuseConvBn, NonConstantParametersAreLeftAlone) {
   {  // a plain graph input
     Model model = conv_bn_model({});
