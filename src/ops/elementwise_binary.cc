@@ -546,24 +546,24 @@ class VariadicKernel : public OpKernel {
 
 void register_elementwise_binary_ops(OpRegistry& registry) {
   registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Sub", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kSub>>(),
                kZeroKeepingBroadcastingOp);
   registry.add("Mul", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kMul>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>(),
                kBroadcastingOp);
   registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>(), kBroadcastingOp);
   registry.add("Mod", {10, 13}, kernel_factory<ModKernel>(), kBroadcastingOp);
   registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
   registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(),
                kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>(),
-               kBroadcastingOp);
+               kCommutativeBroadcastingOp);
   registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>(),
                kBroadcastingOp);
   registry.add("Greater", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kGreater>>(),
@@ -574,13 +574,13 @@ void register_elementwise_binary_ops(OpRegistry& registry) {
                kernel_factory<CompareKernel<Compare::kGreaterOrEqual>>(), kBroadcastingOp);
   registry.add("Where", {9, 16}, kernel_factory<WhereKernel>(), kBroadcastingOp);
   registry.add("Min", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMin>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Max", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMax>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Sum", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kSum>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>(),
-               kZeroKeepingBroadcastingOp);
+               kCommutativeZeroKeepingBroadcastingOp);
 }
 
 }  // namespace onnxkit
