@@ -27,6 +27,15 @@ inline NamedValues run_model(Model model, const NamedValues& feeds,
   return std::move(result).value();
 }
 
+// The optimized kernels at level none (the graph as built).
+inline SessionOptions optimized(int threads = 1) {
+  SessionOptions options;
+  options.level = OptimizationLevel::kNone;
+  options.kernels = KernelTier::kOptimized;
+  options.intra_op_threads = threads;
+  return options;
+}
+
 // The output tensors of a run, in graph output order.
 inline std::vector<Tensor> tensors_of(const NamedValues& values) {
   std::vector<Tensor> tensors;
