@@ -1,38 +1,11 @@
 #include <cmath>
 
-#include "ops/op_utils.h"
 #include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
-
-// `t` (float) converted to `dtype`.
-Tensor cast_to(const Tensor& t, DType dtype) {
-  Tensor out(dtype, t.shape());
-  dispatch_float(dtype, "test", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      out.mutable_data<T>()[i] = static_cast<T>(t.data<float>()[i]);
-    }
-  });
-  return out;
-}
-
-// Random values in [0.5, 1.5): BatchNormalization variances and scales.
-Tensor positive_floats(Shape shape, uint64_t seed) {
-  Tensor t = random_floats(std::move(shape), seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    t.mutable_data<float>()[i] = 0.5f + std::fmod(std::abs(t.data<float>()[i]), 1.0f);
-  }
-  return t;
-}
+using namespace onnxkit::testing;
 
 struct Options {
   int64_t opset = 13;
@@ -75,13 +48,6 @@ Model conv_bn_model(const Options& o) {
   if (o.opset < 7) bn->set_attribute(int_attribute("is_test", 1));
   g.add_output(bn->output(0));
   return model;
-}
-
-Node* find_op(Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
 }
 
 // Fuses and checks structure and outputs.
@@ -157,8 +123,7 @@ TEST(FuseConvBn, OlderOpsets) {
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_conv_bn_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_conv_bn_pass(), model, std::move(context));
 }
 
 TEST(FuseConvBn, ConvOutputWithASecondReaderIsLeftAlone) {
@@ -198,7 +163,7 @@ TEST(FuseConvBn, NonConstantParametersAreLeftAlone) {
   {  // a plain graph input
     Model model = conv_bn_model({});
     Graph& g = model.graph();
-    Value* scale = g.add_input("scale_in", testing::float_type({6}));
+    Value* scale = g.add_input("scale_in", float_type({6}));
     g.set_node_input(find_op(model, "BatchNormalization"), 1, scale);
     EXPECT_EQ(run_pass(model), 0u);
   }
@@ -282,7 +247,7 @@ TEST(FuseConvBn, WorksInsideASubgraphWithOuterWeights) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Value* cond = g.add_input("cond", ValueType::tensor(DType::kBool, std::vector<Dim>{}));
-  Value* x = g.add_input("x", testing::float_type({1, 4, 5, 5}));
+  Value* x = g.add_input("x", float_type({1, 4, 5, 5}));
   Value* w = g.add_initializer("W", random_floats({6, 4, 3, 3}, 1));
   const Shape c{6};
   Value* scale = g.add_initializer("scale", positive_floats(c, 3));
