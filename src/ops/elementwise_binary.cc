@@ -647,16 +647,14 @@ std::optional<ShapeVector> extremum_shape_vector(const ShapeVectorContext& conte
   auto inputs = shape_vector_inputs(context);
   if (!inputs || !same_int_dtype(*inputs, 0)) return std::nullopt;
   const Value* output = context.node().output(0);
-  return broadcast_shape_vectors(*inputs, (*inputs)[0]->dtype,
-                                 [&](const std::vector<const SymbolicInt*>& a, size_t j) {
-                                   std::optional<SymbolicInt> acc = *a[0];
-                                   bool nonneg = !kMax;
-                                   for (const SymbolicInt* e : a)
-                                     nonneg = kMax ? (nonneg || e->nonneg) : (nonneg && e->nonneg);
-                                   for (size_t k = 1; k < a.size() && acc; ++k)
-                                     acc = SymbolicInt::extremum(kMax, *acc, *a[k]);
-                                   return acc ? *acc : SymbolicInt::opaque(output, j, a, nonneg);
-                                 });
+  auto element = [&](const std::vector<const SymbolicInt*>& a, size_t j) {
+    std::optional<SymbolicInt> acc = *a[0];
+    bool nonneg = !kMax;
+    for (const SymbolicInt* e : a) nonneg = kMax ? (nonneg || e->nonneg) : (nonneg && e->nonneg);
+    for (size_t k = 1; k < a.size() && acc; ++k) acc = SymbolicInt::extremum(kMax, *acc, *a[k]);
+    return acc ? *acc : SymbolicInt::opaque(output, j, a, nonneg);
+  };
+  return broadcast_shape_vectors(*inputs, (*inputs)[0]->dtype, element);
 }
 
 }  // namespace
