@@ -6,11 +6,15 @@
 // kernel, fused ops, optimized kernels) live in the op's own header beside its family file
 // (ops/conv_attributes.h, ops/matmul_shape.h, ...); kernels parse attributes once in
 // their constructors.
+//
+// An op that takes part in shape computations also carries its shape-vector rule
+// (ops/shape_vector.h), which shape folding evaluates symbolically.
 #pragma once
 
 #include <concepts>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "ops/kernel.h"
@@ -18,6 +22,12 @@
 namespace onnxkit {
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelCreateContext&)>;
+
+// How an op computes its one output's shape vector from its inputs' (ops/shape_vector.h, for
+// shape folding); nullopt when it cannot (not a shape computation, or not one it understands).
+struct ShapeVector;
+class ShapeVectorContext;
+using ShapeVectorRule = std::optional<ShapeVector> (*)(const ShapeVectorContext& context);
 
 // A factory for a kernel class constructed from the create context.
 template <typename K>
@@ -77,11 +87,17 @@ struct OpDefinition {
   OpDefinition() = default;
   template <typename F>
   requires std::constructible_from<KernelFactory, F> OpDefinition(
-      F&& reference_kernel, OpTraits op_traits = {})  // NOLINT: implicit on purpose
-      : reference(std::forward<F>(reference_kernel)), traits(op_traits) {}
+      F&& reference_kernel, OpTraits op_traits = {},  // NOLINT: implicit on purpose
+      ShapeVectorRule shape_vector_rule = nullptr)
+      : reference(std::forward<F>(reference_kernel)),
+        traits(op_traits),
+        shape_vector(shape_vector_rule) {}
 
   KernelFactory reference;  // the reference kernel
   OpTraits traits;
+  // How its output's shape vector follows from its inputs'; nullptr when the op is no part of
+  // shape computations.
+  ShapeVectorRule shape_vector = nullptr;
 };
 
 }  // namespace onnxkit

@@ -56,8 +56,10 @@ class OpRegistry {
   void add(std::string op_type, std::initializer_list<int64_t> since_versions,
            const OpDefinition& definition);
   void add(std::string op_type, std::initializer_list<int64_t> since_versions,
-           KernelFactory reference_kernel, const OpTraits& traits) {
-    add(std::move(op_type), since_versions, OpDefinition(std::move(reference_kernel), traits));
+           KernelFactory reference_kernel, const OpTraits& traits,
+           ShapeVectorRule shape_vector = nullptr) {
+    add(std::move(op_type), since_versions,
+        OpDefinition(std::move(reference_kernel), traits, shape_vector));
   }
   // An optimized kernel for `op_type` of `domain` from `since_version` on.
   void add_optimized(std::string domain, std::string op_type, int64_t since_version,

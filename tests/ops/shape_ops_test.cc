@@ -1,12 +1,16 @@
 // Shape and data-movement ops: opset differences, corners, zero-copy and error messages.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <functional>
 #include <limits>
 
 #include "core/half.h"
 
 #include "op_test_util.h"
+#include "ops/shape_vector.h"
+#include "registry/builtin_registry.h"
+#include "runtime/session.h"
 
 namespace onnxkit {
 namespace {
@@ -437,5 +441,81 @@ TEST(ReverseSequence, ErrorsNameTheProblem) {
   EXPECT_NE(message.find("batch_axis 1 and time_axis 1"), std::string::npos) << message;
 }
 
+
+// Shape-vector rules, read from the op definitions as shape folding reads them: each value is
+// an initializer or its producer's rule applied to its inputs' vectors.
+namespace shape_vector_test {
+
+std::optional<ShapeVector> evaluate(const Value* value, int64_t opset);
+
+class InputsByRule : public ShapeVectorContext {
+ public:
+  using ShapeVectorContext::ShapeVectorContext;
+  const ShapeVector* input(size_t index) const override {
+    std::optional<ShapeVector> vec = evaluate(node().input(index), opset());
+    return vec ? &inputs_.emplace_back(std::move(*vec)) : nullptr;
+  }
+
+ private:
+  mutable std::deque<ShapeVector> inputs_;
+};
+
+std::optional<ShapeVector> evaluate(const Value* value, int64_t opset) {
+  if (!value) return std::nullopt;
+  if (value->has_initializer()) return ShapeVector::from_tensor(value->initializer());
+  const Node* node = value->producer();
+  const OpDefinition* definition = node ? builtin_registry().definition(*node, opset) : nullptr;
+  if (!definition || !definition->shape_vector) return std::nullopt;
+  return definition->shape_vector(InputsByRule(*node, opset));
+}
+
+TEST(ShapeVector, RulesFoldKnownDimsAndKeepNamedOnes) {
+  Graph g;
+  Value* x = g.add_input(
+      "x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("batch"), Dim::known(3)}));
+  Value* shape = g.add_node("Shape", {x}, {"shape"})->output(0);
+  Value* one = g.add_initializer("one", Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1}));
+  Value* two = g.add_initializer("two", Tensor::from_vector<int64_t>(DType::kInt64, {}, {2}));
+  Value* width = g.add_node("Gather", {shape, one}, {"width"})->output(0);
+  Value* doubled = g.add_node("Mul", {width, two}, {"doubled"})->output(0);
+  Node* concat = g.add_node("Concat", {shape, doubled}, {"target"});
+  Attribute axis;
+  axis.name = "axis";
+  axis.type = AttrType::kInt;
+  axis.i = 0;
+  concat->set_attribute(std::move(axis));
+
+  std::optional<ShapeVector> target = evaluate(concat->output(0), 13);
+  ASSERT_TRUE(target);
+  EXPECT_TRUE(target->from_shape);
+  ASSERT_EQ(target->elems.size(), 3u);
+  ASSERT_TRUE(target->elems[0].named_dim());
+  EXPECT_EQ(*target->elems[0].named_dim(), "batch");
+  EXPECT_TRUE(target->elems[1].is(3));
+  EXPECT_TRUE(target->elems[2].is(6));
+}
+
+TEST(ShapeVector, RulesReadAxesAsTheOpsetDefines) {
+  Graph g;
+  Value* x =
+      g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("batch")}));
+  Value* size = g.add_node("Size", {x}, {"size"})->output(0);
+  Node* unsqueeze = g.add_node("Unsqueeze", {size}, {"unsqueezed"});
+  Attribute axes;
+  axes.name = "axes";
+  axes.type = AttrType::kInts;
+  axes.ints = {0};
+  unsqueeze->set_attribute(std::move(axes));
+
+  // Before opset 13 the axes are an attribute; from 13 they are input 1, which is missing.
+  std::optional<ShapeVector> unsqueezed = evaluate(unsqueeze->output(0), 11);
+  ASSERT_TRUE(unsqueezed);
+  EXPECT_FALSE(unsqueezed->scalar);
+  ASSERT_EQ(unsqueezed->elems.size(), 1u);
+  EXPECT_EQ(*unsqueezed->elems[0].named_dim(), "batch");
+  EXPECT_FALSE(evaluate(unsqueeze->output(0), 13));
+}
+
+}  // namespace shape_vector_test
 }  // namespace
 }  // namespace onnxkit
