@@ -23,10 +23,6 @@ struct InspectArgs {
   bool json = false;
 };
 
-std::string domain_label(const std::string& domain) {
-  return domain.empty() ? std::string("ai.onnx") : domain;
-}
-
 // Files the model's tensors are mapped from, besides the model file itself.
 std::set<fs::path> external_files(const Model& model, const fs::path& model_path) {
   std::set<fs::path> files;

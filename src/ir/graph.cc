@@ -45,6 +45,10 @@ std::vector<Graph*> Node::subgraphs() const {
 }
 
 std::string Node::describe() const {
+  if (is_return()) {
+    return "outputs of " + (graph_->name().empty() ? std::string("<unnamed graph>")
+                                                   : "graph '" + graph_->name() + "'");
+  }
   std::string label = name_;
   if (label.empty()) {
     for (const Value* output : outputs_) {
@@ -58,17 +62,30 @@ std::string Node::describe() const {
   return "[" + op_type_ + "] node '" + label + "'";
 }
 
+bool Node::is_return() const {
+  return graph_ && this == graph_->return_node();
+}
+
+// ---------------------------------------------------------------- Value
+
+bool Value::returned_by_subgraph() const {
+  return std::any_of(uses_.begin(), uses_.end(),
+                     [](const Use& use) { return use.node->is_return(); });
+}
+
 // ---------------------------------------------------------------- Graph
 
 Graph::~Graph() {
-  // Our nodes may read values of enclosing graphs, which outlive us: take those uses
-  // back. Nodes go before values (explicitly) so nested subgraphs can do the same.
-  for (auto& node : nodes_) {
+  // Our nodes and outputs may read values of enclosing graphs, which outlive us: take those
+  // uses back. Nodes go before values (explicitly) so nested subgraphs can do the same.
+  auto release_outer_uses = [this](Node* node) {
     for (size_t i = 0; i < node->inputs_.size(); ++i) {
       Value* value = node->inputs_[i];
-      if (value && value->graph_ != this) std::erase(value->uses_, Use{node.get(), i});
+      if (value && value->graph_ != this) std::erase(value->uses_, Use{node, i});
     }
-  }
+  };
+  release_outer_uses(&return_node_);
+  for (auto& node : nodes_) release_outer_uses(node.get());
   nodes_.clear();
 }
 
@@ -140,20 +157,18 @@ void Graph::add_input(Value* value) {
   inputs_.push_back(value);
 }
 
-void Graph::remove_input(size_t index) {
-  inputs_.erase(inputs_.begin() + index);
-}
-
 void Graph::add_output(Value* value) {
-  outputs_.push_back(value);
+  add_node_input(&return_node_, value);
 }
 
 void Graph::set_output(size_t index, Value* value) {
-  outputs_.at(index) = value;
+  if (index >= outputs().size()) fail("internal: graph '{}' has no output {}", name_, index);
+  set_node_input(&return_node_, index, value);
 }
 
 void Graph::remove_output(size_t index) {
-  outputs_.erase(outputs_.begin() + index);
+  if (index >= outputs().size()) fail("internal: graph '{}' has no output {}", name_, index);
+  remove_node_input(&return_node_, index);
 }
 
 bool Graph::is_input(const Value* value) const {
@@ -161,7 +176,7 @@ bool Graph::is_input(const Value* value) const {
 }
 
 bool Graph::is_output(const Value* value) const {
-  return std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end();
+  return std::find(outputs().begin(), outputs().end(), value) != outputs().end();
 }
 
 Value* Graph::add_initializer(const std::string& name, Tensor tensor) {
@@ -243,7 +258,9 @@ void Graph::set_node_output(Node* node, size_t index, Value* value) {
 
 void Graph::link_input(Node* node, size_t index, Value* value) {
   node->inputs_[index] = value;
-  if (value) value->uses_.push_back(Use{node, index});
+  // An output naming this graph's own value is no use of it (see graph.h).
+  if (!value || (node == &return_node_ && value->graph_ == this)) return;
+  value->uses_.push_back(Use{node, index});
 }
 
 void Graph::unlink_input(Node* node, size_t index) {
@@ -275,8 +292,8 @@ void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
   std::vector<Use> uses = from->uses_;
   for (const Use& use : uses) use.node->graph_->set_node_input(use.node, use.input, to);
-  for (Value*& output : outputs_) {
-    if (output == from) output = to;
+  for (size_t i = 0; i < outputs().size(); ++i) {
+    if (outputs()[i] == from) set_node_input(&return_node_, i, to);
   }
 }
 
@@ -304,23 +321,6 @@ void Graph::move_before(Node* node, Node* anchor) {
   node->position_ = nodes_.insert(anchor ? anchor->position_ : nodes_.end(), std::move(owned));
 }
 
-namespace {
-
-// Adds to `out` every value read inside `graph` (recursively) that `owner` owns.
-void collect_captures(const Graph& graph, const Graph* owner, std::vector<Value*>& out) {
-  for (Node* node : graph.nodes()) {
-    for (Value* input : node->inputs()) {
-      if (input && input->graph() == owner) out.push_back(input);
-    }
-    for (Graph* sub : node->subgraphs()) collect_captures(*sub, owner, out);
-  }
-  for (Value* output : graph.outputs()) {
-    if (output && output->graph() == owner) out.push_back(output);
-  }
-}
-
-}  // namespace
-
 std::vector<Node*> Graph::topological_order() const {
   std::vector<Node*> order = nodes();
   std::unordered_map<const Node*, size_t> position;
@@ -329,10 +329,10 @@ std::vector<Node*> Graph::topological_order() const {
   std::vector<size_t> pending(order.size(), 0);
   std::vector<std::vector<size_t>> consumers(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    std::vector<Value*> reads(order[i]->inputs().begin(), order[i]->inputs().end());
-    for (Graph* sub : order[i]->subgraphs()) collect_captures(*sub, this, reads);
+    std::vector<const Value*> reads(order[i]->inputs().begin(), order[i]->inputs().end());
+    for (Graph* sub : order[i]->subgraphs()) collect_captures(*sub, *this, reads);
     std::unordered_set<size_t> producers;
-    for (Value* value : reads) {
+    for (const Value* value : reads) {
       if (!value || value->graph() != this || !value->producer()) continue;
       producers.insert(position.at(value->producer()));
     }
@@ -369,6 +369,28 @@ std::vector<Node*> Graph::topological_order() const {
 void Graph::sort_topologically() {
   std::vector<Node*> sorted = topological_order();
   for (Node* node : sorted) move_before(node, nullptr);
+}
+
+// ---------------------------------------------------------------- free functions
+
+bool is_onnx_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type && node->domain().empty();
+}
+
+bool is_onnxkit_op(const Node* node, std::string_view op_type) {
+  return node && node->op_type() == op_type && node->domain() == kOnnxkitDomain;
+}
+
+void collect_captures(const Graph& graph, const Graph& owner, std::vector<const Value*>& out) {
+  for (const Node* node : graph.nodes()) {
+    for (const Value* input : node->inputs()) {
+      if (input && input->graph() == &owner) out.push_back(input);
+    }
+    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, owner, out);
+  }
+  for (const Value* output : graph.outputs()) {
+    if (output && output->graph() == &owner) out.push_back(output);
+  }
 }
 
 }  // namespace onnxkit

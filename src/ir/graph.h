@@ -3,6 +3,11 @@
 //
 // All edits go through Graph's methods so that producer/use links stay right; Node and
 // Value expose only read access to their wiring.
+//
+// A value's uses are every place that reads it: node inputs in its own graph and in nested
+// subgraphs, and the outputs of nested subgraphs that return it as it is (an If branch whose
+// output is an outer value). The latter are uses by the subgraph's return node, whose inputs
+// are that subgraph's outputs. A graph's outputs that name its own values are not uses.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/domain.h"
 #include "ir/value_type.h"
 #include "onnxkit/tensor.h"
 
@@ -22,7 +28,9 @@ namespace onnxkit {
 class Graph;
 class Node;
 
-// One consumer of a value: `node` reads it as its input number `input`.
+// One consumer of a value: `node` reads it as its input number `input`. `node` may be the
+// return node of a nested subgraph (Graph::return_node), which is in no graph's nodes():
+// the subgraph returns the value as its output number `input`.
 struct Use {
   Node* node = nullptr;
   size_t input = 0;
@@ -41,8 +49,11 @@ class Value {
   // The node that computes this value, or nullptr (graph input, initializer).
   Node* producer() const { return producer_; }
   size_t producer_output() const { return producer_output_; }
-  // Every node input that reads this value, in any graph (subgraphs read outer values).
+  // Every node input that reads this value, in any graph (subgraphs read outer values), and
+  // every output of a nested subgraph that names it.
   const std::vector<Use>& uses() const { return uses_; }
+  // True when a nested subgraph (any depth) returns this value directly as an output.
+  bool returned_by_subgraph() const;
 
   bool has_initializer() const { return initializer_.has_value(); }
   const Tensor& initializer() const { return *initializer_; }
@@ -88,6 +99,8 @@ class Node {
 
   // "[Conv] node 'conv_17'" (or the first output's name when the node has none).
   std::string describe() const;
+  // True for a graph's return node (Graph::return_node).
+  bool is_return() const;
 
  private:
   friend class Graph;
@@ -112,7 +125,7 @@ struct QuantizationAnnotation {
 class Graph {
  public:
   // `parent` is the enclosing graph of a subgraph (nullptr for a main graph or a function).
-  explicit Graph(Graph* parent = nullptr) : parent_(parent) {}
+  explicit Graph(Graph* parent = nullptr) : parent_(parent) { return_node_.graph_ = this; }
   ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
@@ -142,16 +155,20 @@ class Graph {
 
   // ---- graph interface ----
   const std::vector<Value*>& inputs() const { return inputs_; }
-  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<Value*>& outputs() const { return return_node_.inputs_; }
   Value* add_input(const std::string& name, ValueType type);
   // Appends an existing value (for example one that also has an initializer).
   void add_input(Value* value);
-  void remove_input(size_t index);
+  // Output changes keep use lists right: an output naming a value of an enclosing graph is
+  // a use of that value by return_node().
   void add_output(Value* value);
   void set_output(size_t index, Value* value);
   void remove_output(size_t index);
   bool is_input(const Value* value) const;
   bool is_output(const Value* value) const;
+  // Stands for this graph's outputs in use lists: its inputs are outputs(). It is no member
+  // of nodes() and has no op type.
+  const Node* return_node() const { return &return_node_; }
 
   // Initializers in file order; each is a Value with constant data.
   const std::vector<Value*>& initializers() const { return initializers_; }
@@ -187,7 +204,8 @@ class Graph {
   void set_node_input(Node* node, size_t index, Value* value);  // nullptr omits it
   void add_node_input(Node* node, Value* value);
   void remove_node_input(Node* node, size_t index);
-  // Points every reader of `from` (nodes in any graph, and this graph's outputs) at `to`.
+  // Points every reader of `from` (nodes in any graph, outputs of nested subgraphs, and this
+  // graph's outputs) at `to`.
   void replace_all_uses(Value* from, Value* to);
   // Removes a node whose outputs are unused and not graph outputs; drops those values.
   void remove_node(Node* node);
@@ -208,12 +226,21 @@ class Graph {
   std::list<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, std::unique_ptr<Value>> values_;
   std::vector<Value*> inputs_;
-  std::vector<Value*> outputs_;
+  Node return_node_;
   std::vector<Value*> initializers_;
   std::vector<std::pair<Value*, SparseTensor>> sparse_initializers_;
   std::vector<Value*> value_info_;
   std::vector<QuantizationAnnotation> quant_annotations_;
 };
+
+// True for an op of the standard domain with this type (false for nullptr).
+bool is_onnx_op(const Node* node, std::string_view op_type);
+// True for an op of onnxkit's own domain (kOnnxkitDomain) with this type.
+bool is_onnxkit_op(const Node* node, std::string_view op_type);
+
+// Adds to `out` every value of `owner` that `graph` (a subgraph nested in it, any depth)
+// reads in a node or returns as an output: what the node holding `graph` depends on.
+void collect_captures(const Graph& graph, const Graph& owner, std::vector<const Value*>& out);
 
 // Calls `visit(node)` for every node of `graph` and of its subgraphs, depth first.
 template <typename Visit>

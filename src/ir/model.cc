@@ -12,9 +12,12 @@ void Model::replace_graph(std::unique_ptr<Graph> graph) {
 }
 
 int64_t Model::opset_version(std::string_view domain) const {
-  auto canonical = [](std::string_view d) { return d == "ai.onnx" ? std::string_view() : d; };
-  for (const OpsetImport& opset : opset_imports) {
-    if (canonical(opset.domain) == canonical(domain)) return opset.version;
+  return onnxkit::opset_version(opset_imports, domain);
+}
+
+int64_t opset_version(const std::vector<OpsetImport>& opsets, std::string_view domain) {
+  for (const OpsetImport& opset : opsets) {
+    if (canonical_domain(opset.domain) == canonical_domain(domain)) return opset.version;
   }
   return -1;
 }

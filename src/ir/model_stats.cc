@@ -9,9 +9,8 @@ ModelStats compute_model_stats(const Model& model) {
   for_each_node_recursive(graph, [&](const Node* node) {
     ++stats.nodes_total;
     stats.subgraphs += node->subgraphs().size();
-    std::string key = node->domain().empty() || node->domain() == "ai.onnx"
-                          ? node->op_type()
-                          : node->domain() + "." + node->op_type();
+    std::string key =
+        node->domain().empty() ? node->op_type() : node->domain() + "." + node->op_type();
     ++stats.op_histogram[key];
   });
   for (const Value* value : graph.initializers()) {

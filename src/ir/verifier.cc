@@ -66,6 +66,14 @@ void verify_recursive(const Graph& graph) {
       fail("{}: output '{}' is not produced by any node, graph input or initializer",
            graph_label(graph), output->name());
     }
+    // An output naming a value of an enclosing graph is a use of it (graph.h).
+    const auto& uses = output->uses();
+    const bool listed = std::find(uses.begin(), uses.end(),
+                                  Use{const_cast<Node*>(graph.return_node()), i}) != uses.end();
+    if (listed != (output->graph() != &graph)) {
+      fail("{}: use list of '{}' {} output {}", graph_label(graph), output->name(),
+           listed ? "wrongly lists" : "misses", i);
+    }
   }
   for (const Value* value : graph.inputs()) {
     if (value->producer()) {
@@ -73,17 +81,21 @@ void verify_recursive(const Graph& graph) {
            value->producer()->describe());
     }
   }
-  // Every use recorded on our values must point back at a node input that reads it.
-  for (const Node* node : graph.nodes()) {
-    for (const Value* value : node->outputs()) {
-      if (!value) continue;
-      for (const Use& use : value->uses()) {
-        if (use.node->input(use.input) != value) {
-          fail("{}: '{}' lists a stale use by {}", graph_label(graph), value->name(),
-               use.node->describe());
-        }
+  // Every use recorded on our values must point back at a node input (or a subgraph's
+  // output: an input of its return node) that reads it.
+  auto check_uses = [&](const Value* value) {
+    if (!value) return;
+    for (const Use& use : value->uses()) {
+      if (use.node->input(use.input) != value) {
+        fail("{}: '{}' lists a stale use by {}", graph_label(graph), value->name(),
+             use.node->describe());
       }
     }
+  };
+  for (const Value* value : graph.inputs()) check_uses(value);
+  for (const Value* value : graph.initializers()) check_uses(value);
+  for (const Node* node : graph.nodes()) {
+    for (const Value* value : node->outputs()) check_uses(value);
   }
   graph.topological_order();  // throws on a cycle, naming a node on it
 }

@@ -291,12 +291,6 @@ struct PackedKeys {
 };
 thread_local PackedKeys packed_keys;
 
-std::unique_ptr<OpKernel> reference_attention(const KernelCreateContext& context) {
-  const Node& node = context.node();
-  if (!OpRegistry::builtin().find(node.domain(), node.op_type(), context.opset())) return nullptr;
-  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-}
-
 class AttentionKernel : public OpKernel {
  public:
   explicit AttentionKernel(const KernelCreateContext& context)
@@ -305,7 +299,7 @@ class AttentionKernel : public OpKernel {
         masked_value_(context.attr_float("masked_value", -std::numeric_limits<float>::infinity())),
         layout_(context),
         softmax_row_(softmax_row_variants().back().second),
-        reference_(reference_attention(context)) {}
+        reference_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& q = context.input(0);

@@ -829,24 +829,12 @@ class DnnlConvKernel : public OpKernel {
   dnnl_util::PlanCache<Plan> plans_;
 };
 
-// The reference kernel of the same node, or nullptr where there is none (FusedConv before
-// its reference kernel exists).
-std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context, bool required) {
-  if (required) return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-  try {
-    return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-  } catch (const Error&) {
-    return nullptr;
-  }
-}
-
 KernelFactory conv_factory(ConvKind kind) {
   return [kind](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
     // The reference kernel validates the attributes (failing naming the node) and serves
     // what oneDNN does not.
-    // FusedConv's reference kernel may not be registered; BlockedConv's needs it when fused.
-    auto reference =
-        reference_kernel(context, kind != ConvKind::kFusedConv && kind != ConvKind::kBlockedConv);
+    auto reference = context.reference_kernel();
+    if (!reference) context.fail("internal: no reference kernel");
     return std::make_unique<DnnlConvKernel>(context, kind, std::move(reference));
   };
 }
@@ -859,7 +847,7 @@ class DnnlReorderKernel : public OpKernel {
   DnnlReorderKernel(const KernelCreateContext& context, bool to_blocked)
       : to_blocked_(to_blocked),
         channels_(to_blocked ? -1 : context.attr_int(kChannelsAttribute, -1)),
-        reference_(OpRegistry::builtin().create_kernel(context, KernelTier::kReference)) {}
+        reference_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);

@@ -490,19 +490,11 @@ std::optional<Shape> static_shape(const KernelCreateContext& context, size_t ind
   return shape;
 }
 
-// The reference kernel of the node, for the dtypes and cases handed back to it; nullptr
-// when there is none (com.onnxkit ops whose reference kernel lives elsewhere).
-std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
-  const Node& node = context.node();
-  if (!OpRegistry::builtin().find(node.domain(), node.op_type(), context.opset())) return nullptr;
-  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-}
-
 // Shared by the three kernels: dtype checks and the reference fallback.
 class DnnlMatMulKernelBase : public OpKernel {
  protected:
   explicit DnnlMatMulKernelBase(const KernelCreateContext& context)
-      : reference_(reference_kernel(context)) {}
+      : reference_(context.reference_kernel()) {}
 
   // True when this kernel computes the node: float32 inputs, a non-empty inner dimension
   // and no more dims than oneDNN takes; otherwise the reference kernel has run it.

@@ -286,21 +286,17 @@ class GlobalPoolKernel : public OpKernel {
   bool blocked_;
 };
 
-std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
-  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-}
-
 std::unique_ptr<OpKernel> make_max_pool(const KernelCreateContext& context) {
   const auto& outputs = context.node().outputs();
   if (outputs.size() > 1 && outputs[1] != nullptr) return nullptr;  // Indices wanted
-  auto reference = reference_kernel(context);
+  auto reference = context.reference_kernel();
   const bool v10 = context.opset() >= 10;
   return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
                                           PoolAttributes(context, v10, v10), std::move(reference));
 }
 
 std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) {
-  auto reference = reference_kernel(context);
+  auto reference = context.reference_kernel();
   const bool include_pad = context.opset() >= 7 && context.attr_int("count_include_pad", 0) != 0;
   return std::make_unique<DnnlPoolKernel>(
       include_pad ? dnnl::algorithm::pooling_avg_include_padding
@@ -312,7 +308,7 @@ std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) 
 std::unique_ptr<OpKernel> make_blocked_max_pool(const KernelCreateContext& context) {
   return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
                                           PoolAttributes(context, true, true),
-                                          reference_kernel(context), true);
+                                          context.reference_kernel(), true);
 }
 
 std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& context) {
@@ -320,7 +316,7 @@ std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& c
   return std::make_unique<DnnlPoolKernel>(
       include_pad ? dnnl::algorithm::pooling_avg_include_padding
                   : dnnl::algorithm::pooling_avg_exclude_padding,
-      PoolAttributes(context, false, true), reference_kernel(context), true);
+      PoolAttributes(context, false, true), context.reference_kernel(), true);
 }
 
 }  // namespace
@@ -333,20 +329,20 @@ void register_dnnl_pool_kernels(OpRegistry& registry) {
     registry.add_optimized("", "AveragePool", since, make_average_pool);
   }
   registry.add_optimized("", "GlobalAveragePool", 1, [](const KernelCreateContext& context) {
-    return std::make_unique<GlobalPoolKernel<false>>(reference_kernel(context));
+    return std::make_unique<GlobalPoolKernel<false>>(context.reference_kernel());
   });
   registry.add_optimized("", "GlobalMaxPool", 1, [](const KernelCreateContext& context) {
-    return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context));
+    return std::make_unique<GlobalPoolKernel<true>>(context.reference_kernel());
   });
   const std::string domain(kOnnxkitDomain);
   registry.add_optimized(domain, "BlockedMaxPool", 1, make_blocked_max_pool);
   registry.add_optimized(domain, "BlockedAveragePool", 1, make_blocked_average_pool);
   registry.add_optimized(
       domain, "BlockedGlobalAveragePool", 1, [](const KernelCreateContext& context) {
-        return std::make_unique<GlobalPoolKernel<false>>(reference_kernel(context), true);
+        return std::make_unique<GlobalPoolKernel<false>>(context.reference_kernel(), true);
       });
   registry.add_optimized(domain, "BlockedGlobalMaxPool", 1, [](const KernelCreateContext& context) {
-    return std::make_unique<GlobalPoolKernel<true>>(reference_kernel(context), true);
+    return std::make_unique<GlobalPoolKernel<true>>(context.reference_kernel(), true);
   });
 }
 

@@ -144,7 +144,7 @@ float* float_output(KernelContext& context, const Shape& shape,
 class FastBinaryKernel : public OpKernel {
  public:
   FastBinaryKernel(const KernelCreateContext& context, BinaryOp op)
-      : op_(op), fallback_(reference_kernel(context)) {}
+      : op_(op), fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
@@ -174,7 +174,7 @@ KernelFactory binary_factory(BinaryOp op) {
 class FastUnaryKernel : public OpKernel {
  public:
   FastUnaryKernel(const KernelCreateContext& context, UnaryOp op, float p0, float p1)
-      : op_(op), p0_(p0), p1_(p1), fallback_(reference_kernel(context)) {}
+      : op_(op), p0_(p0), p1_(p1), fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -223,7 +223,7 @@ std::unique_ptr<OpKernel> make_gelu_kernel(const KernelCreateContext& context) {
 class FastClipKernel : public OpKernel {
  public:
   explicit FastClipKernel(const KernelCreateContext& context)
-      : bounds_are_inputs_(context.opset() >= 11), fallback_(reference_kernel(context)) {
+      : bounds_are_inputs_(context.opset() >= 11), fallback_(context.reference_kernel()) {
     if (!bounds_are_inputs_) {
       min_ = context.attr_float("min", std::numeric_limits<float>::lowest());
       max_ = context.attr_float("max", std::numeric_limits<float>::max());
@@ -261,7 +261,7 @@ class FastClipKernel : public OpKernel {
 class FastPowKernel : public OpKernel {
  public:
   explicit FastPowKernel(const KernelCreateContext& context)
-      : fallback_(reference_kernel(context)) {}
+      : fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -298,7 +298,7 @@ class FastPowKernel : public OpKernel {
 class FastWhereKernel : public OpKernel {
  public:
   explicit FastWhereKernel(const KernelCreateContext& context)
-      : fallback_(reference_kernel(context)) {}
+      : fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& condition = context.input(0);

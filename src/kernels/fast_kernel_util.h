@@ -26,16 +26,9 @@ void register_fast_movement_kernels(OpRegistry& registry);
 inline constexpr int64_t kMinParallelStreaming = 1 << 15;
 inline constexpr int64_t kMinParallelCompute = 1 << 12;
 
-// The reference kernel of the node, or nullptr when the op has none (onnxkit's fused ops
-// may have only a fast kernel). The fast kernels hand it what they do not handle (other
-// dtypes, unusual attributes), so a node never fails for being on the fast tier.
-inline std::unique_ptr<OpKernel> reference_kernel(const KernelCreateContext& context) {
-  const Node& node = context.node();
-  if (!OpRegistry::builtin().find(node.domain(), node.op_type(), context.opset())) return nullptr;
-  return OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
-}
-
-// Runs `fallback` (from reference_kernel) on what the fast kernel declined.
+// Runs `fallback` (KernelCreateContext::reference_kernel, nullptr when the op has no
+// reference kernel) on what the fast kernel declined: other dtypes, unusual attributes, so
+// a node never fails for being on the fast tier.
 inline void run_fallback(const OpKernel* fallback, KernelContext& context) {
   if (!fallback) {
     const Tensor& x = context.input(0);

@@ -158,7 +158,7 @@ bool is_four_byte(DType dtype) {
 class FastTransposeKernel : public OpKernel {
  public:
   explicit FastTransposeKernel(const KernelCreateContext& context)
-      : perm_(context.attr_ints_opt("perm")), fallback_(reference_kernel(context)) {
+      : perm_(context.attr_ints_opt("perm")), fallback_(context.reference_kernel()) {
     // A constant input (a weight; not a graph input, which a caller could override).
     const Value* input = context.node().input(0);
     if (input && input->has_initializer() && !context.node().graph()->is_input(input)) {

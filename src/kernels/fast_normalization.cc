@@ -42,7 +42,7 @@ class FastSoftmaxKernel : public OpKernel {
       : coerce_2d_(context.opset() < 13),
         axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)),
         log_(log),
-        fallback_(reference_kernel(context)) {}
+        fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -83,7 +83,7 @@ class FastLayerNormKernel : public OpKernel {
   explicit FastLayerNormKernel(const KernelCreateContext& context)
       : axis_(context.attr_int("axis", -1)),
         epsilon_(context.attr_float("epsilon", 1e-5f)),
-        fallback_(reference_kernel(context)) {}
+        fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -132,7 +132,7 @@ class FastLayerNormKernel : public OpKernel {
 class FastSkipLayerNormKernel : public OpKernel {
  public:
   explicit FastSkipLayerNormKernel(const KernelCreateContext& context)
-      : epsilon_(context.attr_float("epsilon", 1e-5f)), fallback_(reference_kernel(context)) {}
+      : epsilon_(context.attr_float("epsilon", 1e-5f)), fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -188,7 +188,7 @@ class FastSkipLayerNormKernel : public OpKernel {
 class FastBiasSoftmaxKernel : public OpKernel {
  public:
   explicit FastBiasSoftmaxKernel(const KernelCreateContext& context)
-      : axis_(context.attr_int("axis", -1)), fallback_(reference_kernel(context)) {}
+      : axis_(context.attr_int("axis", -1)), fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -228,7 +228,7 @@ class FastReduceMeanKernel : public OpKernel {
   explicit FastReduceMeanKernel(const KernelCreateContext& context)
       : keepdims_(context.attr_int("keepdims", 1) != 0),
         axes_(context.attr_ints_opt("axes")),
-        fallback_(reference_kernel(context)) {}
+        fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -322,6 +322,8 @@ void register_fast_normalization_kernels(OpRegistry& registry) {
   for (int64_t since : {1, 11, 13}) {
     registry.add_optimized("", "Softmax", since, softmax_factory(false));
     registry.add_optimized("", "LogSoftmax", since, softmax_factory(true));
+  }
+  for (int64_t since : {1, 11, 13, 18}) {
     registry.add_optimized("", "ReduceMean", since, float_kernel_factory<FastReduceMeanKernel>());
   }
   registry.add_optimized("", "LayerNormalization", 17, float_kernel_factory<FastLayerNormKernel>());

@@ -19,10 +19,6 @@ constexpr size_t kOmitDataBytes = 1 << 20;
 // half of its session creation). The checker needs a value field on every tensor.
 constexpr size_t kOmitDataBytesForShapeInference = 4096;
 
-std::string canonical_domain(std::string_view domain) {
-  return domain.empty() ? std::string("ai.onnx") : std::string(domain);
-}
-
 onnx::ModelProto to_proto_for_checks(const Model& model,
                                      size_t omit_data_bytes = kOmitDataBytes) {
   onnx::ModelProto proto;
@@ -67,8 +63,7 @@ void apply_types(const onnx::GraphProto& proto, Graph& graph) {
 
 int64_t max_known_opset(std::string_view domain) {
   const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  std::string key = domain == "ai.onnx" ? std::string() : std::string(domain);
-  auto it = map.find(key);
+  auto it = map.find(std::string(canonical_domain(domain)));
   return it == map.end() ? -1 : it->second.second;
 }
 
@@ -80,8 +75,8 @@ Status check_opsets_supported(const Model& model) {
         fail(
             "model imports {} opset {}, newer than the {} this build knows (libonnx {}); "
             "convert it to opset {} or older",
-            canonical_domain(opset.domain), opset.version, known,
-            ONNX_NAMESPACE::LAST_RELEASE_VERSION, known);
+            domain_label(opset.domain), opset.version, known, ONNX_NAMESPACE::LAST_RELEASE_VERSION,
+            known);
       }
     }
   });

@@ -494,8 +494,9 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
   }
   for (const auto& node_proto : proto.node()) {
     std::vector<std::string> output_names(node_proto.output().begin(), node_proto.output().end());
-    Node* node = graph.add_node(node_proto.op_type(), {}, output_names, node_proto.domain(),
-                                node_proto.name());
+    Node* node =
+        graph.add_node(node_proto.op_type(), {}, output_names,
+                       std::string(canonical_domain(node_proto.domain())), node_proto.name());
     node->set_doc_string(node_proto.doc_string());
     for (int i = 0; i < node_proto.input_size(); ++i) {
       const std::string& name = node_proto.input(i);
@@ -608,7 +609,9 @@ void graph_to_proto(const Graph& graph, onnx::GraphProto& proto, WriteContext& c
 std::vector<OpsetImport> opsets_from_proto(
     const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos) {
   std::vector<OpsetImport> opsets;
-  for (const auto& opset : protos) opsets.push_back({opset.domain(), opset.version()});
+  for (const auto& opset : protos) {
+    opsets.push_back({std::string(canonical_domain(opset.domain())), opset.version()});
+  }
   return opsets;
 }
 
@@ -626,7 +629,7 @@ void opsets_to_proto(const std::vector<OpsetImport>& opsets,
 Function function_from_proto(const onnx::FunctionProto& proto, ReadContext& context) {
   Function function;
   function.name = proto.name();
-  function.domain = proto.domain();
+  function.domain = canonical_domain(proto.domain());
   function.doc_string = proto.doc_string();
   function.attributes.assign(proto.attribute().begin(), proto.attribute().end());
   function.opset_imports = opsets_from_proto(proto.opset_import());

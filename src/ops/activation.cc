@@ -299,22 +299,32 @@ class ShrinkKernel : public OpKernel {
 void register_activation_ops(OpRegistry& registry) {
   // Since-version 6 dropped `consumed_inputs`; later versions only widened the types,
   // which every registration accepts.
-  registry.add("Relu", {6}, kernel_factory<ActivationKernel<Act::kRelu>>());
-  registry.add("LeakyRelu", {6}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>());
-  registry.add("Elu", {6}, kernel_factory<ActivationKernel<Act::kElu>>());
-  registry.add("Selu", {6}, kernel_factory<ActivationKernel<Act::kSelu>>());
-  registry.add("Celu", {12}, kernel_factory<ActivationKernel<Act::kCelu>>());
-  registry.add("ThresholdedRelu", {10}, kernel_factory<ActivationKernel<Act::kThresholdedRelu>>());
-  registry.add("HardSigmoid", {6}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>());
-  registry.add("HardSwish", {14}, kernel_factory<ActivationKernel<Act::kHardSwish>>());
-  registry.add("Sigmoid", {6}, kernel_factory<ActivationKernel<Act::kSigmoid>>());
-  registry.add("Tanh", {6}, kernel_factory<ActivationKernel<Act::kTanh>>());
-  registry.add("Softplus", {1}, kernel_factory<ActivationKernel<Act::kSoftplus>>());
-  registry.add("Softsign", {1}, kernel_factory<ActivationKernel<Act::kSoftsign>>());
+  registry.add("Relu", {6}, kernel_factory<ActivationKernel<Act::kRelu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("LeakyRelu", {6}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Elu", {6}, kernel_factory<ActivationKernel<Act::kElu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Selu", {6}, kernel_factory<ActivationKernel<Act::kSelu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Celu", {12}, kernel_factory<ActivationKernel<Act::kCelu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("ThresholdedRelu", {10}, kernel_factory<ActivationKernel<Act::kThresholdedRelu>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("HardSigmoid", {6}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>(),
+               kElementwiseOp);
+  registry.add("HardSwish", {14}, kernel_factory<ActivationKernel<Act::kHardSwish>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Sigmoid", {6}, kernel_factory<ActivationKernel<Act::kSigmoid>>(), kElementwiseOp);
+  registry.add("Tanh", {6}, kernel_factory<ActivationKernel<Act::kTanh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Softplus", {1}, kernel_factory<ActivationKernel<Act::kSoftplus>>(), kElementwiseOp);
+  registry.add("Softsign", {1}, kernel_factory<ActivationKernel<Act::kSoftsign>>(),
+               kZeroKeepingElementwiseOp);
   // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting.
-  registry.add("PRelu", {6, 7}, kernel_factory<PReluKernel>());
-  registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>());
-  registry.add("Clip", {6, 11}, kernel_factory<ClipKernel>());
+  registry.add("PRelu", {6, 7}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>(), kElementwiseOp);
+  registry.add("Clip", {6, 11}, kernel_factory<ClipKernel>(), kElementwiseOp);
 }
 
 }  // namespace onnxkit

@@ -118,8 +118,8 @@ class BlockedReferenceKernel : public OpKernel {
     for (const Attribute& attribute : node.attributes()) {
       node_->set_attribute(clone_attribute(attribute, &graph_, {}));
     }
-    kernel_ = OpRegistry::builtin().create_kernel(KernelCreateContext(*node_, opset),
-                                                  KernelTier::kReference);
+    kernel_ = context.registry().create_kernel(
+        KernelCreateContext(*node_, opset, context.registry()), KernelTier::kReference);
   }
 
   void compute(KernelContext& context) const override {

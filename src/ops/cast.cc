@@ -20,6 +20,7 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/shape_vector.h"
 
 namespace onnxkit {
 namespace {
@@ -353,6 +354,22 @@ class CastKernel : public OpKernel {
   DType to_ = DType::kUndefined;
 };
 
+// Integer (or bool) vectors cast to int64 or int32.
+std::optional<ShapeVector> cast_shape_vector(const ShapeVectorContext& context) {
+  const ShapeVector* data = context.input(0);
+  const auto to = static_cast<DType>(context.attr_int("to", 0));
+  if (!data || !ShapeVector::is_int(to)) return std::nullopt;
+  if (!ShapeVector::is_int(data->dtype) && data->dtype != DType::kBool) return std::nullopt;
+  ShapeVector out = *data;
+  out.dtype = to;
+  for (SymbolicInt& e : out.elems) {
+    // Symbolic elements keep their text: dims (and 0/1 bools) fit in int32.
+    if (e.known && to == DType::kInt32) e = SymbolicInt::number(static_cast<int32_t>(*e.known));
+    if (data->dtype == DType::kBool) e.nonneg = true;
+  }
+  return out;
+}
+
 // CastLike: the target type is that of input 1.
 class CastLikeKernel : public OpKernel {
  public:
@@ -365,7 +382,8 @@ class CastLikeKernel : public OpKernel {
 }  // namespace
 
 void register_cast_ops(OpRegistry& registry) {
-  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>());
+  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>(), kElementwiseOp,
+               cast_shape_vector);
   registry.add("CastLike", {15}, kernel_factory<CastLikeKernel>());
 }
 

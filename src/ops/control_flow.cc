@@ -5,7 +5,6 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
-#include "runtime/compiled_graph.h"
 
 namespace onnxkit {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 

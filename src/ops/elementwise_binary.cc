@@ -12,6 +12,7 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/shape_vector.h"
 
 namespace onnxkit {
 namespace {
@@ -542,30 +543,160 @@ class VariadicKernel : public OpKernel {
   bool broadcast_;
 };
 
+// ---- shape vectors: scalars and 1-D vectors broadcast against each other ----
+
+// Every input's shape vector, or nullopt when one is not a shape vector.
+std::optional<std::vector<const ShapeVector*>> shape_vector_inputs(
+    const ShapeVectorContext& context) {
+  std::vector<const ShapeVector*> inputs;
+  for (size_t i = 0; i < context.node().inputs().size(); ++i) {
+    const ShapeVector* in = context.input(i);
+    if (!in) return std::nullopt;
+    inputs.push_back(in);
+  }
+  if (inputs.empty()) return std::nullopt;
+  return inputs;
+}
+
+// Inputs `first`.. are integer vectors of one dtype.
+bool same_int_dtype(const std::vector<const ShapeVector*>& inputs, size_t first) {
+  for (size_t k = first; k < inputs.size(); ++k) {
+    if (!ShapeVector::is_int(inputs[k]->dtype) || inputs[k]->dtype != inputs[first]->dtype) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// f(elements at j, j) for each j of the broadcast inputs.
+template <typename F>
+std::optional<ShapeVector> broadcast_shape_vectors(const std::vector<const ShapeVector*>& inputs,
+                                                   DType dtype, F&& f) {
+  ShapeVector result;
+  result.dtype = dtype;
+  result.scalar = true;
+  size_t n = 1;
+  for (const ShapeVector* in : inputs) {
+    result.from_shape |= in->from_shape;
+    if (in->scalar) continue;
+    result.scalar = false;
+    const size_t len = in->elems.size();
+    if (len == 1) continue;
+    if (n != 1 && n != len) return std::nullopt;
+    n = len;
+  }
+  std::vector<const SymbolicInt*> args(inputs.size());
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      args[k] = &inputs[k]->elems[inputs[k]->elems.size() == 1 ? 0 : j];
+    }
+    std::optional<SymbolicInt> e = f(args, j);
+    if (!e) return std::nullopt;
+    result.elems.push_back(std::move(*e));
+  }
+  return result;
+}
+
+// Add, Sub, Mul, Div ('+', '-', '*', '/') of two integer vectors.
+template <char kOp>
+std::optional<ShapeVector> arithmetic_shape_vector(const ShapeVectorContext& context) {
+  auto inputs = shape_vector_inputs(context);
+  if (!inputs || inputs->size() != 2 || !same_int_dtype(*inputs, 0)) return std::nullopt;
+  const DType dtype = (*inputs)[0]->dtype;
+  return broadcast_shape_vectors(*inputs, dtype,
+                                 [&](const std::vector<const SymbolicInt*>& a, size_t) {
+                                   return SymbolicInt::arithmetic(kOp, *a[0], *a[1], dtype);
+                                 });
+}
+
+std::optional<ShapeVector> equal_shape_vector(const ShapeVectorContext& context) {
+  auto inputs = shape_vector_inputs(context);
+  if (!inputs || inputs->size() != 2 || !same_int_dtype(*inputs, 0)) return std::nullopt;
+  const Value* output = context.node().output(0);
+  return broadcast_shape_vectors(
+      *inputs, DType::kBool, [&](const std::vector<const SymbolicInt*>& a, size_t j) {
+        const SymbolicInt &x = *a[0], &y = *a[1];
+        if (x.known && y.known) return SymbolicInt::number(*x.known == *y.known);
+        if (x.same_as(y)) return SymbolicInt::number(1);
+        // A dim (>= 0) never equals a negative number (the -1 of Reshape/Expand targets).
+        if ((x.known && *x.known < 0 && y.nonneg) || (y.known && *y.known < 0 && x.nonneg)) {
+          return SymbolicInt::number(0);
+        }
+        return SymbolicInt::opaque(output, j, a, true);
+      });
+}
+
+std::optional<ShapeVector> where_shape_vector(const ShapeVectorContext& context) {
+  auto inputs = shape_vector_inputs(context);
+  if (!inputs || inputs->size() != 3 || (*inputs)[0]->dtype != DType::kBool ||
+      !same_int_dtype(*inputs, 1)) {
+    return std::nullopt;
+  }
+  const Value* output = context.node().output(0);
+  return broadcast_shape_vectors(
+      *inputs, (*inputs)[1]->dtype, [&](const std::vector<const SymbolicInt*>& a, size_t j) {
+        if (a[0]->known) return *a[0]->known ? *a[1] : *a[2];
+        if (a[1]->same_as(*a[2])) return *a[1];
+        return SymbolicInt::opaque(output, j, a, a[1]->nonneg && a[2]->nonneg);
+      });
+}
+
+// Max (kMax) or Min of any number of integer vectors.
+template <bool kMax>
+std::optional<ShapeVector> extremum_shape_vector(const ShapeVectorContext& context) {
+  auto inputs = shape_vector_inputs(context);
+  if (!inputs || !same_int_dtype(*inputs, 0)) return std::nullopt;
+  const Value* output = context.node().output(0);
+  auto element = [&](const std::vector<const SymbolicInt*>& a, size_t j) {
+    std::optional<SymbolicInt> acc = *a[0];
+    bool nonneg = !kMax;
+    for (const SymbolicInt* e : a) nonneg = kMax ? (nonneg || e->nonneg) : (nonneg && e->nonneg);
+    for (size_t k = 1; k < a.size() && acc; ++k) acc = SymbolicInt::extremum(kMax, *acc, *a[k]);
+    return acc ? *acc : SymbolicInt::opaque(output, j, a, nonneg);
+  };
+  return broadcast_shape_vectors(*inputs, (*inputs)[0]->dtype, element);
+}
+
 }  // namespace
 
 void register_elementwise_binary_ops(OpRegistry& registry) {
-  registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>());
-  registry.add("Sub", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kSub>>());
-  registry.add("Mul", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kMul>>());
-  registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>());
-  registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>());
-  registry.add("Mod", {10, 13}, kernel_factory<ModKernel>());
-  registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>());
-  registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>());
-  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>());
-  registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>());
-  registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>());
-  registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>());
-  registry.add("Greater", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kGreater>>());
-  registry.add("LessOrEqual", {12, 16}, kernel_factory<CompareKernel<Compare::kLessOrEqual>>());
+  registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>(),
+               kCommutativeZeroKeepingBroadcastingOp, arithmetic_shape_vector<'+'>);
+  registry.add("Sub", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kSub>>(),
+               kZeroKeepingBroadcastingOp, arithmetic_shape_vector<'-'>);
+  registry.add("Mul", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kMul>>(),
+               kCommutativeZeroKeepingBroadcastingOp, arithmetic_shape_vector<'*'>);
+  registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>(),
+               kBroadcastingOp, arithmetic_shape_vector<'/'>);
+  registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>(), kBroadcastingOp);
+  registry.add("Mod", {10, 13}, kernel_factory<ModKernel>(), kBroadcastingOp);
+  registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
+  registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
+  registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
+  registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>(),
+               kCommutativeBroadcastingOp, equal_shape_vector);
+  registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>(),
+               kBroadcastingOp);
+  registry.add("Greater", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kGreater>>(),
+               kBroadcastingOp);
+  registry.add("LessOrEqual", {12, 16}, kernel_factory<CompareKernel<Compare::kLessOrEqual>>(),
+               kBroadcastingOp);
   registry.add("GreaterOrEqual", {12, 16},
-               kernel_factory<CompareKernel<Compare::kGreaterOrEqual>>());
-  registry.add("Where", {9, 16}, kernel_factory<WhereKernel>());
-  registry.add("Min", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMin>>());
-  registry.add("Max", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMax>>());
-  registry.add("Sum", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kSum>>());
-  registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>());
+               kernel_factory<CompareKernel<Compare::kGreaterOrEqual>>(), kBroadcastingOp);
+  registry.add("Where", {9, 16}, kernel_factory<WhereKernel>(), kBroadcastingOp,
+               where_shape_vector);
+  registry.add("Min", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMin>>(),
+               kCommutativeZeroKeepingBroadcastingOp, extremum_shape_vector<false>);
+  registry.add("Max", {1, 6, 8, 12, 13}, kernel_factory<VariadicKernel<Variadic::kMax>>(),
+               kCommutativeZeroKeepingBroadcastingOp, extremum_shape_vector<true>);
+  registry.add("Sum", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kSum>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
+  registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>(),
+               kCommutativeZeroKeepingBroadcastingOp);
 }
 
 }  // namespace onnxkit

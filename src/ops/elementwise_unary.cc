@@ -208,31 +208,36 @@ class NotKernel : public OpKernel {
 
 void register_elementwise_unary_ops(OpRegistry& registry) {
   // Opset 6 dropped `consumed_inputs`; 13 added bfloat16 (accepted by every registration).
-  registry.add("Neg", {6}, kernel_factory<UnaryKernel<Unary::kNeg>>());
-  registry.add("Abs", {6}, kernel_factory<UnaryKernel<Unary::kAbs>>());
-  registry.add("Sign", {9}, kernel_factory<UnaryKernel<Unary::kSign>>());
-  registry.add("Sqrt", {6}, kernel_factory<UnaryKernel<Unary::kSqrt>>());
-  registry.add("Reciprocal", {6}, kernel_factory<UnaryKernel<Unary::kReciprocal>>());
-  registry.add("Exp", {6}, kernel_factory<UnaryKernel<Unary::kExp>>());
-  registry.add("Log", {6}, kernel_factory<UnaryKernel<Unary::kLog>>());
-  registry.add("Erf", {9}, kernel_factory<UnaryKernel<Unary::kErf>>());
-  registry.add("Sin", {7}, kernel_factory<UnaryKernel<Unary::kSin>>());
-  registry.add("Cos", {7}, kernel_factory<UnaryKernel<Unary::kCos>>());
-  registry.add("Tan", {7}, kernel_factory<UnaryKernel<Unary::kTan>>());
-  registry.add("Asin", {7}, kernel_factory<UnaryKernel<Unary::kAsin>>());
-  registry.add("Acos", {7}, kernel_factory<UnaryKernel<Unary::kAcos>>());
-  registry.add("Atan", {7}, kernel_factory<UnaryKernel<Unary::kAtan>>());
-  registry.add("Sinh", {9}, kernel_factory<UnaryKernel<Unary::kSinh>>());
-  registry.add("Cosh", {9}, kernel_factory<UnaryKernel<Unary::kCosh>>());
-  registry.add("Asinh", {9}, kernel_factory<UnaryKernel<Unary::kAsinh>>());
-  registry.add("Acosh", {9}, kernel_factory<UnaryKernel<Unary::kAcosh>>());
-  registry.add("Atanh", {9}, kernel_factory<UnaryKernel<Unary::kAtanh>>());
-  registry.add("Floor", {6}, kernel_factory<UnaryKernel<Unary::kFloor>>());
-  registry.add("Ceil", {6}, kernel_factory<UnaryKernel<Unary::kCeil>>());
-  registry.add("Round", {11}, kernel_factory<UnaryKernel<Unary::kRound>>());
-  registry.add("IsNaN", {9}, kernel_factory<IsNaNKernel>());
-  registry.add("IsInf", {10}, kernel_factory<IsInfKernel>());
-  registry.add("Not", {1}, kernel_factory<NotKernel>());
+  registry.add("Neg", {6}, kernel_factory<UnaryKernel<Unary::kNeg>>(), kZeroKeepingElementwiseOp);
+  registry.add("Abs", {6}, kernel_factory<UnaryKernel<Unary::kAbs>>(), kZeroKeepingElementwiseOp);
+  registry.add("Sign", {9}, kernel_factory<UnaryKernel<Unary::kSign>>(), kZeroKeepingElementwiseOp);
+  registry.add("Sqrt", {6}, kernel_factory<UnaryKernel<Unary::kSqrt>>(), kZeroKeepingElementwiseOp);
+  registry.add("Reciprocal", {6}, kernel_factory<UnaryKernel<Unary::kReciprocal>>(),
+               kElementwiseOp);
+  registry.add("Exp", {6}, kernel_factory<UnaryKernel<Unary::kExp>>(), kElementwiseOp);
+  registry.add("Log", {6}, kernel_factory<UnaryKernel<Unary::kLog>>(), kElementwiseOp);
+  registry.add("Erf", {9}, kernel_factory<UnaryKernel<Unary::kErf>>(), kZeroKeepingElementwiseOp);
+  registry.add("Sin", {7}, kernel_factory<UnaryKernel<Unary::kSin>>(), kZeroKeepingElementwiseOp);
+  registry.add("Cos", {7}, kernel_factory<UnaryKernel<Unary::kCos>>(), kElementwiseOp);
+  registry.add("Tan", {7}, kernel_factory<UnaryKernel<Unary::kTan>>(), kZeroKeepingElementwiseOp);
+  registry.add("Asin", {7}, kernel_factory<UnaryKernel<Unary::kAsin>>(), kZeroKeepingElementwiseOp);
+  registry.add("Acos", {7}, kernel_factory<UnaryKernel<Unary::kAcos>>(), kElementwiseOp);
+  registry.add("Atan", {7}, kernel_factory<UnaryKernel<Unary::kAtan>>(), kZeroKeepingElementwiseOp);
+  registry.add("Sinh", {9}, kernel_factory<UnaryKernel<Unary::kSinh>>(), kZeroKeepingElementwiseOp);
+  registry.add("Cosh", {9}, kernel_factory<UnaryKernel<Unary::kCosh>>(), kElementwiseOp);
+  registry.add("Asinh", {9}, kernel_factory<UnaryKernel<Unary::kAsinh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Acosh", {9}, kernel_factory<UnaryKernel<Unary::kAcosh>>(), kElementwiseOp);
+  registry.add("Atanh", {9}, kernel_factory<UnaryKernel<Unary::kAtanh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Floor", {6}, kernel_factory<UnaryKernel<Unary::kFloor>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Ceil", {6}, kernel_factory<UnaryKernel<Unary::kCeil>>(), kZeroKeepingElementwiseOp);
+  registry.add("Round", {11}, kernel_factory<UnaryKernel<Unary::kRound>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("IsNaN", {9}, kernel_factory<IsNaNKernel>(), kElementwiseOp);
+  registry.add("IsInf", {10}, kernel_factory<IsInfKernel>(), kElementwiseOp);
+  registry.add("Not", {1}, kernel_factory<NotKernel>(), kElementwiseOp);
 }
 
 }  // namespace onnxkit

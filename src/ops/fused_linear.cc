@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
@@ -83,9 +83,9 @@ class FusedConvKernel : public OpKernel {
  private:
   static std::unique_ptr<OpKernel> reference_conv(const KernelCreateContext& context) {
     // Conv-11 semantics (the same as Conv-1 apart from the optional kernel_shape).
-    const OpRegistration* conv = OpRegistry::builtin().find("", "Conv", 11);
+    const OpRegistration* conv = context.registry().find("", "Conv", 11);
     if (!conv) context.fail("internal: no reference Conv kernel");
-    return conv->factory(context);
+    return conv->definition.reference(context);
   }
 
   std::unique_ptr<OpKernel> conv_;

@@ -52,10 +52,9 @@
 #include <array>
 #include <string_view>
 
-namespace onnxkit {
+#include "ir/domain.h"  // kOnnxkitDomain, kOnnxkitDomainVersion
 
-inline constexpr std::string_view kOnnxkitDomain = "com.onnxkit";
-inline constexpr int kOnnxkitDomainVersion = 1;
+namespace onnxkit {
 
 // The activations FusedConv / FusedMatMul accept, and their activation_params (absent
 // params take the standalone op's defaults: LeakyRelu 0.01, HardSigmoid 0.2 / 0.5, Clip

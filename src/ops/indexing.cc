@@ -14,6 +14,7 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/shape_vector.h"
 
 namespace onnxkit {
 namespace {
@@ -276,6 +277,53 @@ class SliceKernel : public OpKernel {
   std::optional<std::vector<int64_t>> axes_;
 };
 
+// One slice of a vector along axis 0 (starts/ends/axes: attributes before opset 10, inputs
+// 1.. from 10).
+std::optional<ShapeVector> slice_shape_vector(const ShapeVectorContext& context) {
+  const ShapeVector* data = context.input(0);
+  if (!data || data->scalar) return std::nullopt;
+  const Node& node = context.node();
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+  bool from_shape = data->from_shape;
+  if (context.opset() < 10) {
+    if (const auto* a = context.attr_ints("starts")) starts = *a;
+    if (const auto* a = context.attr_ints("ends")) ends = *a;
+    if (const auto* a = context.attr_ints("axes")) axes = *a;
+  } else {
+    starts = context.known_ints(1);
+    ends = context.known_ints(2);
+    if (node.input(3) && !(axes = context.known_ints(3))) return std::nullopt;
+    if (node.input(4) && !(steps = context.known_ints(4))) return std::nullopt;
+    for (size_t i = 1; i < 5; ++i) {
+      if (const ShapeVector* in = context.input(i)) from_shape |= in->from_shape;
+    }
+  }
+  if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
+  if (axes && !ShapeVector::names_axis_zero(*axes)) return std::nullopt;
+  if (steps && steps->size() != 1) return std::nullopt;
+  const int64_t step = steps ? (*steps)[0] : 1;
+  if (step == 0) return std::nullopt;
+  const auto n = static_cast<int64_t>(data->elems.size());
+  ShapeVector out;
+  out.dtype = data->dtype;
+  out.from_shape = from_shape;
+  if (n == 0) return out;
+  int64_t start = (*starts)[0], end = (*ends)[0];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, n);
+    end = std::clamp<int64_t>(end, 0, n);
+  } else {
+    start = std::clamp<int64_t>(start, 0, n - 1);
+    end = std::clamp<int64_t>(end, -1, n - 1);
+  }
+  for (int64_t i = start; step > 0 ? i < end : i > end; i += step) {
+    out.elems.push_back(data->elems[i]);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------
 // Gather, GatherElements, GatherND
 
@@ -319,6 +367,26 @@ class GatherKernel : public OpKernel {
  private:
   int64_t axis_;
 };
+
+// Known indices into a vector (axis 0).
+std::optional<ShapeVector> gather_shape_vector(const ShapeVectorContext& context) {
+  const ShapeVector* data = context.input(0);
+  const ShapeVector* indices_vec = context.input(1);
+  if (!data || data->scalar || !indices_vec) return std::nullopt;
+  auto indices = context.known_ints(1);
+  const int64_t axis = context.attr_int("axis", 0);
+  if (!indices || (axis != 0 && axis != -1)) return std::nullopt;
+  const auto n = static_cast<int64_t>(data->elems.size());
+  ShapeVector out;
+  out.dtype = data->dtype;
+  out.scalar = indices_vec->scalar;
+  out.from_shape = data->from_shape || indices_vec->from_shape;
+  for (int64_t index : *indices) {
+    if (index < -n || index >= n) return std::nullopt;
+    out.elems.push_back(data->elems[index < 0 ? index + n : index]);
+  }
+  return out;
+}
 
 class GatherElementsKernel : public OpKernel {
  public:
@@ -959,8 +1027,8 @@ class UniqueKernel : public OpKernel {
 }  // namespace
 
 void register_indexing_ops(OpRegistry& registry) {
-  registry.add("Slice", {1, 10, 11, 13}, kernel_factory<SliceKernel>());
-  registry.add("Gather", {1, 11, 13}, kernel_factory<GatherKernel>());
+  registry.add("Slice", {1, 10, 11, 13}, kernel_factory<SliceKernel>(), {}, slice_shape_vector);
+  registry.add("Gather", {1, 11, 13}, kernel_factory<GatherKernel>(), {}, gather_shape_vector);
   registry.add("GatherElements", {11, 13}, kernel_factory<GatherElementsKernel>());
   registry.add("GatherND", {11, 12, 13}, kernel_factory<GatherNDKernel>());
   registry.add("Scatter", {9, 11}, kernel_factory<ScatterElementsKernel>());

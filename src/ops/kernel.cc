@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/memory_pool.h"
+#include "ops/registry.h"
 
 namespace onnxkit {
 
@@ -182,6 +183,10 @@ std::shared_ptr<const CompiledGraph> KernelCreateContext::compile_subgraph(
     const Graph& graph) const {
   if (!compiler_) fail("internal: subgraphs cannot be compiled here");
   return compiler_(graph);
+}
+
+std::unique_ptr<OpKernel> KernelCreateContext::reference_kernel() const {
+  return registry_.create_reference_kernel(*this);
 }
 
 }  // namespace onnxkit

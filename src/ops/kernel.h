@@ -24,6 +24,7 @@ class CompiledGraph;   // runtime: an executable plan of a (sub)graph
 class Frame;           // runtime: the values of one running graph
 class Profiler;        // runtime: per-kernel timings of a run
 class BlockAllocator;  // core: where output tensors come from (pool, arena)
+class OpRegistry;      // ops/registry.h: where kernels come from
 
 // Runs compiled subgraphs on behalf of control-flow kernels (If, Loop, Scan).
 class SubgraphRunner {
@@ -111,17 +112,22 @@ class OpKernel {
   virtual void compute(KernelContext& context) const = 0;
 };
 
-// What a kernel constructor sees: the node, the opset it is resolved against, typed
-// attribute readers, and a way to compile subgraphs.
+// What a kernel constructor sees: the node, the opset it is resolved against, the registry
+// the kernel comes from, typed attribute readers, and a way to compile subgraphs.
 class KernelCreateContext {
  public:
   using SubgraphCompiler = std::function<std::shared_ptr<const CompiledGraph>(const Graph&)>;
 
-  KernelCreateContext(const Node& node, int64_t opset, SubgraphCompiler compiler = {})
-      : node_(node), opset_(opset), compiler_(std::move(compiler)) {}
+  KernelCreateContext(const Node& node, int64_t opset, const OpRegistry& registry,
+                      SubgraphCompiler compiler = {})
+      : node_(node), opset_(opset), registry_(registry), compiler_(std::move(compiler)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
+  const OpRegistry& registry() const { return registry_; }
+  // The node's reference kernel from the same registry (what an optimized kernel hands the
+  // cases it does not handle), or nullptr when the op has no reference registration.
+  std::unique_ptr<OpKernel> reference_kernel() const;
 
   bool has_attribute(std::string_view name) const { return node_.find_attribute(name); }
   int64_t attr_int(std::string_view name, int64_t fallback) const;
@@ -149,6 +155,7 @@ class KernelCreateContext {
   const Attribute* typed(std::string_view name, AttrType type) const;
   const Node& node_;
   int64_t opset_;
+  const OpRegistry& registry_;
   SubgraphCompiler compiler_;
 };
 

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 

@@ -462,7 +462,8 @@ void register_normalization_ops(OpRegistry& registry) {
   registry.add("MeanVarianceNormalization", {9, 13},
                kernel_factory<MeanVarianceNormalizationKernel>());
   registry.add("LRN", {1, 13}, kernel_factory<LrnKernel>());
-  registry.add("Dropout", {7, 10, 12, 13}, kernel_factory<DropoutKernel>());
+  registry.add("Dropout", {7, 10, 12, 13}, kernel_factory<DropoutKernel>(),
+               OpTraits{.random_in_training = true});
 }
 
 }  // namespace onnxkit

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -794,9 +794,12 @@ class QLinearConvKernel : public OpKernel {
 }  // namespace
 
 void register_quantization_ops(OpRegistry& registry) {
-  registry.add("QuantizeLinear", {10, 13}, kernel_factory<QuantizeLinearKernel>());
-  registry.add("DequantizeLinear", {10, 13}, kernel_factory<DequantizeLinearKernel>());
-  registry.add("DynamicQuantizeLinear", {11}, kernel_factory<DynamicQuantizeLinearKernel>());
+  constexpr OpTraits kQuantization{.quantization = true};
+  registry.add("QuantizeLinear", {10, 13}, {kernel_factory<QuantizeLinearKernel>(), kQuantization});
+  registry.add("DequantizeLinear", {10, 13},
+               {kernel_factory<DequantizeLinearKernel>(), kQuantization});
+  registry.add("DynamicQuantizeLinear", {11},
+               {kernel_factory<DynamicQuantizeLinearKernel>(), kQuantization});
   registry.add("QLinearConv", {10}, kernel_factory<QLinearConvKernel>());
   registry.add("QLinearMatMul", {10}, kernel_factory<QLinearMatMulKernel>());
   registry.add("MatMulInteger", {10}, kernel_factory<MatMulIntegerKernel>());

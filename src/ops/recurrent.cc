@@ -15,7 +15,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 

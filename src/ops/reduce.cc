@@ -603,18 +603,31 @@ class CumSumKernel : public OpKernel {
 }  // namespace
 
 void register_reduce_ops(OpRegistry& registry) {
-  registry.add("ReduceSum", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kSum>>());
-  registry.add("ReduceMean", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kMean>>());
-  registry.add("ReduceMax", {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMax>>());
-  registry.add("ReduceMin", {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMin>>());
-  registry.add("ReduceProd", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kProd>>());
-  registry.add("ReduceL1", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL1>>());
-  registry.add("ReduceL2", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL2>>());
-  registry.add("ReduceLogSum", {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kLogSum>>());
-  registry.add("ReduceLogSumExp", {1, 11, 13},
-               kernel_factory<ReduceKernel<ReduceKind::kLogSumExp>>());
-  registry.add("ReduceSumSquare", {1, 11, 13},
-               kernel_factory<ReduceKernel<ReduceKind::kSumSquare>>());
+  // Reductions keep axis order (AxisRule::kReduction); their axes moved from an attribute
+  // to input 1 in opset 13 (ReduceSum) and 18 (the others).
+  constexpr OpTraits kAxesAttribute{.axes = AxisRule::kReduction};
+  constexpr OpTraits kAxesInput{.axes = AxisRule::kReduction, .axes_input = true};
+  auto add_reduction = [&](std::string op_type, int64_t axes_input_since,
+                           std::vector<int64_t> versions, const KernelFactory& factory) {
+    versions.push_back(axes_input_since);
+    for (int64_t since : versions) {
+      registry.add("", op_type, since,
+                   OpDefinition(factory, since >= axes_input_since ? kAxesInput : kAxesAttribute));
+    }
+  };
+  add_reduction("ReduceSum", 13, {1, 11}, kernel_factory<ReduceKernel<ReduceKind::kSum>>());
+  add_reduction("ReduceMean", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kMean>>());
+  add_reduction("ReduceMax", 18, {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMax>>());
+  add_reduction("ReduceMin", 18, {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMin>>());
+  add_reduction("ReduceProd", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kProd>>());
+  add_reduction("ReduceL1", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL1>>());
+  add_reduction("ReduceL2", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL2>>());
+  add_reduction("ReduceLogSum", 18, {1, 11, 13},
+                kernel_factory<ReduceKernel<ReduceKind::kLogSum>>());
+  add_reduction("ReduceLogSumExp", 18, {1, 11, 13},
+                kernel_factory<ReduceKernel<ReduceKind::kLogSumExp>>());
+  add_reduction("ReduceSumSquare", 18, {1, 11, 13},
+                kernel_factory<ReduceKernel<ReduceKind::kSumSquare>>());
   registry.add("ArgMax", {1, 11, 12, 13}, kernel_factory<ArgExtremeKernel<true>>());
   registry.add("ArgMin", {1, 11, 12, 13}, kernel_factory<ArgExtremeKernel<false>>());
   registry.add("TopK", {1, 10, 11}, kernel_factory<TopKKernel>());

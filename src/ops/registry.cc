@@ -2,22 +2,17 @@
 
 #include <algorithm>
 
+#include "ir/domain.h"
+
 namespace onnxkit {
 namespace {
 
-std::string canonical_domain(std::string_view domain) {
-  return domain == "ai.onnx" ? std::string() : std::string(domain);
-}
-
-}  // namespace
-
-void OpRegistry::insert(Table& table, OpRegistration registration) {
-  registration.domain = canonical_domain(registration.domain);
-  auto& versions = table[{registration.domain, registration.op_type}];
+template <typename Registration>
+void insert_sorted(std::vector<Registration>& versions, Registration registration,
+                   std::string_view op_type) {
   for (const auto& existing : versions) {
     if (existing.since_version == registration.since_version) {
-      throw Error("op " + registration.op_type + " since version " +
-                  std::to_string(registration.since_version) + " is registered twice");
+      fail("op {} since version {} is registered twice", op_type, registration.since_version);
     }
   }
   versions.push_back(std::move(registration));
@@ -25,30 +20,39 @@ void OpRegistry::insert(Table& table, OpRegistration registration) {
             [](const auto& a, const auto& b) { return a.since_version < b.since_version; });
 }
 
-const OpRegistration* OpRegistry::lookup(const Table& table, std::string_view domain,
-                                         std::string_view op_type, int64_t opset) {
-  auto it = table.find(std::make_pair(canonical_domain(domain), std::string(op_type)));
+// The newest registration not newer than `opset`, or nullptr.
+template <typename Table>
+const typename Table::mapped_type::value_type* lookup(const Table& table, std::string_view domain,
+                                                      std::string_view op_type, int64_t opset) {
+  auto it =
+      table.find(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type)));
   if (it == table.end()) return nullptr;
-  const OpRegistration* best = nullptr;
+  const typename Table::mapped_type::value_type* best = nullptr;
   for (const auto& registration : it->second) {
     if (registration.since_version <= opset) best = &registration;
   }
   return best;
 }
 
+}  // namespace
+
 void OpRegistry::add(std::string domain, std::string op_type, int64_t since_version,
-                     KernelFactory factory) {
-  insert(ops_, {std::move(domain), std::move(op_type), since_version, std::move(factory)});
+                     OpDefinition definition) {
+  domain = std::string(canonical_domain(domain));
+  auto& versions = ops_[{domain, op_type}];
+  insert_sorted(versions, OpRegistration{domain, op_type, since_version, std::move(definition)},
+                op_type);
 }
 
 void OpRegistry::add(std::string op_type, std::initializer_list<int64_t> since_versions,
-                     const KernelFactory& factory) {
-  for (int64_t version : since_versions) add("", op_type, version, factory);
+                     const OpDefinition& definition) {
+  for (int64_t version : since_versions) add("", op_type, version, definition);
 }
 
 void OpRegistry::add_optimized(std::string domain, std::string op_type, int64_t since_version,
                                KernelFactory factory) {
-  insert(optimized_, {std::move(domain), std::move(op_type), since_version, std::move(factory)});
+  auto& versions = optimized_[{std::string(canonical_domain(domain)), op_type}];
+  insert_sorted(versions, OptimizedRegistration{since_version, std::move(factory)}, op_type);
 }
 
 const OpRegistration* OpRegistry::find(std::string_view domain, std::string_view op_type,
@@ -56,54 +60,56 @@ const OpRegistration* OpRegistry::find(std::string_view domain, std::string_view
   return lookup(ops_, domain, op_type, opset);
 }
 
-const OpRegistration* OpRegistry::find_optimized(std::string_view domain, std::string_view op_type,
-                                                 int64_t opset) const {
-  const OpRegistration* optimized = lookup(optimized_, domain, op_type, opset);
+const OptimizedRegistration* OpRegistry::find_optimized(std::string_view domain,
+                                                        std::string_view op_type,
+                                                        int64_t opset) const {
+  const OptimizedRegistration* optimized = lookup(optimized_, domain, op_type, opset);
   if (!optimized) return nullptr;
   const OpRegistration* reference = find(domain, op_type, opset);
   if (reference && reference->since_version > optimized->since_version) return nullptr;
   return optimized;
 }
 
-bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
-  return ops_.count(std::make_pair(canonical_domain(domain), std::string(op_type))) > 0;
+const OpDefinition* OpRegistry::definition(const Node& node, int64_t opset) const {
+  const OpRegistration* registration = find(node.domain(), node.op_type(), opset);
+  return registration ? &registration->definition : nullptr;
 }
 
-std::vector<std::string> OpRegistry::op_types(std::string_view domain) const {
-  std::vector<std::string> names;
-  for (const auto& [key, versions] : ops_) {
-    if (key.first == canonical_domain(domain)) names.push_back(key.second);
-  }
-  return names;
+const OpTraits& OpRegistry::traits(const Node& node, int64_t opset) const {
+  static const OpTraits kUnknown;
+  const OpDefinition* found = definition(node, opset);
+  return found ? found->traits : kUnknown;
+}
+
+bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
+  return ops_.count(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type))) > 0;
 }
 
 std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& context,
                                                     KernelTier tier) const {
   const Node& node = context.node();
   if (tier == KernelTier::kOptimized) {
-    if (const OpRegistration* optimized =
+    if (const OptimizedRegistration* optimized =
             find_optimized(node.domain(), node.op_type(), context.opset())) {
       if (auto kernel = optimized->factory(context)) return kernel;
     }
   }
   const OpRegistration* registration = find(node.domain(), node.op_type(), context.opset());
   if (!registration) {
-    std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+    const std::string domain = domain_label(node.domain());
     if (knows(node.domain(), node.op_type())) {
       fail("{}: no kernel for {} opset {}", node.describe(), domain, context.opset());
     }
     fail("{}: operator {}::{} is not implemented", node.describe(), domain, node.op_type());
   }
-  return registration->factory(context);
+  return registration->definition.reference(context);
 }
 
-const OpRegistry& OpRegistry::builtin() {
-  static const OpRegistry registry = [] {
-    OpRegistry r;
-    register_all_ops(r);
-    return r;
-  }();
-  return registry;
+std::unique_ptr<OpKernel> OpRegistry::create_reference_kernel(
+    const KernelCreateContext& context) const {
+  const Node& node = context.node();
+  const OpRegistration* registration = find(node.domain(), node.op_type(), context.opset());
+  return registration ? registration->definition.reference(context) : nullptr;
 }
 
 }  // namespace onnxkit

@@ -2,7 +2,6 @@
 // OptionalHasElement, OptionalGetElement).
 #include "ops/op_utils.h"
 #include "ops/registry.h"
-#include "runtime/compiled_graph.h"
 
 namespace onnxkit {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/shape_vector.h"
 
 namespace onnxkit {
 namespace {
@@ -155,6 +156,11 @@ class IdentityKernel : public OpKernel {
   }
 };
 
+std::optional<ShapeVector> identity_shape_vector(const ShapeVectorContext& context) {
+  const ShapeVector* in = context.input(0);
+  return in ? std::optional<ShapeVector>(*in) : std::nullopt;
+}
+
 // Shape: the input's dims as int64, from opset 15 sliced by start/end (clamped).
 class ShapeKernel : public OpKernel {
  public:
@@ -183,6 +189,26 @@ class ShapeKernel : public OpKernel {
   std::optional<int64_t> end_;
 };
 
+// The dims [start, end) of input 0's type (start/end from opset 15).
+std::optional<ShapeVector> shape_shape_vector(const ShapeVectorContext& context) {
+  const Value* x = context.node().input(0);
+  if (!x || !x->type().is_tensor() || !x->type().shape) return std::nullopt;
+  const auto rank = static_cast<int64_t>(x->type().shape->size());
+  ShapeVector out;
+  out.from_shape = true;
+  int64_t start = 0, end = rank;
+  if (context.opset() >= 15) {
+    start = context.attr_int("start", 0);
+    end = context.attr_int("end", rank);
+  }
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  for (int64_t i = start; i < end; ++i) out.elems.push_back(SymbolicInt::dim(x, i));
+  return out;
+}
+
 // Size: the input's element count as an int64 scalar.
 class SizeKernel : public OpKernel {
  public:
@@ -192,6 +218,24 @@ class SizeKernel : public OpKernel {
     context.allocate_output(0, DType::kInt64, {}).mutable_data<int64_t>()[0] = numel;
   }
 };
+
+// The product of input 0's dims.
+std::optional<ShapeVector> size_shape_vector(const ShapeVectorContext& context) {
+  const Value* x = context.node().input(0);
+  if (!x || !x->type().is_tensor() || !x->type().shape) return std::nullopt;
+  const auto rank = static_cast<int64_t>(x->type().shape->size());
+  ShapeVector out;
+  out.from_shape = true;
+  out.scalar = true;
+  SymbolicInt product = SymbolicInt::number(1);
+  for (int64_t i = 0; i < rank; ++i) {
+    auto next = SymbolicInt::arithmetic('*', product, SymbolicInt::dim(x, i), DType::kInt64);
+    if (!next) return std::nullopt;
+    product = std::move(*next);
+  }
+  out.elems.push_back(std::move(product));
+  return out;
+}
 
 // Reshape: shape from input 1; 0 copies the input dim (or is a 0 dim with allowzero, opset
 // 14), one -1 is inferred. The output shares the input's bytes.
@@ -256,6 +300,29 @@ class ReshapeKernel : public OpKernel {
  private:
   bool allow_zero_ = false;
 };
+
+// 1-D <-> 1-D or scalar, element order unchanged.
+std::optional<ShapeVector> reshape_shape_vector(const ShapeVectorContext& context) {
+  const ShapeVector* data = context.input(0);
+  auto target = context.known_ints(1);
+  if (!data || !target) return std::nullopt;
+  const auto n = static_cast<int64_t>(data->elems.size());
+  const bool allowzero = context.opset() >= 14 && context.attr_int("allowzero", 0) != 0;
+  ShapeVector out = *data;
+  if (target->empty()) {
+    if (n != 1) return std::nullopt;
+    out.scalar = true;
+  } else if (target->size() == 1) {
+    const int64_t t = (*target)[0];
+    const bool copy = t == 0 && !allowzero && !data->scalar;
+    if (!(t == -1 || t == n || copy)) return std::nullopt;
+    out.scalar = false;
+  } else {
+    return std::nullopt;
+  }
+  if (const ShapeVector* in = context.input(1)) out.from_shape |= in->from_shape;
+  return out;
+}
 
 // Flatten: [d0 * ... * d(axis-1), d(axis) * ... * d(n-1)], sharing the input's bytes.
 class FlattenKernel : public OpKernel {
@@ -351,6 +418,40 @@ class UnsqueezeKernel : public OpKernel {
   bool axes_input_;
   std::vector<int64_t> axes_;
 };
+
+// Unsqueeze turns a scalar into [1] and Squeeze [1] into a scalar (axes: an attribute before
+// opset 13, input 1 from 13).
+std::optional<ShapeVector> squeeze_or_unsqueeze_shape_vector(const ShapeVectorContext& context,
+                                                             bool unsqueeze) {
+  const ShapeVector* data = context.input(0);
+  if (!data) return std::nullopt;
+  std::optional<std::vector<int64_t>> axes;
+  if (context.opset() < 13) {
+    if (const auto* a = context.attr_ints("axes")) axes = *a;
+  } else if (context.node().input(1)) {
+    axes = context.known_ints(1);
+    if (!axes) return std::nullopt;
+  }
+  ShapeVector out = *data;
+  if (unsqueeze) {
+    if (!data->scalar || !axes || !ShapeVector::names_axis_zero(*axes)) return std::nullopt;
+    out.scalar = false;
+  } else {
+    if (data->scalar || data->elems.size() != 1) return std::nullopt;
+    if (axes && !ShapeVector::names_axis_zero(*axes)) return std::nullopt;
+    out.scalar = true;
+  }
+  if (const ShapeVector* in = context.input(1)) out.from_shape |= in->from_shape;
+  return out;
+}
+
+std::optional<ShapeVector> squeeze_shape_vector(const ShapeVectorContext& context) {
+  return squeeze_or_unsqueeze_shape_vector(context, false);
+}
+
+std::optional<ShapeVector> unsqueeze_shape_vector(const ShapeVectorContext& context) {
+  return squeeze_or_unsqueeze_shape_vector(context, true);
+}
 
 // Transpose: output dim i is input dim perm[i]; perm defaults to the reversed dims.
 class TransposeKernel : public OpKernel {
@@ -454,6 +555,24 @@ class ConcatKernel : public OpKernel {
  private:
   int64_t axis_;
 };
+
+// Vectors of one dtype joined along axis 0.
+std::optional<ShapeVector> concat_shape_vector(const ShapeVectorContext& context) {
+  const int64_t axis = context.attr_int("axis", std::numeric_limits<int64_t>::min());
+  if (axis != 0 && axis != -1) return std::nullopt;
+  const size_t count = context.node().inputs().size();
+  ShapeVector out;
+  for (size_t i = 0; i < count; ++i) {
+    const ShapeVector* in = context.input(i);
+    if (!in || in->scalar) return std::nullopt;
+    if (i == 0) out.dtype = in->dtype;
+    if (in->dtype != out.dtype) return std::nullopt;
+    out.from_shape |= in->from_shape;
+    out.elems.insert(out.elems.end(), in->elems.begin(), in->elems.end());
+  }
+  if (count == 0 || out.elems.size() > ShapeVector::kMaxElements) return std::nullopt;
+  return out;
+}
 
 // Split: cuts the input along `axis` into the outputs; sizes from `split` (attribute before
 // opset 13, optional input after) or equal parts that must divide the dim exactly.
@@ -678,6 +797,23 @@ class ConstantKernel : public OpKernel {
   Tensor value_;
 };
 
+std::optional<ShapeVector> constant_shape_vector(const ShapeVectorContext& context) {
+  const Node& node = context.node();
+  if (const Attribute* attr = node.find_attribute("value");
+      attr && attr->type == AttrType::kTensor) {
+    return ShapeVector::from_tensor(attr->t);
+  }
+  if (const Attribute* attr = node.find_attribute("value_int");
+      attr && attr->type == AttrType::kInt) {
+    return ShapeVector::from_tensor(Tensor::from_vector<int64_t>(DType::kInt64, {}, {attr->i}));
+  }
+  if (const auto* ints = context.attr_ints("value_ints")) {
+    return ShapeVector::from_tensor(
+        Tensor::from_vector<int64_t>(DType::kInt64, {static_cast<int64_t>(ints->size())}, *ints));
+  }
+  return std::nullopt;
+}
+
 // ConstantOfShape: a tensor of the input shape filled with `value` (default float 0).
 class ConstantOfShapeKernel : public OpKernel {
  public:
@@ -837,19 +973,23 @@ class ReverseSequenceKernel : public OpKernel {
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
-  registry.add("Identity", {1}, kernel_factory<IdentityKernel>());
-  registry.add("Shape", {1, 13, 15}, kernel_factory<ShapeKernel>());
-  registry.add("Size", {1, 13}, kernel_factory<SizeKernel>());
-  registry.add("Reshape", {5, 13, 14}, kernel_factory<ReshapeKernel>());
+  registry.add("Identity", {1}, kernel_factory<IdentityKernel>(), kZeroKeepingElementwiseOp,
+               identity_shape_vector);
+  registry.add("Shape", {1, 13, 15}, kernel_factory<ShapeKernel>(), {}, shape_shape_vector);
+  registry.add("Size", {1, 13}, kernel_factory<SizeKernel>(), {}, size_shape_vector);
+  registry.add("Reshape", {5, 13, 14}, kernel_factory<ReshapeKernel>(), {}, reshape_shape_vector);
   registry.add("Flatten", {1, 9, 11, 13}, kernel_factory<FlattenKernel>());
-  registry.add("Squeeze", {1, 11, 13}, kernel_factory<SqueezeKernel>());
-  registry.add("Unsqueeze", {1, 11, 13}, kernel_factory<UnsqueezeKernel>());
+  registry.add("Squeeze", {1, 11, 13}, kernel_factory<SqueezeKernel>(), {}, squeeze_shape_vector);
+  registry.add("Unsqueeze", {1, 11, 13}, kernel_factory<UnsqueezeKernel>(), {},
+               unsqueeze_shape_vector);
   registry.add("Transpose", {1, 13}, kernel_factory<TransposeKernel>());
-  registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>());
+  registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>(),
+               OpTraits{.axes = AxisRule::kSingleAxis}, concat_shape_vector);
   registry.add("Split", {2, 11, 13}, kernel_factory<SplitKernel>());
   registry.add("Expand", {8, 13}, kernel_factory<ExpandKernel>());
   registry.add("Tile", {6, 13}, kernel_factory<TileKernel>());
-  registry.add("Constant", {1, 9, 11, 12, 13}, kernel_factory<ConstantKernel>());
+  registry.add("Constant", {1, 9, 11, 12, 13}, kernel_factory<ConstantKernel>(), {},
+               constant_shape_vector);
   registry.add("ConstantOfShape", {9}, kernel_factory<ConstantOfShapeKernel>());
   registry.add("Range", {11}, kernel_factory<RangeKernel>());
   registry.add("ReverseSequence", {10}, kernel_factory<ReverseSequenceKernel>());

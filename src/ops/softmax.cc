@@ -97,10 +97,16 @@ class SoftmaxKernel : public OpKernel {
 }  // namespace
 
 void register_softmax_ops(OpRegistry& registry) {
-  registry.add("Softmax", {1, 11, 13}, kernel_factory<SoftmaxKernel<SoftmaxKind::kSoftmax>>());
-  registry.add("LogSoftmax", {1, 11, 13},
-               kernel_factory<SoftmaxKernel<SoftmaxKind::kLogSoftmax>>());
-  registry.add("Hardmax", {1, 11, 13}, kernel_factory<SoftmaxKernel<SoftmaxKind::kHardmax>>());
+  // Before opset 13 these flattened the axes from `axis` on into one; from 13 on, `axis`
+  // names one axis that follows the data.
+  constexpr OpTraits kOneAxis{.axes = AxisRule::kSingleAxis};
+  const auto add = [&](const char* op_type, const KernelFactory& factory) {
+    registry.add(op_type, {1, 11}, factory);
+    registry.add("", op_type, 13, OpDefinition(factory, kOneAxis));
+  };
+  add("Softmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kSoftmax>>());
+  add("LogSoftmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kLogSoftmax>>());
+  add("Hardmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kHardmax>>());
 }
 
 }  // namespace onnxkit

@@ -26,92 +26,13 @@
 namespace onnxkit {
 namespace {
 
-// Ops that compute each output element from the elements at the same (broadcast) index.
-bool is_elementwise(const Node* node) {
-  static const std::set<std::string_view> ops = {"Abs",
-                                                 "Acos",
-                                                 "Acosh",
-                                                 "Add",
-                                                 "And",
-                                                 "Asin",
-                                                 "Asinh",
-                                                 "Atan",
-                                                 "Atanh",
-                                                 "BitShift",
-                                                 "Cast",
-                                                 "Ceil",
-                                                 "Celu",
-                                                 "Clip",
-                                                 "Cos",
-                                                 "Cosh",
-                                                 "Div",
-                                                 "Elu",
-                                                 "Equal",
-                                                 "Erf",
-                                                 "Exp",
-                                                 "Floor",
-                                                 "Gelu",
-                                                 "Greater",
-                                                 "GreaterOrEqual",
-                                                 "HardSigmoid",
-                                                 "HardSwish",
-                                                 "Identity",
-                                                 "IsInf",
-                                                 "IsNaN",
-                                                 "LeakyRelu",
-                                                 "Less",
-                                                 "LessOrEqual",
-                                                 "Log",
-                                                 "Max",
-                                                 "Mean",
-                                                 "Min",
-                                                 "Mish",
-                                                 "Mod",
-                                                 "Mul",
-                                                 "Neg",
-                                                 "Not",
-                                                 "Or",
-                                                 "Pow",
-                                                 "PRelu",
-                                                 "Reciprocal",
-                                                 "Relu",
-                                                 "Round",
-                                                 "Selu",
-                                                 "Sigmoid",
-                                                 "Sign",
-                                                 "Sin",
-                                                 "Sinh",
-                                                 "Softplus",
-                                                 "Softsign",
-                                                 "Sqrt",
-                                                 "Sub",
-                                                 "Sum",
-                                                 "Tan",
-                                                 "Tanh",
-                                                 "ThresholdedRelu",
-                                                 "Where",
-                                                 "Xor"};
-  return (node->domain().empty() || node->domain() == "ai.onnx") && ops.count(node->op_type());
+// How the op of `node` treats axes (its registered traits).
+AxisRule axis_rule(const Node* node, const PassContext& context) {
+  return context.traits(node).axes;
 }
 
-bool is_reduction(const Node* node) {
-  static const std::set<std::string_view> ops = {
-      "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSum",       "ReduceSumSquare"};
-  return (node->domain().empty() || node->domain() == "ai.onnx") && ops.count(node->op_type());
-}
-
-// Reductions take their axes as an input from opset 18 on (ReduceSum from 13).
-bool axes_as_input(const Node* node, int64_t opset) {
-  return opset >= 18 || (node->op_type() == "ReduceSum" && opset >= 13);
-}
-
-// Ops with one `axis` attribute whose meaning follows the data: Softmax & co. (from opset 13,
-// before which they flattened the trailing axes) and Concat.
-bool has_movable_axis(const Node* node, int64_t opset) {
-  if (is_onnx_op(node, "Concat")) return true;
-  return opset >= 13 && (is_onnx_op(node, "Softmax") || is_onnx_op(node, "LogSoftmax") ||
-                         is_onnx_op(node, "Hardmax"));
+bool is_reduction(const Node* node, const PassContext& context) {
+  return axis_rule(node, context) == AxisRule::kReduction;
 }
 
 // The rank a Transpose works at: its perm's size, else its input's or output's type.
@@ -217,7 +138,6 @@ class CancelTransposesPass : public GraphPass {
     auto perm = transpose_permutation(root, *rank);
     if (!perm || is_identity_permutation(*perm)) return false;
     region.perm = *perm;
-    const int64_t opset = context.opset("");
     std::set<Node*> seen_nodes;
     std::vector<Value*> work;
     auto add_root = [&](Node* transpose) {
@@ -246,7 +166,7 @@ class CancelTransposesPass : public GraphPass {
             region.terminal_set.insert(reader);
             continue;
           }
-          if (!movable_op(reader, opset)) return false;
+          if (!movable_op(reader, context)) return false;
           region.nodes.push_back(reader);
           if (region.nodes.size() > kMaxRegionNodes) return false;
           region.values.insert(reader->output(0));
@@ -255,7 +175,7 @@ class CancelTransposesPass : public GraphPass {
       }
       // Every input from outside the region must be one the rewrite can handle.
       for (Node* node : region.nodes) {
-        const bool reduction = is_reduction(node);
+        const bool reduction = is_reduction(node, context);
         for (size_t i = 0; i < node->inputs().size(); ++i) {
           Value* input = node->input(i);
           if (!input || region.values.count(input)) continue;
@@ -285,12 +205,20 @@ class CancelTransposesPass : public GraphPass {
 
   // An op the region may contain: one output, no subgraph, and a meaning that follows the
   // data's layout (reductions only when they keep their axes).
-  static bool movable_op(const Node* node, int64_t opset) {
+  static bool movable_op(const Node* node, const PassContext& context) {
     if (node->outputs().size() != 1 || !node->output(0) || !node->subgraphs().empty()) {
       return false;
     }
-    if (is_reduction(node)) return int_attr(node, "keepdims", 1) == 1;
-    return is_elementwise(node) || has_movable_axis(node, opset);
+    switch (axis_rule(node, context)) {
+      case AxisRule::kReduction:
+        return int_attr(node, "keepdims", 1) == 1;
+      case AxisRule::kElementwise:
+      case AxisRule::kSingleAxis:
+        return true;
+      case AxisRule::kOpaque:
+        return false;
+    }
+    return false;
   }
 
   static bool rewrite_region(Graph& graph, Node* root, PassContext& context) {
@@ -298,7 +226,6 @@ class CancelTransposesPass : public GraphPass {
     if (!collect(graph, root, context, region)) return false;
     const std::vector<int64_t>& perm = region.perm;
     const size_t rank = perm.size();
-    const int64_t opset = context.opset("");
     // Terminals whose composed permutation is the identity disappear: their outputs must be
     // replaceable by region values.
     for (Node* terminal : region.terminals) {
@@ -323,8 +250,9 @@ class CancelTransposesPass : public GraphPass {
       return perm[static_cast<size_t>(axis)];
     };
     for (Node* node : region.nodes) {
-      if (is_reduction(node)) {
-        if (axes_as_input(node, opset)) {
+      const OpTraits& traits = context.traits(node);
+      if (traits.axes == AxisRule::kReduction) {
+        if (traits.axes_input) {
           if (Value* axes_value = node->input(1)) {
             const Tensor* axes = constant_value(axes_value, context);
             std::vector<int64_t> mapped;
@@ -342,12 +270,12 @@ class CancelTransposesPass : public GraphPass {
           for (int64_t axis : axes->ints) mapped.push_back(map_axis(axis));
           node->set_attribute(ints_attribute("axes", std::move(mapped)));
         }
-      } else if (has_movable_axis(node, opset)) {
+      } else if (traits.axes == AxisRule::kSingleAxis) {
         const int64_t fallback = is_onnx_op(node, "Concat") ? 0 : -1;
         node->set_attribute(int_attribute("axis", map_axis(int_attr(node, "axis", fallback))));
       }
       const size_t first_data_input = 0;
-      const size_t data_inputs = is_reduction(node) ? 1 : node->inputs().size();
+      const size_t data_inputs = traits.axes == AxisRule::kReduction ? 1 : node->inputs().size();
       for (size_t i = first_data_input; i < data_inputs; ++i) {
         Value* input = node->input(i);
         if (!input || region.values.count(input)) continue;

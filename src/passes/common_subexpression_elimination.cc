@@ -20,27 +20,11 @@
 namespace onnxkit {
 namespace {
 
-// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
-// are not in Value::uses() and replace_value would not rewire them.
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
-
-bool mergeable_op(const Node& node) {
+bool mergeable_op(const Node& node, const PassContext& context) {
   const std::string& domain = node.domain();
-  if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml") return false;
-  static const std::unordered_set<std::string_view> random_ops = {
-      "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-      "Bernoulli",    "Multinomial",      "Dropout"};
-  if (random_ops.count(node.op_type())) return false;
+  if (!domain.empty() && domain != "ai.onnx.ml") return false;
+  const OpTraits& traits = context.traits(&node);
+  if (!traits.deterministic || traits.random_in_training) return false;
   if (node.outputs().empty()) return false;
   for (const Attribute& attribute : node.attributes()) {
     if (attribute.g || !attribute.graphs.empty() || attribute.type == AttrType::kGraph ||
@@ -158,12 +142,10 @@ class CommonSubexpressionEliminationPass : public GraphPass {
   std::string_view name() const override { return "common_subexpression_elimination"; }
 
   size_t run(Graph& graph, PassContext& context) override {
-    pinned_.clear();
-    collect_nested_outputs(graph, graph, pinned_);
     std::unordered_map<size_t, std::vector<Node*>> seen;
     size_t changes = 0;
     for (Node* node : graph.topological_order()) {
-      if (!mergeable_op(*node)) continue;
+      if (!mergeable_op(*node, context)) continue;
       std::vector<Node*>& bucket = seen[hash_node(*node)];
       Node* earlier = nullptr;
       for (Node* candidate : bucket) {
@@ -193,20 +175,18 @@ class CommonSubexpressionEliminationPass : public GraphPass {
 
  private:
   // Every output `later` has can be replaced by `earlier`'s.
-  bool can_merge(const Node& later, const Node& earlier, const PassContext& context) const {
+  static bool can_merge(const Node& later, const Node& earlier, const PassContext& context) {
     if (later.outputs().size() > earlier.outputs().size()) return false;
     for (size_t i = 0; i < later.outputs().size(); ++i) {
       const Value* from = later.output(i);
       if (!from) continue;
       const Value* to = earlier.output(i);
-      if (!to || !can_replace(from, to) || pinned_.count(from)) return false;
+      if (!to || !can_replace(from, to) || from->returned_by_subgraph()) return false;
       if (context.keep_values.count(from->name())) return false;
       if (is_graph_output(from) && context.keep_values.count(to->name())) return false;
     }
     return true;
   }
-
-  std::unordered_set<const Value*> pinned_;
 };
 
 }  // namespace

@@ -22,21 +22,6 @@
 namespace onnxkit {
 namespace {
 
-bool is_standard_domain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
-bool is_random_op(const std::string& op) {
-  static const std::set<std::string, std::less<>> kOps = {"RandomUniform",     "RandomNormal",
-                                                          "RandomUniformLike", "RandomNormalLike",
-                                                          "Bernoulli",         "Multinomial"};
-  return kOps.count(op) > 0;
-}
-
-bool is_quantization_op(const std::string& op) {
-  return op == "QuantizeLinear" || op == "DequantizeLinear" || op == "DynamicQuantizeLinear";
-}
-
 // Bytes a tensor takes in the model (string data counted by length).
 double tensor_bytes(const Tensor& tensor) {
   if (tensor.dtype() != DType::kString) return static_cast<double>(tensor.nbytes());
@@ -108,9 +93,8 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
                                                   const std::vector<const Tensor*>& inputs,
                                                   const PassContext& context, std::string& error) {
   const int64_t opset = context.opset(node.domain());
-  const OpRegistration* registration =
-      context.registry ? context.registry->find(node.domain(), node.op_type(), opset) : nullptr;
-  if (!registration) {
+  const OpRegistry& registry = context.ops();
+  if (!registry.find(node.domain(), node.op_type(), opset)) {
     error = "no kernel";
     return std::nullopt;
   }
@@ -131,8 +115,8 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
     output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
   }
   try {
-    KernelCreateContext create(node, opset);
-    std::unique_ptr<OpKernel> kernel = context.registry->create_kernel(create, context.kernel_tier);
+    KernelCreateContext create(node, opset, registry);
+    std::unique_ptr<OpKernel> kernel = registry.create_kernel(create, context.kernel_tier);
     KernelContext run(node, input_ptrs, output_ptrs, nullptr, nullptr);
     kernel->compute(run);
   } catch (const std::bad_alloc&) {
@@ -216,7 +200,7 @@ class ConstantFoldingPass : public GraphPass {
     if (!shared && !context.keep_weight_transposes) return std::nullopt;
     for (const Use& use : node.output(0)->uses()) {
       const std::string& reader = use.node->op_type();
-      if (!is_standard_domain(use.node->domain()) || (reader != "MatMul" && reader != "Gemm")) {
+      if (!use.node->domain().empty() || (reader != "MatMul" && reader != "Gemm")) {
         return std::nullopt;
       }
     }
@@ -232,7 +216,7 @@ class ConstantFoldingPass : public GraphPass {
 
   // Folds `node` when it can; returns whether it did.
   static bool fold(Graph& graph, Node& node, PassContext& context) {
-    if (!is_standard_domain(node.domain()) || node.op_type() == "Constant") return false;
+    if (!node.domain().empty() || node.op_type() == "Constant") return false;
     if (!constant_value(node.input(0), context) && is_used(node.output(0))) {
       if (std::optional<Tensor> shape = static_shape_result(node, context)) {
         std::vector<RuntimeValue> outputs{RuntimeValue(std::move(*shape))};
@@ -265,8 +249,9 @@ class ConstantFoldingPass : public GraphPass {
 
     const std::string& op = node.op_type();
     if (!node.subgraphs().empty()) return keep("has a subgraph");
-    if (is_quantization_op(op)) return keep("quantization op kept");
-    if (is_random_op(op)) return keep("non-deterministic op");
+    const OpTraits& traits = context.traits(&node);
+    if (traits.quantization) return keep("quantization op kept");
+    if (!traits.deterministic) return keep("non-deterministic op");
     if (op == "Dropout" && context.opset(node.domain()) >= 12 && inputs.size() > 2 && inputs[2]) {
       const Tensor& training = *inputs[2];
       if (training.dtype() != DType::kBool || training.numel() != 1 || training.data<bool>()[0]) {

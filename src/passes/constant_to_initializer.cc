@@ -54,8 +54,7 @@ class ConstantToInitializerPass : public GraphPass {
   size_t run(Graph& graph, PassContext&) override {
     size_t changes = 0;
     for (Node* node : graph.nodes()) {
-      if (node->op_type() != "Constant" || !(node->domain().empty() || node->domain() == "ai.onnx"))
-        continue;
+      if (!is_onnx_op(node, "Constant")) continue;
       if (!node->inputs().empty() || node->outputs().size() != 1 || !node->output(0)) continue;
       std::optional<Tensor> tensor = constant_tensor(*node);
       if (!tensor) continue;

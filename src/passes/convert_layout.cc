@@ -28,22 +28,27 @@
 namespace onnxkit {
 namespace {
 
-// Ops that map each element to one element of the same position, whatever the layout.
-const std::set<std::string, std::less<>> kUnaryOps = {
-    "Relu",     "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu",
-    "Selu",     "Softplus",  "Erf",     "Neg",  "Abs",         "Identity",  "Clip",
-    "Softsign", "Exp",       "Sqrt",    "Mish", "Gelu"};
-// Those of them that map 0 to 0, so padding lanes stay zero (Clip: when its range holds 0).
-const std::set<std::string, std::less<>> kZeroKeepingUnaryOps = {
-    "Relu", "LeakyRelu", "Tanh",     "HardSwish", "Elu",  "Selu", "Erf",
-    "Neg",  "Abs",       "Identity", "Softsign",  "Sqrt", "Mish", "Gelu"};
-// Two-input element-wise ops: broadcasting works unchanged on the blocked shape as long as
-// the channel dims match (see broadcasts_in_blocked_layout).
-const std::set<std::string, std::less<>> kBinaryOps = {"Add", "Sub", "Mul", "Div",
-                                                       "Max", "Min", "Pow"};
-// Those of them for which 0 op 0 is 0 (padding lanes of two blocked values).
-const std::set<std::string, std::less<>> kZeroKeepingBinaryOps = {"Add", "Sub", "Mul", "Max",
-                                                                  "Min"};
+// Elementwise ops work on the blocked layout unchanged: one-input ops (Clip's bounds
+// aside) and two-input ops whose broadcasting holds in the blocked shape (see
+// broadcasts_in_blocked_layout), float32 in and out. Through a padded value only those that
+// keep zero padding lanes zero (OpTraits::keeps_zero) may stay blocked.
+bool float_or_untyped(const Value* value) {
+  const ValueType& type = value->type();
+  if (!type.is_tensor()) return type.kind == ValueType::Kind::kNone;  // nothing inferred
+  return type.elem_type == DType::kFloat || type.elem_type == DType::kUndefined;
+}
+
+bool is_unary_elementwise(const Node* node, const PassContext& context) {
+  const OpTraits& traits = context.traits(node);
+  return node->domain().empty() && traits.axes == AxisRule::kElementwise && !traits.broadcasting &&
+         node->output(0) && float_or_untyped(node->output(0));
+}
+
+bool is_binary_elementwise(const Node* node, const PassContext& context) {
+  const OpTraits& traits = context.traits(node);
+  return node->domain().empty() && traits.broadcasting && node->inputs().size() == 2 &&
+         node->output(0) && float_or_untyped(node->output(0));
+}
 
 // Fewest channels a conv writes in the blocked layout.
 constexpr int64_t kMinPaddedChannels = kChannelBlock / 2;
@@ -128,14 +133,13 @@ class ConvertLayoutPass : public GraphPass {
         const Tensor* w = constant_value(node->input(1), context);
         if (!w || w->rank() != 4) continue;
         activations_[y] = Activation{{x->dims[0], Dim::known(w->shape()[0]), Dim{}, Dim{}}};
-      } else if (kUnaryOps.count(node->op_type()) && node->domain().empty()) {
+      } else if (is_unary_elementwise(node, context)) {
         activations_[y] = *x;
       } else if (is_onnx_op(node, "MaxPool") || is_onnx_op(node, "AveragePool")) {
         activations_[y] = Activation{{x->dims[0], x->dims[1], Dim{}, Dim{}}};
       } else if (is_onnx_op(node, "GlobalAveragePool") || is_onnx_op(node, "GlobalMaxPool")) {
         activations_[y] = Activation{{x->dims[0], x->dims[1], Dim::known(1), Dim::known(1)}};
-      } else if (kBinaryOps.count(node->op_type()) && node->domain().empty() &&
-                 node->inputs().size() == 2) {
+      } else if (is_binary_elementwise(node, context)) {
         const Activation* other = activation(node->input(1));
         if (!other) {
           const Tensor* c = constant_value(node->input(1), context);
@@ -211,21 +215,21 @@ class ConvertLayoutPass : public GraphPass {
     }
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::kGlobalPool;
     const bool padded_x = padded(node->input(0));
-    if (kUnaryOps.count(op)) {
+    if (is_unary_elementwise(node, context)) {
       for (size_t i = 1; i < node->inputs().size(); ++i) {  // Clip's min / max
         if (node->input(i) && !constant_value(node->input(i), context)) return Role::kNone;
       }
-      if (padded_x && !kZeroKeepingUnaryOps.count(op) &&
+      if (padded_x && !context.traits(node).keeps_zero &&
           !(op == "Clip" && clip_keeps_zero(node, context))) {
         return Role::kNone;
       }
       return Role::kUnary;
     }
-    if (kBinaryOps.count(op) && node->inputs().size() == 2) {
+    if (is_binary_elementwise(node, context)) {
       const Activation* a = activation(node->input(0));
       const Value* other = node->input(1);
       if (blockable(other)) {
-        if (padded_x && !kZeroKeepingBinaryOps.count(op)) return Role::kNone;
+        if (padded_x && !context.traits(node).keeps_zero) return Role::kNone;
         return broadcasts_in_blocked_layout(*a, *activation(other)) ? Role::kBinary : Role::kNone;
       }
       const Tensor* c = constant_value(other, context);

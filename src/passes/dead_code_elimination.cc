@@ -12,20 +12,6 @@
 namespace onnxkit {
 namespace {
 
-// Adds to `out` every value of `owner` that `graph` (a subgraph nested in it, any depth)
-// reads in a node or returns as an output.
-void collect_captures(const Graph& graph, const Graph& owner, std::vector<const Value*>& out) {
-  for (const Node* node : graph.nodes()) {
-    for (const Value* input : node->inputs()) {
-      if (input && input->graph() == &owner) out.push_back(input);
-    }
-    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, owner, out);
-  }
-  for (const Value* output : graph.outputs()) {
-    if (output && output->graph() == &owner) out.push_back(output);
-  }
-}
-
 class DeadCodeEliminationPass : public GraphPass {
  public:
   std::string_view name() const override { return "dead_code_elimination"; }

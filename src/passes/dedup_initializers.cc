@@ -4,30 +4,16 @@
 // 0.0 / -0.0 do not). Contents are hashed, and compared in full only on a hash match. The
 // first initializer in file order survives; readers of the others read it instead.
 // Initializers that are graph inputs (overridable defaults) or graph outputs are part of
-// the interface and never merged, nor any when initializers are declared mutable.
+// the interface and never merged, nor those a nested subgraph returns directly, nor any
+// when initializers are declared mutable.
 #include <functional>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
-
-// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
-// are not in Value::uses() and replace_value would not rewire them.
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
 
 void mix(size_t& seed, size_t value) {
   seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
@@ -63,12 +49,10 @@ class DedupInitializersPass : public GraphPass {
 
   size_t run(Graph& graph, PassContext& context) override {
     if (context.mutable_initializers) return 0;  // each may be changed on its own later
-    std::unordered_set<const Value*> pinned;
-    collect_nested_outputs(graph, graph, pinned);
     std::unordered_map<size_t, std::vector<Value*>> survivors;
     std::vector<std::pair<Value*, Value*>> merges;  // duplicate, survivor
     for (Value* value : graph.initializers()) {
-      if (graph.is_input(value) || graph.is_output(value) || pinned.count(value) ||
+      if (graph.is_input(value) || graph.is_output(value) || value->returned_by_subgraph() ||
           context.keep_values.count(value->name()) || !value->initializer().defined()) {
         continue;
       }

@@ -3,31 +3,11 @@
 // Readers of the output read the input instead. A node stays when that would rename a
 // graph output (its input is a graph input, another output or an outer value), when its
 // output is named in keep_values, or when a nested subgraph returns it directly.
-#include <unordered_set>
-
 #include "ops/op_utils.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
-
-bool is_standard_domain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
-// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
-// are not in Value::uses() and replace_value would not rewire them.
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
 
 bool fully_static(const Value* value) {
   const ValueType& type = value->type();
@@ -52,11 +32,9 @@ class EliminateIdentityPass : public GraphPass {
   std::string_view name() const override { return "eliminate_identity"; }
 
   size_t run(Graph& graph, PassContext& context) override {
-    pinned_.clear();
-    collect_nested_outputs(graph, graph, pinned_);
     size_t changes = 0;
     for (Node* node : graph.nodes()) {
-      if (!is_standard_domain(node->domain())) continue;
+      if (!node->domain().empty()) continue;
       if (node->op_type() == "Identity") {
         changes += eliminate_identity(graph, node, context);
       } else if (node->op_type() == "Dropout") {
@@ -67,8 +45,8 @@ class EliminateIdentityPass : public GraphPass {
   }
 
  private:
-  bool replaceable(const Value* from, const Value* to, const PassContext& context) const {
-    if (!from || !to || !can_replace(from, to) || pinned_.count(from)) return false;
+  static bool replaceable(const Value* from, const Value* to, const PassContext& context) {
+    if (!from || !to || !can_replace(from, to) || from->returned_by_subgraph()) return false;
     if (context.keep_values.count(from->name())) return false;
     // A graph output hands its name to `to`, which then no longer exists under its own.
     return !(is_graph_output(from) && context.keep_values.count(to->name()));
@@ -123,7 +101,9 @@ class EliminateIdentityPass : public GraphPass {
     // needs a static shape.
     Value* mask = node->output(1);
     std::optional<Tensor> ones;
-    if (mask && (pinned_.count(mask) || context.keep_values.count(mask->name()))) return 0;
+    if (mask && (mask->returned_by_subgraph() || context.keep_values.count(mask->name()))) {
+      return 0;
+    }
     if (mask && !is_unused(mask)) {
       // The mask has the data's shape; bool from opset 10, the data's type before.
       if (!fully_static(input)) return 0;
@@ -145,7 +125,7 @@ class EliminateIdentityPass : public GraphPass {
     // input), an Identity keeps the interface.
     Value* replacement = input;
     if (!replaceable(output, input, context)) {
-      if (pinned_.count(output) || context.keep_values.count(output->name())) return 0;
+      if (output->returned_by_subgraph() || context.keep_values.count(output->name())) return 0;
       Node* identity = graph.add_node("Identity", {input}, {graph.unique_name(output->name())}, "",
                                       node->name(), node);
       replacement = identity->output(0);
@@ -160,8 +140,6 @@ class EliminateIdentityPass : public GraphPass {
     graph.remove_node(node);
     return 1;
   }
-
-  std::unordered_set<const Value*> pinned_;
 };
 
 }  // namespace

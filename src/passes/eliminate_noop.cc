@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <unordered_set>
 
 #include "ops/op_utils.h"
 #include "passes/passes.h"
@@ -18,24 +17,6 @@ namespace onnxkit {
 namespace {
 
 using Dims = std::vector<Dim>;
-
-bool is_standard_domain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
-// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
-// are not in Value::uses() and replace_value would not rewire them.
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
 
 // The (possibly symbolic) dims of a tensor value of known rank.
 const Dims* tensor_dims(const Value* value) {
@@ -122,11 +103,9 @@ class EliminateNoopPass : public GraphPass {
   std::string_view name() const override { return "eliminate_noop"; }
 
   size_t run(Graph& graph, PassContext& context) override {
-    pinned_.clear();
-    collect_nested_outputs(graph, graph, pinned_);
     size_t changes = 0;
     for (Node* node : graph.nodes()) {
-      if (!is_standard_domain(node->domain())) continue;
+      if (!node->domain().empty()) continue;
       std::optional<size_t> passthrough = noop_input(*node, context);
       if (passthrough) changes += bypass(graph, node, *passthrough, context);
     }
@@ -321,7 +300,7 @@ class EliminateNoopPass : public GraphPass {
     if (opset < 7 || node.inputs().size() != 2) return std::nullopt;  // legacy broadcast attrs
     const std::string& op = node.op_type();
     const double neutral = op == "Mul" || op == "Div" ? 1.0 : 0.0;
-    const bool commutative = op == "Mul" || op == "Add";
+    const bool commutative = context.traits(&node).commutative;
     for (size_t data : {size_t{0}, size_t{1}}) {
       if (data == 1 && !commutative) break;
       const Value* x = node.input(data);
@@ -346,7 +325,8 @@ class EliminateNoopPass : public GraphPass {
   size_t bypass(Graph& graph, Node* node, size_t input_index, const PassContext& context) {
     Value* input = node->input(input_index);
     Value* output = node->output(0);
-    if (!can_replace(output, input) || pinned_.count(output)) return 0;
+    // A value a nested subgraph returns stays with its producer.
+    if (!can_replace(output, input) || output->returned_by_subgraph()) return 0;
     if (context.keep_values.count(output->name())) return 0;
     if (is_graph_output(output) && context.keep_values.count(input->name())) return 0;
     // The graph's interface keeps its declared type when the input's is unknown.
@@ -357,8 +337,6 @@ class EliminateNoopPass : public GraphPass {
     graph.remove_node(node);
     return 1;
   }
-
-  std::unordered_set<const Value*> pinned_;
 };
 
 }  // namespace

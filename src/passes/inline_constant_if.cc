@@ -60,10 +60,7 @@ class Renamer {
 
 // The branch an If with a constant condition takes, or nullptr when not sure.
 Graph* chosen_branch(const Node& node, const PassContext& context) {
-  if (node.op_type() != "If" || !(node.domain().empty() || node.domain() == "ai.onnx")) {
-    return nullptr;
-  }
-  if (node.inputs().size() != 1) return nullptr;
+  if (!is_onnx_op(&node, "If") || node.inputs().size() != 1) return nullptr;
   const Tensor* condition = constant_value(node.input(0), context);
   if (!condition || condition->dtype() != DType::kBool || condition->numel() != 1) {
     return nullptr;

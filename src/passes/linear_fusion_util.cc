@@ -62,7 +62,7 @@ std::optional<ActivationMatch> match_activation(const Value* x, const PassContex
   if (auto silu = match_silu(x, context)) return silu;
   Node* node = sole_reader(x, 0);
   if (!node) return std::nullopt;
-  if (node->domain().empty() || node->domain() == "ai.onnx") {
+  if (node->domain().empty()) {
     const std::string& op = node->op_type();
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") {
       return ActivationMatch{op, {}, {node}};

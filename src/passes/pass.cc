@@ -3,24 +3,23 @@
 #include <algorithm>
 
 #include "core/status.h"
-#include "ops/fused_ops.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
+
+const OpRegistry& PassContext::ops() const {
+  return registry ? *registry : builtin_registry();
+}
+
+const OpTraits& PassContext::traits(const Node* node) const {
+  return ops().traits(*node, opset(node->domain()));
+}
 
 const Tensor* constant_value(const Value* value, const PassContext& context) {
   if (!value || !value->has_initializer()) return nullptr;
   if (value->graph()->is_input(value)) return nullptr;
   if (context.mutable_initializers) return nullptr;
   return &value->initializer();
-}
-
-bool is_onnx_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type &&
-         (node->domain().empty() || node->domain() == "ai.onnx");
-}
-
-bool is_onnxkit_op(const Node* node, std::string_view op_type) {
-  return node && node->op_type() == op_type && node->domain() == kOnnxkitDomain;
 }
 
 int64_t int_attr(const Node* node, std::string_view name, int64_t fallback) {

@@ -19,6 +19,8 @@ namespace onnxkit {
 // What every pass may read: the model (opsets), thresholds, and which nodes it must leave.
 struct PassContext {
   Model* model = nullptr;
+  // Where constant folding takes kernels from and passes read op traits; nullptr: the
+  // built-in registry.
   const OpRegistry* registry = nullptr;
   // Which kernels constant folding evaluates with (a session folds with its own tier).
   KernelTier kernel_tier = KernelTier::kReference;
@@ -42,6 +44,9 @@ struct PassContext {
   std::function<void()> refresh_shapes;
 
   int64_t opset(std::string_view domain) const { return model->opset_version(domain); }
+  const OpRegistry& ops() const;
+  // What the registry knows of `node`'s op at the model's opset (defaults for unknown ops).
+  const OpTraits& traits(const Node* node) const;
 };
 
 class GraphPass {
@@ -59,7 +64,7 @@ class GraphPass {
 // The constant tensor `value` holds: an initializer that is not also a graph input (graph
 // inputs with initializers are defaults a caller may override). nullptr otherwise.
 const Tensor* constant_value(const Value* value, const PassContext& context);
-// True when nothing reads `value` (no node, and not a graph output of its graph).
+// True when nothing reads `value`: no use (Value::uses()) and not a graph output of its graph.
 bool is_unused(const Value* value);
 // True when `value` is an output of its own graph.
 bool is_graph_output(const Value* value);
@@ -67,10 +72,6 @@ bool is_graph_output(const Value* value);
 // output and `to` is a graph input, another output, or a value of an enclosing graph (the
 // output would change its name; such a node has to stay, e.g. as an Identity).
 bool can_replace(const Value* from, const Value* to);
-// True for an op of the standard domain ("" or "ai.onnx") with this type.
-bool is_onnx_op(const Node* node, std::string_view op_type);
-// True for an op of onnxkit's own domain (ops/fused_ops.h, ops/blocked_ops.h) with this type.
-bool is_onnxkit_op(const Node* node, std::string_view op_type);
 // An INT attribute's value, or `fallback` when it is absent or of another type.
 int64_t int_attr(const Node* node, std::string_view name, int64_t fallback);
 // True when the user asked to keep `value` (PassContext::keep_values).

@@ -1,7 +1,7 @@
 // Pass remove_unused_initializers: initializers nothing reads are removed.
 //
-// Unread means: no node reads it (Value::uses() covers nodes of nested subgraphs), no
-// nested subgraph returns it, it is not a graph output and not named in keep_values.
+// Unread means: it has no uses (Value::uses() covers nodes of nested subgraphs and nested
+// subgraphs that return it), it is not a graph output and not named in keep_values.
 // Graph inputs are never removed, with or without an initializer: they are the interface.
 // Unread sparse initializers go too.
 #include <unordered_set>
@@ -11,31 +11,14 @@
 namespace onnxkit {
 namespace {
 
-// Values of `owner` that a nested subgraph (any depth) returns as one of its outputs: they
-// are not in Value::uses().
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
-
 class RemoveUnusedInitializersPass : public GraphPass {
  public:
   std::string_view name() const override { return "remove_unused_initializers"; }
 
   size_t run(Graph& graph, PassContext& context) override {
-    std::unordered_set<const Value*> pinned;
-    collect_nested_outputs(graph, graph, pinned);
     auto unread = [&](const Value* value) {
       return value->uses().empty() && !value->producer() && !graph.is_input(value) &&
-             !graph.is_output(value) && !pinned.count(value) &&
-             !context.keep_values.count(value->name());
+             !graph.is_output(value) && !context.keep_values.count(value->name());
     };
     std::vector<Value*> doomed;
     for (Value* value : graph.initializers()) {

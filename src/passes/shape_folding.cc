@@ -2,258 +2,43 @@
 // Squeeze, Cast, arithmetic) fold to constants where the dims they read are known, even when
 // other dims stay symbolic.
 //
-// A small symbolic evaluator runs over 1-D (or scalar) integer "shape vectors". Each element
-// is a number or a symbolic expression over dims: a named dim ('batch'), an unnamed dim
-// (tied to its value and index), or an undecidable result (tied to the value that computed
-// it). Expressions are kept as canonical text, so equal text means equal value at run time.
-// Then:
+// A small symbolic evaluator runs over 1-D (or scalar) integer "shape vectors"
+// (ops/shape_vector.h): each element is a number or a symbolic expression over dims, and
+// each op that takes part computes its output from its inputs by the rule registered with its
+// definition. Then:
 //  - a shape value that becomes fully known replaces its producer with an initializer;
 //  - a Reshape whose target is partly known gets a constant target with 0 ("copy the input's
 //    dim") and at most one -1 where that is exact;
 //  - shape nodes this made dead are removed, and context.not_folded says why the rest stayed.
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/graph.h"
+#include "ops/shape_vector.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
 namespace {
 
-// Shape vectors are short; larger constants are not shape arithmetic.
-constexpr size_t kMaxElements = 1024;
 // Bounds the recursion through long shape chains (and through enclosing graphs).
 constexpr int kMaxDepth = 400;
 // Steps (each followed by shape inference) in one application of the pass.
 constexpr int kMaxSteps = 64;
 
-// One element of a shape vector.
-struct Elem {
-  std::optional<int64_t> known;
-  std::string expr;               // canonical text when not known: equal text, equal value
-  bool nonneg = false;            // >= 0 at run time (dims, products and sums of dims)
-  std::set<std::string> symbols;  // named dims it depends on (for --explain)
-  std::set<std::string> others;   // unnamed dims and data it depends on
-
-  static Elem number(int64_t v) {
-    Elem e;
-    e.known = v;
-    e.nonneg = v >= 0;
-    return e;
-  }
-  bool is(int64_t v) const { return known && *known == v; }
-  std::string text() const {
-    if (!known) return expr;
-    std::string out = "#";
-    out += std::to_string(*known);
-    return out;
-  }
-  void add_deps(const Elem& other) {
-    symbols.insert(other.symbols.begin(), other.symbols.end());
-    others.insert(other.others.begin(), other.others.end());
-  }
-};
-
-bool same(const Elem& a, const Elem& b) {
-  if (a.known || b.known) return a.known == b.known;
-  return a.expr == b.expr;
-}
-
-// Length-prefixed so that no two different atoms share a text.
-std::string atom_text(char kind, const std::string& name, const void* owner, size_t index) {
-  std::string text(1, kind);
-  text += std::to_string(name.size());
-  text += ':';
-  text += name;
-  if (owner) {
-    text += '@';
-    text += std::to_string(reinterpret_cast<uintptr_t>(owner));
-    text += '#';
-    text += std::to_string(index);
-  }
-  return text;
-}
-
-// Dim `index` of `value`'s type: a number, a named symbol, or an unknown equal only to itself.
-Elem dim_elem(const Value* value, size_t index) {
-  const Dim& dim = (*value->type().shape)[index];
-  if (dim.is_known()) return Elem::number(dim.value);
-  Elem e;
-  e.nonneg = true;
-  if (!dim.param.empty()) {
-    e.expr = atom_text('$', dim.param, nullptr, 0);
-    e.symbols.insert(dim.param);
-  } else {
-    e.expr = atom_text('?', value->name(), value, index);
-    std::string what = "unknown dim ";
-    what += std::to_string(index);
-    what += " of '";
-    what += value->name();
-    what += '\'';
-    e.others.insert(std::move(what));
-  }
-  return e;
-}
-
-// An element nothing can be said about except that it is what `value`[index] computes.
-Elem opaque_elem(const Value* value, size_t index, std::span<const Elem* const> inputs,
-                 bool nonneg) {
-  Elem e;
-  e.expr = atom_text('!', value->name(), value, index);
-  e.nonneg = nonneg;
-  for (const Elem* in : inputs) e.add_deps(*in);
-  return e;
-}
-
-// A 1-D or scalar integer (or bool) tensor, element by element.
-struct SymVec {
-  DType dtype = DType::kInt64;
-  bool scalar = false;
-  std::vector<Elem> elems;
-  bool from_shape = false;  // derived from Shape/Size (constant-only vectors are not ours)
-
-  bool all_known() const {
-    return std::all_of(elems.begin(), elems.end(), [](const Elem& e) { return e.known; });
-  }
-};
-
-bool is_int(DType dtype) {
-  return dtype == DType::kInt64 || dtype == DType::kInt32;
-}
-
-bool fits(DType dtype, int64_t v) {
-  if (dtype == DType::kInt32) {
-    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-  }
-  if (dtype == DType::kBool) return v == 0 || v == 1;
-  return true;
-}
-
-std::optional<SymVec> from_tensor(const Tensor& t) {
-  if (t.rank() > 1 || static_cast<size_t>(t.numel()) > kMaxElements) return std::nullopt;
-  SymVec vec;
-  vec.dtype = t.dtype();
-  vec.scalar = t.rank() == 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    int64_t v = 0;
-    switch (t.dtype()) {
-      case DType::kInt64:
-        v = t.data<int64_t>()[i];
-        break;
-      case DType::kInt32:
-        v = t.data<int32_t>()[i];
-        break;
-      case DType::kBool:
-        v = t.data<bool>()[i] ? 1 : 0;
-        break;
-      default:
-        return std::nullopt;
-    }
-    vec.elems.push_back(Elem::number(v));
-  }
-  return vec;
-}
-
-Tensor to_tensor(const SymVec& vec) {
-  Shape shape;
-  if (!vec.scalar) shape.push_back(static_cast<int64_t>(vec.elems.size()));
-  std::vector<int64_t> values;
-  for (const Elem& e : vec.elems) values.push_back(*e.known);
-  if (vec.dtype == DType::kInt64) return Tensor::from_vector(DType::kInt64, shape, values);
-  if (vec.dtype == DType::kInt32) {
-    return Tensor::from_vector(DType::kInt32, shape,
-                               std::vector<int32_t>(values.begin(), values.end()));
-  }
-  return Tensor::from_vector(DType::kBool, shape, std::vector<bool>(values.begin(), values.end()));
-}
-
-// a (op) b for Add/Sub/Mul/Div; nullopt when the known result would overflow or divide by 0.
-std::optional<Elem> arithmetic(char op, const Elem& a, const Elem& b, DType dtype) {
-  if (a.known && b.known) {
-    int64_t x = *a.known, y = *b.known, r = 0;
-    bool overflow = false;
-    switch (op) {
-      case '+':
-        overflow = __builtin_add_overflow(x, y, &r);
-        break;
-      case '-':
-        overflow = __builtin_sub_overflow(x, y, &r);
-        break;
-      case '*':
-        overflow = __builtin_mul_overflow(x, y, &r);
-        break;
-      default:
-        if (y == 0) return std::nullopt;
-        if (y == -1) {
-          overflow = __builtin_sub_overflow(int64_t{0}, x, &r);
-        } else {
-          r = x / y;  // truncates toward zero, as the integer Div kernel
-        }
-    }
-    if (overflow || !fits(dtype, r)) return std::nullopt;
-    return Elem::number(r);
-  }
-  // Identities that hold for every value of the symbolic side.
-  switch (op) {
-    case '+':
-      if (b.is(0)) return a;
-      if (a.is(0)) return b;
-      break;
-    case '-':
-      if (b.is(0)) return a;
-      if (same(a, b)) return Elem::number(0);
-      break;
-    case '*':
-      if (b.is(1)) return a;
-      if (a.is(1)) return b;
-      if (a.is(0) || b.is(0)) return Elem::number(0);
-      break;
-    default:
-      if (b.is(1)) return a;
-      if (same(a, b)) return Elem::number(1);  // x / x (x = 0 would fail at run time anyway)
-  }
-  std::string ta = a.text(), tb = b.text();
-  if ((op == '+' || op == '*') && tb < ta) std::swap(ta, tb);
-  Elem e;
-  e.expr = std::string("(") + op + " " + ta + " " + tb + ")";
-  e.nonneg = op != '-' && a.nonneg && b.nonneg;
-  e.add_deps(a);
-  e.add_deps(b);
-  return e;
-}
-
-// Max/Min of two elements when decidable.
-std::optional<Elem> extremum(bool max, const Elem& a, const Elem& b) {
-  if (a.known && b.known)
-    return Elem::number(max ? std::max(*a.known, *b.known) : std::min(*a.known, *b.known));
-  if (same(a, b)) return a;
-  // A dim is >= 0: Max(dim, k <= 0) = dim, Min(dim, k <= 0) = k.
-  for (int i = 0; i < 2; ++i) {
-    const Elem& sym = i == 0 ? a : b;
-    const Elem& num = i == 0 ? b : a;
-    if (num.known && *num.known <= 0 && sym.nonneg) return max ? sym : num;
-  }
-  return std::nullopt;
-}
-
-const std::vector<int64_t>* ints_attr(const Node* node, std::string_view name) {
-  const Attribute* attr = node->find_attribute(name);
-  return attr && attr->type == AttrType::kInts ? &attr->ints : nullptr;
-}
-
+// Evaluates values as shape vectors: constants as they are, the rest by their producer's
+// shape-vector rule (OpDefinition::shape_vector), once per value.
 class Evaluator {
  public:
   explicit Evaluator(const PassContext& context) : context_(context) {}
 
   // The shape vector `value` holds, or nullptr when it is not one this pass understands.
-  const SymVec* eval(const Value* value, int depth = 0) {
+  const ShapeVector* eval(const Value* value, int depth = 0) {
     if (!value) return nullptr;
     if (auto it = memo_.find(value); it != memo_.end()) return it->second ? &*it->second : nullptr;
-    std::optional<SymVec> result;
+    std::optional<ShapeVector> result;
     if (depth < kMaxDepth) result = compute(value, depth + 1);
     if (result && !matches_type(*result, value->type())) result.reset();
     auto [it, inserted] = memo_.emplace(value, std::move(result));
@@ -261,8 +46,22 @@ class Evaluator {
   }
 
  private:
+  // A rule reads its node's inputs through the evaluator, one level deeper.
+  class RuleContext : public ShapeVectorContext {
+   public:
+    RuleContext(Evaluator& evaluator, const Node& node, int64_t opset, int depth)
+        : ShapeVectorContext(node, opset), evaluator_(evaluator), depth_(depth) {}
+    const ShapeVector* input(size_t index) const override {
+      return evaluator_.eval(node().input(index), depth_);
+    }
+
+   private:
+    Evaluator& evaluator_;
+    int depth_;
+  };
+
   // The declared type must agree with what was computed; a mismatch means a misreading.
-  static bool matches_type(const SymVec& vec, const ValueType& type) {
+  static bool matches_type(const ShapeVector& vec, const ValueType& type) {
     if (!type.is_tensor()) return type.kind == ValueType::Kind::kNone;
     if (type.elem_type != DType::kUndefined && type.elem_type != vec.dtype) return false;
     if (!type.shape) return true;
@@ -272,314 +71,24 @@ class Evaluator {
     return !dim.is_known() || dim.value == static_cast<int64_t>(vec.elems.size());
   }
 
-  // A fully known int64 vector (Gather indices, Slice starts, axes, ...).
-  std::optional<std::vector<int64_t>> known_ints(const Value* value, int depth) {
-    const SymVec* vec = eval(value, depth);
-    if (!vec || !is_int(vec->dtype) || !vec->all_known()) return std::nullopt;
-    std::vector<int64_t> out;
-    for (const Elem& e : vec->elems) out.push_back(*e.known);
-    return out;
-  }
-
-  // Axes of Unsqueeze/Squeeze/Slice: only axis 0 of a 1-D vector is meaningful here.
-  static bool is_axis_zero(const std::vector<int64_t>& axes, int64_t rank) {
-    return axes.size() == 1 && (axes[0] == 0 || axes[0] == -rank);
-  }
-
-  std::optional<SymVec> compute(const Value* value, int depth) {
-    if (const Tensor* t = constant_value(value, context_)) return from_tensor(*t);
+  std::optional<ShapeVector> compute(const Value* value, int depth) {
+    if (const Tensor* t = constant_value(value, context_)) return ShapeVector::from_tensor(*t);
     const Node* node = value->producer();
     if (!node || !node->domain().empty() || node->outputs().size() != 1) return std::nullopt;
-    const std::string& op = node->op_type();
     const int64_t opset = context_.opset("");
-    auto input = [&](size_t i) { return eval(node->input(i), depth); };
-    std::optional<SymVec> out;
-
-    if (op == "Constant") {
-      if (const Attribute* attr = node->find_attribute("value");
-          attr && attr->type == AttrType::kTensor)
-        return from_tensor(attr->t);
-      if (const Attribute* attr = node->find_attribute("value_int");
-          attr && attr->type == AttrType::kInt)
-        return from_tensor(Tensor::from_vector<int64_t>(DType::kInt64, {}, {attr->i}));
-      if (const auto* ints = ints_attr(node, "value_ints")) {
-        return from_tensor(Tensor::from_vector<int64_t>(
-            DType::kInt64, {static_cast<int64_t>(ints->size())}, *ints));
-      }
-      return std::nullopt;
-    }
-
-    if (op == "Shape" || op == "Size") {
-      const Value* x = node->input(0);
-      if (!x || !x->type().is_tensor() || !x->type().shape) return std::nullopt;
-      const auto rank = static_cast<int64_t>(x->type().shape->size());
-      out.emplace();
-      out->from_shape = true;
-      if (op == "Size") {
-        out->scalar = true;
-        Elem product = Elem::number(1);
-        for (int64_t i = 0; i < rank; ++i) {
-          auto next = arithmetic('*', product, dim_elem(x, i), DType::kInt64);
-          if (!next) return std::nullopt;
-          product = std::move(*next);
-        }
-        out->elems.push_back(std::move(product));
-        return out;
-      }
-      int64_t start = 0, end = rank;
-      if (opset >= 15) {
-        start = int_attr(node, "start", 0);
-        end = int_attr(node, "end", rank);
-      }
-      if (start < 0) start += rank;
-      if (end < 0) end += rank;
-      start = std::clamp<int64_t>(start, 0, rank);
-      end = std::clamp<int64_t>(end, 0, rank);
-      for (int64_t i = start; i < end; ++i) out->elems.push_back(dim_elem(x, i));
-      return out;
-    }
-
-    if (op == "Identity") {
-      const SymVec* in = input(0);
-      return in ? std::optional<SymVec>(*in) : std::nullopt;
-    }
-
-    if (op == "Gather") {
-      const SymVec* data = input(0);
-      auto indices_vec = input(1);
-      if (!data || data->scalar || !indices_vec) return std::nullopt;
-      const bool scalar = indices_vec->scalar;
-      auto indices = known_ints(node->input(1), depth);
-      const int64_t axis = int_attr(node, "axis", 0);
-      if (!indices || (axis != 0 && axis != -1)) return std::nullopt;
-      const auto n = static_cast<int64_t>(data->elems.size());
-      out.emplace();
-      out->dtype = data->dtype;
-      out->scalar = scalar;
-      out->from_shape = data->from_shape || indices_vec->from_shape;
-      for (int64_t index : *indices) {
-        if (index < -n || index >= n) return std::nullopt;
-        out->elems.push_back(data->elems[index < 0 ? index + n : index]);
-      }
-      return out;
-    }
-
-    if (op == "Slice") {
-      const SymVec* data = input(0);
-      if (!data || data->scalar) return std::nullopt;
-      std::optional<std::vector<int64_t>> starts, ends, axes, steps;
-      bool from_shape = data->from_shape;
-      if (opset < 10) {
-        if (const auto* a = ints_attr(node, "starts")) starts = *a;
-        if (const auto* a = ints_attr(node, "ends")) ends = *a;
-        if (const auto* a = ints_attr(node, "axes")) axes = *a;
-      } else {
-        starts = known_ints(node->input(1), depth);
-        ends = known_ints(node->input(2), depth);
-        if (node->input(3) && !(axes = known_ints(node->input(3), depth))) return std::nullopt;
-        if (node->input(4) && !(steps = known_ints(node->input(4), depth))) return std::nullopt;
-        for (size_t i = 1; i < 5; ++i) {
-          if (const SymVec* in = input(i)) from_shape |= in->from_shape;
-        }
-      }
-      if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
-      if (axes && !is_axis_zero(*axes, 1)) return std::nullopt;
-      if (steps && steps->size() != 1) return std::nullopt;
-      const int64_t step = steps ? (*steps)[0] : 1;
-      if (step == 0) return std::nullopt;
-      const auto n = static_cast<int64_t>(data->elems.size());
-      out.emplace();
-      out->dtype = data->dtype;
-      out->from_shape = from_shape;
-      if (n == 0) return out;
-      int64_t start = (*starts)[0], end = (*ends)[0];
-      if (start < 0) start += n;
-      if (end < 0) end += n;
-      if (step > 0) {
-        start = std::clamp<int64_t>(start, 0, n);
-        end = std::clamp<int64_t>(end, 0, n);
-      } else {
-        start = std::clamp<int64_t>(start, 0, n - 1);
-        end = std::clamp<int64_t>(end, -1, n - 1);
-      }
-      for (int64_t i = start; step > 0 ? i < end : i > end; i += step) {
-        out->elems.push_back(data->elems[i]);
-      }
-      return out;
-    }
-
-    if (op == "Concat") {
-      const int64_t axis = int_attr(node, "axis", std::numeric_limits<int64_t>::min());
-      if (axis != 0 && axis != -1) return std::nullopt;
-      out.emplace();
-      for (size_t i = 0; i < node->inputs().size(); ++i) {
-        const SymVec* in = input(i);
-        if (!in || in->scalar) return std::nullopt;
-        if (i == 0) out->dtype = in->dtype;
-        if (in->dtype != out->dtype) return std::nullopt;
-        out->from_shape |= in->from_shape;
-        out->elems.insert(out->elems.end(), in->elems.begin(), in->elems.end());
-      }
-      if (node->inputs().empty() || out->elems.size() > kMaxElements) return std::nullopt;
-      return out;
-    }
-
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      const SymVec* data = input(0);
-      if (!data) return std::nullopt;
-      std::optional<std::vector<int64_t>> axes;
-      if (opset < 13) {
-        if (const auto* a = ints_attr(node, "axes")) axes = *a;
-      } else if (node->input(1)) {
-        axes = known_ints(node->input(1), depth);
-        if (!axes) return std::nullopt;
-      }
-      out = *data;
-      if (op == "Unsqueeze") {  // scalar -> [1]
-        if (!data->scalar || !axes || !is_axis_zero(*axes, 1)) return std::nullopt;
-        out->scalar = false;
-      } else {  // [1] -> scalar
-        if (data->scalar || data->elems.size() != 1) return std::nullopt;
-        if (axes && !is_axis_zero(*axes, 1)) return std::nullopt;
-        out->scalar = true;
-      }
-      if (const SymVec* in = input(1)) out->from_shape |= in->from_shape;
-      return out;
-    }
-
-    if (op == "Cast") {
-      const SymVec* data = input(0);
-      const auto to = static_cast<DType>(int_attr(node, "to", 0));
-      if (!data || !is_int(to)) return std::nullopt;
-      if (!is_int(data->dtype) && data->dtype != DType::kBool) return std::nullopt;
-      out = *data;
-      out->dtype = to;
-      for (Elem& e : out->elems) {
-        // Symbolic elements keep their text: dims (and 0/1 bools) fit in int32.
-        if (e.known && to == DType::kInt32) e = Elem::number(static_cast<int32_t>(*e.known));
-        if (data->dtype == DType::kBool) e.nonneg = true;
-      }
-      return out;
-    }
-
-    if (op == "Reshape") {  // 1-D <-> 1-D or scalar, element order unchanged
-      const SymVec* data = input(0);
-      auto target = known_ints(node->input(1), depth);
-      if (!data || !target) return std::nullopt;
-      const auto n = static_cast<int64_t>(data->elems.size());
-      const bool allowzero = opset >= 14 && int_attr(node, "allowzero", 0) != 0;
-      out = *data;
-      if (target->empty()) {
-        if (n != 1) return std::nullopt;
-        out->scalar = true;
-      } else if (target->size() == 1) {
-        const int64_t t = (*target)[0];
-        const bool copy = t == 0 && !allowzero && !data->scalar;
-        if (!(t == -1 || t == n || copy)) return std::nullopt;
-        out->scalar = false;
-      } else {
-        return std::nullopt;
-      }
-      if (const SymVec* in = input(1)) out->from_shape |= in->from_shape;
-      return out;
-    }
-
-    // Elementwise ops: scalars and 1-D vectors broadcast against each other.
-    static const std::set<std::string, std::less<>> kElementwise = {"Add",   "Sub",   "Mul", "Div",
-                                                                    "Equal", "Where", "Max", "Min"};
-    if (!kElementwise.count(op)) return std::nullopt;
-    std::vector<const SymVec*> ins;
-    for (size_t i = 0; i < node->inputs().size(); ++i) {
-      const SymVec* in = input(i);
-      if (!in) return std::nullopt;
-      ins.push_back(in);
-    }
-    if (ins.empty()) return std::nullopt;
-    auto elementwise = [&](DType dtype, auto&& f) -> std::optional<SymVec> {
-      SymVec result;
-      result.dtype = dtype;
-      result.scalar = true;
-      size_t n = 1;
-      for (const SymVec* in : ins) {
-        result.from_shape |= in->from_shape;
-        if (in->scalar) continue;
-        result.scalar = false;
-        const size_t len = in->elems.size();
-        if (len == 1) continue;
-        if (n != 1 && n != len) return std::nullopt;
-        n = len;
-      }
-      std::vector<const Elem*> args(ins.size());
-      for (size_t j = 0; j < n; ++j) {
-        for (size_t k = 0; k < ins.size(); ++k) {
-          args[k] = &ins[k]->elems[ins[k]->elems.size() == 1 ? 0 : j];
-        }
-        std::optional<Elem> e = f(args, j);
-        if (!e) return std::nullopt;
-        result.elems.push_back(std::move(*e));
-      }
-      return result;
-    };
-    auto same_int_dtype = [&](size_t first) {
-      for (size_t k = first; k < ins.size(); ++k) {
-        if (!is_int(ins[k]->dtype) || ins[k]->dtype != ins[first]->dtype) return false;
-      }
-      return true;
-    };
-
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-      if (ins.size() != 2 || !same_int_dtype(0)) return std::nullopt;
-      const char symbol = op == "Add" ? '+' : op == "Sub" ? '-' : op == "Mul" ? '*' : '/';
-      const DType dtype = ins[0]->dtype;
-      return elementwise(dtype, [&](const std::vector<const Elem*>& a, size_t) {
-        return arithmetic(symbol, *a[0], *a[1], dtype);
-      });
-    }
-    if (op == "Equal") {
-      if (ins.size() != 2 || !same_int_dtype(0)) return std::nullopt;
-      return elementwise(DType::kBool, [&](const std::vector<const Elem*>& a, size_t j) {
-        const Elem &x = *a[0], &y = *a[1];
-        if (x.known && y.known) return std::optional<Elem>(Elem::number(*x.known == *y.known));
-        if (same(x, y)) return std::optional<Elem>(Elem::number(1));
-        // A dim (>= 0) never equals a negative number (the -1 of Reshape/Expand targets).
-        if ((x.known && *x.known < 0 && y.nonneg) || (y.known && *y.known < 0 && x.nonneg)) {
-          return std::optional<Elem>(Elem::number(0));
-        }
-        return std::optional<Elem>(opaque_elem(value, j, a, true));
-      });
-    }
-    if (op == "Where") {
-      if (ins.size() != 3 || ins[0]->dtype != DType::kBool || !same_int_dtype(1)) {
-        return std::nullopt;
-      }
-      return elementwise(ins[1]->dtype, [&](const std::vector<const Elem*>& a, size_t j) {
-        if (a[0]->known) return std::optional<Elem>(*a[0]->known ? *a[1] : *a[2]);
-        if (same(*a[1], *a[2])) return std::optional<Elem>(*a[1]);
-        return std::optional<Elem>(opaque_elem(value, j, a, a[1]->nonneg && a[2]->nonneg));
-      });
-    }
-    if (op == "Max" || op == "Min") {
-      if (!same_int_dtype(0)) return std::nullopt;
-      const bool max = op == "Max";
-      return elementwise(ins[0]->dtype, [&](const std::vector<const Elem*>& a, size_t j) {
-        std::optional<Elem> acc = *a[0];
-        bool nonneg = max ? false : true;
-        for (const Elem* e : a) nonneg = max ? (nonneg || e->nonneg) : (nonneg && e->nonneg);
-        for (size_t k = 1; k < a.size() && acc; ++k) acc = extremum(max, *acc, *a[k]);
-        return acc ? acc : std::optional<Elem>(opaque_elem(value, j, a, nonneg));
-      });
-    }
-    return std::nullopt;
+    const OpDefinition* definition = context_.ops().definition(*node, opset);
+    if (!definition || !definition->shape_vector) return std::nullopt;
+    return definition->shape_vector(RuleContext(*this, *node, opset, depth));
   }
 
   const PassContext& context_;
-  std::unordered_map<const Value*, std::optional<SymVec>> memo_;
+  std::unordered_map<const Value*, std::optional<ShapeVector>> memo_;
 };
 
 // "depends on dynamic dim 'batch'", "depends on dynamic dims 'batch', 'seq'", ...
-std::string why_dynamic(const SymVec& vec) {
+std::string why_dynamic(const ShapeVector& vec) {
   std::set<std::string> symbols, others;
-  for (const Elem& e : vec.elems) {
+  for (const SymbolicInt& e : vec.elems) {
     if (e.known) continue;
     symbols.insert(e.symbols.begin(), e.symbols.end());
     others.insert(e.others.begin(), e.others.end());
@@ -604,22 +113,22 @@ std::string why_dynamic(const SymVec& vec) {
 // known elements as they are, an element equal to x's own dim at that index as 0 (copy),
 // and at most one other (non-negative) element as -1. (-1 assumes the other target dims are
 // not 0 at run time, i.e. no empty tensors; PyTorch's own exports make the same assumption.)
-std::optional<std::vector<int64_t>> constant_reshape_target(const SymVec& target, const Value* x,
-                                                            bool allowzero) {
+std::optional<std::vector<int64_t>> constant_reshape_target(const ShapeVector& target,
+                                                            const Value* x, bool allowzero) {
   std::optional<size_t> rank;
   if (x->type().is_tensor() && x->type().shape) rank = x->type().shape->size();
   bool has_minus_one = false, has_zero = false;
-  for (const Elem& e : target.elems) {
+  for (const SymbolicInt& e : target.elems) {
     has_minus_one |= e.is(-1);
     has_zero |= e.is(0);
   }
   std::vector<int64_t> out;
   bool inferred = false;
   for (size_t i = 0; i < target.elems.size(); ++i) {
-    const Elem& e = target.elems[i];
+    const SymbolicInt& e = target.elems[i];
     if (e.known) {
       out.push_back(*e.known);
-    } else if (!allowzero && rank && i < *rank && same(e, dim_elem(x, i))) {
+    } else if (!allowzero && rank && i < *rank && e.same_as(SymbolicInt::dim(x, i))) {
       out.push_back(0);
     } else {
       // -1 is exact for one element that is a real extent; it may not join another -1, nor
@@ -669,32 +178,20 @@ class GeneratedSymbols {
   std::map<std::string, std::string> parent_;
 };
 
-bool is_broadcasting_op(const std::string& op) {
-  static const std::set<std::string> ops = {"Add",        "Sub",   "Mul",      "Div",
-                                            "Pow",        "Where", "Max",      "Min",
-                                            "Sum",        "Mean",  "And",      "Or",
-                                            "Xor",        "Equal", "Greater",  "Less",
-                                            "Mod",        "PRelu", "BitShift", "GreaterOrEqual",
-                                            "LessOrEqual"};
-  return ops.count(op) > 0;
-}
-
 // The dim symbol a scalar shape value is exactly (Gather(Shape(x), i) of a symbolic dim).
 std::optional<std::string> dim_symbol(Evaluator& evaluator, const Value* value) {
-  const SymVec* vec = evaluator.eval(value);
+  const ShapeVector* vec = evaluator.eval(value);
   if (!vec || vec->elems.size() != 1) return std::nullopt;
-  const Elem& e = vec->elems[0];
-  if (e.known || e.symbols.size() != 1 || !e.others.empty()) return std::nullopt;
-  const std::string& name = *e.symbols.begin();
-  if (e.expr != atom_text('$', name, nullptr, 0)) return std::nullopt;
-  return name;
+  const std::string* name = vec->elems[0].named_dim();
+  if (!name) return std::nullopt;
+  return *name;
 }
 
 // Range(0, d, 1): the dim symbol d, when its output's length is exactly d.
 std::optional<std::string> range_length_symbol(Evaluator& evaluator, const Node* node) {
   if (node->inputs().size() != 3) return std::nullopt;
-  const SymVec* start = evaluator.eval(node->input(0));
-  const SymVec* delta = evaluator.eval(node->input(2));
+  const ShapeVector* start = evaluator.eval(node->input(0));
+  const ShapeVector* delta = evaluator.eval(node->input(2));
   if (!start || !delta || start->elems.size() != 1 || delta->elems.size() != 1 ||
       !start->elems[0].is(0) || !delta->elems[0].is(1)) {
     return std::nullopt;
@@ -731,7 +228,7 @@ size_t unify_generated_symbols(Graph& graph, const PassContext& context) {
     }
     const std::vector<Dim>* out = dims_of(node->output(0));
     if (!out) continue;
-    if (is_broadcasting_op(op)) {
+    if (context.traits(node).broadcasting) {
       const size_t rank = out->size();
       for (size_t axis = 0; axis < rank; ++axis) {
         const Dim& o = (*out)[axis];
@@ -845,11 +342,11 @@ class ShapeFoldingPass : public GraphPass {
     Evaluator evaluator(context);
     const std::vector<Node*> order = graph.topological_order();
     // Nodes computing a shape vector, and whether anything read them before this run.
-    std::unordered_map<Node*, const SymVec*> shape_nodes;
+    std::unordered_map<Node*, const ShapeVector*> shape_nodes;
     std::unordered_set<Node*> live;
     for (Node* node : order) {
       if (!node->domain().empty() || node->outputs().size() != 1 || !node->output(0)) continue;
-      if (const SymVec* vec = evaluator.eval(node->output(0))) {
+      if (const ShapeVector* vec = evaluator.eval(node->output(0))) {
         shape_nodes.emplace(node, vec);
         if (!is_unused(node->output(0))) live.insert(node);
       }
@@ -863,7 +360,7 @@ class ShapeFoldingPass : public GraphPass {
       const Value* x = node->input(0);
       Value* shape = node->input(1);
       if (!x || !shape || constant_value(shape, context) || !node->output(0)) continue;
-      const SymVec* target = evaluator.eval(shape);
+      const ShapeVector* target = evaluator.eval(shape);
       if (!target || target->scalar || target->dtype != DType::kInt64 || target->all_known()) {
         continue;
       }
@@ -899,8 +396,8 @@ class ShapeFoldingPass : public GraphPass {
       if (!needed) continue;
       const std::string name = old->name();
       Value* init = graph.add_initializer(graph.unique_name(name + "_folded"),
-                                          to_tensor(*shape_nodes.at(node)));
-      const SymVec& vec = *shape_nodes.at(node);
+                                          shape_nodes.at(node)->to_tensor());
+      const ShapeVector& vec = *shape_nodes.at(node);
       init->set_type(ValueType::tensor(
           vec.dtype, vec.scalar
                          ? std::vector<Dim>{}
@@ -933,22 +430,22 @@ class ShapeFoldingPass : public GraphPass {
   // (a causal mask per layer becomes one).
   static size_t share_equal_shape_values(
       Graph& graph, PassContext& context, const std::vector<Node*>& order,
-      const std::unordered_map<Node*, const SymVec*>& shape_nodes,
+      const std::unordered_map<Node*, const ShapeVector*>& shape_nodes,
       std::unordered_set<Node*>& removed) {
     size_t changes = 0;
     std::unordered_map<std::string, Node*> first;  // key -> first node computing it
     for (Node* node : order) {
       auto it = shape_nodes.find(node);
       if (it == shape_nodes.end() || removed.count(node)) continue;
-      const SymVec& vec = *it->second;
+      const ShapeVector& vec = *it->second;
       if (!vec.from_shape || vec.all_known() || vec.elems.empty()) continue;
       // Only vectors of named dims and numbers: opaque elements are tied to one value anyway.
-      const bool shareable = std::all_of(vec.elems.begin(), vec.elems.end(), [](const Elem& e) {
-        return e.known || (e.others.empty() && !e.symbols.empty());
-      });
+      const bool shareable = std::all_of(
+          vec.elems.begin(), vec.elems.end(),
+          [](const SymbolicInt& e) { return e.known || (e.others.empty() && !e.symbols.empty()); });
       if (!shareable) continue;
       std::string key = std::string(dtype_name(vec.dtype)) + (vec.scalar ? "s" : "v");
-      for (const Elem& e : vec.elems) key += "|" + e.text();
+      for (const SymbolicInt& e : vec.elems) key += "|" + e.text();
       auto [slot, inserted] = first.try_emplace(std::move(key), node);
       if (inserted) continue;
       Value* copy = node->output(0);
@@ -971,12 +468,9 @@ class ShapeFoldingPass : public GraphPass {
                                        const std::vector<Node*>& order,
                                        const std::unordered_set<Node*>& removed, int64_t opset) {
     size_t changes = 0;
-    auto to_dim = [](const Elem& e) {
+    auto to_dim = [](const SymbolicInt& e) {
       if (e.known && *e.known >= 0) return Dim::known(*e.known);
-      if (!e.known && e.symbols.size() == 1 && e.others.empty() &&
-          e.expr == atom_text('$', *e.symbols.begin(), nullptr, 0)) {
-        return Dim::symbol(*e.symbols.begin());
-      }
+      if (const std::string* name = e.named_dim()) return Dim::symbol(*name);
       return Dim{};
     };
     for (Node* node : order) {
@@ -989,7 +483,7 @@ class ShapeFoldingPass : public GraphPass {
       }
       if (op != "Expand" && op != "ConstantOfShape" && op != "Reshape") continue;
       const Value* target_value = node->input(op == "ConstantOfShape" ? 0 : 1);
-      const SymVec* target = target_value ? evaluator.eval(target_value) : nullptr;
+      const ShapeVector* target = target_value ? evaluator.eval(target_value) : nullptr;
       if (!target || target->scalar) continue;
       std::vector<Dim> dims;
       DType dtype = DType::kUndefined;
@@ -998,7 +492,7 @@ class ShapeFoldingPass : public GraphPass {
         if (const Attribute* value = node->find_attribute("value"); value && value->t.defined()) {
           dtype = value->t.dtype();
         }
-        for (const Elem& e : target->elems) dims.push_back(to_dim(e));
+        for (const SymbolicInt& e : target->elems) dims.push_back(to_dim(e));
       } else {
         const Value* x = node->input(0);
         if (!x || !x->type().shape || !x->type().is_tensor()) continue;
@@ -1007,7 +501,7 @@ class ShapeFoldingPass : public GraphPass {
         if (op == "Reshape") {
           const bool allowzero = opset >= 14 && int_attr(node, "allowzero", 0) != 0;
           for (size_t i = 0; i < target->elems.size(); ++i) {
-            const Elem& e = target->elems[i];
+            const SymbolicInt& e = target->elems[i];
             if (e.is(0) && !allowzero) {
               dims.push_back(i < in.size() ? in[i] : Dim{});
             } else if (e.is(-1)) {
@@ -1056,10 +550,10 @@ class ShapeFoldingPass : public GraphPass {
       data_type = ValueType::tensor(data->initializer().dtype(), shape);
     }
     if (!data_type.is_tensor() || !data_type.shape) return false;
-    const SymVec* starts = evaluator.eval(node->input(1));
-    const SymVec* ends = evaluator.eval(node->input(2));
-    const SymVec* axes = node->input(3) ? evaluator.eval(node->input(3)) : nullptr;
-    const SymVec* steps = node->input(4) ? evaluator.eval(node->input(4)) : nullptr;
+    const ShapeVector* starts = evaluator.eval(node->input(1));
+    const ShapeVector* ends = evaluator.eval(node->input(2));
+    const ShapeVector* axes = node->input(3) ? evaluator.eval(node->input(3)) : nullptr;
+    const ShapeVector* steps = node->input(4) ? evaluator.eval(node->input(4)) : nullptr;
     if (!starts || !ends || starts->elems.size() != ends->elems.size()) return false;
     if (node->input(3) && !axes) return false;
     if (node->input(4) && !steps) return false;
@@ -1074,16 +568,15 @@ class ShapeFoldingPass : public GraphPass {
       if (axis < 0) axis += rank;
       if (axis < 0 || axis >= rank) return false;
       if (steps && (i >= steps->elems.size() || !steps->elems[i].is(1))) return false;
-      const Elem& start = starts->elems[i];
-      const Elem& end = ends->elems[i];
+      const SymbolicInt& start = starts->elems[i];
+      const SymbolicInt& end = ends->elems[i];
       Dim& dim = dims[static_cast<size_t>(axis)];
       if (!start.is(0) || !dim.is_known()) return false;
       if (end.known) {
         int64_t stop = *end.known < 0 ? *end.known + dim.value : *end.known;
         dim = Dim::known(std::clamp<int64_t>(stop, 0, dim.value));
-      } else if (end.symbols.size() == 1 && end.others.empty() &&
-                 end.expr == atom_text('$', *end.symbols.begin(), nullptr, 0)) {
-        dim = Dim::symbol(*end.symbols.begin());
+      } else if (const std::string* name = end.named_dim()) {
+        dim = Dim::symbol(*name);
       } else {
         return false;
       }
@@ -1096,7 +589,7 @@ class ShapeFoldingPass : public GraphPass {
 
   // Removes shape nodes that were read before this run and are not any more.
   static size_t remove_dead(Graph& graph, PassContext& context, const std::vector<Node*>& order,
-                            const std::unordered_map<Node*, const SymVec*>& shape_nodes,
+                            const std::unordered_map<Node*, const ShapeVector*>& shape_nodes,
                             const std::unordered_set<Node*>& live,
                             std::unordered_set<Node*>& removed) {
     size_t changes = 0;

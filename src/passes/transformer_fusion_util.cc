@@ -7,28 +7,6 @@
 #include "ops/op_utils.h"
 
 namespace onnxkit {
-namespace {
-
-// Values of `owner` that a nested subgraph returns as one of its outputs: they are not in
-// Value::uses(), so a fusion must not remove them.
-void collect_nested_outputs(const Graph& graph, const Graph& owner,
-                            std::unordered_set<const Value*>& out) {
-  if (&graph != &owner) {
-    for (const Value* value : graph.outputs()) {
-      if (value && value->graph() == &owner) out.insert(value);
-    }
-  }
-  for (const Node* node : graph.nodes()) {
-    for (const Graph* sub : node->subgraphs()) collect_nested_outputs(*sub, owner, out);
-  }
-}
-
-}  // namespace
-
-FusionScope::FusionScope(Graph& graph, const PassContext& context)
-    : graph_(graph), context_(context) {
-  collect_nested_outputs(graph, graph, nested_outputs_);
-}
 
 Node* FusionScope::producer(const Value* value, std::string_view op_type) const {
   Node* node = value ? value->producer() : nullptr;
@@ -36,8 +14,9 @@ Node* FusionScope::producer(const Value* value, std::string_view op_type) const 
 }
 
 bool FusionScope::single_use(const Value* value) const {
+  // A nested subgraph returning the value is a use by its return node, in another graph.
   return value && value->uses().size() == 1 && !is_graph_output(value) && !kept(context_, value) &&
-         !nested_outputs_.count(value) && value->uses()[0].node->graph() == &graph_;
+         value->uses()[0].node->graph() == &graph_;
 }
 
 Node* FusionScope::only_reader(const Value* value) const {

@@ -6,7 +6,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "passes/pass.h"
@@ -16,26 +15,25 @@ namespace onnxkit {
 // What a fusion may remove: values read by nothing but the matched nodes.
 class FusionScope {
  public:
-  FusionScope(Graph& graph, const PassContext& context);
+  FusionScope(Graph& graph, const PassContext& context) : graph_(graph), context_(context) {}
 
   Graph& graph() const { return graph_; }
   const PassContext& context() const { return context_; }
 
   // The producer of `value` when it is the standard op `op_type` of this graph.
   Node* producer(const Value* value, std::string_view op_type) const;
-  // True when `value` is read exactly once (one input of one node), is no graph output,
-  // no value the user keeps and no output of a nested subgraph: it may vanish.
+  // True when `value` is read exactly once (one input of one node of this graph), is no
+  // graph output, no value the user keeps and no output of a nested subgraph: it may vanish.
   bool single_use(const Value* value) const;
   // The node reading `value` when single_use(value).
   Node* only_reader(const Value* value) const;
-  // True when readers of `value` can be moved to another value (replace_value does not see
-  // the outputs of nested subgraphs that return an outer value).
-  bool replaceable(const Value* value) const { return !nested_outputs_.count(value); }
+  // True when a fusion may move the readers of `value` to another value: not when a nested
+  // subgraph returns it directly (such a value stays with its producer).
+  bool replaceable(const Value* value) const { return !value->returned_by_subgraph(); }
 
  private:
   Graph& graph_;
   const PassContext& context_;
-  std::unordered_set<const Value*> nested_outputs_;
 };
 
 // Calls `fuse(node)` on the graph's nodes until one returns true, then starts over (a fusion

@@ -14,30 +14,6 @@
 #include "runtime/profiler.h"
 
 namespace onnxkit {
-namespace {
-
-// Values owned by `owner` that nodes inside `graph` (recursively) read.
-void collect_captures(const Graph& graph, const Graph* owner, std::vector<const Value*>& out) {
-  for (const Node* node : graph.nodes()) {
-    for (const Value* input : node->inputs()) {
-      if (input && input->graph() == owner) out.push_back(input);
-    }
-    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, owner, out);
-  }
-  for (const Value* output : graph.outputs()) {
-    if (output && output->graph() == owner) out.push_back(output);
-  }
-}
-
-int64_t opset_for(const std::vector<OpsetImport>& opsets, std::string_view domain) {
-  auto canonical = [](std::string_view d) { return d == "ai.onnx" ? std::string_view() : d; };
-  for (const OpsetImport& opset : opsets) {
-    if (canonical(opset.domain) == canonical(domain)) return opset.version;
-  }
-  return -1;
-}
-
-}  // namespace
 
 int CompiledGraph::slot_of(const Value* value) const {
   auto it = slots_.find(value);
@@ -90,7 +66,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
   for (const Node* node : order) {
     Step step;
     step.node = node;
-    KernelCreateContext context(*node, opset_for(opsets, node->domain()), compiler);
+    KernelCreateContext context(*node, opset_version(opsets, node->domain()), registry, compiler);
     try {
       step.kernel = registry.create_kernel(context, tier);
     } catch (const Error& e) {
@@ -106,7 +82,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
       step.outputs.push_back(output ? plan->slot_of(output) : -1);
     }
     std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
-    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, &graph, reads);
+    for (const Graph* sub : node->subgraphs()) collect_captures(*sub, graph, reads);
     for (const Value* value : reads) {
       if (!value || value->graph() != &graph) continue;
       const int slot = plan->slot_of(value);

@@ -7,6 +7,7 @@
 #include "ir/model.h"
 #include "onnx/tensor_io.h"
 #include "onnxkit/model_io.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -33,14 +34,13 @@ void adapt_stored_type(RuntimeValue& value, const ValueType& declared) {
   }
 }
 
-// Ops whose outputs are random: their cases compare dtype and shape only.
-bool has_random_op(const Graph& graph) {
-  static const std::set<std::string> kRandomOps{"RandomUniform",     "RandomNormal",
-                                                "RandomUniformLike", "RandomNormalLike",
-                                                "Bernoulli",         "Multinomial"};
+// Models with a random op (OpTraits::deterministic false): their cases compare dtype and
+// shape only.
+bool has_random_op(const Model& model) {
+  const OpRegistry& registry = builtin_registry();
   bool found = false;
-  for_each_node_recursive(graph, [&](const Node* node) {
-    found = found || (node->domain().empty() && kRandomOps.count(node->op_type()));
+  for_each_node_recursive(model.graph(), [&](const Node* node) {
+    found = found || !registry.traits(*node, model.opset_version(node->domain())).deterministic;
   });
   return found;
 }
@@ -100,7 +100,7 @@ CaseResult run_conformance_case(const ConformanceCase& test_case, const SessionO
     result.message = "no test_data_set_* folder";
     return result;
   }
-  result.shape_only = has_random_op(s.model().graph());
+  result.shape_only = has_random_op(s.model());
   const auto inputs = s.required_inputs();
   const auto& outputs = s.model().graph().outputs();
   for (const fs::path& data_set : data_sets) {

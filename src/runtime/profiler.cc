@@ -38,11 +38,6 @@ void Profiler::record(const Node& node, int64_t start_ns, int64_t end_ns) {
   timings_.push_back({node.name(), std::move(op_type), start_ns, end_ns, thread_index()});
 }
 
-void Profiler::record_span(std::string name, int64_t start_ns, int64_t end_ns) {
-  std::lock_guard lock(mutex_);
-  timings_.push_back({std::move(name), "", start_ns, end_ns, -1});
-}
-
 std::vector<KernelTiming> Profiler::timings() const {
   std::lock_guard lock(mutex_);
   return timings_;
@@ -56,17 +51,16 @@ void Profiler::clear() {
 std::string Profiler::chrome_trace_json() const {
   nlohmann::json events = nlohmann::json::array();
   for (const KernelTiming& t : timings()) {
-    nlohmann::json event = {
-        {"name", t.op_type.empty() ? t.node_name : t.op_type},
-        {"cat", t.op_type.empty() ? "run" : "kernel"},
+    events.push_back({
+        {"name", t.op_type},
+        {"cat", "kernel"},
         {"ph", "X"},
         {"ts", static_cast<double>(t.start_ns) / 1e3},
         {"dur", static_cast<double>(t.end_ns - t.start_ns) / 1e3},
         {"pid", 0},
-        {"tid", t.thread < 0 ? 0 : t.thread + 1},
-    };
-    if (!t.op_type.empty()) event["args"] = {{"node", t.node_name}, {"op_type", t.op_type}};
-    events.push_back(std::move(event));
+        {"tid", t.thread + 1},
+        {"args", {{"node", t.node_name}, {"op_type", t.op_type}}},
+    });
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
 }
@@ -74,7 +68,6 @@ std::string Profiler::chrome_trace_json() const {
 std::vector<Profiler::OpTotal> Profiler::totals_by_op_type() const {
   std::map<std::string, OpTotal> totals;
   for (const KernelTiming& t : timings()) {
-    if (t.op_type.empty()) continue;
     OpTotal& total = totals[t.op_type];
     total.op_type = t.op_type;
     total.total_ns += t.end_ns - t.start_ns;

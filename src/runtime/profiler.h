@@ -24,8 +24,6 @@ class Profiler {
   Profiler();
   int64_t now_ns() const;
   void record(const Node& node, int64_t start_ns, int64_t end_ns);
-  // Marks a span that is not a kernel (e.g. one whole run), shown on its own row.
-  void record_span(std::string name, int64_t start_ns, int64_t end_ns);
 
   std::vector<KernelTiming> timings() const;
   void clear();

@@ -16,6 +16,7 @@
 #include "ops/registry.h"
 #include "passes/inline_functions.h"
 #include "passes/pipeline.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -153,7 +154,7 @@ MemoryPlanStats Session::memory_plan_stats() const {
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
-    const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::builtin();
+    const OpRegistry& registry = options.registry ? *options.registry : builtin_registry();
     InlineOptions inline_options;
     inline_options.has_kernel = [&](const Node& node) {
       return registry.find(node.domain(), node.op_type(), model.opset_version(node.domain())) !=

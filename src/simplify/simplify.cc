@@ -14,6 +14,7 @@
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/pipeline.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
 
@@ -387,7 +388,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     check_opsets_supported(model).throw_if_error();
 
     PassContext context;
-    context.registry = &OpRegistry::builtin();
+    context.registry = &builtin_registry();
     context.tensor_size_threshold = options.tensor_size_threshold;
     context.mutable_initializers = options.mutable_initializers;
     auto passes = basic_passes();

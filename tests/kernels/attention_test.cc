@@ -18,6 +18,7 @@
 #include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -111,7 +112,7 @@ void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
       inputs.push_back(mask.defined() ? g->input(mask) : nullptr);
     }
     if (keep.defined()) inputs.push_back(g->input(keep));
-    g->output(g->node(
+    g->output(g->op(
         "Attention", inputs,
         [&](Node* node) {
           if (c.k_transposed) set_int(node, "k_transposed", 1);
@@ -130,25 +131,25 @@ void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
     auto operand = [&](const Tensor& t, size_t i) {
       Value* value = g->input(t);
       if (!c.perms[i]) return value;
-      return g->node("Transpose", {value}, [&](Node* n) { set_ints(n, "perm", *c.perms[i]); });
+      return g->op("Transpose", {value}, [&](Node* n) { set_ints(n, "perm", *c.perms[i]); });
     };
     Value* qv = operand(q, 0);
     Value* kt = operand(k, 1);
     Value* vv = operand(v, 2);
     if (!c.k_transposed) {
-      kt = g->node("Transpose", {kt}, [](Node* n) { set_ints(n, "perm", {0, 1, 3, 2}); });
+      kt = g->op("Transpose", {kt}, [](Node* n) { set_ints(n, "perm", {0, 1, 3, 2}); });
     }
     const float scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(c.d));
-    Value* s = g->node("Mul", {g->node("MatMul", {qv, kt}), g->scalar(scale)});
-    if (mask.defined()) s = g->node("Add", {s, g->input(mask)});
+    Value* s = g->op("Mul", {g->op("MatMul", {qv, kt}), g->scalar(scale)});
+    if (mask.defined()) s = g->op("Add", {s, g->input(mask)});
     if (keep.defined()) {
       const float masked = c.masked_value ? *c.masked_value : -kInf;
-      s = g->node("Where", {g->input(keep), s, g->scalar(masked)});
+      s = g->op("Where", {g->input(keep), s, g->scalar(masked)});
     }
-    Value* p = g->node("Softmax", {s}, [](Node* n) { set_int(n, "axis", -1); });
-    Value* y = g->node("MatMul", {p, vv});
+    Value* p = g->op("Softmax", {s}, [](Node* n) { set_int(n, "axis", -1); });
+    Value* y = g->op("MatMul", {p, vv});
     if (c.perms[3]) {
-      y = g->node("Transpose", {y}, [&](Node* n) { set_ints(n, "perm", *c.perms[3]); });
+      y = g->op("Transpose", {y}, [&](Node* n) { set_ints(n, "perm", *c.perms[3]); });
     }
     g->output(y);
     return g;
@@ -169,15 +170,16 @@ void check(const AttentionCase& c, const Tensor* mask_override = nullptr,
     return;
   }
   auto actual = fused(), expected = unfused();
-  NamedValues got = run(std::move(actual->model()), actual->feeds(), SessionOptions::reference());
+  NamedValues got =
+      run_model(std::move(actual->model()), actual->feeds(), SessionOptions::reference());
   NamedValues want =
-      run(std::move(expected->model()), expected->feeds(), SessionOptions::reference());
+      run_model(std::move(expected->model()), expected->feeds(), SessionOptions::reference());
   const Comparison compared = compare_values(got[0].second, want[0].second, kTolerance);
   EXPECT_TRUE(compared.ok) << "reference kernel: " << compared.message;
 }
 
 TEST(Attention, IsRegisteredAsOptimized) {
-  EXPECT_TRUE(OpRegistry::builtin().find_optimized(kOnnxkitDomain, "Attention", 1));
+  EXPECT_TRUE(builtin_registry().find_optimized(kOnnxkitDomain, "Attention", 1));
 }
 
 TEST(Attention, NoMask) {
@@ -338,7 +340,7 @@ TEST(Attention, BadShapesFailNamingTheNode) {
     std::vector<Value*> inputs{g.input(random_floats(q, rng)), g.input(random_floats(k, rng)),
                                g.input(random_floats(v, rng))};
     if (mask) inputs.push_back(g.input(random_floats(*mask, rng)));
-    g.output(g.node("Attention", inputs, {}, std::string(kOnnxkitDomain)));
+    g.output(g.op("Attention", inputs, {}, std::string(kOnnxkitDomain)));
     auto session = Session::create(std::move(g.model()), optimized());
     if (!session) return session.error();
     auto result = session.value()->run(g.feeds());
@@ -350,7 +352,7 @@ TEST(Attention, BadShapesFailNamingTheNode) {
         run_fused({1, 2, 3, 4}, {2, 2, 5, 4}, {2, 2, 5, 4}, {}),              // batch differs
         run_fused({2, 3, 4}, {2, 5, 4}, {2, 5, 4}, {}),                       // not 4-D
         run_fused({1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}, Shape{4, 1})}) {  // mask
-    EXPECT_NE(error.find("Attention0"), std::string::npos) << error;
+    EXPECT_NE(error.find("'Attention_0'"), std::string::npos) << error;
   }
 }
 
@@ -360,7 +362,7 @@ TEST(Attention, BadPermFailsNamingTheNode) {
   std::vector<Value*> inputs{g.input(random_floats({1, 2, 3, 4}, rng)),
                              g.input(random_floats({1, 2, 3, 4}, rng)),
                              g.input(random_floats({1, 2, 3, 4}, rng))};
-  g.output(g.node(
+  g.output(g.op(
       "Attention", inputs,
       [](Node* n) {
         set_ints(n, "q_perm", {0, 2, 2, 3});
@@ -372,7 +374,7 @@ TEST(Attention, BadPermFailsNamingTheNode) {
     auto result = session.value()->run(g.feeds());
     if (!result) error = result.error();
   }
-  EXPECT_NE(error.find("Attention0"), std::string::npos) << error;
+  EXPECT_NE(error.find("'Attention_0'"), std::string::npos) << error;
   EXPECT_NE(error.find("q_perm"), std::string::npos) << error;
 }
 

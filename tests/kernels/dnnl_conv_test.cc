@@ -13,60 +13,37 @@
 #include <thread>
 #include <vector>
 
+#include "../graph_test_util.h"
 #include "kernels/dnnl_common.h"
 #include "onnxkit/session.h"
 #include "ops/blocked_ops.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compare.h"
 #include "runtime/random_inputs.h"
 
 namespace onnxkit {
 namespace {
 
+using testing::run_model;
+using testing::set_float;
+using testing::set_floats;
+using testing::set_int;
+using testing::set_ints;
+using testing::set_string;
+
 // ---- building models ----
 
-void set_attr_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
+// A case's attributes left empty are not set: the op's defaults apply.
+void set_if_given(Node* node, const std::string& name, const std::vector<int64_t>& values) {
+  if (!values.empty()) set_ints(node, name, values);
 }
-
-void set_attr_float(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
+void set_if_given(Node* node, const std::string& name, const std::vector<float>& values) {
+  if (!values.empty()) set_floats(node, name, values);
 }
-
-void set_attr_ints(Node* node, const std::string& name, const std::vector<int64_t>& values) {
-  if (values.empty()) return;
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = values;
-  node->set_attribute(std::move(a));
-}
-
-void set_attr_floats(Node* node, const std::string& name, const std::vector<float>& values) {
-  if (values.empty()) return;
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloats;
-  a.floats = values;
-  node->set_attribute(std::move(a));
-}
-
-void set_attr_string(Node* node, const std::string& name, const std::string& value) {
-  if (value.empty()) return;
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = value;
-  node->set_attribute(std::move(a));
+void set_if_given(Node* node, const std::string& name, const std::string& value) {
+  if (!value.empty()) set_string(node, name, value);
 }
 
 // A model under construction with the feeds its graph inputs take.
@@ -105,22 +82,6 @@ struct Builder {
     return node->outputs()[0];
   }
 };
-
-SessionOptions optimized_options() {
-  SessionOptions options;
-  options.level = OptimizationLevel::kNone;
-  options.kernels = KernelTier::kOptimized;
-  options.intra_op_threads = 1;
-  return options;
-}
-
-NamedValues run_model(Model model, const SessionOptions& options, const NamedValues& feeds) {
-  auto session = Session::create(std::move(model), options);
-  if (!session) throw Error(session.error());
-  auto result = session.value()->run(feeds);
-  if (!result) throw Error(result.error());
-  return std::move(result).value();
-}
 
 constexpr Tolerance kTolerance{1e-4, 1e-5, true};
 
@@ -168,13 +129,13 @@ Builder conv_model(const ConvCase& c, std::mt19937_64& rng) {
   if (c.bias)
     inputs.push_back(b.operand("B", random_values(c.dtype, {maps}, rng), c.constant_weights));
   b.op(c.op, inputs, "Y", [&](Node* node) {
-    set_attr_int(node, "group", c.group);
-    set_attr_ints(node, "strides", c.strides);
-    set_attr_ints(node, "pads", c.pads);
-    set_attr_ints(node, "dilations", c.dilations);
-    set_attr_ints(node, "output_padding", c.output_padding);
-    set_attr_ints(node, "output_shape", c.output_shape);
-    set_attr_string(node, "auto_pad", c.auto_pad);
+    set_int(node, "group", c.group);
+    set_if_given(node, "strides", c.strides);
+    set_if_given(node, "pads", c.pads);
+    set_if_given(node, "dilations", c.dilations);
+    set_if_given(node, "output_padding", c.output_padding);
+    set_if_given(node, "output_shape", c.output_shape);
+    set_if_given(node, "auto_pad", c.auto_pad);
   });
   b.graph().add_output(b.graph().nodes().back()->outputs()[0]);
   return b;
@@ -187,9 +148,9 @@ void check_conv(const ConvCase& c) {
   rng.seed(7);
   Builder optimized = conv_model(c, rng);
   const NamedValues expected =
-      run_model(std::move(reference.model), SessionOptions::reference(), reference.feeds);
+      run_model(std::move(reference.model), reference.feeds, SessionOptions::reference());
   const NamedValues actual =
-      run_model(std::move(optimized.model), optimized_options(), optimized.feeds);
+      run_model(std::move(optimized.model), optimized.feeds, testing::optimized());
   ASSERT_EQ(actual.size(), 1u);
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
@@ -238,7 +199,7 @@ TEST(DnnlCommonTest, ReboundMemoryRepointsOneObject) {
 }
 
 TEST(DnnlConvTest, RegisteredForEveryConvOpset) {
-  const OpRegistry& registry = OpRegistry::builtin();
+  const OpRegistry& registry = builtin_registry();
   for (int64_t opset : {1, 6, 11, 13, 17, 21}) {
     EXPECT_NE(registry.find_optimized("", "Conv", opset), nullptr) << opset;
     EXPECT_NE(registry.find_optimized("", "ConvTranspose", opset), nullptr) << opset;
@@ -507,12 +468,12 @@ Value* unfused_activation(Builder& b, const FusedCase& c, Value* x) {
   if (a.empty()) return x;
   if (a == "Relu" || a == "Sigmoid" || a == "Tanh" || a == "HardSwish") return b.op(a, {x}, "act");
   if (a == "LeakyRelu") {
-    return b.op(a, {x}, "act", [&](Node* n) { set_attr_float(n, "alpha", param(0, 0.01f)); });
+    return b.op(a, {x}, "act", [&](Node* n) { set_float(n, "alpha", param(0, 0.01f)); });
   }
   if (a == "HardSigmoid") {
     return b.op(a, {x}, "act", [&](Node* n) {
-      set_attr_float(n, "alpha", param(0, 0.2f));
-      set_attr_float(n, "beta", param(1, 0.5f));
+      set_float(n, "alpha", param(0, 0.2f));
+      set_float(n, "beta", param(1, 0.5f));
     });
   }
   if (a == "Clip") {
@@ -553,9 +514,9 @@ void check_fused(const FusedCase& c) {
     return inputs;
   };
   auto conv_attributes = [&](Node* n) {
-    set_attr_int(n, "group", c.group);
-    set_attr_ints(n, "strides", c.strides);
-    set_attr_ints(n, "pads", c.pads);
+    set_int(n, "group", c.group);
+    set_if_given(n, "strides", c.strides);
+    set_if_given(n, "pads", c.pads);
   };
 
   Builder fused;
@@ -564,8 +525,8 @@ void check_fused(const FusedCase& c) {
   Node* node =
       fused.graph().add_node("FusedConv", inputs, {"Y"}, std::string(kOnnxkitDomain), "fused");
   conv_attributes(node);
-  set_attr_string(node, "activation", c.activation);
-  set_attr_floats(node, "activation_params", c.params);
+  set_if_given(node, "activation", c.activation);
+  set_if_given(node, "activation_params", c.params);
   fused.graph().add_output(node->outputs()[0]);
 
   Builder unfused;
@@ -577,8 +538,8 @@ void check_fused(const FusedCase& c) {
   unfused.graph().add_output(unfused_activation(unfused, c, y));
 
   const NamedValues expected =
-      run_model(std::move(unfused.model), SessionOptions::reference(), unfused.feeds);
-  const NamedValues actual = run_model(std::move(fused.model), optimized_options(), fused.feeds);
+      run_model(std::move(unfused.model), unfused.feeds, SessionOptions::reference());
+  const NamedValues actual = run_model(std::move(fused.model), fused.feeds, testing::optimized());
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
 
@@ -671,9 +632,9 @@ TEST(DnnlConvTest, FusedConvRejectsUnknownActivation) {
   Value* x = b.operand("X", random_values(DType::kFloat, {1, 2, 4, 4}, rng), false);
   Value* w = b.operand("W", random_values(DType::kFloat, {2, 2, 1, 1}, rng), true);
   Node* node = b.graph().add_node("FusedConv", {x, w}, {"Y"}, std::string(kOnnxkitDomain), "bad");
-  set_attr_string(node, "activation", "Softplus");
+  set_if_given(node, "activation", "Softplus");
   b.graph().add_output(node->outputs()[0]);
-  auto session = Session::create(std::move(b.model), optimized_options());
+  auto session = Session::create(std::move(b.model), testing::optimized());
   ASSERT_FALSE(session);
   EXPECT_NE(session.error().find("bad"), std::string::npos) << session.error();
   EXPECT_NE(session.error().find("Softplus"), std::string::npos) << session.error();
@@ -693,12 +654,12 @@ TEST(DnnlConvTest, ShapesChangeBetweenRunsAndRunsAreConcurrent) {
     Value* w = b.operand("W", random_values(DType::kFloat, {12, 8, 3, 3}, weights_rng), true);
     Value* bias = b.operand("B", random_values(DType::kFloat, {12}, weights_rng), true);
     b.graph().add_output(b.op("Conv", {x, w, bias}, "Y", [](Node* n) {
-      set_attr_ints(n, "pads", {1, 1, 1, 1});
+      set_ints(n, "pads", {1, 1, 1, 1});
     }));
     return std::move(b.model);
   };
   auto reference = Session::create(build(), SessionOptions::reference());
-  auto optimized = Session::create(build(), optimized_options());
+  auto optimized = Session::create(build(), testing::optimized());
   ASSERT_TRUE(reference && optimized);
   const std::vector<Shape> shapes{{1, 8, 5, 5}, {3, 8, 13, 7}, {1, 8, 32, 32}, {2, 8, 1, 1}};
   std::vector<NamedValues> feeds, expected;
@@ -747,8 +708,8 @@ TEST(DnnlConvTest, FedWeightsOverrideTheirInitializer) {
   NamedValues feeds = reference.feeds;
   feeds.emplace_back("W", random_values(DType::kFloat, {4, 4, 3, 3}, rng));
   const NamedValues expected =
-      run_model(std::move(reference.model), SessionOptions::reference(), feeds);
-  const NamedValues actual = run_model(std::move(optimized.model), optimized_options(), feeds);
+      run_model(std::move(reference.model), feeds, SessionOptions::reference());
+  const NamedValues actual = run_model(std::move(optimized.model), feeds, testing::optimized());
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
 
@@ -758,7 +719,7 @@ TEST(DnnlConvTest, BadShapesFailNamingTheNode) {
   Value* x = b.operand("X", random_values(DType::kFloat, {1, 3, 8, 8}, rng), false);
   Value* w = b.operand("W", random_values(DType::kFloat, {4, 5, 3, 3}, rng), true);
   b.graph().add_output(b.op("Conv", {x, w}, "mismatch"));
-  auto session = Session::create(std::move(b.model), optimized_options());
+  auto session = Session::create(std::move(b.model), testing::optimized());
   ASSERT_TRUE(session) << session.error();
   auto result = session.value()->run(b.feeds);
   ASSERT_FALSE(result);
@@ -802,21 +763,21 @@ void check_pool(const PoolCase& c) {
     std::vector<std::string> outputs{"Y"};
     if (c.indices) outputs.push_back("I");
     Node* node = b.graph().add_node(c.op, {x}, outputs, "", "pool");
-    set_attr_ints(node, "kernel_shape", c.kernel);
-    set_attr_ints(node, "strides", c.strides);
-    set_attr_ints(node, "pads", c.pads);
-    set_attr_ints(node, "dilations", c.dilations);
-    set_attr_string(node, "auto_pad", c.auto_pad);
-    if (c.ceil_mode) set_attr_int(node, "ceil_mode", c.ceil_mode);
-    if (c.count_include_pad) set_attr_int(node, "count_include_pad", c.count_include_pad);
+    set_if_given(node, "kernel_shape", c.kernel);
+    set_if_given(node, "strides", c.strides);
+    set_if_given(node, "pads", c.pads);
+    set_if_given(node, "dilations", c.dilations);
+    set_if_given(node, "auto_pad", c.auto_pad);
+    if (c.ceil_mode) set_int(node, "ceil_mode", c.ceil_mode);
+    if (c.count_include_pad) set_int(node, "count_include_pad", c.count_include_pad);
     for (Value* output : node->outputs()) b.graph().add_output(output);
     return b;
   };
   Builder reference = build(), optimized = build();
   const NamedValues expected =
-      run_model(std::move(reference.model), SessionOptions::reference(), reference.feeds);
+      run_model(std::move(reference.model), reference.feeds, SessionOptions::reference());
   const NamedValues actual =
-      run_model(std::move(optimized.model), optimized_options(), optimized.feeds);
+      run_model(std::move(optimized.model), optimized.feeds, testing::optimized());
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     EXPECT_TRUE(same_tensors(actual[i].second, expected[i].second)) << actual[i].first;
@@ -920,7 +881,7 @@ void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool
     if (blocked) {
       Node* back = b.graph().add_node(std::string(kReorderFromBlocked), {y}, {"Y_plain"},
                                       std::string(kOnnxkitDomain));
-      set_attr_int(back, std::string(kChannelsAttribute), y_channels);
+      set_int(back, std::string(kChannelsAttribute), y_channels);
       y = back->outputs()[0];
     }
     b.graph().add_output(y);
@@ -928,12 +889,12 @@ void check_blocked(const std::function<Value*(Builder&, Value* x, Value* z, bool
   };
   Builder standard = make(false);
   const NamedValues expected =
-      run_model(std::move(standard.model), SessionOptions::reference(), standard.feeds);
+      run_model(std::move(standard.model), standard.feeds, SessionOptions::reference());
   ASSERT_EQ(expected[0].second.tensor().rank(), 4u);
   y_channels = expected[0].second.tensor().shape()[1];
   Builder blocked = make(true);
   const NamedValues actual =
-      run_model(std::move(blocked.model), optimized_options(), blocked.feeds);
+      run_model(std::move(blocked.model), blocked.feeds, testing::optimized());
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
 
@@ -960,16 +921,16 @@ void check_blocked_conv(const std::string& activation, const std::vector<float>&
         Value* w = b.operand("W", random_values(DType::kFloat, g.w, rng), true);
         Value* bias = b.operand("B", random_values(DType::kFloat, {g.w[0]}, rng), true);
         auto attributes = [&](Node* n) {
-          set_attr_int(n, "group", g.group);
-          set_attr_ints(n, "strides", {g.stride, g.stride});
-          set_attr_ints(n, "pads", std::vector<int64_t>(4, pad));
+          set_int(n, "group", g.group);
+          set_ints(n, "strides", {g.stride, g.stride});
+          set_ints(n, "pads", std::vector<int64_t>(4, pad));
         };
         if (blocked) {
           Node* n = b.graph().add_node(std::string(kBlockedConv), {x, w, bias, z}, {"Yb"},
                                        std::string(kOnnxkitDomain), "blocked_conv");
           attributes(n);
-          set_attr_string(n, "activation", activation);
-          set_attr_floats(n, "activation_params", params);
+          set_if_given(n, "activation", activation);
+          set_if_given(n, "activation_params", params);
           return n->outputs()[0];
         }
         Value* y = unfused_activation(
@@ -1025,11 +986,11 @@ TEST(DnnlBlockedTest, BlockedPools) {
           [&](Builder& b, Value* x, Value*, bool blocked) {
             Node* n = b.graph().add_node(blocked ? "Blocked" + p.op : p.op, {x}, {"pooled"},
                                          blocked ? std::string(kOnnxkitDomain) : "", "pool");
-            set_attr_ints(n, "kernel_shape", p.kernel);
-            set_attr_ints(n, "strides", p.strides);
-            set_attr_ints(n, "pads", p.pads);
-            if (p.ceil) set_attr_int(n, "ceil_mode", 1);
-            if (p.include_pad) set_attr_int(n, "count_include_pad", 1);
+            set_if_given(n, "kernel_shape", p.kernel);
+            set_if_given(n, "strides", p.strides);
+            set_if_given(n, "pads", p.pads);
+            if (p.ceil) set_int(n, "ceil_mode", 1);
+            if (p.include_pad) set_int(n, "count_include_pad", 1);
             return n->outputs()[0];
           },
           x, {}, true);

@@ -13,82 +13,18 @@
 #include <typeinfo>
 #include <vector>
 
-#include "../attribute_test_util.h"
+#include "../ops/op_test_util.h"
 #include "kernels/vector_math.h"
 #include "onnxkit/session.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
-
-// One node to run: inputs become graph inputs "in0", "in1", ... (a default-constructed
-// Tensor is an omitted optional input), or initializers for the indexes in `constants`.
-struct NodeCase {
-  NodeCase(std::string op_type, std::vector<Tensor> node_inputs, int64_t node_opset = 17,
-           std::function<void(Node*)> set_attributes = {})
-      : op(std::move(op_type)),
-        inputs(std::move(node_inputs)),
-        opset(node_opset),
-        attributes(std::move(set_attributes)) {}
-
-  std::string op;
-  std::vector<Tensor> inputs;
-  int64_t opset = 17;
-  std::function<void(Node*)> attributes;
-  std::string domain;  // "" for ai.onnx
-  size_t outputs = 1;
-  std::vector<size_t> constants;
-};
-
-inline Model make_model(const NodeCase& c) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", c.opset}};
-  if (!c.domain.empty()) model.opset_imports.push_back({c.domain, 1});
-  Graph& graph = model.graph();
-  std::vector<Value*> inputs;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (!c.inputs[i].defined()) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    const bool constant = std::find(c.constants.begin(), c.constants.end(), i) != c.constants.end();
-    inputs.push_back(constant ? graph.add_initializer(name, c.inputs[i])
-                              : graph.add_input(name, ValueType::tensor(c.inputs[i].dtype())));
-  }
-  std::vector<std::string> outputs;
-  for (size_t i = 0; i < c.outputs; ++i) outputs.push_back("out" + std::to_string(i));
-  Node* node = graph.add_node(c.op, inputs, outputs, c.domain, "node0");
-  if (c.attributes) c.attributes(node);
-  for (Value* output : node->outputs()) graph.add_output(output);
-  return model;
-}
-
-inline std::vector<Tensor> run_node(const NodeCase& c, const SessionOptions& options) {
-  auto session = Session::create(make_model(c), options);
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const bool constant = std::find(c.constants.begin(), c.constants.end(), i) != c.constants.end();
-    if (c.inputs[i].defined() && !constant) {
-      feeds.emplace_back("in" + std::to_string(i), c.inputs[i]);
-    }
-  }
-  auto result = session.value()->run(feeds);
-  if (!result) throw Error(result.error());
-  std::vector<Tensor> tensors;
-  for (auto& [name, value] : result.value()) tensors.push_back(value.tensor());
-  return tensors;
-}
 
 // The fast tier at level none (the node as given), with two threads so that parallel
 // splits are exercised on big enough inputs.
 inline SessionOptions fast_options() {
-  SessionOptions options;
-  options.level = OptimizationLevel::kNone;
-  options.kernels = KernelTier::kOptimized;
-  options.intra_op_threads = 2;
-  return options;
+  return optimized(2);
 }
 
 // True when the optimized tier gives this node another kernel class than the reference
@@ -97,9 +33,9 @@ inline bool has_fast_kernel(const NodeCase& c) {
   Model model = make_model(c);
   const Node* node = model.graph().nodes().front();
   const int64_t opset = c.domain.empty() ? c.opset : 1;
-  KernelCreateContext context(*node, opset);
-  const auto fast = OpRegistry::builtin().create_kernel(context, KernelTier::kOptimized);
-  const auto reference = OpRegistry::builtin().create_kernel(context, KernelTier::kReference);
+  KernelCreateContext context(*node, opset, builtin_registry());
+  const auto fast = builtin_registry().create_kernel(context, KernelTier::kOptimized);
+  const auto reference = builtin_registry().create_kernel(context, KernelTier::kReference);
   return typeid(*fast) != typeid(*reference);
 }
 

@@ -13,68 +13,39 @@ namespace {
 
 const std::string kDomain(kOnnxkitDomain);
 
+using BuildGraph = std::function<std::vector<Value*>(GraphBuilder&, const std::vector<Value*>&)>;
+
 // A graph of several nodes: feeds become inputs "in0", "in1", ...; `build` adds nodes and
 // returns the graph outputs.
-std::vector<Tensor> run_graph(
-    const std::vector<Tensor>& feeds,
-    const std::function<std::vector<Value*>(Graph&, const std::vector<Value*>&)>& build,
-    const SessionOptions& options, int64_t opset = 17) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}, {kDomain, 1}};
-  Graph& graph = model.graph();
+std::vector<Tensor> run_graph(const std::vector<Tensor>& feeds, const BuildGraph& build,
+                              const SessionOptions& options, int64_t opset = 17) {
+  GraphBuilder b(opset);
   std::vector<Value*> inputs;
-  NamedValues named;
   for (size_t i = 0; i < feeds.size(); ++i) {
-    if (!feeds[i].defined()) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    inputs.push_back(graph.add_input(name, ValueType::tensor(feeds[i].dtype())));
-    named.emplace_back(name, feeds[i]);
+    inputs.push_back(feeds[i].defined() ? b.input("in" + std::to_string(i), feeds[i]) : nullptr);
   }
-  for (Value* output : build(graph, inputs)) graph.add_output(output);
+  for (Value* output : build(b, inputs)) b.output(output);
   // onnxkit's fused ops must be served by a fast kernel here (a declined node would have
   // the reference kernel compared with the unfused graph, testing nothing of ours).
   if (options.kernels == KernelTier::kOptimized) {
-    for (const Node* node : graph.nodes()) {
+    for (const Node* node : b.graph().nodes()) {
       if (node->domain() != kDomain) continue;
-      const auto kernel = OpRegistry::builtin().create_kernel(KernelCreateContext(*node, 1),
-                                                              KernelTier::kOptimized);
+      const auto kernel = builtin_registry().create_kernel(
+          KernelCreateContext(*node, 1, builtin_registry()), KernelTier::kOptimized);
       const std::string type = typeid(*kernel).name();
       if (type.find("Fast") == std::string::npos) {
         throw Error(node->op_type() + " was not given a fast kernel (" + type + ")");
       }
     }
   }
-  auto session = Session::create(std::move(model), options);
-  if (!session) throw Error(session.error());
-  auto result = session.value()->run(named);
-  if (!result) throw Error(result.error());
-  std::vector<Tensor> tensors;
-  for (auto& [name, value] : result.value()) tensors.push_back(value.tensor());
-  return tensors;
-}
-
-Value* add_node(Graph& graph, const std::string& op, std::vector<Value*> inputs,
-                const std::function<void(Node*)>& attributes = {}, const std::string& domain = "",
-                size_t outputs = 1) {
-  static int counter = 0;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < outputs; ++i) names.push_back(fmt::format("v{}", counter++));
-  Node* node = graph.add_node(op, std::move(inputs), names, domain, fmt::format("n{}", counter));
-  if (attributes) attributes(node);
-  return node->outputs()[0];
+  return b.run({}, options);
 }
 
 // The fused graph on the fast tier at every SIMD level against the unfused graph on the
 // reference kernels.
-void expect_fused_matches_unfused(
-    const std::vector<Tensor>& feeds,
-    const std::function<std::vector<Value*>(Graph&, const std::vector<Value*>&)>& fused,
-    const std::function<std::vector<Value*>(Graph&, const std::vector<Value*>&)>& unfused,
-    double rtol, double atol, const std::string& what) {
+void expect_fused_matches_unfused(const std::vector<Tensor>& feeds, const BuildGraph& fused,
+                                  const BuildGraph& unfused, double rtol, double atol,
+                                  const std::string& what) {
   const std::vector<Tensor> reference = run_graph(feeds, unfused, SessionOptions::reference());
   for (SimdLevel level : simd_levels()) {
     SimdLevelOverride force(level);
@@ -153,13 +124,13 @@ TEST(FastNormalization, OnnxkitLayerNormalizationMatchesOpset17) {
                                      random_floats({96}, 3)};
   expect_fused_matches_unfused(
       feeds,
-      [](Graph& g, const std::vector<Value*>& in) {
-        return std::vector<Value*>{add_node(
-            g, "LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); }, kDomain)};
+      [](GraphBuilder& b, const std::vector<Value*>& in) {
+        return std::vector<Value*>{b.op(
+            "LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); }, kDomain)};
       },
-      [](Graph& g, const std::vector<Value*>& in) {
+      [](GraphBuilder& b, const std::vector<Value*>& in) {
         return std::vector<Value*>{
-            add_node(g, "LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); })};
+            b.op("LayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 1e-6f); })};
       },
       1e-5, 1e-5, "com.onnxkit LayerNormalization");
 }
@@ -177,19 +148,20 @@ TEST(FastNormalization, SkipLayerNormalizationMatchesUnfusedGraph) {
         seed += 5;
         expect_fused_matches_unfused(
             feeds,
-            [&](Graph& g, const std::vector<Value*>& in) {
-              Value* y = add_node(
-                  g, "SkipLayerNormalization", in, [](Node* n) { set_float(n, "epsilon", 0.01f); },
-                  kDomain, 2);
+            [&](GraphBuilder& b, const std::vector<Value*>& in) {
+              Value* y = b.node(
+                              "SkipLayerNormalization", in,
+                              [](Node* n) { set_float(n, "epsilon", 0.01f); }, 2, kDomain)
+                             ->output(0);
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(y->producer()->outputs()[1]);
               return outputs;
             },
-            [&](Graph& g, const std::vector<Value*>& in) {
-              Value* sum = add_node(g, "Add", {in[0], in[1]});
-              if (with_bias) sum = add_node(g, "Add", {sum, in[4]});
-              Value* y = add_node(g, "LayerNormalization", {sum, in[2], in[3]},
-                                  [](Node* n) { set_float(n, "epsilon", 0.01f); });
+            [&](GraphBuilder& b, const std::vector<Value*>& in) {
+              Value* sum = b.op("Add", {in[0], in[1]});
+              if (with_bias) sum = b.op("Add", {sum, in[4]});
+              Value* y = b.op("LayerNormalization", {sum, in[2], in[3]},
+                              [](Node* n) { set_float(n, "epsilon", 0.01f); });
               std::vector<Value*> outputs{y};
               if (with_sum) outputs.push_back(sum);
               return outputs;
@@ -216,11 +188,11 @@ TEST(FastNormalization, BiasSoftmaxMatchesUnfusedGraph) {
     seed += 2;
     expect_fused_matches_unfused(
         feeds,
-        [](Graph& g, const std::vector<Value*>& in) {
-          return std::vector<Value*>{add_node(g, "BiasSoftmax", in, {}, kDomain)};
+        [](GraphBuilder& b, const std::vector<Value*>& in) {
+          return std::vector<Value*>{b.op("BiasSoftmax", in, {}, kDomain)};
         },
-        [](Graph& g, const std::vector<Value*>& in) {
-          return std::vector<Value*>{add_node(g, "Softmax", {add_node(g, "Add", in)})};
+        [](GraphBuilder& b, const std::vector<Value*>& in) {
+          return std::vector<Value*>{b.op("Softmax", {b.op("Add", in)})};
         },
         2e-6, 1e-7, "BiasSoftmax " + shape_to_string(c.x) + " + " + shape_to_string(c.bias));
   }
@@ -228,37 +200,31 @@ TEST(FastNormalization, BiasSoftmaxMatchesUnfusedGraph) {
 
 TEST(FastNormalization, GeluMatchesUnfusedGraph) {
   const std::vector<Tensor> feeds = {random_floats({5, 3072}, 3, 3.0f, true)};
-  const auto constant = [](Graph& g, float value) {
-    return g.add_initializer(g.unique_name("c"), float_scalar(value));
-  };
   expect_fused_matches_unfused(
       feeds,
-      [](Graph& g, const std::vector<Value*>& in) {
-        return std::vector<Value*>{add_node(g, "Gelu", in, {}, kDomain)};
+      [](GraphBuilder& b, const std::vector<Value*>& in) {
+        return std::vector<Value*>{b.op("Gelu", in, {}, kDomain)};
       },
-      [&](Graph& g, const std::vector<Value*>& in) {
+      [&](GraphBuilder& b, const std::vector<Value*>& in) {
         // x * 0.5 * (1 + erf(x / sqrt(2))), as BERT exports it.
-        Value* e = add_node(g, "Erf", {add_node(g, "Div", {in[0], constant(g, 1.41421356f)})});
-        Value* t = add_node(g, "Add", {e, constant(g, 1.0f)});
-        return std::vector<Value*>{
-            add_node(g, "Mul", {add_node(g, "Mul", {in[0], t}), constant(g, 0.5f)})};
+        Value* e = b.op("Erf", {b.op("Div", {in[0], b.scalar(1.41421356f)})});
+        Value* t = b.op("Add", {e, b.scalar(1.0f)});
+        return std::vector<Value*>{b.op("Mul", {b.op("Mul", {in[0], t}), b.scalar(0.5f)})};
       },
       1e-5, 1e-6, "Gelu erf");
   expect_fused_matches_unfused(
       feeds,
-      [](Graph& g, const std::vector<Value*>& in) {
-        return std::vector<Value*>{add_node(
-            g, "Gelu", in, [](Node* n) { set_string(n, "approximate", "tanh"); }, kDomain)};
+      [](GraphBuilder& b, const std::vector<Value*>& in) {
+        return std::vector<Value*>{b.op(
+            "Gelu", in, [](Node* n) { set_string(n, "approximate", "tanh"); }, kDomain)};
       },
-      [&](Graph& g, const std::vector<Value*>& in) {
+      [&](GraphBuilder& b, const std::vector<Value*>& in) {
         // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as GPT-2 exports it.
-        Value* cube = add_node(g, "Pow", {in[0], constant(g, 3.0f)});
-        Value* inner =
-            add_node(g, "Add", {in[0], add_node(g, "Mul", {cube, constant(g, 0.044715f)})});
-        Value* t = add_node(g, "Tanh", {add_node(g, "Mul", {inner, constant(g, 0.7978845608f)})});
-        Value* half_x = add_node(g, "Mul", {in[0], constant(g, 0.5f)});
-        return std::vector<Value*>{
-            add_node(g, "Mul", {half_x, add_node(g, "Add", {t, constant(g, 1.0f)})})};
+        Value* cube = b.op("Pow", {in[0], b.scalar(3.0f)});
+        Value* inner = b.op("Add", {in[0], b.op("Mul", {cube, b.scalar(0.044715f)})});
+        Value* t = b.op("Tanh", {b.op("Mul", {inner, b.scalar(0.7978845608f)})});
+        Value* half_x = b.op("Mul", {in[0], b.scalar(0.5f)});
+        return std::vector<Value*>{b.op("Mul", {half_x, b.op("Add", {t, b.scalar(1.0f)})})};
       },
       1e-5, 2e-6, "Gelu tanh");
 }

@@ -2,8 +2,9 @@
 //
 // "Unchanged" is checked twice: the saved ModelProto is equivalent (protobuf's
 // MessageDifferencer, unset == default) to the original after normalizing tensor encodings
-// (onnxkit writes raw_data where the file may have used float_data etc.), and saving the
-// reloaded model again gives the same bytes.
+// (onnxkit writes raw_data where the file may have used float_data etc.; the standard
+// domain comes back as "" where the file spelled it "ai.onnx"), and saving the reloaded
+// model again gives the same bytes.
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/model.h"
 #include "onnxkit/model_io.h"
 
 namespace onnxkit {
@@ -84,8 +86,17 @@ void normalize_tensor(onnx::TensorProto& t) {
 
 void normalize_graph(onnx::GraphProto& g);
 
+void normalize_domain(std::string& domain) {
+  if (domain == "ai.onnx") domain.clear();
+}
+
+void normalize_opsets(google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& opsets) {
+  for (auto& opset : opsets) normalize_domain(*opset.mutable_domain());
+}
+
 void normalize_nodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
   for (auto& node : nodes) {
+    if (node.has_domain()) normalize_domain(*node.mutable_domain());
     for (auto& a : *node.mutable_attribute()) {
       if (a.has_t()) normalize_tensor(*a.mutable_t());
       for (auto& t : *a.mutable_tensors()) normalize_tensor(t);
@@ -176,7 +187,10 @@ TEST_P(RoundTrip, LoadSaveLoadKeepsTheModel) {
 
   normalize_graph(*original.mutable_graph());
   set_attribute_types_graph(*original.mutable_graph());
+  normalize_opsets(*original.mutable_opset_import());
   for (auto& f : *original.mutable_functions()) {
+    if (f.has_domain()) normalize_domain(*f.mutable_domain());
+    normalize_opsets(*f.mutable_opset_import());
     normalize_nodes(*f.mutable_node());
     set_attribute_types(*f.mutable_node());
   }
@@ -201,6 +215,79 @@ std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BackendTestData, RoundTrip, ::testing::ValuesIn(test_models()), case_name);
+
+// A file that spells the standard domain "ai.onnx" loads with "" everywhere (nodes, nested
+// graphs, opset imports, functions) and is saved with "".
+TEST(RoundTripDomains, StandardDomainLoadsAsEmpty) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(8);
+  auto* opset = proto.add_opset_import();
+  opset->set_domain("ai.onnx");
+  opset->set_version(13);
+  auto* graph = proto.mutable_graph();
+  graph->set_name("g");
+  auto* cond = graph->add_input();
+  cond->set_name("cond");
+  cond->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  auto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  graph->add_output()->set_name("y");
+  auto* if_node = graph->add_node();
+  if_node->set_op_type("If");
+  if_node->set_domain("ai.onnx");
+  if_node->add_input("cond");
+  if_node->add_output("y");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* attribute = if_node->add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(onnx::AttributeProto::GRAPH);
+    auto* branch = attribute->mutable_g();
+    branch->set_name(name);
+    auto* neg = branch->add_node();
+    neg->set_op_type("Neg");
+    neg->set_domain("ai.onnx");
+    neg->add_input("x");
+    neg->add_output(std::string(name) + "_out");
+    branch->add_output()->set_name(std::string(name) + "_out");
+  }
+  auto* function = proto.add_functions();
+  function->set_name("Twice");
+  function->set_domain("local");
+  auto* function_opset = function->add_opset_import();
+  function_opset->set_domain("ai.onnx");
+  function_opset->set_version(13);
+  function->add_input("a");
+  function->add_output("b");
+  auto* add = function->add_node();
+  add->set_op_type("Add");
+  add->set_domain("ai.onnx");
+  add->add_input("a");
+  add->add_input("a");
+  add->add_output("b");
+
+  auto loaded = parse_model(proto.SerializeAsString());
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const Model& model = loaded.value();
+  EXPECT_EQ(model.opset_imports, (std::vector<OpsetImport>{{"", 13}}));
+  EXPECT_EQ(model.opset_version("ai.onnx"), 13);
+  const Node* if_ir = model.graph().nodes()[0];
+  EXPECT_EQ(if_ir->domain(), "");
+  for (const Graph* branch : if_ir->subgraphs()) EXPECT_EQ(branch->nodes()[0]->domain(), "");
+  ASSERT_EQ(model.functions.size(), 1u);
+  EXPECT_EQ(model.functions[0].opset_imports, (std::vector<OpsetImport>{{"", 13}}));
+  EXPECT_EQ(model.functions[0].body->nodes()[0]->domain(), "");
+
+  auto saved = serialize_model(model);
+  ASSERT_TRUE(saved.ok()) << saved.error();
+  onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(saved.value()));
+  EXPECT_EQ(written.opset_import(0).domain(), "");
+  EXPECT_FALSE(written.graph().node(0).has_domain());
+  EXPECT_FALSE(written.graph().node(0).attribute(0).g().node(0).has_domain());
+  EXPECT_EQ(written.functions(0).opset_import(0).domain(), "");
+  EXPECT_FALSE(written.functions(0).node(0).has_domain());
+}
 
 TEST(RoundTripCorpus, AllBackendTestModelsArePresent) {
   // Debian's libonnx-testdata 1.12 ships 1,072 models in these four folders.

@@ -7,83 +7,18 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs (an undefined Tensor omits an
-// optional input), returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(inputs[i].defined()
-                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype()))
-                      : nullptr);
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
-
-std::string run_error(const std::string& op, std::vector<Tensor> inputs, int64_t opset) {
-  try {
-    run_one(op, std::move(inputs), opset);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using namespace onnxkit::testing;
 
 // Sets float attributes on a node.
-std::function<void(Node*)> float_attrs(std::vector<std::pair<std::string, float>> attrs) {
+SetAttributes float_attrs(std::vector<std::pair<std::string, float>> attrs) {
   return [attrs](Node* n) {
-    for (const auto& [name, value] : attrs) {
-      Attribute a;
-      a.name = name;
-      a.type = AttrType::kFloat;
-      a.f = value;
-      n->set_attribute(std::move(a));
-    }
+    for (const auto& [name, value] : attrs) set_float(n, name, value);
   };
-}
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
-void expect_floats(const Tensor& t, const std::vector<float>& expected, float tol = 1e-6f) {
-  ASSERT_EQ(t.dtype(), DType::kFloat);
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    if (std::isnan(expected[i])) {
-      EXPECT_TRUE(std::isnan(t.data<float>()[i])) << "element " << i;
-    } else if (std::isinf(expected[i])) {
-      EXPECT_EQ(t.data<float>()[i], expected[i]) << "element " << i;
-    } else {
-      EXPECT_NEAR(t.data<float>()[i], expected[i], tol) << "element " << i;
-    }
-  }
 }
 
 TEST(Activation, ReluOnFloatsAndSignedIntegers) {

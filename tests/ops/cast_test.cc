@@ -6,50 +6,16 @@
 #include <limits>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs, returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
+using namespace onnxkit::testing;
 
 Tensor cast(const Tensor& input, DType to, int64_t opset = 13) {
-  return run_one("Cast", {input}, opset, [to](Node* n) {
-    Attribute a;
-    a.name = "to";
-    a.type = AttrType::kInt;
-    a.i = static_cast<int64_t>(to);
-    n->set_attribute(std::move(a));
-  });
-}
-
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+  return run_one("Cast", {input}, opset,
+                 [to](Node* n) { set_int(n, "to", static_cast<int64_t>(to)); });
 }
 
 Tensor floats(std::vector<float> v) {
@@ -74,32 +40,23 @@ std::vector<uint16_t> half_bits(const Tensor& t) {
   return bits;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 
 TEST(Cast, FloatToIntegerTruncates) {
   Tensor out = cast(floats({1.9f, -1.9f, 0.5f, -0.5f, 2147483520.0f}), DType::kInt32);
-  EXPECT_EQ(values<int32_t>(out), (std::vector<int32_t>{1, -1, 0, 0, 2147483520}));
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{1, -1, 0, 0, 2147483520}));
   // Out of range for uint8: truncated to int64 first, then wrapped (numpy gives 44 too).
-  EXPECT_EQ(values<uint8_t>(cast(floats({300.0f, -1.0f}), DType::kUInt8)),
+  EXPECT_EQ(values_of<uint8_t>(cast(floats({300.0f, -1.0f}), DType::kUInt8)),
             (std::vector<uint8_t>{44, 255}));
-  EXPECT_EQ(values<uint64_t>(cast(doubles({1.8e19}), DType::kUInt64)),
+  EXPECT_EQ(values_of<uint64_t>(cast(doubles({1.8e19}), DType::kUInt64)),
             (std::vector<uint64_t>{18000000000000000000u}));
 }
 
 TEST(Cast, IntegersWrapAndWiden) {
   Tensor in = Tensor::from_vector<int64_t>(DType::kInt64, {3}, {-1, 256, 9007199254740993});
-  EXPECT_EQ(values<uint8_t>(cast(in, DType::kUInt8)), (std::vector<uint8_t>{255, 0, 1}));
-  EXPECT_EQ(values<double>(cast(in, DType::kDouble)),
+  EXPECT_EQ(values_of<uint8_t>(cast(in, DType::kUInt8)), (std::vector<uint8_t>{255, 0, 1}));
+  EXPECT_EQ(values_of<double>(cast(in, DType::kDouble)),
             (std::vector<double>{-1.0, 256.0, 9007199254740992.0}));
 }
 
@@ -108,8 +65,8 @@ TEST(Cast, BoolConversions) {
   Tensor b = cast(in, DType::kBool);
   EXPECT_EQ(std::vector<bool>(b.data<bool>(), b.data<bool>() + 4),
             (std::vector<bool>{false, false, true, true}));
-  EXPECT_EQ(values<float>(cast(b, DType::kFloat)), (std::vector<float>{0, 0, 1, 1}));
-  EXPECT_EQ(values<int64_t>(cast(b, DType::kInt64)), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(values_of<float>(cast(b, DType::kFloat)), (std::vector<float>{0, 0, 1, 1}));
+  EXPECT_EQ(values_of<int64_t>(cast(b, DType::kInt64)), (std::vector<int64_t>{0, 0, 1, 1}));
 }
 
 TEST(Cast, FloatToFloat16RoundsToNearestEven) {
@@ -142,13 +99,13 @@ TEST(Cast, FloatToBFloat16RoundsToNearestEven) {
   EXPECT_EQ(bits[3] & 0x7F80, 0x7F80);
   EXPECT_NE(bits[3] & 0x7F, 0);
   // Back to float is exact.
-  EXPECT_EQ(values<float>(cast(out, DType::kFloat))[1], 1.015625f);
+  EXPECT_EQ(values_of<float>(cast(out, DType::kFloat))[1], 1.015625f);
 }
 
 TEST(Cast, Float16ToBFloat16AndInt) {
   Tensor h =
       Tensor::from_vector<Float16>(DType::kFloat16, {2}, {Float16(-2.75f), Float16(1000.0f)});
-  EXPECT_EQ(values<int16_t>(cast(h, DType::kInt16)), (std::vector<int16_t>{-2, 1000}));
+  EXPECT_EQ(values_of<int16_t>(cast(h, DType::kInt16)), (std::vector<int16_t>{-2, 1000}));
   EXPECT_EQ(half_bits(cast(h, DType::kBFloat16)),
             (std::vector<uint16_t>{BFloat16(-2.75f).bits, BFloat16(1000.0f).bits}));
 }
@@ -180,7 +137,7 @@ TEST(Cast, OtherNumbersToString) {
 }
 
 TEST(Cast, StringToFloat) {
-  std::vector<float> v = values<float>(
+  std::vector<float> v = values_of<float>(
       cast(strings({"1e-5", "+INF", "-inf", "NaN", " 2.5", "1E8", "-0.47892547"}), DType::kFloat));
   EXPECT_EQ(v[0], 1e-5f);
   EXPECT_EQ(v[1], kInf);
@@ -193,7 +150,7 @@ TEST(Cast, StringToFloat) {
 
 TEST(Cast, StringToIntegersAndBool) {
   EXPECT_EQ(
-      values<int64_t>(cast(strings({"9007199254740993", "-5", "100.5", "+7"}), DType::kInt64)),
+      values_of<int64_t>(cast(strings({"9007199254740993", "-5", "100.5", "+7"}), DType::kInt64)),
       (std::vector<int64_t>{9007199254740993, -5, 100, 7}));
   Tensor b = cast(strings({"True", "0", "false", "2.5"}), DType::kBool);
   EXPECT_EQ(std::vector<bool>(b.data<bool>(), b.data<bool>() + 4),
@@ -205,7 +162,7 @@ TEST(Cast, StringToIntegersAndBool) {
 TEST(Cast, StringRoundTrip) {
   Tensor in = floats({0.1f, 3.4028235e38f, 1.17549435e-38f, 1e-45f, -7.0f});
   Tensor back = cast(cast(in, DType::kString), DType::kFloat);
-  EXPECT_EQ(values<float>(back), values<float>(in));
+  EXPECT_EQ(values_of<float>(back), values_of<float>(in));
 }
 
 TEST(Cast, BadStringFails) {
@@ -217,7 +174,7 @@ TEST(Cast, BadStringFails) {
 
 TEST(Cast, SameTypeAndEmpty) {
   Tensor in = floats({1.5f, 2.5f});
-  EXPECT_EQ(values<float>(cast(in, DType::kFloat)), (std::vector<float>{1.5f, 2.5f}));
+  EXPECT_EQ(values_of<float>(cast(in, DType::kFloat)), (std::vector<float>{1.5f, 2.5f}));
   Tensor empty(DType::kFloat, {0, 2});
   Tensor out = cast(empty, DType::kInt8);
   EXPECT_EQ(out.dtype(), DType::kInt8);
@@ -225,14 +182,9 @@ TEST(Cast, SameTypeAndEmpty) {
 }
 
 TEST(Cast, Opset1NamesTheType) {
-  Tensor out = run_one("Cast", {floats({2.7f, -2.7f})}, 1, [](Node* n) {
-    Attribute a;
-    a.name = "to";
-    a.type = AttrType::kString;
-    a.s = "INT32";
-    n->set_attribute(std::move(a));
-  });
-  EXPECT_EQ(values<int32_t>(out), (std::vector<int32_t>{2, -2}));
+  Tensor out =
+      run_one("Cast", {floats({2.7f, -2.7f})}, 1, [](Node* n) { set_string(n, "to", "INT32"); });
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{2, -2}));
 }
 
 TEST(Cast, UnknownTargetFails) {
@@ -244,7 +196,7 @@ TEST(CastLike, TakesTheTypeOfInputOne) {
   Tensor like = Tensor::from_vector<int8_t>(DType::kInt8, {1}, {0});
   Tensor out = run_one("CastLike", {floats({-3.9f, 127.0f}), like}, 15);
   ASSERT_EQ(out.dtype(), DType::kInt8);
-  EXPECT_EQ(values<int8_t>(out), (std::vector<int8_t>{-3, 127}));
+  EXPECT_EQ(values_of<int8_t>(out), (std::vector<int8_t>{-3, 127}));
   Tensor s = run_one("CastLike", {doubles({0.25}), strings({""})}, 15);
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"0.25"}));
 }

@@ -7,59 +7,12 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs, returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
-
-void set_ints(Node* n, const std::string& name, std::vector<int64_t> values) {
-  if (values.empty()) return;
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  n->set_attribute(std::move(a));
-}
-void set_int(Node* n, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  n->set_attribute(std::move(a));
-}
-void set_string(Node* n, const std::string& name, const std::string& value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = value;
-  n->set_attribute(std::move(a));
-}
+using namespace onnxkit::testing;
 
 // Deterministic, irregular values in [-1, 1).
 Tensor pattern(Shape shape, int seed) {
@@ -188,12 +141,12 @@ void expect_near(const Tensor& got, const Shape& shape, const std::vector<float>
   }
 }
 
-std::function<void(Node*)> attrs(const Params& p, std::function<void(Node*)> more = {}) {
+SetAttributes attrs(const Params& p, SetAttributes more = {}) {
   return [p, more](Node* n) {
     if (p.group != 1) set_int(n, "group", p.group);
-    set_ints(n, "strides", p.strides);
-    set_ints(n, "dilations", p.dilations);
-    set_ints(n, "pads", p.pads);
+    if (!p.strides.empty()) set_ints(n, "strides", p.strides);
+    if (!p.dilations.empty()) set_ints(n, "dilations", p.dilations);
+    if (!p.pads.empty()) set_ints(n, "pads", p.pads);
     if (more) more(n);
   };
 }
@@ -347,8 +300,8 @@ TEST(Conv, Errors) {
 // ---------------------------------------------------------------------------- ConvTranspose
 
 void check_conv_transpose(const Shape& x_shape, const Shape& w_shape, const Params& p,
-                          const Shape& out_spatial, int64_t opset,
-                          std::function<void(Node*)> more = {}, Params reference = {}) {
+                          const Shape& out_spatial, int64_t opset, SetAttributes more = {},
+                          Params reference = {}) {
   const Tensor x = pattern(x_shape, 6);
   const Tensor w = pattern(w_shape, 7);
   const Tensor b = pattern({w_shape[1] * p.group}, 8);

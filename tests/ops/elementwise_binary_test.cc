@@ -7,62 +7,17 @@
 #include <limits>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs, returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
+using namespace onnxkit::testing;
 
-std::function<void(Node*)> int_attrs(std::vector<std::pair<std::string, int64_t>> values) {
+SetAttributes int_attrs(std::vector<std::pair<std::string, int64_t>> values) {
   return [values](Node* n) {
-    for (const auto& [name, value] : values) {
-      Attribute a;
-      a.name = name;
-      a.type = AttrType::kInt;
-      a.i = value;
-      n->set_attribute(std::move(a));
-    }
+    for (const auto& [name, value] : values) set_int(n, name, value);
   };
-}
-
-std::function<void(Node*)> string_attr(const std::string& name, const std::string& value) {
-  return [name, value](Node* n) {
-    Attribute a;
-    a.name = name;
-    a.type = AttrType::kString;
-    a.s = value;
-    n->set_attribute(std::move(a));
-  };
-}
-
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
 }
 
 std::vector<bool> bools(const Tensor& t) {
@@ -70,14 +25,8 @@ std::vector<bool> bools(const Tensor& t) {
   return std::vector<bool>(t.data<bool>(), t.data<bool>() + t.numel());
 }
 
-Tensor floats(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), v);
-}
 Tensor int32s(Shape shape, std::vector<int32_t> v) {
   return Tensor::from_vector<int32_t>(DType::kInt32, std::move(shape), v);
-}
-Tensor int64s(Shape shape, std::vector<int64_t> v) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), v);
 }
 Tensor bool_tensor(Shape shape, std::vector<bool> v) {
   Tensor t(DType::kBool, std::move(shape));
@@ -85,26 +34,17 @@ Tensor bool_tensor(Shape shape, std::vector<bool> v) {
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(ElementwiseBinary, AddBroadcastsRowVector) {
   Tensor out = run_one("Add", {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({3}, {10, 20, 30})}, 14);
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values<float>(out), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{11, 22, 33, 14, 25, 36}));
 }
 
 TEST(ElementwiseBinary, SubBroadcastsBothWays) {
   // (2,1) - (1,3) -> (2,3)
   Tensor out = run_one("Sub", {floats({2, 1}, {10, 20}), floats({1, 3}, {1, 2, 3})}, 14);
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values<float>(out), (std::vector<float>{9, 8, 7, 19, 18, 17}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{9, 8, 7, 19, 18, 17}));
 }
 
 TEST(ElementwiseBinary, EmptyTensorBroadcasts) {
@@ -123,22 +63,23 @@ TEST(ElementwiseBinary, IncompatibleShapesFail) {
 TEST(ElementwiseBinary, IntegerAddWrapsAndMulIsExact) {
   const int32_t max = std::numeric_limits<int32_t>::max();
   Tensor out = run_one("Add", {int32s({2}, {max, -5}), int32s({2}, {1, 3})}, 14);
-  EXPECT_EQ(values<int32_t>(out), (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -2}));
+  EXPECT_EQ(values_of<int32_t>(out),
+            (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), -2}));
   Tensor mul = run_one("Mul", {int64s({1}, {3037000499}), int64s({1}, {3037000499})}, 14);
-  EXPECT_EQ(values<int64_t>(mul), (std::vector<int64_t>{9223372030926249001}));
+  EXPECT_EQ(values_of<int64_t>(mul), (std::vector<int64_t>{9223372030926249001}));
   Tensor a = Tensor::from_vector<uint16_t>(DType::kUInt16, {1}, {65535});
   Tensor m = run_one("Mul", {a, a}, 14);
-  EXPECT_EQ(values<uint16_t>(m), (std::vector<uint16_t>{1}));  // 65535^2 mod 2^16
+  EXPECT_EQ(values_of<uint16_t>(m), (std::vector<uint16_t>{1}));  // 65535^2 mod 2^16
 }
 
 TEST(ElementwiseBinary, IntegerDivTruncatesTowardZero) {
   Tensor out = run_one("Div", {int32s({4}, {-7, 7, -7, 7}), int32s({4}, {2, -2, -2, 2})}, 14);
-  EXPECT_EQ(values<int32_t>(out), (std::vector<int32_t>{-3, -3, 3, 3}));
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{-3, -3, 3, 3}));
   Tensor u = run_one("Div",
                      {Tensor::from_vector<uint8_t>(DType::kUInt8, {2}, {255, 7}),
                       Tensor::from_vector<uint8_t>(DType::kUInt8, {1}, {2})},
                      14);
-  EXPECT_EQ(values<uint8_t>(u), (std::vector<uint8_t>{127, 3}));
+  EXPECT_EQ(values_of<uint8_t>(u), (std::vector<uint8_t>{127, 3}));
 }
 
 TEST(ElementwiseBinary, IntegerDivByZeroFails) {
@@ -148,8 +89,8 @@ TEST(ElementwiseBinary, IntegerDivByZeroFails) {
 
 TEST(ElementwiseBinary, FloatDivByZeroIsInf) {
   Tensor out = run_one("Div", {floats({2}, {1, -1}), floats({1}, {0})}, 14);
-  EXPECT_EQ(values<float>(out)[0], std::numeric_limits<float>::infinity());
-  EXPECT_EQ(values<float>(out)[1], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(values_of<float>(out)[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(values_of<float>(out)[1], -std::numeric_limits<float>::infinity());
 }
 
 TEST(ElementwiseBinary, Float16AddRounds) {
@@ -174,21 +115,21 @@ TEST(ElementwiseBinary, LegacyBroadcastAtAxis) {
   Tensor out = run_one("Add", {floats({2, 3, 4}, a), floats({3}, {100, 200, 300})}, 6,
                        int_attrs({{"broadcast", 1}, {"axis", 1}}));
   EXPECT_EQ(out.shape(), (Shape{2, 3, 4}));
-  std::vector<float> got = values<float>(out);
+  std::vector<float> got = values_of<float>(out);
   for (int i = 0; i < 24; ++i) EXPECT_EQ(got[i], a[i] + 100.0f * ((i / 4) % 3 + 1)) << i;
 }
 
 TEST(ElementwiseBinary, LegacyBroadcastSuffixAndSizeOne) {
   Tensor suffix = run_one("Mul", {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({3}, {1, 10, 100})}, 6,
                           int_attrs({{"broadcast", 1}}));
-  EXPECT_EQ(values<float>(suffix), (std::vector<float>{1, 20, 300, 4, 50, 600}));
+  EXPECT_EQ(values_of<float>(suffix), (std::vector<float>{1, 20, 300, 4, 50, 600}));
   // B (2,1) at axis 0 expands its size-1 dim, as pytorch's exporter relies on.
   Tensor column = run_one("Add", {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({2, 1}, {10, 20})}, 6,
                           int_attrs({{"broadcast", 1}, {"axis", 0}}));
-  EXPECT_EQ(values<float>(column), (std::vector<float>{11, 12, 13, 24, 25, 26}));
+  EXPECT_EQ(values_of<float>(column), (std::vector<float>{11, 12, 13, 24, 25, 26}));
   Tensor scalar =
       run_one("Sub", {floats({2}, {1, 2}), floats({}, {1})}, 1, int_attrs({{"broadcast", 1}}));
-  EXPECT_EQ(values<float>(scalar), (std::vector<float>{0, 1}));
+  EXPECT_EQ(values_of<float>(scalar), (std::vector<float>{0, 1}));
 }
 
 TEST(ElementwiseBinary, LegacyWithoutBroadcastNeedsEqualShapes) {
@@ -198,7 +139,7 @@ TEST(ElementwiseBinary, LegacyWithoutBroadcastNeedsEqualShapes) {
   EXPECT_NE(error.find("broadcast is not set"), std::string::npos) << error;
   // The same model at opset 7 broadcasts numpy-style.
   Tensor out = run_one("Add", {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({3}, {1, 2, 3})}, 7);
-  EXPECT_EQ(values<float>(out), (std::vector<float>{2, 4, 6, 5, 7, 9}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 4, 6, 5, 7, 9}));
 }
 
 TEST(ElementwiseBinary, LegacyBroadcastMismatchFails) {
@@ -231,17 +172,17 @@ TEST(ElementwiseBinary, LegacyEqualAndLogic) {
 TEST(ElementwiseBinary, PowMixedTypes) {
   Tensor i = run_one("Pow", {int32s({3}, {1, 2, 3}), floats({3}, {4, 5, 6})}, 15);
   ASSERT_EQ(i.dtype(), DType::kInt32);
-  EXPECT_EQ(values<int32_t>(i), (std::vector<int32_t>{1, 32, 729}));
+  EXPECT_EQ(values_of<int32_t>(i), (std::vector<int32_t>{1, 32, 729}));
   Tensor f = run_one("Pow", {floats({3}, {2, 4, -2}), int64s({3}, {-1, 0, 3})}, 15);
-  EXPECT_EQ(values<float>(f), (std::vector<float>{0.5f, 1.0f, -8.0f}));
+  EXPECT_EQ(values_of<float>(f), (std::vector<float>{0.5f, 1.0f, -8.0f}));
   // Integer powers stay exact beyond double precision.
   Tensor big = run_one("Pow", {int64s({1}, {3}), int64s({1}, {39})}, 15);
-  EXPECT_EQ(values<int64_t>(big), (std::vector<int64_t>{4052555153018976267}));
+  EXPECT_EQ(values_of<int64_t>(big), (std::vector<int64_t>{4052555153018976267}));
 }
 
 TEST(ElementwiseBinary, PowBroadcastsAndNaN) {
   Tensor out = run_one("Pow", {floats({2, 2}, {1, 2, 3, -1}), floats({1}, {0.5f})}, 7);
-  std::vector<float> v = values<float>(out);
+  std::vector<float> v = values_of<float>(out);
   EXPECT_FLOAT_EQ(v[1], std::sqrt(2.0f));
   EXPECT_TRUE(std::isnan(v[3]));
 }
@@ -251,20 +192,20 @@ TEST(ElementwiseBinary, PowBroadcastsAndNaN) {
 TEST(ElementwiseBinary, ModIntegerSigns) {
   Tensor a = int64s({6}, {-4, 7, 5, 4, -7, 8});
   Tensor b = int64s({6}, {2, -3, 8, -2, 3, 5});
-  EXPECT_EQ(values<int64_t>(run_one("Mod", {a, b}, 13)),
+  EXPECT_EQ(values_of<int64_t>(run_one("Mod", {a, b}, 13)),
             (std::vector<int64_t>{0, -2, 5, 0, 2, 3}));  // Python's %
-  EXPECT_EQ(values<int64_t>(run_one("Mod", {a, b}, 13, int_attrs({{"fmod", 1}}))),
+  EXPECT_EQ(values_of<int64_t>(run_one("Mod", {a, b}, 13, int_attrs({{"fmod", 1}}))),
             (std::vector<int64_t>{0, 1, 5, 0, -1, 3}));  // C's fmod
 }
 
 TEST(ElementwiseBinary, ModFloat) {
   Tensor a = Tensor::from_vector<double>(DType::kDouble, {3}, {-4.3, 4.3, -4.3});
   Tensor b = Tensor::from_vector<double>(DType::kDouble, {3}, {2.1, -2.1, -2.1});
-  std::vector<double> f = values<double>(run_one("Mod", {a, b}, 13, int_attrs({{"fmod", 1}})));
+  std::vector<double> f = values_of<double>(run_one("Mod", {a, b}, 13, int_attrs({{"fmod", 1}})));
   EXPECT_NEAR(f[0], -0.1, 1e-12);
   EXPECT_NEAR(f[1], 0.1, 1e-12);
   EXPECT_NEAR(f[2], -0.1, 1e-12);
-  std::vector<double> p = values<double>(run_one("Mod", {a, b}, 13));
+  std::vector<double> p = values_of<double>(run_one("Mod", {a, b}, 13));
   EXPECT_NEAR(p[0], 2.0, 1e-12);
   EXPECT_NEAR(p[1], -2.0, 1e-12);
   EXPECT_NEAR(p[2], -0.1, 1e-12);
@@ -273,7 +214,7 @@ TEST(ElementwiseBinary, ModFloat) {
 TEST(ElementwiseBinary, ModUnsignedAndByZero) {
   Tensor a = Tensor::from_vector<uint32_t>(DType::kUInt32, {2}, {4000000000u, 7});
   Tensor b = Tensor::from_vector<uint32_t>(DType::kUInt32, {1}, {7});
-  EXPECT_EQ(values<uint32_t>(run_one("Mod", {a, b}, 13)),
+  EXPECT_EQ(values_of<uint32_t>(run_one("Mod", {a, b}, 13)),
             (std::vector<uint32_t>{4000000000u % 7u, 0}));
   std::string error = error_of([] { run_one("Mod", {int32s({1}, {5}), int32s({1}, {0})}, 13); });
   EXPECT_NE(error.find("modulo by zero"), std::string::npos) << error;
@@ -284,16 +225,17 @@ TEST(ElementwiseBinary, ModUnsignedAndByZero) {
 TEST(ElementwiseBinary, BitShift) {
   Tensor x = Tensor::from_vector<uint8_t>(DType::kUInt8, {4}, {16, 4, 1, 255});
   Tensor y = Tensor::from_vector<uint8_t>(DType::kUInt8, {4}, {1, 2, 3, 8});
-  EXPECT_EQ(values<uint8_t>(run_one("BitShift", {x, y}, 11, string_attr("direction", "LEFT"))),
+  EXPECT_EQ(values_of<uint8_t>(run_one("BitShift", {x, y}, 11, with_string("direction", "LEFT"))),
             (std::vector<uint8_t>{32, 16, 8, 0}));
-  EXPECT_EQ(values<uint8_t>(run_one("BitShift", {x, y}, 11, string_attr("direction", "RIGHT"))),
+  EXPECT_EQ(values_of<uint8_t>(run_one("BitShift", {x, y}, 11, with_string("direction", "RIGHT"))),
             (std::vector<uint8_t>{8, 1, 0, 0}));
   Tensor big = Tensor::from_vector<uint64_t>(DType::kUInt64, {1}, {1});
   Tensor by = Tensor::from_vector<uint64_t>(DType::kUInt64, {1}, {63});
-  EXPECT_EQ(values<uint64_t>(run_one("BitShift", {big, by}, 11, string_attr("direction", "LEFT"))),
-            (std::vector<uint64_t>{uint64_t{1} << 63}));
+  EXPECT_EQ(
+      values_of<uint64_t>(run_one("BitShift", {big, by}, 11, with_string("direction", "LEFT"))),
+      (std::vector<uint64_t>{uint64_t{1} << 63}));
   std::string error = error_of([&] {
-    run_one("BitShift", {x, y}, 11, string_attr("direction", "UP"));
+    run_one("BitShift", {x, y}, 11, with_string("direction", "UP"));
   });
   EXPECT_NE(error.find("direction must be"), std::string::npos) << error;
 }
@@ -341,7 +283,7 @@ TEST(ElementwiseBinary, WhereThreeWayBroadcast) {
   Tensor y = floats({}, {-1});
   Tensor out = run_one("Where", {c, x, y}, 16);
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values<float>(out), (std::vector<float>{1, 2, 3, -1, -1, -1}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{1, 2, 3, -1, -1, -1}));
 }
 
 TEST(ElementwiseBinary, WhereStringsAndInt64) {
@@ -351,34 +293,36 @@ TEST(ElementwiseBinary, WhereStringsAndInt64) {
               {c, Tensor::from_strings({3}, {"a", "b", "c"}), Tensor::from_strings({1}, {"z"})}, 9);
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"z", "b", "z"}));
   Tensor i = run_one("Where", {c, int64s({3}, {1, 2, 3}), int64s({3}, {-1, -2, -3})}, 16);
-  EXPECT_EQ(values<int64_t>(i), (std::vector<int64_t>{-1, 2, -3}));
+  EXPECT_EQ(values_of<int64_t>(i), (std::vector<int64_t>{-1, 2, -3}));
 }
 
 // ---- Min, Max, Sum, Mean ----
 
 TEST(ElementwiseBinary, VariadicBroadcastThreeInputs) {
   std::vector<Tensor> in{floats({2, 1}, {1, 10}), floats({3}, {2, 5, 8}), floats({}, {4})};
-  EXPECT_EQ(values<float>(run_one("Max", in, 13)), (std::vector<float>{4, 5, 8, 10, 10, 10}));
-  EXPECT_EQ(values<float>(run_one("Min", in, 13)), (std::vector<float>{1, 1, 1, 2, 4, 4}));
-  EXPECT_EQ(values<float>(run_one("Sum", in, 13)), (std::vector<float>{7, 10, 13, 16, 19, 22}));
-  std::vector<float> mean = values<float>(run_one("Mean", in, 13));
+  EXPECT_EQ(values_of<float>(run_one("Max", in, 13)), (std::vector<float>{4, 5, 8, 10, 10, 10}));
+  EXPECT_EQ(values_of<float>(run_one("Min", in, 13)), (std::vector<float>{1, 1, 1, 2, 4, 4}));
+  EXPECT_EQ(values_of<float>(run_one("Sum", in, 13)), (std::vector<float>{7, 10, 13, 16, 19, 22}));
+  std::vector<float> mean = values_of<float>(run_one("Mean", in, 13));
   std::vector<float> expected{7 / 3.f, 10 / 3.f, 13 / 3.f, 16 / 3.f, 19 / 3.f, 22 / 3.f};
   for (size_t i = 0; i < mean.size(); ++i) EXPECT_FLOAT_EQ(mean[i], expected[i]);
 }
 
 TEST(ElementwiseBinary, VariadicOneInputAndIntegers) {
-  EXPECT_EQ(values<float>(run_one("Sum", {floats({2}, {3, 4})}, 13)), (std::vector<float>{3, 4}));
+  EXPECT_EQ(values_of<float>(run_one("Sum", {floats({2}, {3, 4})}, 13)),
+            (std::vector<float>{3, 4}));
   Tensor a = Tensor::from_vector<uint64_t>(DType::kUInt64, {2}, {~uint64_t{0}, 5});
   Tensor b = Tensor::from_vector<uint64_t>(DType::kUInt64, {2}, {1, 7});
-  EXPECT_EQ(values<uint64_t>(run_one("Max", {a, b}, 13)), (std::vector<uint64_t>{~uint64_t{0}, 7}));
-  EXPECT_EQ(values<int32_t>(run_one("Min", {int32s({2}, {-3, 4}), int32s({1}, {0})}, 13)),
+  EXPECT_EQ(values_of<uint64_t>(run_one("Max", {a, b}, 13)),
+            (std::vector<uint64_t>{~uint64_t{0}, 7}));
+  EXPECT_EQ(values_of<int32_t>(run_one("Min", {int32s({2}, {-3, 4}), int32s({1}, {0})}, 13)),
             (std::vector<int32_t>{-3, 0}));
 }
 
 TEST(ElementwiseBinary, MaxPropagatesNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> out =
-      values<float>(run_one("Max", {floats({2}, {nan, 1}), floats({2}, {1, nan})}, 13));
+      values_of<float>(run_one("Max", {floats({2}, {nan, 1}), floats({2}, {1, nan})}, 13));
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_TRUE(std::isnan(out[1]));
 }
@@ -386,7 +330,7 @@ TEST(ElementwiseBinary, MaxPropagatesNaN) {
 TEST(ElementwiseBinary, VariadicBeforeOpset8NeedsEqualShapes) {
   std::string error = error_of([] { run_one("Sum", {floats({2}, {1, 2}), floats({1}, {1})}, 6); });
   EXPECT_NE(error.find("no broadcasting before opset 8"), std::string::npos) << error;
-  EXPECT_EQ(values<float>(run_one("Sum", {floats({2}, {1, 2}), floats({2}, {3, 4})}, 6)),
+  EXPECT_EQ(values_of<float>(run_one("Sum", {floats({2}, {1, 2}), floats({2}, {3, 4})}, 6)),
             (std::vector<float>{4, 6}));
 }
 

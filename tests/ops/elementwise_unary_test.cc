@@ -7,69 +7,12 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs, returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
-
-// The error message of running `op`, or "" when it succeeds.
-std::string run_error(const std::string& op, std::vector<Tensor> inputs, int64_t opset) {
-  try {
-    run_one(op, std::move(inputs), opset);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
-void expect_floats(const Tensor& t, const std::vector<float>& expected, float tol = 1e-6f) {
-  ASSERT_EQ(t.dtype(), DType::kFloat);
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    if (std::isnan(expected[i])) {
-      EXPECT_TRUE(std::isnan(t.data<float>()[i])) << "element " << i;
-    } else if (std::isinf(expected[i])) {
-      EXPECT_EQ(t.data<float>()[i], expected[i]) << "element " << i;
-    } else {
-      EXPECT_NEAR(t.data<float>()[i], expected[i], tol) << "element " << i;
-    }
-  }
-}
+using namespace onnxkit::testing;
 
 TEST(ElementwiseUnary, NegWrapsSignedIntegersAndRejectsUnsigned) {
   auto y = run_one("Neg", {Tensor::from_vector<int8_t>(DType::kInt8, {4}, {1, -5, 127, -128})}, 13);
@@ -158,21 +101,9 @@ TEST(ElementwiseUnary, IsNaNIsInfAndNot) {
             (std::vector<bool>{false, false, true, false}));
   EXPECT_EQ(values_of<bool>(run_one("IsInf", {x}, 10)),
             (std::vector<bool>{true, true, false, false}));
-  auto only_negative = run_one("IsInf", {x}, 10, [](Node* n) {
-    Attribute a;
-    a.name = "detect_positive";
-    a.type = AttrType::kInt;
-    a.i = 0;
-    n->set_attribute(std::move(a));
-  });
+  auto only_negative = run_one("IsInf", {x}, 10, [](Node* n) { set_int(n, "detect_positive", 0); });
   EXPECT_EQ(values_of<bool>(only_negative), (std::vector<bool>{false, true, false, false}));
-  auto only_positive = run_one("IsInf", {x}, 10, [](Node* n) {
-    Attribute a;
-    a.name = "detect_negative";
-    a.type = AttrType::kInt;
-    a.i = 0;
-    n->set_attribute(std::move(a));
-  });
+  auto only_positive = run_one("IsInf", {x}, 10, [](Node* n) { set_int(n, "detect_negative", 0); });
   EXPECT_EQ(values_of<bool>(only_positive), (std::vector<bool>{true, false, false, false}));
   auto d = Tensor::from_vector<double>(DType::kDouble, {2},
                                        {-std::numeric_limits<double>::infinity(), 0.0});

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "../graph_test_util.h"
 #include "core/half.h"
 #include "onnxkit/session.h"
 #include "ops/fused_ops.h"
@@ -16,133 +17,9 @@
 namespace onnxkit {
 namespace {
 
-// A copyable attribute description (Attribute itself is move-only).
-struct Attr {
-  std::string name;
-  AttrType type = AttrType::kUndefined;
-  int64_t i = 0;
-  float f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
+using namespace onnxkit::testing;
 
-  Attribute make() const {
-    Attribute a;
-    a.name = name;
-    a.type = type;
-    a.i = i;
-    a.f = f;
-    a.s = s;
-    a.ints = ints;
-    return a;
-  }
-};
-
-// Builds graphs by hand: inputs, constants and nodes, then runs them.
-class Builder {
- public:
-  explicit Builder(int64_t opset = 17) {
-    model_.ir_version = 8;
-    model_.opset_imports = {{"", opset}, {std::string(kOnnxkitDomain), 1}};
-  }
-
-  Value* input(const std::string& name, const Tensor& value) {
-    feeds_.emplace_back(name, value);
-    return graph().add_input(name, ValueType::tensor(value.dtype()));
-  }
-  Value* constant(const Tensor& value) {
-    return graph().add_initializer(graph().unique_name("c"), value);
-  }
-  Value* scalar(float value, DType dtype = DType::kFloat) {
-    Tensor t(dtype, {});
-    dispatch_value(t, value);
-    return constant(t);
-  }
-  Value* ints(std::vector<int64_t> values) {
-    const auto n = static_cast<int64_t>(values.size());
-    return constant(Tensor::from_vector(DType::kInt64, {n}, values));
-  }
-  // A node of `op` with one output per name in `outputs` (default: one).
-  std::vector<Value*> node(const std::string& op, std::vector<Value*> inputs,
-                           std::vector<Attr> attributes = {}, size_t outputs = 1,
-                           const std::string& domain = "") {
-    std::vector<std::string> names;
-    const std::string base = op + std::to_string(next_id_++);
-    for (size_t i = 0; i < outputs; ++i) names.push_back(base + "_" + std::to_string(i));
-    Node* n = graph().add_node(op, std::move(inputs), names, domain, base);
-    for (const Attr& a : attributes) n->set_attribute(a.make());
-    return n->outputs();
-  }
-  Value* op(const std::string& op, std::vector<Value*> inputs, std::vector<Attr> attributes = {}) {
-    return node(op, std::move(inputs), std::move(attributes))[0];
-  }
-  Value* fused(const std::string& op, std::vector<Value*> inputs,
-               std::vector<Attr> attributes = {}) {
-    return node(op, std::move(inputs), std::move(attributes), 1, std::string(kOnnxkitDomain))[0];
-  }
-
-  std::vector<Tensor> run(const std::vector<Value*>& outputs) {
-    for (Value* v : outputs) graph().add_output(v);
-    auto session = Session::create(std::move(model_), SessionOptions::reference());
-    if (!session) throw Error(session.error());
-    NamedValues feeds;
-    for (auto& [name, t] : feeds_) feeds.emplace_back(name, t);
-    auto result = session.value()->run(feeds);
-    if (!result) throw Error(result.error());
-    std::vector<Tensor> tensors;
-    for (auto& [name, value] : result.value()) tensors.push_back(value.tensor());
-    return tensors;
-  }
-
- private:
-  Graph& graph() { return model_.graph(); }
-  static void dispatch_value(Tensor& t, float value) {
-    switch (t.dtype()) {
-      case DType::kFloat:
-        *t.mutable_data<float>() = value;
-        break;
-      case DType::kDouble:
-        *t.mutable_data<double>() = value;
-        break;
-      case DType::kFloat16:
-        *t.mutable_data<Float16>() = Float16(value);
-        break;
-      default:
-        throw Error("scalar: unsupported dtype");
-    }
-  }
-  Model model_;
-  std::vector<std::pair<std::string, Tensor>> feeds_;
-  int next_id_ = 0;
-};
-
-Attr int_attr(const std::string& name, int64_t value) {
-  Attr a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-Attr float_attr(const std::string& name, float value) {
-  Attr a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  return a;
-}
-Attr ints_attr(const std::string& name, std::vector<int64_t> values) {
-  Attr a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  return a;
-}
-Attr string_attr(const std::string& name, std::string value) {
-  Attr a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  return a;
-}
+const std::string kOnnxkit(kOnnxkitDomain);
 
 Tensor randn(Shape shape, uint64_t seed, DType dtype = DType::kFloat) {
   std::mt19937_64 rng(seed);
@@ -174,11 +51,11 @@ void expect_close(const Tensor& actual, const Tensor& expected, double rtol = 1e
 // ---- LayerNormalization ----
 
 // The decomposition PyTorch exports, over the last `axes` dims.
-Value* unfused_layer_norm(Builder& b, Value* x, Value* scale, Value* bias,
+Value* unfused_layer_norm(GraphBuilder& b, Value* x, Value* scale, Value* bias,
                           std::vector<int64_t> axes, float epsilon) {
-  Value* mean = b.op("ReduceMean", {x}, {ints_attr("axes", axes)});
+  Value* mean = b.op("ReduceMean", {x}, {Attr::Ints("axes", axes)});
   Value* d = b.op("Sub", {x, mean});
-  Value* var = b.op("ReduceMean", {b.op("Mul", {d, d})}, {ints_attr("axes", axes)});
+  Value* var = b.op("ReduceMean", {b.op("Mul", {d, d})}, {Attr::Ints("axes", axes)});
   Value* std_dev = b.op("Sqrt", {b.op("Add", {var, b.scalar(epsilon)})});
   Value* y = b.op("Mul", {b.op("Div", {d, std_dev}), scale});
   return bias ? b.op("Add", {y, bias}) : y;
@@ -186,11 +63,11 @@ Value* unfused_layer_norm(Builder& b, Value* x, Value* scale, Value* bias,
 
 TEST(FusedLayerNormalization, MatchesDecompositionOverLastAxis) {
   const Tensor x = randn({2, 3, 7}, 1), scale = randn({7}, 2), bias = randn({7}, 3);
-  Builder fused;
-  Value* y = fused.fused("LayerNormalization",
-                         {fused.input("x", x), fused.constant(scale), fused.constant(bias)},
-                         {float_attr("epsilon", 1e-3f)});
-  Builder plain(13);
+  GraphBuilder fused(17);
+  Value* y = fused.op("LayerNormalization",
+                      {fused.input("x", x), fused.constant(scale), fused.constant(bias)},
+                      {Attr::Float("epsilon", 1e-3f)}, kOnnxkit);
+  GraphBuilder plain(13);
   Value* expected = unfused_layer_norm(plain, plain.input("x", x), plain.constant(scale),
                                        plain.constant(bias), {-1}, 1e-3f);
   expect_close(fused.run({y})[0], plain.run({expected})[0]);
@@ -198,10 +75,10 @@ TEST(FusedLayerNormalization, MatchesDecompositionOverLastAxis) {
 
 TEST(FusedLayerNormalization, TwoAxesBroadcastScaleNoBias) {
   const Tensor x = randn({3, 5, 7}, 4), scale = randn({7}, 5);
-  Builder fused;
-  Value* y = fused.fused("LayerNormalization", {fused.input("x", x), fused.constant(scale)},
-                         {int_attr("axis", 1)});
-  Builder plain(13);
+  GraphBuilder fused(17);
+  Value* y = fused.op("LayerNormalization", {fused.input("x", x), fused.constant(scale)},
+                      {Attr::Int("axis", 1)}, kOnnxkit);
+  GraphBuilder plain(13);
   Value* expected =
       unfused_layer_norm(plain, plain.input("x", x), plain.constant(scale), nullptr, {1, 2}, 1e-5f);
   expect_close(fused.run({y})[0], plain.run({expected})[0]);
@@ -209,28 +86,30 @@ TEST(FusedLayerNormalization, TwoAxesBroadcastScaleNoBias) {
 
 TEST(FusedLayerNormalization, DoubleAndFloat16) {
   const Tensor x = randn({4, 9}, 6), scale = randn({9}, 7), bias = randn({9}, 8);
-  Builder plain(13);
+  GraphBuilder plain(13);
   Value* expected = unfused_layer_norm(plain, plain.input("x", x), plain.constant(scale),
                                        plain.constant(bias), {-1}, 1e-5f);
   const Tensor want = plain.run({expected})[0];
   for (DType dtype : {DType::kDouble, DType::kFloat16}) {
-    Builder fused;
-    Value* y = fused.fused("LayerNormalization",
-                           {fused.input("x", cast(x, dtype)), fused.constant(cast(scale, dtype)),
-                            fused.constant(cast(bias, dtype))});
+    GraphBuilder fused(17);
+    Value* y = fused.op("LayerNormalization",
+                        {fused.input("x", cast(x, dtype)), fused.constant(cast(scale, dtype)),
+                         fused.constant(cast(bias, dtype))},
+                        {}, kOnnxkit);
     const Tensor got = fused.run({y})[0];
     ASSERT_EQ(got.dtype(), dtype);
-    Builder back;
-    Value* as_float = back.op("Cast", {back.input("g", got)}, {int_attr("to", 1)});
+    GraphBuilder back(17);
+    Value* as_float = back.op("Cast", {back.input("g", got)}, {Attr::Int("to", 1)});
     expect_close(back.run({as_float})[0], want, dtype == DType::kFloat16 ? 1e-2 : 1e-5,
                  dtype == DType::kFloat16 ? 1e-2 : 1e-6);
   }
 }
 
 TEST(FusedLayerNormalization, BadScaleNamesTheNode) {
-  Builder fused;
-  Value* y = fused.fused("LayerNormalization",
-                         {fused.input("x", randn({2, 6}, 1)), fused.constant(randn({5}, 2))});
+  GraphBuilder fused(17);
+  Value* y =
+      fused.op("LayerNormalization",
+               {fused.input("x", randn({2, 6}, 1)), fused.constant(randn({5}, 2))}, {}, kOnnxkit);
   try {
     fused.run({y});
     FAIL() << "expected an error";
@@ -247,18 +126,19 @@ TEST(FusedSkipLayerNormalization, MatchesAddsThenLayerNorm) {
   const Tensor gamma = randn({11}, 3), beta = randn({11}, 4), bias = randn({11}, 5);
   for (int variant = 0; variant < 3; ++variant) {
     const bool with_beta = variant != 1, with_bias = variant != 2;
-    Builder fused;
+    GraphBuilder fused(17);
     std::vector<Value*> inputs{fused.input("x", x), fused.input("skip", skip),
                                fused.constant(gamma), with_beta ? fused.constant(beta) : nullptr};
     if (with_bias) inputs.push_back(fused.constant(bias));
-    auto outs = fused.node("SkipLayerNormalization", inputs, {float_attr("epsilon", 1e-4f)}, 2,
-                           std::string(kOnnxkitDomain));
-    Builder plain;
+    auto outs =
+        fused.node("SkipLayerNormalization", inputs, {Attr::Float("epsilon", 1e-4f)}, 2, kOnnxkit)
+            ->outputs();
+    GraphBuilder plain(17);
     Value* sum = plain.op("Add", {plain.input("x", x), plain.input("skip", skip)});
     if (with_bias) sum = plain.op("Add", {sum, plain.constant(bias)});
     std::vector<Value*> ln_inputs{sum, plain.constant(gamma)};
     if (with_beta) ln_inputs.push_back(plain.constant(beta));
-    Value* y = plain.op("LayerNormalization", ln_inputs, {float_attr("epsilon", 1e-4f)});
+    Value* y = plain.op("LayerNormalization", ln_inputs, {Attr::Float("epsilon", 1e-4f)});
     const auto got = fused.run(outs);
     const auto want = plain.run({y, sum});
     SCOPED_TRACE(variant);
@@ -269,10 +149,11 @@ TEST(FusedSkipLayerNormalization, MatchesAddsThenLayerNorm) {
 
 TEST(FusedSkipLayerNormalization, SumOutputIsOptional) {
   const Tensor x = randn({3, 8}, 1), skip = randn({3, 8}, 2), gamma = randn({8}, 3);
-  Builder fused;
-  Value* y = fused.fused("SkipLayerNormalization",
-                         {fused.input("x", x), fused.input("skip", skip), fused.constant(gamma)});
-  Builder plain;
+  GraphBuilder fused(17);
+  Value* y = fused.op("SkipLayerNormalization",
+                      {fused.input("x", x), fused.input("skip", skip), fused.constant(gamma)}, {},
+                      kOnnxkit);
+  GraphBuilder plain(17);
   Value* want = plain.op(
       "LayerNormalization",
       {plain.op("Add", {plain.input("x", x), plain.input("skip", skip)}), plain.constant(gamma)});
@@ -280,10 +161,11 @@ TEST(FusedSkipLayerNormalization, SumOutputIsOptional) {
 }
 
 TEST(FusedSkipLayerNormalization, SkipOfAnotherShapeIsAnError) {
-  Builder fused;
-  Value* y = fused.fused("SkipLayerNormalization",
-                         {fused.input("x", randn({2, 3, 4}, 1)),
-                          fused.input("skip", randn({1, 3, 4}, 2)), fused.constant(randn({4}, 3))});
+  GraphBuilder fused(17);
+  Value* y = fused.op("SkipLayerNormalization",
+                      {fused.input("x", randn({2, 3, 4}, 1)),
+                       fused.input("skip", randn({1, 3, 4}, 2)), fused.constant(randn({4}, 3))},
+                      {}, kOnnxkit);
   EXPECT_THROW(fused.run({y}), Error);
 }
 
@@ -292,9 +174,9 @@ TEST(FusedSkipLayerNormalization, SkipOfAnotherShapeIsAnError) {
 TEST(FusedGelu, ErfFormMatchesDecomposition) {
   Tensor x = randn({3, 17}, 1);
   for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] *= 3;
-  Builder fused;
-  Value* y = fused.fused("Gelu", {fused.input("x", x)});
-  Builder plain;
+  GraphBuilder fused(17);
+  Value* y = fused.op("Gelu", {fused.input("x", x)}, {}, kOnnxkit);
+  GraphBuilder plain(17);
   Value* in = plain.input("x", x);
   Value* erf = plain.op("Erf", {plain.op("Div", {in, plain.scalar(std::sqrt(2.0f))})});
   Value* want = plain.op(
@@ -305,9 +187,10 @@ TEST(FusedGelu, ErfFormMatchesDecomposition) {
 TEST(FusedGelu, TanhFormMatchesDecomposition) {
   Tensor x = randn({5, 13}, 2);
   for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] *= 3;
-  Builder fused;
-  Value* y = fused.fused("Gelu", {fused.input("x", x)}, {string_attr("approximate", "tanh")});
-  Builder plain;
+  GraphBuilder fused(17);
+  Value* y =
+      fused.op("Gelu", {fused.input("x", x)}, {Attr::String("approximate", "tanh")}, kOnnxkit);
+  GraphBuilder plain(17);
   Value* in = plain.input("x", x);
   Value* cube = plain.op("Pow", {in, plain.scalar(3)});
   Value* inner = plain.op("Add", {in, plain.op("Mul", {cube, plain.scalar(0.044715f)})});
@@ -319,8 +202,8 @@ TEST(FusedGelu, TanhFormMatchesDecomposition) {
 
 TEST(FusedGelu, Float16AndUnknownApproximation) {
   const Tensor x = randn({7}, 3);
-  Builder fused;
-  Value* y = fused.fused("Gelu", {fused.input("x", cast(x, DType::kFloat16))});
+  GraphBuilder fused(17);
+  Value* y = fused.op("Gelu", {fused.input("x", cast(x, DType::kFloat16))}, {}, kOnnxkit);
   const Tensor got = fused.run({y})[0];
   ASSERT_EQ(got.dtype(), DType::kFloat16);
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -328,8 +211,8 @@ TEST(FusedGelu, Float16AndUnknownApproximation) {
     EXPECT_NEAR(static_cast<float>(got.data<Float16>()[i]),
                 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 2e-3);
   }
-  Builder bad;
-  Value* z = bad.fused("Gelu", {bad.input("x", x)}, {string_attr("approximate", "fast")});
+  GraphBuilder bad(17);
+  Value* z = bad.op("Gelu", {bad.input("x", x)}, {Attr::String("approximate", "fast")}, kOnnxkit);
   EXPECT_THROW(bad.run({z}), Error);
 }
 
@@ -340,13 +223,13 @@ TEST(FusedBiasSoftmax, MatchesSoftmaxOfAddWithBroadcasting) {
   for (Shape bias_shape : {Shape{2, 3, 5, 7}, Shape{2, 1, 1, 7}, Shape{7}, Shape{3, 1, 7}}) {
     const Tensor bias = randn(bias_shape, 2);
     for (int64_t axis : {-1, 1}) {
-      Builder fused;
-      Value* y = fused.fused("BiasSoftmax", {fused.input("x", x), fused.input("b", bias)},
-                             {int_attr("axis", axis)});
-      Builder plain;
+      GraphBuilder fused(17);
+      Value* y = fused.op("BiasSoftmax", {fused.input("x", x), fused.input("b", bias)},
+                          {Attr::Int("axis", axis)}, kOnnxkit);
+      GraphBuilder plain(17);
       Value* want =
           plain.op("Softmax", {plain.op("Add", {plain.input("x", x), plain.input("b", bias)})},
-                   {int_attr("axis", axis)});
+                   {Attr::Int("axis", axis)});
       SCOPED_TRACE(shape_to_string(bias_shape) + " axis " + std::to_string(axis));
       expect_close(fused.run({y})[0], plain.run({want})[0]);
     }
@@ -354,9 +237,10 @@ TEST(FusedBiasSoftmax, MatchesSoftmaxOfAddWithBroadcasting) {
 }
 
 TEST(FusedBiasSoftmax, BiasLargerThanXIsAnError) {
-  Builder fused;
-  Value* y = fused.fused("BiasSoftmax",
-                         {fused.input("x", randn({1, 4}, 1)), fused.input("b", randn({3, 4}, 2))});
+  GraphBuilder fused(17);
+  Value* y = fused.op("BiasSoftmax",
+                      {fused.input("x", randn({1, 4}, 1)), fused.input("b", randn({3, 4}, 2))}, {},
+                      kOnnxkit);
   EXPECT_THROW(fused.run({y}), Error);
 }
 
@@ -388,25 +272,25 @@ std::pair<Tensor, Tensor> run_attention(const AttentionCase& c) {
     keep = bools(
         *c.keep_shape, c.keep_at ? c.keep_at : [](int64_t i) { return i % 3 != 1; });
   }
-  Builder fused;
+  GraphBuilder fused(17);
   Value* kt = nullptr;
   {
-    Builder& b = fused;
+    GraphBuilder& b = fused;
     Value* k_in = b.input("k", k);
-    if (c.k_transposed) k_in = b.op("Transpose", {k_in}, {ints_attr("perm", {0, 1, 3, 2})});
+    if (c.k_transposed) k_in = b.op("Transpose", {k_in}, {Attr::Ints("perm", {0, 1, 3, 2})});
     kt = k_in;
   }
   std::vector<Value*> inputs{fused.input("q", q), kt, fused.input("v", v),
                              c.mask_shape ? fused.input("mask", mask) : nullptr};
   if (c.keep_shape) inputs.push_back(fused.input("keep", keep));
   std::vector<Attr> attributes;
-  if (c.scale) attributes.push_back(float_attr("scale", *c.scale));
-  if (c.masked_value) attributes.push_back(float_attr("masked_value", *c.masked_value));
-  if (c.k_transposed) attributes.push_back(int_attr("k_transposed", 1));
-  Value* y = fused.fused("Attention", inputs, std::move(attributes));
+  if (c.scale) attributes.push_back(Attr::Float("scale", *c.scale));
+  if (c.masked_value) attributes.push_back(Attr::Float("masked_value", *c.masked_value));
+  if (c.k_transposed) attributes.push_back(Attr::Int("k_transposed", 1));
+  Value* y = fused.op("Attention", inputs, std::move(attributes), kOnnxkit);
 
-  Builder plain;
-  Value* k_t = plain.op("Transpose", {plain.input("k", k)}, {ints_attr("perm", {0, 1, 3, 2})});
+  GraphBuilder plain(17);
+  Value* k_t = plain.op("Transpose", {plain.input("k", k)}, {Attr::Ints("perm", {0, 1, 3, 2})});
   Value* s = plain.op("MatMul", {plain.input("q", q), k_t});
   const float scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(c.depth));
   s = plain.op("Mul", {s, plain.scalar(scale)});
@@ -416,7 +300,7 @@ std::pair<Tensor, Tensor> run_attention(const AttentionCase& c) {
     s = plain.op("Where", {plain.input("keep", keep), s, plain.scalar(fill)});
   }
   Value* want =
-      plain.op("MatMul", {plain.op("Softmax", {s}, {int_attr("axis", -1)}), plain.input("v", v)});
+      plain.op("MatMul", {plain.op("Softmax", {s}, {Attr::Int("axis", -1)}), plain.input("v", v)});
   return {fused.run({y})[0], plain.run({want})[0]};
 }
 
@@ -486,10 +370,12 @@ TEST(FusedAttention, FullyMaskedRowsWithFiniteFillAreUniform) {
 }
 
 TEST(FusedAttention, ShapeMismatchNamesTheNode) {
-  Builder fused;
-  Value* y = fused.fused("Attention", {fused.input("q", randn({1, 2, 3, 4}, 1)),
-                                       fused.input("k", randn({1, 2, 5, 3}, 2)),
-                                       fused.input("v", randn({1, 2, 5, 4}, 3))});
+  GraphBuilder fused(17);
+  Value* y =
+      fused.op("Attention",
+               {fused.input("q", randn({1, 2, 3, 4}, 1)), fused.input("k", randn({1, 2, 5, 3}, 2)),
+                fused.input("v", randn({1, 2, 5, 4}, 3))},
+               {}, kOnnxkit);
   try {
     fused.run({y});
     FAIL() << "expected an error";
@@ -500,12 +386,15 @@ TEST(FusedAttention, ShapeMismatchNamesTheNode) {
 
 TEST(FusedAttention, Float16) {
   const Tensor q = randn({1, 2, 3, 4}, 1), k = randn({1, 2, 5, 4}, 2), v = randn({1, 2, 5, 4}, 3);
-  Builder f32;
-  Value* y32 = f32.fused("Attention", {f32.input("q", q), f32.input("k", k), f32.input("v", v)});
-  Builder f16;
-  Value* y16 = f16.fused("Attention", {f16.input("q", cast(q, DType::kFloat16)),
-                                       f16.input("k", cast(k, DType::kFloat16)),
-                                       f16.input("v", cast(v, DType::kFloat16))});
+  GraphBuilder f32(17);
+  Value* y32 =
+      f32.op("Attention", {f32.input("q", q), f32.input("k", k), f32.input("v", v)}, {}, kOnnxkit);
+  GraphBuilder f16(17);
+  Value* y16 =
+      f16.op("Attention",
+             {f16.input("q", cast(q, DType::kFloat16)), f16.input("k", cast(k, DType::kFloat16)),
+              f16.input("v", cast(v, DType::kFloat16))},
+             {}, kOnnxkit);
   const Tensor want = f32.run({y32})[0];
   const Tensor got = f16.run({y16})[0];
   ASSERT_EQ(got.dtype(), DType::kFloat16);

@@ -13,92 +13,17 @@
 namespace onnxkit {
 namespace {
 
+using namespace onnxkit::testing;
+
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
-// Runs a one-node model: given inputs become graph inputs (nullopt omits an optional
-// input), returns output 0.
-Tensor run_one(const std::string& op, std::vector<std::optional<Tensor>> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(inputs[i]
-                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i]->dtype()))
-                      : nullptr);
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]) feeds.emplace_back("in" + std::to_string(i), *inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
-
-// The error message of running the node (empty when it succeeds).
-std::string run_error(const std::string& op, std::vector<std::optional<Tensor>> inputs,
-                      int64_t opset, std::function<void(Node*)> set_attrs = {}) {
-  try {
-    run_one(op, std::move(inputs), opset, std::move(set_attrs));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::function<void(Node*)> int_attr(const std::string& name, int64_t value) {
-  return [=](Node* n) {
-    Attribute a;
-    a.name = name;
-    a.type = AttrType::kInt;
-    a.i = value;
-    n->set_attribute(std::move(a));
-  };
-}
-
-void set_ints(Node* n, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  n->set_attribute(std::move(a));
-}
-
-void set_string(Node* n, const std::string& name, const std::string& value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = value;
-  n->set_attribute(std::move(a));
-}
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
 Tensor i32(Shape shape, std::vector<int32_t> values) {
   return Tensor::from_vector<int32_t>(DType::kInt32, std::move(shape), values);
 }
 Tensor i64s(std::vector<int64_t> values) {
   const int64_t n = static_cast<int64_t>(values.size());
-  return i64({n}, std::move(values));
-}
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
+  return int64s({n}, std::move(values));
 }
 
 // 0, 1, ..., n-1 as float.
@@ -126,8 +51,7 @@ TEST(Slice, NegativeStepsWithExtremeEnds) {
 TEST(Slice, ForwardClampsAndInt32Inputs) {
   Tensor out = run_one(
       "Slice",
-      {iota({2, 5}), i32({2}, {-100, 1}), i32({2}, {1000, -1}), std::nullopt, i32({2}, {1, 2})},
-      13);
+      {iota({2, 5}), i32({2}, {-100, 1}), i32({2}, {1000, -1}), Tensor(), i32({2}, {1, 2})}, 13);
   EXPECT_EQ(out.shape(), (Shape{2, 2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{1, 3, 6, 8}));
 }
@@ -136,7 +60,7 @@ TEST(Slice, NegativeStepEndMinusOneMeansBeforeLast) {
   // end -1 is dim - 1 after adjustment, so slicing 4..-1 by -1 of size 5 is empty.
   Tensor empty = run_one("Slice", {iota({5}), i64s({4}), i64s({-1}), i64s({0}), i64s({-1})}, 13);
   EXPECT_EQ(empty.shape(), (Shape{0}));
-  Tensor out = run_one("Slice", {iota({5}), i64s({-2}), i64s({-6}), std::nullopt, i64s({-1})}, 13);
+  Tensor out = run_one("Slice", {iota({5}), i64s({-2}), i64s({-6}), Tensor(), i64s({-1})}, 13);
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{3, 2, 1, 0}));
 }
 
@@ -191,13 +115,13 @@ TEST(Slice, Errors) {
 // ---- Gather family ----
 
 TEST(Gather, NegativeAxisAndIndicesInt32) {
-  Tensor out = run_one("Gather", {iota({2, 3}), i32({2}, {-1, 0})}, 13, int_attr("axis", -1));
+  Tensor out = run_one("Gather", {iota({2, 3}), i32({2}, {-1, 0})}, 13, with_int("axis", -1));
   EXPECT_EQ(out.shape(), (Shape{2, 2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 0, 5, 3}));
 }
 
 TEST(Gather, ScalarIndexDropsAxis) {
-  Tensor out = run_one("Gather", {iota({3, 2}), i64({}, {1})}, 13);
+  Tensor out = run_one("Gather", {iota({3, 2}), int64s({}, {1})}, 13);
   EXPECT_EQ(out.shape(), (Shape{2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 3}));
 }
@@ -221,63 +145,63 @@ TEST(Gather, OutOfBoundsNamesTheIndex) {
 
 TEST(GatherElements, Axis1WithNegativeIndices) {
   // data [[0,1,2],[3,4,5]], indices [[-1,0],[1,1]] along axis 1.
-  Tensor out = run_one("GatherElements", {iota({2, 3}), i64({2, 2}, {-1, 0, 1, 1})}, 13,
-                       int_attr("axis", 1));
+  Tensor out = run_one("GatherElements", {iota({2, 3}), int64s({2, 2}, {-1, 0, 1, 1})}, 13,
+                       with_int("axis", 1));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 0, 4, 4}));
 }
 
 TEST(GatherElements, SmallerIndicesAlongOtherAxes) {
   // data 3x3, indices 1x2 along axis 0: out[0][j] = data[idx][j].
-  Tensor out = run_one("GatherElements", {iota({3, 3}), i64({1, 2}, {2, 1})}, 13);
+  Tensor out = run_one("GatherElements", {iota({3, 3}), int64s({1, 2}, {2, 1})}, 13);
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{6, 4}));
   EXPECT_TRUE(
-      contains(run_error("GatherElements", {iota({2, 2}), i64({2, 3}, {0, 0, 0, 0, 0, 0})}, 13),
+      contains(run_error("GatherElements", {iota({2, 2}), int64s({2, 3}, {0, 0, 0, 0, 0, 0})}, 13),
                "indices dim 1 is 3, larger than data dim 2"));
 }
 
 TEST(GatherND, Examples) {
   // Example 3: data [2,2,2], indices [[0,1],[1,0]] -> [[2,3],[4,5]].
-  Tensor out = run_one("GatherND", {iota({2, 2, 2}), i64({2, 2}, {0, 1, 1, 0})}, 13);
+  Tensor out = run_one("GatherND", {iota({2, 2, 2}), int64s({2, 2}, {0, 1, 1, 0})}, 13);
   EXPECT_EQ(out.shape(), (Shape{2, 2}));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 3, 4, 5}));
   // Example 5, batch_dims 1: indices [[1],[0]] -> [[2,3],[4,5]].
   Tensor batched =
-      run_one("GatherND", {iota({2, 2, 2}), i64({2, 1}, {1, 0})}, 13, int_attr("batch_dims", 1));
+      run_one("GatherND", {iota({2, 2, 2}), int64s({2, 1}, {1, 0})}, 13, with_int("batch_dims", 1));
   EXPECT_EQ(batched.shape(), (Shape{2, 2}));
   EXPECT_EQ(values_of<float>(batched), (std::vector<float>{2, 3, 4, 5}));
   // Batch dims with several tuples per batch and a negative index.
-  Tensor many = run_one("GatherND", {iota({2, 3}), i64({2, 2, 1}, {2, -3, 0, 1})}, 13,
-                        int_attr("batch_dims", 1));
+  Tensor many = run_one("GatherND", {iota({2, 3}), int64s({2, 2, 1}, {2, -3, 0, 1})}, 13,
+                        with_int("batch_dims", 1));
   EXPECT_EQ(many.shape(), (Shape{2, 2}));
   EXPECT_EQ(values_of<float>(many), (std::vector<float>{2, 0, 3, 4}));
 }
 
 TEST(GatherND, Errors) {
-  EXPECT_TRUE(
-      contains(run_error("GatherND", {iota({2, 2}), i64({1, 2}, {0, 2})}, 13), "indices value 2"));
-  EXPECT_TRUE(contains(run_error("GatherND", {iota({2, 2}), i64({1, 3}, {0, 0, 0})}, 13),
+  EXPECT_TRUE(contains(run_error("GatherND", {iota({2, 2}), int64s({1, 2}, {0, 2})}, 13),
+                       "indices value 2"));
+  EXPECT_TRUE(contains(run_error("GatherND", {iota({2, 2}), int64s({1, 3}, {0, 0, 0})}, 13),
                        "indices last dim 3 is larger than data rank 2"));
 }
 
 // ---- Scatter family ----
 
 TEST(Scatter, Opset9IsScatterElements) {
-  Tensor out =
-      run_one("Scatter",
-              {floats({1, 5}, {1, 2, 3, 4, 5}), i64({1, 2}, {1, 3}), floats({1, 2}, {1.1f, 2.1f})},
-              9, int_attr("axis", 1));
+  Tensor out = run_one(
+      "Scatter",
+      {floats({1, 5}, {1, 2, 3, 4, 5}), int64s({1, 2}, {1, 3}), floats({1, 2}, {1.1f, 2.1f})}, 9,
+      with_int("axis", 1));
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{1, 1.1f, 3, 2.1f, 5}));
 }
 
 TEST(ScatterElements, ReductionAddAndMulWithDuplicates) {
   auto with = [](const char* reduction) {
     return [=](Node* n) {
-      int_attr("axis", 1)(n);
+      with_int("axis", 1)(n);
       set_string(n, "reduction", reduction);
     };
   };
   Tensor data = floats({1, 5}, {1, 2, 3, 4, 5});
-  Tensor indices = i64({1, 3}, {1, 1, -1});
+  Tensor indices = int64s({1, 3}, {1, 1, -1});
   Tensor updates = floats({1, 3}, {10, 20, 3});
   Tensor add = run_one("ScatterElements", {data, indices, updates}, 16, with("add"));
   EXPECT_EQ(values_of<float>(add), (std::vector<float>{1, 32, 3, 4, 8}));
@@ -319,17 +243,18 @@ TEST(ScatterElements, StringsAndErrors) {
 TEST(ScatterND, SlicesAndReductions) {
   // data 2x3, replace row 1.
   Tensor out =
-      run_one("ScatterND", {iota({2, 3}), i64({1, 1}, {-1}), floats({1, 3}, {7, 8, 9})}, 13);
+      run_one("ScatterND", {iota({2, 3}), int64s({1, 1}, {-1}), floats({1, 3}, {7, 8, 9})}, 13);
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 1, 2, 7, 8, 9}));
-  Tensor add = run_one("ScatterND", {iota({4}), i64({3, 1}, {1, 1, 3}), floats({3}, {10, 20, 5})},
-                       16, [](Node* n) { set_string(n, "reduction", "add"); });
+  Tensor add =
+      run_one("ScatterND", {iota({4}), int64s({3, 1}, {1, 1, 3}), floats({3}, {10, 20, 5})}, 16,
+              [](Node* n) { set_string(n, "reduction", "add"); });
   EXPECT_EQ(values_of<float>(add), (std::vector<float>{0, 31, 2, 8}));
-  Tensor mul = run_one("ScatterND", {iota({2, 2}), i64({1, 2}, {1, 1}), floats({1}, {4})}, 16,
+  Tensor mul = run_one("ScatterND", {iota({2, 2}), int64s({1, 2}, {1, 1}), floats({1}, {4})}, 16,
                        [](Node* n) { set_string(n, "reduction", "mul"); });
   EXPECT_EQ(values_of<float>(mul), (std::vector<float>{0, 1, 2, 12}));
-  EXPECT_TRUE(
-      contains(run_error("ScatterND", {iota({2, 3}), i64({1, 1}, {0}), floats({3}, {1, 2, 3})}, 13),
-               "updates shape [3] must be [1,3]"));
+  EXPECT_TRUE(contains(
+      run_error("ScatterND", {iota({2, 3}), int64s({1, 1}, {0}), floats({3}, {1, 2, 3})}, 13),
+      "updates shape [3] must be [1,3]"));
 }
 
 // ---- NonZero ----
@@ -356,7 +281,7 @@ TEST(NonZero, ScalarStringsAndEmpty) {
 TEST(OneHot, AxisZeroIntDepthStringValues) {
   Tensor depth = Tensor::from_vector<uint8_t>(DType::kUInt8, {}, {3});
   Tensor out = run_one("OneHot", {i64s({2, 0, 5}), depth, Tensor::from_strings({2}, {"off", "on"})},
-                       11, int_attr("axis", 0));
+                       11, with_int("axis", 0));
   EXPECT_EQ(out.shape(), (Shape{3, 3}));
   EXPECT_EQ(out.strings(), (std::vector<std::string>{"off", "on", "off", "off", "off", "off", "on",
                                                      "off", "off"}));
@@ -380,7 +305,7 @@ TEST(OneHot, Errors) {
   EXPECT_TRUE(contains(run_error("OneHot", {i64s({0}), floats({}, {-2}), floats({2}, {0, 1})}, 11),
                        "depth -2 is invalid"));
   EXPECT_TRUE(contains(run_error("OneHot", {i64s({0}), floats({}, {2}), floats({2}, {0, 1})}, 11,
-                                 int_attr("axis", 2)),
+                                 with_int("axis", 2)),
                        "axis 2 is out of range for output rank 2"));
 }
 
@@ -388,20 +313,21 @@ TEST(OneHot, Errors) {
 
 TEST(Trilu, UpperLowerWithKAndBatches) {
   Tensor x = iota({2, 2, 3});
-  Tensor upper = run_one("Trilu", {x, i64({}, {1})}, 14);
+  Tensor upper = run_one("Trilu", {x, int64s({}, {1})}, 14);
   EXPECT_EQ(values_of<float>(upper), (std::vector<float>{0, 1, 2, 0, 0, 5, 0, 7, 8, 0, 0, 11}));
-  Tensor lower = run_one("Trilu", {x, i64({}, {-1})}, 14, int_attr("upper", 0));
+  Tensor lower = run_one("Trilu", {x, int64s({}, {-1})}, 14, with_int("upper", 0));
   EXPECT_EQ(values_of<float>(lower), (std::vector<float>{0, 0, 0, 3, 0, 0, 0, 0, 0, 9, 0, 0}));
-  Tensor lower_default = run_one("Trilu", {iota({2, 2})}, 14, int_attr("upper", 0));
+  Tensor lower_default = run_one("Trilu", {iota({2, 2})}, 14, with_int("upper", 0));
   EXPECT_EQ(values_of<float>(lower_default), (std::vector<float>{0, 0, 2, 3}));
 }
 
 TEST(Trilu, ExtremeKAndStrings) {
-  Tensor all = run_one("Trilu", {iota({2, 2}), i64({}, {kMin})}, 14);
+  Tensor all = run_one("Trilu", {iota({2, 2}), int64s({}, {kMin})}, 14);
   EXPECT_EQ(values_of<float>(all), (std::vector<float>{0, 1, 2, 3}));
-  Tensor none = run_one("Trilu", {iota({2, 2}), i64({}, {kMax})}, 14);
+  Tensor none = run_one("Trilu", {iota({2, 2}), int64s({}, {kMax})}, 14);
   EXPECT_EQ(values_of<float>(none), (std::vector<float>{0, 0, 0, 0}));
-  Tensor none_lower = run_one("Trilu", {iota({2, 2}), i64({}, {kMin})}, 14, int_attr("upper", 0));
+  Tensor none_lower =
+      run_one("Trilu", {iota({2, 2}), int64s({}, {kMin})}, 14, with_int("upper", 0));
   EXPECT_EQ(values_of<float>(none_lower), (std::vector<float>{0, 0, 0, 0}));
   Tensor s = run_one("Trilu", {Tensor::from_strings({2, 2}, {"a", "b", "c", "d"})}, 14);
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"a", "b", "", "d"}));
@@ -409,55 +335,24 @@ TEST(Trilu, ExtremeKAndStrings) {
 }
 
 TEST(EyeLike, KAndDtype) {
-  Tensor up = run_one("EyeLike", {iota({2, 3})}, 9, int_attr("k", 1));
+  Tensor up = run_one("EyeLike", {iota({2, 3})}, 9, with_int("k", 1));
   EXPECT_EQ(values_of<float>(up), (std::vector<float>{0, 1, 0, 0, 0, 1}));
-  Tensor down = run_one("EyeLike", {i64({3, 2}, {9, 9, 9, 9, 9, 9})}, 9, int_attr("k", -1));
+  Tensor down = run_one("EyeLike", {int64s({3, 2}, {9, 9, 9, 9, 9, 9})}, 9, with_int("k", -1));
   EXPECT_EQ(down.dtype(), DType::kInt64);
   EXPECT_EQ(values_of<int64_t>(down), (std::vector<int64_t>{0, 0, 1, 0, 0, 1}));
-  Tensor b = run_one("EyeLike", {iota({2, 2})}, 9, int_attr("dtype", 9));
+  Tensor b = run_one("EyeLike", {iota({2, 2})}, 9, with_int("dtype", 9));
   EXPECT_EQ(b.dtype(), DType::kBool);
   EXPECT_EQ(values_of<bool>(b), (std::vector<bool>{true, false, false, true}));
-  Tensor h = run_one("EyeLike", {iota({1, 1})}, 9, int_attr("dtype", 10));
+  Tensor h = run_one("EyeLike", {iota({1, 1})}, 9, with_int("dtype", 10));
   EXPECT_EQ(static_cast<float>(h.data<Float16>()[0]), 1.0f);
-  Tensor far = run_one("EyeLike", {iota({2, 2})}, 9, int_attr("k", kMin));
+  Tensor far = run_one("EyeLike", {iota({2, 2})}, 9, with_int("k", kMin));
   EXPECT_EQ(values_of<float>(far), (std::vector<float>{0, 0, 0, 0}));
-  EXPECT_TRUE(contains(run_error("EyeLike", {iota({2, 2})}, 9, int_attr("dtype", 8)),
+  EXPECT_TRUE(contains(run_error("EyeLike", {iota({2, 2})}, 9, with_int("dtype", 8)),
                        "output type string is not supported"));
   EXPECT_TRUE(contains(run_error("EyeLike", {iota({2})}, 9), "rank 2"));
 }
 
-}  // namespace
-}  // namespace onnxkit
-
-// ---- Unique and Compress (through testing::run_op) ----
-namespace onnxkit {
-namespace {
-namespace unique_compress_test {
-
-using testing::run_op;
-
-[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-template <typename T>
-[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// ---- Unique and Compress ----
 
 Tensor bools(Shape shape, std::vector<bool> values) {
   Tensor t(DType::kBool, std::move(shape));
@@ -471,23 +366,26 @@ struct UniqueResult {
   std::vector<int64_t> indices, inverse, counts;
 };
 UniqueResult unique_of(Tensor x, std::optional<int64_t> axis, int64_t sorted = 1) {
-  auto values = run_op("Unique", {std::move(x)}, 11, 4, [&](Node* n) {
-    testing::set_int(n, "sorted", sorted);
-    if (axis) testing::set_int(n, "axis", *axis);
-  });
-  return {values[0].tensor(), elems<int64_t>(values[1].tensor()),
-          elems<int64_t>(values[2].tensor()), elems<int64_t>(values[3].tensor())};
+  auto values = run_op(
+      "Unique", {std::move(x)}, 11,
+      [&](Node* n) {
+        set_int(n, "sorted", sorted);
+        if (axis) set_int(n, "axis", *axis);
+      },
+      4);
+  return {values[0], values_of<int64_t>(values[1]), values_of<int64_t>(values[2]),
+          values_of<int64_t>(values[3])};
 }
 
 TEST(Unique, SpecExamplesOneAndTwo) {
-  UniqueResult r = unique_of(f32({6}, {2, 1, 1, 3, 4, 3}), std::nullopt, 0);
-  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{2, 1, 3, 4}));
+  UniqueResult r = unique_of(floats({6}, {2, 1, 1, 3, 4, 3}), std::nullopt, 0);
+  EXPECT_EQ(values_of<float>(r.y), (std::vector<float>{2, 1, 3, 4}));
   EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 1, 3, 4}));
   EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
   EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 2, 2, 1}));
-  r = unique_of(i64({2, 2}, {1, 3, 2, 3}), std::nullopt);
+  r = unique_of(int64s({2, 2}, {1, 3, 2, 3}), std::nullopt);
   EXPECT_EQ(r.y.shape(), (Shape{3}));
-  EXPECT_EQ(elems<int64_t>(r.y), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(values_of<int64_t>(r.y), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 2, 1}));
   EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 2, 1, 2}));
   EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 1, 2}));
@@ -495,15 +393,15 @@ TEST(Unique, SpecExamplesOneAndTwo) {
 
 TEST(Unique, SlicesAlongAxisSortedAndUnsorted) {
   // Spec example 4: the slices along axis 1 of a (2, 4, 2) tensor.
-  Tensor x = f32({2, 4, 2}, {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1});
+  Tensor x = floats({2, 4, 2}, {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1});
   UniqueResult r = unique_of(x, 1);
   EXPECT_EQ(r.y.shape(), (Shape{2, 3, 2}));
-  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1}));
+  EXPECT_EQ(values_of<float>(r.y), (std::vector<float>{0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1}));
   EXPECT_EQ(r.indices, (std::vector<int64_t>{1, 0, 2}));
   EXPECT_EQ(r.inverse, (std::vector<int64_t>{1, 0, 2, 0}));
   EXPECT_EQ(r.counts, (std::vector<int64_t>{2, 1, 1}));
   r = unique_of(x, -2, 0);
-  EXPECT_EQ(elems<float>(r.y), (std::vector<float>{1, 1, 0, 1, 2, 1, 1, 1, 0, 1, 2, 1}));
+  EXPECT_EQ(values_of<float>(r.y), (std::vector<float>{1, 1, 0, 1, 2, 1, 1, 1, 0, 1, 2, 1}));
   EXPECT_EQ(r.indices, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(r.inverse, (std::vector<int64_t>{0, 1, 2, 1}));
   EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 2, 1}));
@@ -515,62 +413,61 @@ TEST(Unique, StringsNanAndEmpty) {
   EXPECT_EQ(r.counts, (std::vector<int64_t>{1, 1, 2}));
   // NaN sorts last and NaNs count as one value.
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  r = unique_of(f32({4}, {nan, 1, nan, -1}), std::nullopt);
-  std::vector<float> y = elems<float>(r.y);
+  r = unique_of(floats({4}, {nan, 1, nan, -1}), std::nullopt);
+  std::vector<float> y = values_of<float>(r.y);
   ASSERT_EQ(y.size(), 3u);
   EXPECT_EQ(y[0], -1);
   EXPECT_EQ(y[1], 1);
   EXPECT_TRUE(std::isnan(y[2]));
   EXPECT_EQ(r.indices, (std::vector<int64_t>{3, 1, 0}));
   EXPECT_EQ(r.inverse, (std::vector<int64_t>{2, 1, 2, 0}));
-  r = unique_of(f32({0, 3}, {}), std::nullopt);
+  r = unique_of(floats({0, 3}, {}), std::nullopt);
   EXPECT_EQ(r.y.shape(), (Shape{0}));
   EXPECT_TRUE(r.counts.empty());
-  r = unique_of(f32({0, 3}, {}), 0);
+  r = unique_of(floats({0, 3}, {}), 0);
   EXPECT_EQ(r.y.shape(), (Shape{0, 3}));
 }
 
 TEST(Unique, OnlyYRequestedAndBadAxis) {
-  Tensor y = run1("Unique", {i64({3}, {3, 3, 1})}, 11);
-  EXPECT_EQ(elems<int64_t>(y), (std::vector<int64_t>{1, 3}));
+  Tensor y = run_one("Unique", {int64s({3}, {3, 3, 1})}, 11);
+  EXPECT_EQ(values_of<int64_t>(y), (std::vector<int64_t>{1, 3}));
   std::string message = error_of([] {
-    run1("Unique", {i64({3}, {3, 3, 1})}, 11, [](Node* n) { testing::set_int(n, "axis", 1); });
+    run_one("Unique", {int64s({3}, {3, 3, 1})}, 11, [](Node* n) { set_int(n, "axis", 1); });
   });
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
 }
 
 TEST(Compress, AxisShortConditionAndFlatten) {
-  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
-  Tensor out = run1("Compress", {x, bools({2}, {false, true})}, 11,
-                    [](Node* n) { testing::set_int(n, "axis", 0); });
+  Tensor x = floats({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor out = run_one("Compress", {x, bools({2}, {false, true})}, 11,
+                       [](Node* n) { set_int(n, "axis", 0); });
   EXPECT_EQ(out.shape(), (Shape{1, 2}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{3, 4}));
-  out = run1("Compress", {x, bools({2}, {true, true})}, 11,
-             [](Node* n) { testing::set_int(n, "axis", -1); });
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{3, 4}));
+  out = run_one("Compress", {x, bools({2}, {true, true})}, 11,
+                [](Node* n) { set_int(n, "axis", -1); });
   EXPECT_EQ(out.shape(), (Shape{3, 2}));
-  out = run1("Compress", {x, bools({5}, {false, true, false, false, true})}, 9);
+  out = run_one("Compress", {x, bools({5}, {false, true, false, false, true})}, 9);
   EXPECT_EQ(out.shape(), (Shape{2}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{2, 5}));
-  out = run1("Compress", {x, bools({3}, {false, false, false})}, 11,
-             [](Node* n) { testing::set_int(n, "axis", 0); });
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{2, 5}));
+  out = run_one("Compress", {x, bools({3}, {false, false, false})}, 11,
+                [](Node* n) { set_int(n, "axis", 0); });
   EXPECT_EQ(out.shape(), (Shape{0, 2}));
 }
 
 TEST(Compress, StringsAndErrors) {
   Tensor s = Tensor::from_strings({2, 2}, {"a", "b", "c", "d"});
-  Tensor out = run1("Compress", {s, bools({2}, {false, true})}, 11,
-                    [](Node* n) { testing::set_int(n, "axis", 1); });
+  Tensor out = run_one("Compress", {s, bools({2}, {false, true})}, 11,
+                       [](Node* n) { set_int(n, "axis", 1); });
   EXPECT_EQ(out.strings(), (std::vector<std::string>{"b", "d"}));
   std::string message = error_of([&] {
-    run1("Compress", {s, bools({3}, {false, false, true})}, 11,
-         [](Node* n) { testing::set_int(n, "axis", 1); });
+    run_one("Compress", {s, bools({3}, {false, false, true})}, 11,
+            [](Node* n) { set_int(n, "axis", 1); });
   });
   EXPECT_NE(message.find("condition is true at index 2, beyond the 2 slices"), std::string::npos)
       << message;
-  message = error_of([&] { run1("Compress", {s, i64({2}, {1, 0})}, 11); });
+  message = error_of([&] { run_one("Compress", {s, int64s({2}, {1, 0})}, 11); });
   EXPECT_NE(message.find("condition must be bool"), std::string::npos) << message;
 }
 
-}  // namespace unique_compress_test
 }  // namespace
 }  // namespace onnxkit

@@ -14,65 +14,13 @@
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs, returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
+using namespace onnxkit::testing;
 
-void set_int(Node* n, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  n->set_attribute(std::move(a));
-}
-void set_float(Node* n, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  n->set_attribute(std::move(a));
-}
-void set_string(Node* n, const std::string& name, const std::string& value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = value;
-  n->set_attribute(std::move(a));
-}
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
 // Values start, start + step, ... filling `shape`.
 Tensor ramp(Shape shape, float start = 0, float step = 1) {
   std::vector<float> values(static_cast<size_t>(shape_numel(shape)));
   for (size_t i = 0; i < values.size(); ++i) values[i] = start + step * static_cast<float>(i);
   return floats(std::move(shape), values);
-}
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
 }
 void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& expected,
                    float tolerance = 1e-5f) {
@@ -81,15 +29,6 @@ void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>
   const auto got = values_of<float>(t);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tolerance) << i;
-}
-// The error text of running op (empty when it succeeds).
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // ---------------------------------------------------------------------------- MatMul
@@ -399,77 +338,46 @@ TEST(Einsum, Errors) {
             std::string::npos);
 }
 
-}  // namespace
-}  // namespace onnxkit
-
-// ---- Det (through testing::run_op) ----
-namespace onnxkit {
-namespace {
-namespace det_test {
-
-using testing::run_op;
-
-[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-template <typename T>
-[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// ---- Det ----
 
 double det_of(Tensor x) {
-  return static_cast<double>(run1("Det", {std::move(x)}, 11).data<float>()[0]);
+  return static_cast<double>(run_one("Det", {std::move(x)}, 11).data<float>()[0]);
 }
 
 TEST(Det, SmallMatricesAndPivoting) {
-  EXPECT_NEAR(det_of(f32({2, 2}, {1, 2, 3, 4})), -2.0, 1e-6);
+  EXPECT_NEAR(det_of(floats({2, 2}, {1, 2, 3, 4})), -2.0, 1e-6);
   // A zero leading entry needs a row swap.
-  EXPECT_NEAR(det_of(f32({3, 3}, {0, 1, 2, 1, 0, 3, 4, -3, 8})), -2.0, 1e-5);
-  EXPECT_EQ(det_of(f32({3, 3}, {1, 2, 3, 2, 4, 6, 0, 1, 1})), 0.0);  // singular
-  EXPECT_NEAR(det_of(f32({1, 1}, {-7})), -7.0, 1e-6);
+  EXPECT_NEAR(det_of(floats({3, 3}, {0, 1, 2, 1, 0, 3, 4, -3, 8})), -2.0, 1e-5);
+  EXPECT_EQ(det_of(floats({3, 3}, {1, 2, 3, 2, 4, 6, 0, 1, 1})), 0.0);  // singular
+  EXPECT_NEAR(det_of(floats({1, 1}, {-7})), -7.0, 1e-6);
 }
 
 TEST(Det, BatchesAndTypes) {
-  Tensor out = run1("Det", {f32({2, 1, 2, 2}, {1, 2, 3, 4, 2, 0, 0, 3})}, 11);
+  Tensor out = run_one("Det", {floats({2, 1, 2, 2}, {1, 2, 3, 4, 2, 0, 0, 3})}, 11);
   EXPECT_EQ(out.shape(), (Shape{2, 1}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{-2, 6}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{-2, 6}));
   Tensor d = Tensor::from_vector<double>(DType::kDouble, {2, 2}, {1e-3, 2, 3, 4});
-  out = run1("Det", {d}, 11);
+  out = run_one("Det", {d}, 11);
   EXPECT_EQ(out.shape(), (Shape{}));
   EXPECT_NEAR(out.data<double>()[0], 4e-3 - 6, 1e-12);
   Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {2, 2},
                                           {Float16(2), Float16(1), Float16(1), Float16(3)});
-  out = run1("Det", {h}, 11);
+  out = run_one("Det", {h}, 11);
   EXPECT_EQ(static_cast<float>(out.data<Float16>()[0]), 5.0f);
   // Empty batch, and the 0 x 0 matrix whose determinant is 1.
-  EXPECT_EQ(run1("Det", {f32({0, 3, 3}, {})}, 11).shape(), (Shape{0}));
-  EXPECT_EQ(elems<float>(run1("Det", {f32({2, 0, 0}, {})}, 11)), (std::vector<float>{1, 1}));
+  EXPECT_EQ(run_one("Det", {floats({0, 3, 3}, {})}, 11).shape(), (Shape{0}));
+  EXPECT_EQ(values_of<float>(run_one("Det", {floats({2, 0, 0}, {})}, 11)),
+            (std::vector<float>{1, 1}));
 }
 
 TEST(Det, ErrorsNameTheProblem) {
-  std::string message = error_of([] { run1("Det", {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, 11); });
+  std::string message = error_of([] { run_one("Det", {floats({2, 3}, {1, 2, 3, 4, 5, 6})}, 11); });
   EXPECT_NE(message.find("does not end in square matrices"), std::string::npos) << message;
-  message = error_of([] { run1("Det", {f32({3}, {1, 2, 3})}, 11); });
+  message = error_of([] { run_one("Det", {floats({3}, {1, 2, 3})}, 11); });
   EXPECT_NE(message.find("rank >= 2"), std::string::npos) << message;
-  message = error_of([] { run1("Det", {i64({1, 1}, {1})}, 11); });
+  message = error_of([] { run_one("Det", {int64s({1, 1}, {1})}, 11); });
   EXPECT_NE(message.find("int64"), std::string::npos) << message;
 }
 
-}  // namespace det_test
 }  // namespace
 }  // namespace onnxkit

@@ -12,26 +12,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_int;
-using testing::set_string;
-
-// Runs `f` and expects an error whose message contains `needle`.
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << needle << "'";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
-template <typename T>
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<double>(t.data<T>()[i]));
-  return out;
-}
+using namespace onnxkit::testing;
 
 void expect_near_all(const std::vector<double>& got, const std::vector<double>& want,
                      double tolerance) {
@@ -39,8 +20,8 @@ void expect_near_all(const std::vector<double>& got, const std::vector<double>& 
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tolerance) << "at " << i;
 }
 
-std::function<void(Node*)> loss_attrs(const std::string& reduction,
-                                      std::optional<int64_t> ignore_index = std::nullopt) {
+SetAttributes loss_attrs(const std::string& reduction,
+                         std::optional<int64_t> ignore_index = std::nullopt) {
   return [=](Node* n) {
     set_string(n, "reduction", reduction);
     if (ignore_index) set_int(n, "ignore_index", *ignore_index);
@@ -62,55 +43,49 @@ Tensor nll_weight() {
 
 TEST(NegativeLogLikelihoodLoss, NoneKeepsTargetShape) {
   Tensor y =
-      run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target()}, 13, 1, loss_attrs("none"))[0]
-          .tensor();
+      run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target()}, 13, loss_attrs("none"))[0];
   EXPECT_EQ(y.shape(), (Shape{2, 2}));
-  expect_near_all(values_of<float>(y), {-3, -2, 0, -2}, 1e-6);
+  expect_near_all(as_doubles<float>(y), {-3, -2, 0, -2}, 1e-6);
 }
 
 TEST(NegativeLogLikelihoodLoss, WeightedSumAndMean) {
-  Tensor sum = run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target(), nll_weight()}, 13, 1,
-                      loss_attrs("sum"))[0]
-                   .tensor();
+  Tensor sum = run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target(), nll_weight()}, 13,
+                      loss_attrs("sum"))[0];
   EXPECT_EQ(sum.shape(), (Shape{}));
-  EXPECT_NEAR(values_of<float>(sum)[0], -1.1, 1e-6);
+  EXPECT_NEAR(as_doubles<float>(sum)[0], -1.1, 1e-6);
   // Mean divides by the weights the samples used: 0.1 + 0.3 + 0.2 + 0.1.
   Tensor mean = run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target(), nll_weight()}, 12,
-                       1, loss_attrs("mean"))[0]
-                    .tensor();
-  EXPECT_NEAR(values_of<float>(mean)[0], -1.1 / 0.7, 1e-6);
+                       loss_attrs("mean"))[0];
+  EXPECT_NEAR(as_doubles<float>(mean)[0], -1.1 / 0.7, 1e-6);
 }
 
 TEST(NegativeLogLikelihoodLoss, IgnoreIndexDropsSamplesFromTheMean) {
   Tensor target = Tensor::from_vector<int64_t>(DType::kInt64, {2, 2}, {2, 1, -1, 2});
   Tensor mean =
-      run_op("NegativeLogLikelihoodLoss", {nll_input(), target}, 13, 1, loss_attrs("mean", -1))[0]
-          .tensor();
-  EXPECT_NEAR(values_of<float>(mean)[0], -7.0 / 3.0, 1e-6);
+      run_op("NegativeLogLikelihoodLoss", {nll_input(), target}, 13, loss_attrs("mean", -1))[0];
+  EXPECT_NEAR(as_doubles<float>(mean)[0], -7.0 / 3.0, 1e-6);
   // With weights the ignored sample's weight (none: it has no class) is left out too.
-  Tensor weighted = run_op("NegativeLogLikelihoodLoss", {nll_input(), target, nll_weight()}, 13, 1,
-                           loss_attrs("mean", -1))[0]
-                        .tensor();
-  EXPECT_NEAR(values_of<float>(weighted)[0], (-0.3 - 0.6 - 0.2) / 0.5, 1e-6);
+  Tensor weighted = run_op("NegativeLogLikelihoodLoss", {nll_input(), target, nll_weight()}, 13,
+                           loss_attrs("mean", -1))[0];
+  EXPECT_NEAR(as_doubles<float>(weighted)[0], (-0.3 - 0.6 - 0.2) / 0.5, 1e-6);
 }
 
 TEST(NegativeLogLikelihoodLoss, IgnoreIndexOutsideTheClasses) {
   Tensor target = Tensor::from_vector<int32_t>(DType::kInt32, {2, 2}, {2, 10, 10, 0});
   Tensor y =
-      run_op("NegativeLogLikelihoodLoss", {nll_input(), target}, 13, 1, loss_attrs("none", 10))[0]
-          .tensor();
-  expect_near_all(values_of<float>(y), {-3, 0, 0, -1}, 1e-6);
+      run_op("NegativeLogLikelihoodLoss", {nll_input(), target}, 13, loss_attrs("none", 10))[0];
+  expect_near_all(as_doubles<float>(y), {-3, 0, 0, -1}, 1e-6);
 }
 
 TEST(NegativeLogLikelihoodLoss, DoubleAndFloat16) {
   Tensor xd = Tensor::from_vector<double>(DType::kDouble, {2, 2}, {-0.25, -1.5, -2.0, -0.125});
   Tensor t = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {1, 0});
-  Tensor yd = run_op("NegativeLogLikelihoodLoss", {xd, t}, 13, 1, loss_attrs("mean"))[0].tensor();
+  Tensor yd = run_op("NegativeLogLikelihoodLoss", {xd, t}, 13, loss_attrs("mean"))[0];
   EXPECT_EQ(yd.dtype(), DType::kDouble);
-  EXPECT_DOUBLE_EQ(values_of<double>(yd)[0], 1.75);
+  EXPECT_DOUBLE_EQ(as_doubles<double>(yd)[0], 1.75);
   Tensor xh = Tensor::from_vector<Float16>(
       DType::kFloat16, {2, 2}, {Float16(-0.25f), Float16(-1.5f), Float16(-2.0f), Float16(-0.125f)});
-  Tensor yh = run_op("NegativeLogLikelihoodLoss", {xh, t}, 13, 1, loss_attrs("sum"))[0].tensor();
+  Tensor yh = run_op("NegativeLogLikelihoodLoss", {xh, t}, 13, loss_attrs("sum"))[0];
   EXPECT_EQ(yh.dtype(), DType::kFloat16);
   EXPECT_EQ(static_cast<float>(yh.data<Float16>()[0]), 3.5f);
 }
@@ -119,19 +94,16 @@ TEST(NegativeLogLikelihoodLoss, HigherRankAndEmptyBatch) {
   // [N, C, d1, d2] = [1, 2, 1, 2]: classes interleave with the trailing positions.
   Tensor x = Tensor::from_vector<float>(DType::kFloat, {1, 2, 1, 2}, {-1, -2, -3, -4});
   Tensor t = Tensor::from_vector<int64_t>(DType::kInt64, {1, 1, 2}, {1, 0});
-  Tensor y = run_op("NegativeLogLikelihoodLoss", {x, t}, 13, 1, loss_attrs("none"))[0].tensor();
+  Tensor y = run_op("NegativeLogLikelihoodLoss", {x, t}, 13, loss_attrs("none"))[0];
   EXPECT_EQ(y.shape(), (Shape{1, 1, 2}));
-  expect_near_all(values_of<float>(y), {3, 2}, 0);
+  expect_near_all(as_doubles<float>(y), {3, 2}, 0);
 
   Tensor empty_x = Tensor::from_vector<float>(DType::kFloat, {0, 3}, {});
   Tensor empty_t = Tensor::from_vector<int64_t>(DType::kInt64, {0}, {});
-  Tensor none =
-      run_op("NegativeLogLikelihoodLoss", {empty_x, empty_t}, 13, 1, loss_attrs("none"))[0]
-          .tensor();
+  Tensor none = run_op("NegativeLogLikelihoodLoss", {empty_x, empty_t}, 13, loss_attrs("none"))[0];
   EXPECT_EQ(none.shape(), (Shape{0}));
-  Tensor sum =
-      run_op("NegativeLogLikelihoodLoss", {empty_x, empty_t}, 13, 1, loss_attrs("sum"))[0].tensor();
-  EXPECT_EQ(values_of<float>(sum)[0], 0.0);
+  Tensor sum = run_op("NegativeLogLikelihoodLoss", {empty_x, empty_t}, 13, loss_attrs("sum"))[0];
+  EXPECT_EQ(as_doubles<float>(sum)[0], 0.0);
 }
 
 TEST(NegativeLogLikelihoodLoss, Errors) {
@@ -155,7 +127,7 @@ TEST(NegativeLogLikelihoodLoss, Errors) {
       "weight has shape [2], expected [3]");
   expect_error(
       [&] {
-        run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target()}, 13, 1, loss_attrs("max"));
+        run_op("NegativeLogLikelihoodLoss", {nll_input(), nll_target()}, 13, loss_attrs("max"));
       },
       "reduction 'max'");
 }
@@ -165,13 +137,13 @@ TEST(NegativeLogLikelihoodLoss, Errors) {
 TEST(SoftmaxCrossEntropyLoss, StableForLargeScoresWithLogProb) {
   Tensor scores = Tensor::from_vector<float>(DType::kFloat, {2, 3}, {1000, 0, -5, 0.5f, 0.25f, 3});
   Tensor labels = Tensor::from_vector<int64_t>(DType::kInt64, {2}, {1, 2});
-  auto out = run_op("SoftmaxCrossEntropyLoss", {scores, labels}, 13, 2, loss_attrs("none"));
-  const Tensor& loss = out[0].tensor();
+  auto out = run_op("SoftmaxCrossEntropyLoss", {scores, labels}, 13, loss_attrs("none"), 2);
+  const Tensor& loss = out[0];
   EXPECT_EQ(loss.shape(), (Shape{2}));
-  expect_near_all(values_of<float>(loss), {1000.0, 0.136288839722263}, 1e-4);
-  const Tensor& log_prob = out[1].tensor();
+  expect_near_all(as_doubles<float>(loss), {1000.0, 0.136288839722263}, 1e-4);
+  const Tensor& log_prob = out[1];
   EXPECT_EQ(log_prob.shape(), (Shape{2, 3}));
-  expect_near_all(values_of<float>(log_prob),
+  expect_near_all(as_doubles<float>(log_prob),
                   {0.0, -1000.0, -1005.0, -2.63628884, -2.88628884, -0.13628884}, 1e-4);
 }
 
@@ -184,14 +156,12 @@ TEST(SoftmaxCrossEntropyLoss, ThreeDimsWeightsAndIgnoreIndex) {
   Tensor labels = Tensor::from_vector<int32_t>(DType::kInt32, {2, 2}, {0, 2, -1, 1});
   Tensor weights = Tensor::from_vector<float>(DType::kFloat, {3}, {1, 2, 3});
   Tensor mean =
-      run_op("SoftmaxCrossEntropyLoss", {scores, labels, weights}, 12, 1, loss_attrs("mean", -1))[0]
-          .tensor();
+      run_op("SoftmaxCrossEntropyLoss", {scores, labels, weights}, 12, loss_attrs("mean", -1))[0];
   EXPECT_EQ(mean.shape(), (Shape{}));
-  EXPECT_NEAR(values_of<float>(mean)[0], 0.973114178075163, 1e-5);
+  EXPECT_NEAR(as_doubles<float>(mean)[0], 0.973114178075163, 1e-5);
   Tensor sum =
-      run_op("SoftmaxCrossEntropyLoss", {scores, labels, weights}, 13, 1, loss_attrs("sum", -1))[0]
-          .tensor();
-  EXPECT_NEAR(values_of<float>(sum)[0], 5.838685068450978, 1e-5);
+      run_op("SoftmaxCrossEntropyLoss", {scores, labels, weights}, 13, loss_attrs("sum", -1))[0];
+  EXPECT_NEAR(as_doubles<float>(sum)[0], 5.838685068450978, 1e-5);
 }
 
 TEST(SoftmaxCrossEntropyLoss, BFloat16Scores) {
@@ -199,7 +169,7 @@ TEST(SoftmaxCrossEntropyLoss, BFloat16Scores) {
   Tensor scores =
       Tensor::from_vector<BFloat16>(DType::kBFloat16, {1, 2}, {BFloat16(3.0f), BFloat16(3.0f)});
   Tensor labels = Tensor::from_vector<int64_t>(DType::kInt64, {1}, {0});
-  Tensor y = run_op("SoftmaxCrossEntropyLoss", {scores, labels}, 13)[0].tensor();
+  Tensor y = run_op("SoftmaxCrossEntropyLoss", {scores, labels}, 13)[0];
   EXPECT_EQ(y.dtype(), DType::kBFloat16);
   EXPECT_NEAR(static_cast<float>(y.data<BFloat16>()[0]), std::log(2.0f), 4e-3);
 }

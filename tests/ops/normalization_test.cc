@@ -8,38 +8,37 @@
 #include <vector>
 
 #include "core/half.h"
-#include "nn_test_helpers.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
+
+using namespace onnxkit::testing;
+
 TEST(BatchNormalization, InferenceWithMixedParameterTypes) {
   Tensor x = floats({1, 2, 1, 2}, {1, 2, 3, 4});
   Tensor scale = floats({2}, {1, 2});
   Tensor bias = floats({2}, {0, 1});
   Tensor mean = Tensor::from_vector<double>(DType::kDouble, {2}, {1.5, 3.5});
   Tensor var = Tensor::from_vector<double>(DType::kDouble, {2}, {0.25, 0.25});
-  std::vector<Attribute> attrs;
-  attrs.push_back(float_attr("epsilon", 0));
-  Tensor y = run_one("BatchNormalization", {x, scale, bias, mean, var}, 15, std::move(attrs));
+  SetAttributes attrs = [=](Node* n) { set_float(n, "epsilon", 0); };
+  Tensor y = run_one("BatchNormalization", {x, scale, bias, mean, var}, 15, attrs);
   ASSERT_EQ(y.dtype(), DType::kFloat);
   expect_near(y, {-1, 1, -1, 3});
   // Opset 9 is the same computation (no training outputs).
-  std::vector<Attribute> old;
-  old.push_back(float_attr("epsilon", 0));
+  SetAttributes old = [=](Node* n) { set_float(n, "epsilon", 0); };
   Tensor m32 = floats({2}, {1.5f, 3.5f}), v32 = floats({2}, {0.25f, 0.25f});
-  expect_near(run_one("BatchNormalization", {x, scale, bias, m32, v32}, 9, std::move(old)),
-              {-1, 1, -1, 3});
+  expect_near(run_one("BatchNormalization", {x, scale, bias, m32, v32}, 9, old), {-1, 1, -1, 3});
 }
 
 TEST(BatchNormalization, TrainingModeOutputsRunningStatistics) {
   Tensor x = floats({2, 1, 2}, {1, 3, 5, 7});  // one channel: mean 4, variance 5
   Tensor one = floats({1}, {1}), zero = floats({1}, {0});
-  std::vector<Attribute> attrs;
-  attrs.push_back(float_attr("epsilon", 0));
-  attrs.push_back(int_attr("training_mode", 1));
-  auto out = run_node("BatchNormalization", {x, one, zero, zero, one}, 15, std::move(attrs),
-                      {"y", "running_mean", "running_var"});
+  SetAttributes attrs = [=](Node* n) {
+    set_float(n, "epsilon", 0);
+    set_int(n, "training_mode", 1);
+  };
+  auto out = run_op("BatchNormalization", {x, one, zero, zero, one}, 15, attrs, 3);
   expect_near(out[0], {-1.3416408f, -0.4472136f, 0.4472136f, 1.3416408f});
   expect_near(out[1], {0.4f});  // 0 * 0.9 + 4 * 0.1
   expect_near(out[2], {1.4f});  // 1 * 0.9 + 5 * 0.1
@@ -47,13 +46,14 @@ TEST(BatchNormalization, TrainingModeOutputsRunningStatistics) {
 
 TEST(BatchNormalization, Opset7PerActivationWhenNotSpatial) {
   Tensor x = floats({1, 1, 2}, {1, 2});
-  std::vector<Attribute> attrs;
-  attrs.push_back(float_attr("epsilon", 0));
-  attrs.push_back(int_attr("spatial", 0));
+  SetAttributes attrs = [=](Node* n) {
+    set_float(n, "epsilon", 0);
+    set_int(n, "spatial", 0);
+  };
   Tensor y = run_one("BatchNormalization",
                      {x, floats({1, 2}, {1, 1}), floats({1, 2}, {0, 10}), floats({1, 2}, {1, 0}),
                       floats({1, 2}, {1, 4})},
-                     7, std::move(attrs));
+                     7, attrs);
   expect_near(y, {0, 11});
 }
 
@@ -73,10 +73,9 @@ TEST(InstanceNormalization, PerSampleAndChannel) {
 
 TEST(LayerNormalization, LastAxisWithStatistics) {
   Tensor x = floats({2, 3}, {1, 2, 3, 2, 4, 6});
-  std::vector<Attribute> attrs;
-  attrs.push_back(float_attr("epsilon", 0));
-  auto out = run_node("LayerNormalization", {x, floats({3}, {1, 1, 2}), floats({3}, {0, 0, 1})}, 17,
-                      std::move(attrs), {"y", "mean", "inv_std"});
+  SetAttributes attrs = [=](Node* n) { set_float(n, "epsilon", 0); };
+  auto out = run_op("LayerNormalization", {x, floats({3}, {1, 1, 2}), floats({3}, {0, 0, 1})}, 17,
+                    attrs, 3);
   expect_near(out[0], {-1.2247449f, 0, 3.4494897f, -1.2247449f, 0, 3.4494897f});
   EXPECT_EQ(out[1].shape(), (Shape{2, 1}));
   expect_near(out[1], {2, 4});
@@ -85,11 +84,12 @@ TEST(LayerNormalization, LastAxisWithStatistics) {
 
 TEST(LayerNormalization, AxisZeroBroadcastScaleNoBias) {
   Tensor x = floats({2, 2}, {1, 2, 3, 6});  // mean 3, variance 3.5
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 0));
-  attrs.push_back(float_attr("epsilon", 0));
-  auto out = run_node("LayerNormalization", {x, floats({2}, {1, 2})}, 17, std::move(attrs),
-                      {"y", "", "inv_std"});
+  NodeCase c("LayerNormalization", {x, floats({2}, {1, 2})}, 17, [](Node* n) {
+    set_int(n, "axis", 0);
+    set_float(n, "epsilon", 0);
+  });
+  c.outputs = {"y", "", "inv_std"};
+  auto out = run_node(c);
   const float s = 1 / std::sqrt(3.5f);
   expect_near(out[0], {-2 * s, -2 * s, 0, 6 * s});
   EXPECT_EQ(out[1].shape(), (Shape{1, 1}));
@@ -102,10 +102,9 @@ TEST(LayerNormalization, BadScaleShapeAndAxisFail) {
     run_one("LayerNormalization", {x, floats({2}, {1, 1})}, 17);
   });
   EXPECT_NE(message.find("does not broadcast"), std::string::npos) << message;
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", -3));
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", -3); };
   message = error_of([&] {
-    run_one("LayerNormalization", {x, floats({3}, {1, 1, 1})}, 17, std::move(attrs));
+    run_one("LayerNormalization", {x, floats({3}, {1, 1, 1})}, 17, attrs);
   });
   EXPECT_NE(message.find("axis -3 is out of range for rank 2"), std::string::npos) << message;
 }
@@ -114,22 +113,21 @@ TEST(MeanVarianceNormalization, DefaultAndExplicitAxes) {
   Tensor x = floats({1, 2, 1, 2}, {1, 3, 2, 2});
   // Channel 1 is constant: 0 / (0 + 1e-9) = 0.
   expect_near(run_one("MeanVarianceNormalization", {x}, 13), {-1, 1, 0, 0});
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("axes", {-1}));
-  expect_near(
-      run_one("MeanVarianceNormalization", {floats({2, 2}, {1, 3, 0, 4})}, 9, std::move(attrs)),
-      {-1, 1, -1, 1});
+  SetAttributes attrs = [=](Node* n) { set_ints(n, "axes", {-1}); };
+  expect_near(run_one("MeanVarianceNormalization", {floats({2, 2}, {1, 3, 0, 4})}, 9, attrs),
+              {-1, 1, -1, 1});
 }
 
 TEST(Lrn, OddAndEvenSizes) {
   Tensor x = floats({1, 3, 1, 1}, {1, 2, 3});
   auto run = [&](int64_t size, float alpha) {
-    std::vector<Attribute> attrs;
-    attrs.push_back(int_attr("size", size));
-    attrs.push_back(float_attr("alpha", alpha));
-    attrs.push_back(float_attr("beta", 1));
-    attrs.push_back(float_attr("bias", 1));
-    return run_one("LRN", {x}, 13, std::move(attrs));
+    SetAttributes attrs = [=](Node* n) {
+      set_int(n, "size", size);
+      set_float(n, "alpha", alpha);
+      set_float(n, "beta", 1);
+      set_float(n, "bias", 1);
+    };
+    return run_one("LRN", {x}, 13, attrs);
   };
   expect_near(run(3, 3), {1.f / 6, 2.f / 15, 3.f / 14});
   // size 2 looks at the channel itself and the next one.
@@ -140,19 +138,19 @@ TEST(Lrn, OddAndEvenSizes) {
 
 TEST(Dropout, InferenceAndZeroRatioPassThrough) {
   Tensor x = floats({2, 2}, {1, 2, 3, 4});
-  auto out = run_node("Dropout", {x}, 13, {}, {"y", "mask"});
+  auto out = run_op("Dropout", {x}, 13, {}, 2);
   expect_near(out[0], {1, 2, 3, 4});
   EXPECT_EQ(out[1].dtype(), DType::kBool);
   EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{true, true, true, true}));
   Tensor on = bool_scalar(true);
-  out = run_node("Dropout", {x, floats({}, {0}), on}, 12, {}, {"y", "mask"});
+  out = run_op("Dropout", {x, floats({}, {0}), on}, 12, {}, 2);
   expect_near(out[0], {1, 2, 3, 4});
   EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{true, true, true, true}));
   // Before opset 10 the mask has the data type.
-  out = run_node("Dropout", {x}, 7, {}, {"y", "mask"});
+  out = run_op("Dropout", {x}, 7, {}, 2);
   EXPECT_EQ(out[1].dtype(), DType::kFloat);
   expect_near(out[1], {1, 1, 1, 1});
-  out = run_node("Dropout", {x}, 10, {}, {"y", "mask"});
+  out = run_op("Dropout", {x}, 10, {}, 2);
   EXPECT_EQ(out[1].dtype(), DType::kBool);
 }
 
@@ -161,9 +159,8 @@ TEST(Dropout, TrainingWithSeedMatchesNumpy) {
   // [0.549, 0.715, 0.603, 0.545, 0.424, 0.646]; kept where >= 0.6, scaled by 2.5.
   Tensor x = floats({6}, {1, 2, 3, 4, 5, 6});
   Tensor on = bool_scalar(true);
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("seed", 0));
-  auto out = run_node("Dropout", {x, floats({}, {0.6f}), on}, 13, std::move(attrs), {"y", "mask"});
+  SetAttributes attrs = [=](Node* n) { set_int(n, "seed", 0); };
+  auto out = run_op("Dropout", {x, floats({}, {0.6f}), on}, 13, attrs, 2);
   expect_near(out[0], {0, 5, 7.5f, 0, 0, 15});
   EXPECT_EQ(values_of<bool>(out[1]), (std::vector<bool>{false, true, true, false, false, true}));
 }
@@ -171,7 +168,7 @@ TEST(Dropout, TrainingWithSeedMatchesNumpy) {
 TEST(Dropout, TrainingWithoutSeedDropsOrScales) {
   std::vector<float> v(64, 1.f);
   Tensor on = bool_scalar(true);
-  auto out = run_node("Dropout", {floats({64}, v), floats({}, {0.5f}), on}, 13, {}, {"y", "mask"});
+  auto out = run_op("Dropout", {floats({64}, v), floats({}, {0.5f}), on}, 13, {}, 2);
   const std::vector<float> y = values_of<float>(out[0]);
   const std::vector<bool> mask = values_of<bool>(out[1]);
   for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], mask[i] ? 2.f : 0.f) << i;

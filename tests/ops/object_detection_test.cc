@@ -13,33 +13,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-Tensor int64s(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               const std::function<void(Node*)>& set_attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, set_attrs)[0].tensor();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using namespace onnxkit::testing;
 
 // ---- NonMaxSuppression ----
 
@@ -108,7 +82,7 @@ TEST(NonMaxSuppression, CenterPointBoxesAndBatchClassOrder) {
   Tensor scores = floats({2, 2, 3}, {0.9f, 0.8f, 0.1f, 0.1f, 0.2f, 0.3f,  //
                                      0.1f, 0.9f, 0.8f, 0.5f, 0.6f, 0.7f});
   Tensor out = run_one("NonMaxSuppression", {boxes, scores, int64s({1}, {2}), floats({1}, {0.5f})},
-                       11, [](Node* n) { testing::set_int(n, "center_point_box", 1); });
+                       11, [](Node* n) { set_int(n, "center_point_box", 1); });
   EXPECT_EQ(out.shape(), (Shape{8, 3}));
   EXPECT_EQ(values_of<int64_t>(out), (std::vector<int64_t>{0, 0, 0, 0, 0, 2, 0, 1, 2, 0, 1, 1,
                                                            1, 0, 1, 1, 0, 2, 1, 1, 2, 1, 1, 1}));
@@ -125,7 +99,7 @@ TEST(NonMaxSuppression, ErrorsNameTheProblem) {
   EXPECT_NE(message.find("does not match"), std::string::npos) << message;
   message = error_of([] {
     run_one("NonMaxSuppression", {six_boxes(), six_scores()}, 11,
-            [](Node* n) { testing::set_int(n, "center_point_box", 2); });
+            [](Node* n) { set_int(n, "center_point_box", 2); });
   });
   EXPECT_NE(message.find("center_point_box is 2"), std::string::npos) << message;
 }
@@ -139,7 +113,7 @@ Tensor ramp_image() {
 }
 
 TEST(RoiAlign, PixelShiftDependsOnOpsetAndMode) {
-  auto one_bin = [](Node* n) { testing::set_int(n, "sampling_ratio", 1); };
+  auto one_bin = [](Node* n) { set_int(n, "sampling_ratio", 1); };
   // Opset 10 (no shift): the single sample is at (1.5, 1.5) -> 4 * 1.5 + 1.5.
   Tensor out = run_one("RoiAlign", {ramp_image(), floats({1, 4}, {0, 0, 3, 3}), int64s({1}, {0})},
                        10, one_bin);
@@ -151,8 +125,8 @@ TEST(RoiAlign, PixelShiftDependsOnOpsetAndMode) {
   EXPECT_NEAR(out.data<float>()[0], 5.0f, 1e-5);
   out = run_one("RoiAlign", {ramp_image(), floats({1, 4}, {0, 0, 3, 3}), int64s({1}, {0})}, 16,
                 [](Node* n) {
-                  testing::set_int(n, "sampling_ratio", 1);
-                  testing::set_string(n, "coordinate_transformation_mode", "output_half_pixel");
+                  set_int(n, "sampling_ratio", 1);
+                  set_string(n, "coordinate_transformation_mode", "output_half_pixel");
                 });
   EXPECT_NEAR(out.data<float>()[0], 7.5f, 1e-5);
 }
@@ -162,9 +136,9 @@ TEST(RoiAlign, BinsScaleAndAdaptiveSampling) {
   // adaptive grid (1 sample each, at the bin centres 0.5, 1.5, 2.5).
   Tensor out = run_one("RoiAlign", {ramp_image(), floats({1, 4}, {0, 0, 6, 6}), int64s({1}, {0})},
                        10, [](Node* n) {
-                         testing::set_float(n, "spatial_scale", 0.5f);
-                         testing::set_int(n, "output_height", 3);
-                         testing::set_int(n, "output_width", 3);
+                         set_float(n, "spatial_scale", 0.5f);
+                         set_int(n, "output_height", 3);
+                         set_int(n, "output_width", 3);
                        });
   EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 3}));
   const std::vector<float> expected{2.5f, 3.5f, 4.5f, 6.5f, 7.5f, 8.5f, 10.5f, 11.5f, 12.5f};
@@ -176,8 +150,8 @@ TEST(RoiAlign, MaxModeTakesLargestWeightedCorner) {
   // (2.25, 2.25) is 0.5625 * X[2][2] = 5.625. The average mode gives the centre value.
   auto attrs = [](const std::string& mode) {
     return [mode](Node* n) {
-      testing::set_int(n, "sampling_ratio", 2);
-      testing::set_string(n, "mode", mode);
+      set_int(n, "sampling_ratio", 2);
+      set_string(n, "mode", mode);
     };
   };
   std::vector<Tensor> inputs{ramp_image(), floats({1, 4}, {0, 0, 3, 3}), int64s({1}, {0})};
@@ -191,7 +165,7 @@ TEST(RoiAlign, BatchIndicesDoubleAndFloat16) {
   Tensor x = Tensor::from_vector<double>(DType::kDouble, {2, 1, 4, 4}, image);
   Tensor rois = Tensor::from_vector<double>(DType::kDouble, {2, 4}, {0, 0, 3, 3, 0, 0, 3, 3});
   Tensor out = run_one("RoiAlign", {x, rois, int64s({2}, {1, 0})}, 10,
-                       [](Node* n) { testing::set_int(n, "sampling_ratio", 1); });
+                       [](Node* n) { set_int(n, "sampling_ratio", 1); });
   EXPECT_EQ(out.dtype(), DType::kDouble);
   EXPECT_EQ(values_of<double>(out), (std::vector<double>{23.5, 7.5}));
 
@@ -201,14 +175,14 @@ TEST(RoiAlign, BatchIndicesDoubleAndFloat16) {
   Tensor rh = Tensor::from_vector<Float16>(DType::kFloat16, {1, 4},
                                            {Float16(0), Float16(0), Float16(3), Float16(3)});
   out = run_one("RoiAlign", {xh, rh, int64s({1}, {0})}, 16,
-                [](Node* n) { testing::set_int(n, "sampling_ratio", 1); });
+                [](Node* n) { set_int(n, "sampling_ratio", 1); });
   EXPECT_EQ(out.dtype(), DType::kFloat16);
   EXPECT_FLOAT_EQ(static_cast<float>(out.data<Float16>()[0]), 5.0f);
 }
 
 TEST(RoiAlign, NoRoisGivesEmptyOutput) {
   Tensor out = run_one("RoiAlign", {ramp_image(), floats({0, 4}, {}), int64s({0}, {})}, 16,
-                       [](Node* n) { testing::set_int(n, "output_height", 2); });
+                       [](Node* n) { set_int(n, "output_height", 2); });
   EXPECT_EQ(out.shape(), (Shape{0, 1, 2, 1}));
 }
 
@@ -225,7 +199,7 @@ TEST(RoiAlign, ErrorsNameTheProblem) {
   EXPECT_NE(message.find("[num_rois, 4]"), std::string::npos) << message;
   message = error_of([] {
     run_one("RoiAlign", {ramp_image(), floats({1, 4}, {0, 0, 3, 3}), int64s({1}, {0})}, 16,
-            [](Node* n) { testing::set_string(n, "mode", "sum"); });
+            [](Node* n) { set_string(n, "mode", "sum"); });
   });
   EXPECT_NE(message.find("mode is 'sum'"), std::string::npos) << message;
 }

@@ -7,66 +7,71 @@
 #include <vector>
 
 #include "core/half.h"
-#include "nn_test_helpers.h"
-#include "onnxkit/session.h"
 #include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
+
+using namespace onnxkit::testing;
+
 TEST(MaxPool, PadsAndIndicesInBothStorageOrders) {
   // Two channels of 3x3; kernel 2x2, stride 2, end pads 1 -> 2x2 windows.
   Tensor x = floats({1, 2, 3, 3}, {1, 5, 2, 4, 3, 9, 7, 8, 6, 1, 5, 2, 4, 3, 9, 7, 8, 6});
   auto make = [](int64_t order) {
-    std::vector<Attribute> a;
-    a.push_back(ints_attr("kernel_shape", {2, 2}));
-    a.push_back(ints_attr("strides", {2, 2}));
-    a.push_back(ints_attr("pads", {0, 0, 1, 1}));
-    a.push_back(int_attr("storage_order", order));
+    SetAttributes a = [=](Node* n) {
+      set_ints(n, "kernel_shape", {2, 2});
+      set_ints(n, "strides", {2, 2});
+      set_ints(n, "pads", {0, 0, 1, 1});
+      set_int(n, "storage_order", order);
+    };
     return a;
   };
-  auto out = run_node("MaxPool", {x}, 12, make(0), {"y", "i"});
+  auto out = run_op("MaxPool", {x}, 12, make(0), 2);
   EXPECT_EQ(out[0].shape(), (Shape{1, 2, 2, 2}));
   expect_near(out[0], {5, 9, 8, 6, 5, 9, 8, 6});
   EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{1, 5, 7, 8, 10, 14, 16, 17}));
-  out = run_node("MaxPool", {x}, 12, make(1), {"y", "i"});
+  out = run_op("MaxPool", {x}, 12, make(1), 2);
   EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{3, 7, 5, 8, 12, 16, 14, 17}));
 }
 
 TEST(MaxPool, CeilModeDropsWindowsStartingInPadding) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2}));
-  attrs.push_back(ints_attr("strides", {2}));
-  attrs.push_back(int_attr("ceil_mode", 1));
-  Tensor y = run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 10, std::move(attrs));
+  SetAttributes attrs = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_ints(n, "strides", {2});
+    set_int(n, "ceil_mode", 1);
+  };
+  Tensor y = run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 10, attrs);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 3}));
   expect_near(y, {2, 4, 5});
   // in 3, kernel 1, stride 2, end pad 1: ceil gives 3 windows but the third starts at 4.
-  std::vector<Attribute> b;
-  b.push_back(ints_attr("kernel_shape", {1}));
-  b.push_back(ints_attr("strides", {2}));
-  b.push_back(ints_attr("pads", {0, 1}));
-  b.push_back(int_attr("ceil_mode", 1));
-  y = run_one("MaxPool", {floats({1, 1, 3}, {1, 2, 3})}, 12, std::move(b));
+  SetAttributes b = [=](Node* n) {
+    set_ints(n, "kernel_shape", {1});
+    set_ints(n, "strides", {2});
+    set_ints(n, "pads", {0, 1});
+    set_int(n, "ceil_mode", 1);
+  };
+  y = run_one("MaxPool", {floats({1, 1, 3}, {1, 2, 3})}, 12, b);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 2}));
   expect_near(y, {1, 3});
 }
 
 TEST(MaxPool, Dilations) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2}));
-  attrs.push_back(ints_attr("dilations", {2}));
-  auto out = run_node("MaxPool", {floats({1, 1, 6}, {1, 9, 2, 8, 3, 7})}, 12, std::move(attrs),
-                      {"y", "i"});
+  SetAttributes attrs = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_ints(n, "dilations", {2});
+  };
+  auto out = run_op("MaxPool", {floats({1, 1, 6}, {1, 9, 2, 8, 3, 7})}, 12, attrs, 2);
   expect_near(out[0], {2, 9, 3, 8});
   EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{2, 1, 4, 3}));
 }
 
 TEST(MaxPool, AutoPadSameUpperAndLower) {
   auto run = [](const std::string& mode) {
-    std::vector<Attribute> attrs;
-    attrs.push_back(ints_attr("kernel_shape", {2}));
-    attrs.push_back(string_attr("auto_pad", mode));
-    return run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, std::move(attrs));
+    SetAttributes attrs = [=](Node* n) {
+      set_ints(n, "kernel_shape", {2});
+      set_string(n, "auto_pad", mode);
+    };
+    return run_one("MaxPool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, attrs);
   };
   expect_near(run("SAME_UPPER"), {2, 3, 4, 5, 5});
   expect_near(run("SAME_LOWER"), {1, 2, 3, 4, 5});
@@ -77,74 +82,70 @@ TEST(MaxPool, AutoPadSameUpperAndLower) {
 
 TEST(MaxPool, Uint8AndInt8FromOpset12) {
   Tensor x = Tensor::from_vector<uint8_t>(DType::kUInt8, {1, 1, 4}, {3, 250, 7, 1});
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2}));
-  attrs.push_back(ints_attr("strides", {2}));
-  EXPECT_EQ(values_of<uint8_t>(run_one("MaxPool", {x}, 12, std::move(attrs))),
-            (std::vector<uint8_t>{250, 7}));
+  SetAttributes attrs = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_ints(n, "strides", {2});
+  };
+  EXPECT_EQ(values_of<uint8_t>(run_one("MaxPool", {x}, 12, attrs)), (std::vector<uint8_t>{250, 7}));
   Tensor s = Tensor::from_vector<int8_t>(DType::kInt8, {1, 1, 3}, {-5, -3, -128});
-  std::vector<Attribute> b;
-  b.push_back(ints_attr("kernel_shape", {2}));
-  b.push_back(ints_attr("pads", {1, 1}));
-  EXPECT_EQ(values_of<int8_t>(run_one("MaxPool", {s}, 12, std::move(b))),
+  SetAttributes b = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_ints(n, "pads", {1, 1});
+  };
+  EXPECT_EQ(values_of<int8_t>(run_one("MaxPool", {s}, 12, b)),
             (std::vector<int8_t>{-5, -3, -3, -128}));
-  std::vector<Attribute> c;
-  c.push_back(ints_attr("kernel_shape", {2}));
-  EXPECT_NE(error_of([&] { run_one("MaxPool", {x}, 11, std::move(c)); }).find("opset 12"),
-            std::string::npos);
+  SetAttributes c = [=](Node* n) { set_ints(n, "kernel_shape", {2}); };
+  EXPECT_NE(error_of([&] { run_one("MaxPool", {x}, 11, c); }).find("opset 12"), std::string::npos);
 }
 
 TEST(MaxPool, ThreeDimensionalWithIndices) {
   std::vector<float> v(8);
   for (int i = 0; i < 8; ++i) v[i] = static_cast<float>((i * 5) % 8);  // 0 5 2 7 4 1 6 3
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2, 2, 2}));
-  auto out = run_node("MaxPool", {floats({1, 1, 2, 2, 2}, v)}, 12, std::move(attrs), {"y", "i"});
+  SetAttributes attrs = [=](Node* n) { set_ints(n, "kernel_shape", {2, 2, 2}); };
+  auto out = run_op("MaxPool", {floats({1, 1, 2, 2, 2}, v)}, 12, attrs, 2);
   EXPECT_EQ(out[0].shape(), (Shape{1, 1, 1, 1, 1}));
   expect_near(out[0], {7});
   EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{3}));
 }
 
 TEST(MaxPool, EmptyBatchAndFloat16) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2}));
-  Tensor y = run_one("MaxPool", {Tensor(DType::kFloat, {0, 3, 4})}, 12, std::move(attrs));
+  SetAttributes attrs = [=](Node* n) { set_ints(n, "kernel_shape", {2}); };
+  Tensor y = run_one("MaxPool", {Tensor(DType::kFloat, {0, 3, 4})}, 12, attrs);
   EXPECT_EQ(y.shape(), (Shape{0, 3, 3}));
   Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {1, 1, 3},
                                           {Float16(1.5f), Float16(-2.f), Float16(4.25f)});
-  std::vector<Attribute> b;
-  b.push_back(ints_attr("kernel_shape", {2}));
-  Tensor hy = run_one("MaxPool", {h}, 12, std::move(b));
+  SetAttributes b = [=](Node* n) { set_ints(n, "kernel_shape", {2}); };
+  Tensor hy = run_one("MaxPool", {h}, 12, b);
   ASSERT_EQ(hy.dtype(), DType::kFloat16);
   EXPECT_EQ(static_cast<float>(hy.data<Float16>()[0]), 1.5f);
   EXPECT_EQ(static_cast<float>(hy.data<Float16>()[1]), 4.25f);
 }
 
 TEST(MaxPool, ErrorsNameTheProblem) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2, 2}));
+  SetAttributes attrs = [=](Node* n) { set_ints(n, "kernel_shape", {2, 2}); };
   std::string message = error_of([&] {
-    run_one("MaxPool", {floats({1, 1, 4}, {1, 2, 3, 4})}, 12, std::move(attrs));
+    run_one("MaxPool", {floats({1, 1, 4}, {1, 2, 3, 4})}, 12, attrs);
   });
   EXPECT_NE(message.find("input has rank 3"), std::string::npos) << message;
-  std::vector<Attribute> b;
-  b.push_back(ints_attr("kernel_shape", {2}));
-  b.push_back(string_attr("auto_pad", "SAME"));
-  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, std::move(b)); });
+  SetAttributes b = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_string(n, "auto_pad", "SAME");
+  };
+  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, b); });
   EXPECT_NE(message.find("auto_pad 'SAME'"), std::string::npos) << message;
-  std::vector<Attribute> c;
-  c.push_back(ints_attr("kernel_shape", {5}));
-  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, std::move(c)); });
+  SetAttributes c = [=](Node* n) { set_ints(n, "kernel_shape", {5}); };
+  message = error_of([&] { run_one("MaxPool", {floats({1, 1, 2}, {1, 2})}, 12, c); });
   EXPECT_NE(message.find("kernel extent 5"), std::string::npos) << message;
 }
 
 TEST(AveragePool, CountIncludePad) {
   auto run = [](int64_t include) {
-    std::vector<Attribute> attrs;
-    attrs.push_back(ints_attr("kernel_shape", {2, 2}));
-    attrs.push_back(ints_attr("pads", {1, 1, 1, 1}));
-    attrs.push_back(int_attr("count_include_pad", include));
-    return run_one("AveragePool", {floats({1, 1, 2, 2}, {1, 2, 3, 4})}, 11, std::move(attrs));
+    SetAttributes attrs = [=](Node* n) {
+      set_ints(n, "kernel_shape", {2, 2});
+      set_ints(n, "pads", {1, 1, 1, 1});
+      set_int(n, "count_include_pad", include);
+    };
+    return run_one("AveragePool", {floats({1, 1, 2, 2}, {1, 2, 3, 4})}, 11, attrs);
   };
   expect_near(run(1), {0.25f, 0.75f, 0.5f, 1.f, 2.5f, 1.5f, 0.75f, 1.75f, 1.f});
   expect_near(run(0), {1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4});
@@ -152,11 +153,12 @@ TEST(AveragePool, CountIncludePad) {
 
 TEST(AveragePool, SameLowerWithAndWithoutPadCount) {
   auto run = [](int64_t include) {
-    std::vector<Attribute> attrs;
-    attrs.push_back(ints_attr("kernel_shape", {2}));
-    attrs.push_back(string_attr("auto_pad", "SAME_LOWER"));
-    attrs.push_back(int_attr("count_include_pad", include));
-    return run_one("AveragePool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, std::move(attrs));
+    SetAttributes attrs = [=](Node* n) {
+      set_ints(n, "kernel_shape", {2});
+      set_string(n, "auto_pad", "SAME_LOWER");
+      set_int(n, "count_include_pad", include);
+    };
+    return run_one("AveragePool", {floats({1, 1, 5}, {1, 2, 3, 4, 5})}, 11, attrs);
   };
   expect_near(run(0), {1, 1.5f, 2.5f, 3.5f, 4.5f});
   expect_near(run(1), {0.5f, 1.5f, 2.5f, 3.5f, 4.5f});
@@ -164,21 +166,23 @@ TEST(AveragePool, SameLowerWithAndWithoutPadCount) {
 
 TEST(AveragePool, DoubleAndCeilMode) {
   Tensor x = Tensor::from_vector<double>(DType::kDouble, {1, 1, 5}, {1, 2, 3, 4, 6});
-  std::vector<Attribute> attrs;
-  attrs.push_back(ints_attr("kernel_shape", {2}));
-  attrs.push_back(ints_attr("strides", {2}));
-  attrs.push_back(int_attr("ceil_mode", 1));
-  Tensor y = run_one("AveragePool", {x}, 11, std::move(attrs));
+  SetAttributes attrs = [=](Node* n) {
+    set_ints(n, "kernel_shape", {2});
+    set_ints(n, "strides", {2});
+    set_int(n, "ceil_mode", 1);
+  };
+  Tensor y = run_one("AveragePool", {x}, 11, attrs);
   EXPECT_EQ(values_of<double>(y), (std::vector<double>{1.5, 3.5, 6}));
 }
 
 TEST(LpPool, PowersOneTwoThree) {
   auto run = [](int64_t p) {
-    std::vector<Attribute> attrs;
-    attrs.push_back(ints_attr("kernel_shape", {2}));
-    attrs.push_back(ints_attr("strides", {2}));
-    attrs.push_back(int_attr("p", p));
-    return run_one("LpPool", {floats({1, 1, 4}, {3, 4, -6, 8})}, 11, std::move(attrs));
+    SetAttributes attrs = [=](Node* n) {
+      set_ints(n, "kernel_shape", {2});
+      set_ints(n, "strides", {2});
+      set_int(n, "p", p);
+    };
+    return run_one("LpPool", {floats({1, 1, 4}, {3, 4, -6, 8})}, 11, attrs);
   };
   expect_near(run(2), {5, 10});
   expect_near(run(1), {7, 14});
@@ -192,9 +196,8 @@ TEST(GlobalPool, AverageMaxLp) {
   expect_near(avg, {2.5f, -1});
   expect_near(run_one("GlobalMaxPool", {x}, 1), {4, 2});
   expect_near(run_one("GlobalLpPool", {x}, 2), {std::sqrt(30.f), std::sqrt(18.f)});
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("p", 1));
-  expect_near(run_one("GlobalLpPool", {x}, 2, std::move(attrs)), {10, 8});
+  SetAttributes attrs = [=](Node* n) { set_int(n, "p", 1); };
+  expect_near(run_one("GlobalLpPool", {x}, 2, attrs), {10, 8});
 }
 
 TEST(GlobalPool, EmptyChannelsAndRankErrors) {
@@ -204,103 +207,77 @@ TEST(GlobalPool, EmptyChannelsAndRankErrors) {
   EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
 }
 
-}  // namespace
-}  // namespace onnxkit
+// ---- MaxUnpool ----
 
-// ---- MaxUnpool (through testing::run_op) ----
-namespace onnxkit {
-namespace {
-namespace max_unpool_test {
-
-using testing::run_op;
-
-[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-template <typename T>
-[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::function<void(Node*)> unpool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides,
-                                        std::vector<int64_t> pads = {}) {
+SetAttributes unpool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                           std::vector<int64_t> pads = {}) {
   return [=](Node* n) {
-    testing::set_ints(n, "kernel_shape", kernel);
-    testing::set_ints(n, "strides", strides);
-    if (!pads.empty()) testing::set_ints(n, "pads", pads);
+    set_ints(n, "kernel_shape", kernel);
+    set_ints(n, "strides", strides);
+    if (!pads.empty()) set_ints(n, "pads", pads);
   };
 }
 
 TEST(MaxUnpool, OneDimensionalScatter) {
   // Length (2 - 1) * 2 + 2 = 4; indices are offsets into the whole output.
-  Tensor out = run1("MaxUnpool", {f32({1, 2, 2}, {5, 7, 1, 2}), i64({1, 2, 2}, {1, 2, 4, 7})}, 11,
-                    unpool_attrs({2}, {2}));
+  Tensor out =
+      run_one("MaxUnpool", {floats({1, 2, 2}, {5, 7, 1, 2}), int64s({1, 2, 2}, {1, 2, 4, 7})}, 11,
+              unpool_attrs({2}, {2}));
   EXPECT_EQ(out.shape(), (Shape{1, 2, 4}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 5, 7, 0, 1, 0, 0, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 5, 7, 0, 1, 0, 0, 2}));
 }
 
 TEST(MaxUnpool, PadsShrinkTheInferredShape) {
   // (3 - 1) * 1 - (1 + 1) + 3 = 3 per axis.
-  Tensor out = run1("MaxUnpool", {f32({1, 1, 3}, {4, 4, 9}), i64({1, 1, 3}, {0, 0, 2})}, 9,
-                    unpool_attrs({3}, {1}, {1, 1}));
+  Tensor out = run_one("MaxUnpool", {floats({1, 1, 3}, {4, 4, 9}), int64s({1, 1, 3}, {0, 0, 2})}, 9,
+                       unpool_attrs({3}, {1}, {1, 1}));
   EXPECT_EQ(out.shape(), (Shape{1, 1, 3}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{4, 0, 9}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{4, 0, 9}));
 }
 
 TEST(MaxUnpool, OutputShapePlacesTheResultAtTheOrigin) {
   // Indices refer to the inferred 1 x 1 x 4 layout; output_shape adds a zero at the end.
-  Tensor out =
-      run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 2}, {1, 3}), i64({3}, {1, 1, 5})}, 11,
-           unpool_attrs({2}, {2}));
+  Tensor out = run_one(
+      "MaxUnpool", {floats({1, 1, 2}, {5, 7}), int64s({1, 1, 2}, {1, 3}), int64s({3}, {1, 1, 5})},
+      11, unpool_attrs({2}, {2}));
   EXPECT_EQ(out.shape(), (Shape{1, 1, 5}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 5, 0, 7, 0}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 5, 0, 7, 0}));
   // In 2-D the rows move with the wider row length.
-  out = run1("MaxUnpool", {f32({1, 1, 1, 1}, {3}), i64({1, 1, 1, 1}, {3}), i64({4}, {1, 1, 3, 3})},
-             11, unpool_attrs({2, 2}, {2, 2}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0, 0, 0, 3, 0, 0, 0, 0}));
+  out = run_one("MaxUnpool",
+                {floats({1, 1, 1, 1}, {3}), int64s({1, 1, 1, 1}, {3}), int64s({4}, {1, 1, 3, 3})},
+                11, unpool_attrs({2, 2}, {2, 2}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 0, 0, 0, 3, 0, 0, 0, 0}));
 }
 
 TEST(MaxUnpool, DoubleAndEmptyBatch) {
   Tensor x = Tensor::from_vector<double>(DType::kDouble, {1, 1, 1}, {2.5});
-  Tensor out = run1("MaxUnpool", {x, i64({1, 1, 1}, {1})}, 11, unpool_attrs({2}, {2}));
+  Tensor out = run_one("MaxUnpool", {x, int64s({1, 1, 1}, {1})}, 11, unpool_attrs({2}, {2}));
   EXPECT_EQ(out.dtype(), DType::kDouble);
-  EXPECT_EQ(elems<double>(out), (std::vector<double>{0, 2.5}));
-  out = run1("MaxUnpool", {f32({0, 1, 2}, {}), i64({0, 1, 2}, {})}, 11, unpool_attrs({2}, {2}));
+  EXPECT_EQ(values_of<double>(out), (std::vector<double>{0, 2.5}));
+  out = run_one("MaxUnpool", {floats({0, 1, 2}, {}), int64s({0, 1, 2}, {})}, 11,
+                unpool_attrs({2}, {2}));
   EXPECT_EQ(out.shape(), (Shape{0, 1, 4}));
 }
 
 TEST(MaxUnpool, ErrorsNameTheProblem) {
   std::string message = error_of([] {
-    run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 2}, {1, 4})}, 11, unpool_attrs({2}, {2}));
+    run_one("MaxUnpool", {floats({1, 1, 2}, {5, 7}), int64s({1, 1, 2}, {1, 4})}, 11,
+            unpool_attrs({2}, {2}));
   });
   EXPECT_NE(message.find("I value 4 (element 1) is out of range for the unpooled shape"),
             std::string::npos)
       << message;
   message = error_of([] {
-    run1("MaxUnpool", {f32({1, 1, 2}, {5, 7}), i64({1, 1, 1}, {1})}, 11, unpool_attrs({2}, {2}));
+    run_one("MaxUnpool", {floats({1, 1, 2}, {5, 7}), int64s({1, 1, 1}, {1})}, 11,
+            unpool_attrs({2}, {2}));
   });
   EXPECT_NE(message.find("differs from X shape"), std::string::npos) << message;
   message = error_of([] {
-    run1("MaxUnpool", {f32({1, 2}, {5, 7}), i64({1, 2}, {1, 2})}, 11, unpool_attrs({2}, {2}));
+    run_one("MaxUnpool", {floats({1, 2}, {5, 7}), int64s({1, 2}, {1, 2})}, 11,
+            unpool_attrs({2}, {2}));
   });
   EXPECT_NE(message.find("X has rank 2, kernel_shape needs rank 3"), std::string::npos) << message;
 }
 
-}  // namespace max_unpool_test
 }  // namespace
 }  // namespace onnxkit

@@ -10,14 +10,8 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_int;
-using testing::set_ints;
-using testing::set_string;
+using namespace onnxkit::testing;
 
-Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
 Tensor u8(Shape shape, std::vector<uint8_t> values) {
   return Tensor::from_vector<uint8_t>(DType::kUInt8, std::move(shape), values);
 }
@@ -28,32 +22,12 @@ Tensor i32(Shape shape, std::vector<int32_t> values) {
   return Tensor::from_vector<int32_t>(DType::kInt32, std::move(shape), values);
 }
 
-template <typename T>
-std::vector<T> values_of(const Tensor& tensor) {
-  return std::vector<T>(tensor.data<T>(), tensor.data<T>() + tensor.numel());
-}
-
-// Output 0 of a one-node model.
-Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-            const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // ---- QuantizeLinear ------------------------------------------------------------------
 
 TEST(QuantizeLinear, Uint8TiesRoundToEvenAndSaturate) {
-  const Tensor x = f32({8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 3.5f, 300.0f, -300.0f});
+  const Tensor x = floats({8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 3.5f, 300.0f, -300.0f});
   for (int64_t opset : {10, 13}) {
-    const Tensor y = run1("QuantizeLinear", {x, f32({}, {1.0f}), u8({}, {10})}, opset);
+    const Tensor y = run_one("QuantizeLinear", {x, floats({}, {1.0f}), u8({}, {10})}, opset);
     ASSERT_EQ(y.dtype(), DType::kUInt8);
     EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{10, 12, 12, 10, 8, 14, 255, 0}))
         << "opset " << opset;
@@ -62,58 +36,61 @@ TEST(QuantizeLinear, Uint8TiesRoundToEvenAndSaturate) {
 
 TEST(QuantizeLinear, Int8TiesRoundToEvenAndSaturate) {
   // x / 2 = 0.5, 1.5, 2.5, -0.5, -1.5, 500, -500, 127.5; zero point -1.
-  const Tensor x = f32({8}, {1, 3, 5, -1, -3, 1000, -1000, 255});
-  const Tensor y = run1("QuantizeLinear", {x, f32({}, {2.0f}), i8({}, {-1})}, 13);
+  const Tensor x = floats({8}, {1, 3, 5, -1, -3, 1000, -1000, 255});
+  const Tensor y = run_one("QuantizeLinear", {x, floats({}, {2.0f}), i8({}, {-1})}, 13);
   ASSERT_EQ(y.dtype(), DType::kInt8);
   EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{-1, 1, 1, -1, -3, 127, -128, 127}));
 }
 
 TEST(QuantizeLinear, NoZeroPointGivesUint8) {
-  const Tensor y = run1("QuantizeLinear", {f32({3}, {-1.0f, 2.5f, 1000.0f}), f32({}, {1.0f})}, 13);
+  const Tensor y =
+      run_one("QuantizeLinear", {floats({3}, {-1.0f, 2.5f, 1000.0f}), floats({}, {1.0f})}, 13);
   ASSERT_EQ(y.dtype(), DType::kUInt8);
   EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{0, 2, 255}));
 }
 
 TEST(QuantizeLinear, Int32Input) {
-  const Tensor y = run1("QuantizeLinear", {i32({3}, {5, -5, 7}), f32({}, {2.0f}), i8({}, {0})}, 13);
+  const Tensor y =
+      run_one("QuantizeLinear", {i32({3}, {5, -5, 7}), floats({}, {2.0f}), i8({}, {0})}, 13);
   EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{2, -2, 4}));
 }
 
 TEST(QuantizeLinear, PerAxisNegativeAxis) {
   // Axis -1 of [2, 3]: scales [1, 2, 4], zero points [0, 1, -1].
-  const Tensor x = f32({2, 3}, {2, 2, 2, -6, 5, 6});
-  const Tensor y = run1("QuantizeLinear", {x, f32({3}, {1, 2, 4}), i8({3}, {0, 1, -1})}, 13,
-                        [](Node* n) { set_int(n, "axis", -1); });
+  const Tensor x = floats({2, 3}, {2, 2, 2, -6, 5, 6});
+  const Tensor y = run_one("QuantizeLinear", {x, floats({3}, {1, 2, 4}), i8({3}, {0, 1, -1})}, 13,
+                           [](Node* n) { set_int(n, "axis", -1); });
   EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{2, 2, -1, -6, 3, 1}));
   // Axis -2 of [2, 3]: one scale per row.
-  const Tensor y2 = run1("QuantizeLinear", {x, f32({2}, {2, 0.5f}), u8({2}, {100, 0})}, 13,
-                         [](Node* n) { set_int(n, "axis", -2); });
+  const Tensor y2 = run_one("QuantizeLinear", {x, floats({2}, {2, 0.5f}), u8({2}, {100, 0})}, 13,
+                            [](Node* n) { set_int(n, "axis", -2); });
   EXPECT_EQ(values_of<uint8_t>(y2), (std::vector<uint8_t>{101, 101, 101, 0, 10, 12}));
 }
 
 TEST(QuantizeLinear, BadScaleShapes) {
-  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor x = floats({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_NE(error_of([&] {
-              run1("QuantizeLinear", {x, f32({2}, {1, 1}), u8({2}, {0, 0})}, 13);
+              run_one("QuantizeLinear", {x, floats({2}, {1, 1}), u8({2}, {0, 0})}, 13);
             }).find("y_scale has 2 values but x has 3 along axis 1"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              run1("QuantizeLinear", {x, f32({3}, {1, 1, 1}), u8({3}, {0, 0, 0})}, 10);
+              run_one("QuantizeLinear", {x, floats({3}, {1, 1, 1}), u8({3}, {0, 0, 0})}, 10);
             }).find("must be a scalar in opset 10"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              run1("QuantizeLinear", {x, f32({3}, {1, 1, 1}), u8({3}, {0, 0, 0})}, 13,
-                   [](Node* n) { set_int(n, "axis", -3); });
+              run_one("QuantizeLinear", {x, floats({3}, {1, 1, 1}), u8({3}, {0, 0, 0})}, 13,
+                      [](Node* n) { set_int(n, "axis", -3); });
             }).find("axis -3 is out of range for x of rank 2"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              run1("QuantizeLinear", {x, f32({3}, {1, 1, 1}), u8({2}, {0, 0})}, 13);
+              run_one("QuantizeLinear", {x, floats({3}, {1, 1, 1}), u8({2}, {0, 0})}, 13);
             }).find("y_zero_point has shape [2] but y_scale has shape [3]"),
             std::string::npos);
 }
 
 TEST(QuantizeLinear, EmptyInput) {
-  const Tensor y = run1("QuantizeLinear", {f32({0, 3}, {}), f32({}, {1.0f}), i8({}, {0})}, 13);
+  const Tensor y =
+      run_one("QuantizeLinear", {floats({0, 3}, {}), floats({}, {1.0f}), i8({}, {0})}, 13);
   EXPECT_EQ(y.shape(), (Shape{0, 3}));
   EXPECT_EQ(y.dtype(), DType::kInt8);
 }
@@ -121,76 +98,76 @@ TEST(QuantizeLinear, EmptyInput) {
 // ---- DequantizeLinear ----------------------------------------------------------------
 
 TEST(DequantizeLinear, PerTensorInt8AndUint8) {
-  const Tensor y =
-      run1("DequantizeLinear", {i8({4}, {-128, -1, 0, 127}), f32({}, {0.5f}), i8({}, {-1})}, 10);
+  const Tensor y = run_one("DequantizeLinear",
+                           {i8({4}, {-128, -1, 0, 127}), floats({}, {0.5f}), i8({}, {-1})}, 10);
   EXPECT_EQ(values_of<float>(y), (std::vector<float>{-63.5f, 0.0f, 0.5f, 64.0f}));
-  const Tensor y2 = run1("DequantizeLinear", {u8({3}, {0, 3, 255}), f32({}, {2.0f})}, 13);
+  const Tensor y2 = run_one("DequantizeLinear", {u8({3}, {0, 3, 255}), floats({}, {2.0f})}, 13);
   EXPECT_EQ(values_of<float>(y2), (std::vector<float>{0.0f, 6.0f, 510.0f}));
 }
 
 TEST(DequantizeLinear, PerAxisNegativeAxis) {
   // Axis -2 of [2, 2, 2]: scales [1, 10], zero points [5, 0].
   const Tensor x = u8({2, 2, 2}, {5, 6, 1, 2, 0, 255, 3, 4});
-  const Tensor y = run1("DequantizeLinear", {x, f32({2}, {1, 10}), u8({2}, {5, 0})}, 13,
-                        [](Node* n) { set_int(n, "axis", -2); });
+  const Tensor y = run_one("DequantizeLinear", {x, floats({2}, {1, 10}), u8({2}, {5, 0})}, 13,
+                           [](Node* n) { set_int(n, "axis", -2); });
   EXPECT_EQ(values_of<float>(y), (std::vector<float>{0, 1, 10, 20, -5, 250, 30, 40}));
 }
 
 TEST(DequantizeLinear, Int32WithoutZeroPoint) {
-  const Tensor y = run1("DequantizeLinear", {i32({3}, {-5, 100000, 0}), f32({}, {0.5f})}, 13);
+  const Tensor y = run_one("DequantizeLinear", {i32({3}, {-5, 100000, 0}), floats({}, {0.5f})}, 13);
   EXPECT_EQ(values_of<float>(y), (std::vector<float>{-2.5f, 50000.0f, 0.0f}));
   EXPECT_NE(error_of([&] {
-              run1("DequantizeLinear", {i32({1}, {1}), f32({}, {1.0f}), i32({}, {3})}, 13);
+              run_one("DequantizeLinear", {i32({1}, {1}), floats({}, {1.0f}), i32({}, {3})}, 13);
             }).find("zero point must be 0"),
             std::string::npos);
 }
 
 TEST(DequantizeLinear, ZeroPointTypeMustMatch) {
   EXPECT_NE(error_of([&] {
-              run1("DequantizeLinear", {u8({1}, {1}), f32({}, {1.0f}), i8({}, {0})}, 13);
+              run_one("DequantizeLinear", {u8({1}, {1}), floats({}, {1.0f}), i8({}, {0})}, 13);
             }).find("x_zero_point has type int8 but x has type uint8"),
             std::string::npos);
 }
 
 // ---- DynamicQuantizeLinear -----------------------------------------------------------
 
-std::vector<RuntimeValue> dynamic_quantize(Tensor x) {
-  return run_op("DynamicQuantizeLinear", {std::move(x)}, 11, 3);
+std::vector<Tensor> dynamic_quantize(Tensor x) {
+  return run_op("DynamicQuantizeLinear", {std::move(x)}, 11, {}, 3);
 }
 
 TEST(DynamicQuantizeLinear, ScaleOneTies) {
   // Range [-100, 155] -> scale 1, zero point 100; halves round to even.
-  auto out = dynamic_quantize(f32({5}, {-100, 155, 0.5f, 1.5f, -0.5f}));
-  EXPECT_EQ(values_of<uint8_t>(out[0].tensor()), (std::vector<uint8_t>{0, 255, 100, 102, 100}));
-  EXPECT_EQ(out[1].tensor().data<float>()[0], 1.0f);
-  EXPECT_EQ(out[2].tensor().data<uint8_t>()[0], 100);
+  auto out = dynamic_quantize(floats({5}, {-100, 155, 0.5f, 1.5f, -0.5f}));
+  EXPECT_EQ(values_of<uint8_t>(out[0]), (std::vector<uint8_t>{0, 255, 100, 102, 100}));
+  EXPECT_EQ(out[1].data<float>()[0], 1.0f);
+  EXPECT_EQ(out[2].data<uint8_t>()[0], 100);
 }
 
 TEST(DynamicQuantizeLinear, ZeroPointTieRoundsToEven) {
   // Range [-2.5, 252.5] -> scale 1, zero point round(2.5) = 2.
-  auto out = dynamic_quantize(f32({2}, {-2.5f, 252.5f}));
-  EXPECT_EQ(out[2].tensor().data<uint8_t>()[0], 2);
-  EXPECT_EQ(values_of<uint8_t>(out[0].tensor()), (std::vector<uint8_t>{0, 254}));
+  auto out = dynamic_quantize(floats({2}, {-2.5f, 252.5f}));
+  EXPECT_EQ(out[2].data<uint8_t>()[0], 2);
+  EXPECT_EQ(values_of<uint8_t>(out[0]), (std::vector<uint8_t>{0, 254}));
 }
 
 TEST(DynamicQuantizeLinear, RangeIncludesZero) {
   // All positive: min becomes 0, so the zero point is 0 and scale = 510 / 255.
-  auto out = dynamic_quantize(f32({3}, {10, 255, 510}));
-  EXPECT_EQ(out[1].tensor().data<float>()[0], 2.0f);
-  EXPECT_EQ(out[2].tensor().data<uint8_t>()[0], 0);
-  EXPECT_EQ(values_of<uint8_t>(out[0].tensor()), (std::vector<uint8_t>{5, 128, 255}));
+  auto out = dynamic_quantize(floats({3}, {10, 255, 510}));
+  EXPECT_EQ(out[1].data<float>()[0], 2.0f);
+  EXPECT_EQ(out[2].data<uint8_t>()[0], 0);
+  EXPECT_EQ(values_of<uint8_t>(out[0]), (std::vector<uint8_t>{5, 128, 255}));
   // All negative: max becomes 0, so the zero point saturates at 255.
-  auto neg = dynamic_quantize(f32({2}, {-510, -3}));
-  EXPECT_EQ(neg[1].tensor().data<float>()[0], 2.0f);
-  EXPECT_EQ(neg[2].tensor().data<uint8_t>()[0], 255);
-  EXPECT_EQ(values_of<uint8_t>(neg[0].tensor()), (std::vector<uint8_t>{0, 253}));
+  auto neg = dynamic_quantize(floats({2}, {-510, -3}));
+  EXPECT_EQ(neg[1].data<float>()[0], 2.0f);
+  EXPECT_EQ(neg[2].data<uint8_t>()[0], 255);
+  EXPECT_EQ(values_of<uint8_t>(neg[0]), (std::vector<uint8_t>{0, 253}));
 }
 
 TEST(DynamicQuantizeLinear, AllZeros) {
-  auto out = dynamic_quantize(f32({2}, {0, 0}));
-  EXPECT_EQ(out[1].tensor().data<float>()[0], 0.0f);
-  EXPECT_EQ(out[2].tensor().data<uint8_t>()[0], 0);
-  EXPECT_EQ(values_of<uint8_t>(out[0].tensor()), (std::vector<uint8_t>{0, 0}));
+  auto out = dynamic_quantize(floats({2}, {0, 0}));
+  EXPECT_EQ(out[1].data<float>()[0], 0.0f);
+  EXPECT_EQ(out[2].data<uint8_t>()[0], 0);
+  EXPECT_EQ(values_of<uint8_t>(out[0]), (std::vector<uint8_t>{0, 0}));
 }
 
 // ---- QLinearConv / ConvInteger -------------------------------------------------------
@@ -203,10 +180,11 @@ const Tensor kConvW = i8({2, 1, 2, 2}, {2, -1, 0, 3, -4, 0, 5, 1});
 TEST(QLinearConv, GroupedPerChannelZeroPointsAndTies) {
   // acc + bias = [10, 7, -1, 6 | -25, 24, -15, 36]; multipliers 1 * [0.5, 0.25] / 0.5 =
   // [1, 0.5]: channel 1 has ties -12.5 -> -12 and -7.5 -> -8; y zero point 10.
-  const Tensor y = run1("QLinearConv",
-                        {kConvX, f32({}, {1.0f}), u8({}, {2}), kConvW, f32({2}, {0.5f, 0.25f}),
-                         i8({2}, {1, -2}), f32({}, {0.5f}), i8({}, {10}), i32({2}, {3, -7})},
-                        10, [](Node* n) { set_int(n, "group", 2); });
+  const Tensor y =
+      run_one("QLinearConv",
+              {kConvX, floats({}, {1.0f}), u8({}, {2}), kConvW, floats({2}, {0.5f, 0.25f}),
+               i8({2}, {1, -2}), floats({}, {0.5f}), i8({}, {10}), i32({2}, {3, -7})},
+              10, [](Node* n) { set_int(n, "group", 2); });
   ASSERT_EQ(y.dtype(), DType::kInt8);
   EXPECT_EQ(y.shape(), (Shape{1, 2, 2, 2}));
   EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{20, 17, 9, 16, -2, 22, 2, 28}));
@@ -216,31 +194,31 @@ TEST(QLinearConv, SaturatesUint8AndInt8) {
   // Per-tensor 1x1 conv: y = x * 3 with x_scale 1, w_scale 1, y_scale 1.
   const Tensor x = u8({1, 1, 1, 4}, {0, 40, 90, 200});
   const Tensor w = u8({1, 1, 1, 1}, {3});
-  const Tensor y = run1("QLinearConv",
-                        {x, f32({}, {1.0f}), u8({}, {0}), w, f32({}, {1.0f}), u8({}, {0}),
-                         f32({}, {1.0f}), u8({}, {10})},
-                        10);
+  const Tensor y = run_one("QLinearConv",
+                           {x, floats({}, {1.0f}), u8({}, {0}), w, floats({}, {1.0f}), u8({}, {0}),
+                            floats({}, {1.0f}), u8({}, {10})},
+                           10);
   EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{10, 130, 255, 255}));
   // int8 out with zero point -100 and x zero point 100: (x - 100) * 3 - 100.
-  const Tensor y2 = run1("QLinearConv",
-                         {x, f32({}, {1.0f}), u8({}, {100}), w, f32({}, {1.0f}), u8({}, {0}),
-                          f32({}, {1.0f}), i8({}, {-100})},
-                         10);
+  const Tensor y2 = run_one("QLinearConv",
+                            {x, floats({}, {1.0f}), u8({}, {100}), w, floats({}, {1.0f}),
+                             u8({}, {0}), floats({}, {1.0f}), i8({}, {-100})},
+                            10);
   EXPECT_EQ(values_of<int8_t>(y2), (std::vector<int8_t>{-128, -128, -128, 127}));
 }
 
 TEST(QLinearConv, BadWeightScaleShape) {
   EXPECT_NE(error_of([&] {
-              run1("QLinearConv",
-                   {kConvX, f32({}, {1.0f}), u8({}, {2}), kConvW, f32({3}, {1, 1, 1}),
-                    i8({2}, {1, -2}), f32({}, {0.5f}), i8({}, {10})},
-                   10, [](Node* n) { set_int(n, "group", 2); });
+              run_one("QLinearConv",
+                      {kConvX, floats({}, {1.0f}), u8({}, {2}), kConvW, floats({3}, {1, 1, 1}),
+                       i8({2}, {1, -2}), floats({}, {0.5f}), i8({}, {10})},
+                      10, [](Node* n) { set_int(n, "group", 2); });
             }).find("w_scale must be a scalar or 1-D with 2 values"),
             std::string::npos);
 }
 
-Tensor conv_integer(const std::function<void(Node*)>& attrs) {
-  return run1("ConvInteger", {kConvX, kConvW, u8({}, {2}), i8({2}, {1, -2})}, 10, [&](Node* n) {
+Tensor conv_integer(const SetAttributes& attrs) {
+  return run_one("ConvInteger", {kConvX, kConvW, u8({}, {2}), i8({2}, {1, -2})}, 10, [&](Node* n) {
     set_int(n, "group", 2);
     attrs(n);
   });
@@ -277,8 +255,8 @@ TEST(ConvInteger, Dilations) {
 }
 
 TEST(ConvInteger, NoZeroPoints) {
-  const Tensor y =
-      run1("ConvInteger", {u8({1, 1, 2, 2}, {1, 2, 3, 200}), i8({1, 1, 2, 2}, {1, 1, 1, -1})}, 10);
+  const Tensor y = run_one("ConvInteger",
+                           {u8({1, 1, 2, 2}, {1, 2, 3, 200}), i8({1, 1, 2, 2}, {1, 1, 1, -1})}, 10);
   EXPECT_EQ(values_of<int32_t>(y), (std::vector<int32_t>{-194}));
 }
 
@@ -289,13 +267,13 @@ TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
   const Tensor a = u8({3, 2}, {10, 20, 30, 40, 250, 0});
   const Tensor b = i8({2, 2}, {1, -2, 3, 127});
   const std::vector<int32_t> want{20, 1280, 10, 645, -500, -32000};
-  const Tensor y = run1("MatMulInteger", {a, b, u8({3}, {10, 35, 250}), i8({2}, {1, -1})}, 10);
+  const Tensor y = run_one("MatMulInteger", {a, b, u8({3}, {10, 35, 250}), i8({2}, {1, -1})}, 10);
   ASSERT_EQ(y.dtype(), DType::kInt32);
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   EXPECT_EQ(values_of<int32_t>(y), want);
   // The same as [M, 1] and [1, N] shaped zero points.
   const Tensor y2 =
-      run1("MatMulInteger", {a, b, u8({3, 1}, {10, 35, 250}), i8({1, 2}, {1, -1})}, 10);
+      run_one("MatMulInteger", {a, b, u8({3, 1}, {10, 35, 250}), i8({1, 2}, {1, -1})}, 10);
   EXPECT_EQ(values_of<int32_t>(y2), want);
 }
 
@@ -303,21 +281,22 @@ TEST(MatMulInteger, BatchedPerRowZeroPointsBroadcastB) {
   // A [2, 1, 2] with zero points [2, 1, 1]: batch 0 subtracts 1, batch 1 subtracts 5.
   const Tensor a = u8({2, 1, 2}, {3, 4, 5, 9});
   const Tensor b = u8({2, 1}, {2, 3});
-  const Tensor y = run1("MatMulInteger", {a, b, u8({2, 1, 1}, {1, 5})}, 10);
+  const Tensor y = run_one("MatMulInteger", {a, b, u8({2, 1, 1}, {1, 5})}, 10);
   EXPECT_EQ(y.shape(), (Shape{2, 1, 1}));
   EXPECT_EQ(values_of<int32_t>(y), (std::vector<int32_t>{2 * 2 + 3 * 3, 0 * 2 + 4 * 3}));
 }
 
 TEST(MatMulInteger, VectorOperandsAndNoZeroPoints) {
-  const Tensor y = run1("MatMulInteger", {i8({3}, {-128, 1, 2}), i8({3}, {-128, 5, -1})}, 10);
+  const Tensor y = run_one("MatMulInteger", {i8({3}, {-128, 1, 2}), i8({3}, {-128, 5, -1})}, 10);
   EXPECT_EQ(y.shape(), Shape{});
   EXPECT_EQ(values_of<int32_t>(y), (std::vector<int32_t>{16384 + 5 - 2}));
 }
 
 TEST(MatMulInteger, BadZeroPointShape) {
   EXPECT_NE(error_of([&] {
-              run1("MatMulInteger",
-                   {u8({3, 2}, {1, 2, 3, 4, 5, 6}), u8({2, 2}, {1, 2, 3, 4}), u8({2}, {1, 2})}, 10);
+              run_one("MatMulInteger",
+                      {u8({3, 2}, {1, 2, 3, 4, 5, 6}), u8({2, 2}, {1, 2, 3, 4}), u8({2}, {1, 2})},
+                      10);
             }).find("a_zero_point has shape [2], which does not broadcast to [3]"),
             std::string::npos);
 }
@@ -326,10 +305,10 @@ TEST(QLinearMatMul, PerColumnScaleTiesAndSaturation) {
   // acc = (A - 1) x B = [[1, 2], [3, 514]]; multipliers 1 * [0.5, 1] / 1.
   const Tensor a = u8({2, 2}, {2, 1, 4, 5});
   const Tensor b = i8({2, 2}, {1, 2, 0, 127});
-  const Tensor y = run1("QLinearMatMul",
-                        {a, f32({}, {1.0f}), u8({}, {1}), b, f32({2}, {0.5f, 1.0f}),
-                         i8({2}, {0, 0}), f32({}, {1.0f}), i8({}, {0})},
-                        10);
+  const Tensor y = run_one("QLinearMatMul",
+                           {a, floats({}, {1.0f}), u8({}, {1}), b, floats({2}, {0.5f, 1.0f}),
+                            i8({2}, {0, 0}), floats({}, {1.0f}), i8({}, {0})},
+                           10);
   ASSERT_EQ(y.dtype(), DType::kInt8);
   // 0.5 -> 0, 2, 1.5 -> 2, 514 -> 127.
   EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{0, 2, 2, 127}));
@@ -338,10 +317,10 @@ TEST(QLinearMatMul, PerColumnScaleTiesAndSaturation) {
 TEST(QLinearMatMul, BatchBroadcast) {
   // A [2, 1, 2] x B [2, 1]: y = 2 * (A x B) + 3 as uint8.
   const Tensor y =
-      run1("QLinearMatMul",
-           {u8({2, 1, 2}, {1, 2, 0, 0}), f32({}, {2.0f}), u8({}, {0}), u8({2, 1}, {3, 4}),
-            f32({}, {0.25f}), u8({}, {0}), f32({}, {0.25f}), u8({}, {3})},
-           10);
+      run_one("QLinearMatMul",
+              {u8({2, 1, 2}, {1, 2, 0, 0}), floats({}, {2.0f}), u8({}, {0}), u8({2, 1}, {3, 4}),
+               floats({}, {0.25f}), u8({}, {0}), floats({}, {0.25f}), u8({}, {3})},
+              10);
   EXPECT_EQ(y.shape(), (Shape{2, 1, 1}));
   EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{25, 3}));
 }

@@ -12,33 +12,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_float;
-using testing::set_int;
-using testing::set_ints;
-
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               const std::function<void(Node*)>& set_attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, set_attrs)[0].tensor();
-}
-
-std::string run_error(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                      const std::function<void(Node*)>& set_attrs = {}) {
-  try {
-    run_op(op, std::move(inputs), opset, 1, set_attrs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << op << " did not fail";
-  return "";
-}
-
-template <typename T>
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(t.data<T>()[i]);
-  return v;
-}
+using namespace onnxkit::testing;
 
 struct Moments {
   double mean, stddev;
@@ -84,7 +58,7 @@ TEST(RandomUniform, RangeAndMoments) {
     set_float(n, "high", 6.0f);
     set_float(n, "seed", 1.0f);
   });
-  const auto v = values_of<float>(t);
+  const auto v = as_doubles<float>(t);
   for (double x : v) {
     ASSERT_GE(x, -2.0);
     ASSERT_LT(x, 6.0);
@@ -103,7 +77,7 @@ TEST(RandomUniform, Float16AndDoubleStayBelowHigh) {
       set_float(n, "high", 2.0f);
     });
     ASSERT_EQ(t.dtype(), dtype);
-    const auto v = dtype == DType::kDouble ? values_of<double>(t) : values_of<Float16>(t);
+    const auto v = dtype == DType::kDouble ? as_doubles<double>(t) : as_doubles<Float16>(t);
     for (double x : v) {
       ASSERT_GE(x, 1.0);
       ASSERT_LT(x, 2.0);
@@ -159,7 +133,7 @@ TEST(RandomNormal, MomentsAndReproducibility) {
   const Tensor a = run_one("RandomNormal", {}, 1, attrs);
   const Tensor b = run_one("RandomNormal", {}, 1, attrs);
   EXPECT_TRUE(a.same_contents(b));
-  const Moments m = moments(values_of<float>(a));
+  const Moments m = moments(as_doubles<float>(a));
   EXPECT_NEAR(m.mean, 2.0, 0.05);
   EXPECT_NEAR(m.stddev, 3.0, 0.05);
 }
@@ -171,7 +145,7 @@ TEST(RandomNormal, OddCountAndDouble) {
   });
   EXPECT_EQ(t.dtype(), DType::kDouble);
   EXPECT_EQ(t.numel(), 9);
-  for (double x : values_of<double>(t)) EXPECT_TRUE(std::isfinite(x));
+  for (double x : as_doubles<double>(t)) EXPECT_TRUE(std::isfinite(x));
 }
 
 TEST(RandomUniformLike, ShapeAndDtypeFromInput) {
@@ -182,7 +156,7 @@ TEST(RandomUniformLike, ShapeAndDtypeFromInput) {
   });
   EXPECT_EQ(t.dtype(), DType::kDouble);
   EXPECT_EQ(t.shape(), (Shape{2, 3, 4}));
-  for (double x : values_of<double>(t)) {
+  for (double x : as_doubles<double>(t)) {
     EXPECT_GE(x, 10.0);
     EXPECT_LT(x, 11.0);
   }
@@ -205,7 +179,7 @@ TEST(RandomNormalLike, Moments) {
     set_float(n, "seed", 0.0f);
   });
   EXPECT_EQ(t.dtype(), DType::kFloat);
-  const Moments m = moments(values_of<float>(t));
+  const Moments m = moments(as_doubles<float>(t));
   EXPECT_NEAR(m.mean, -1.0, 0.01);
   EXPECT_NEAR(m.stddev, 0.5, 0.01);
 }
@@ -216,7 +190,7 @@ TEST(Bernoulli, ZeroOneAndMeanNearP) {
   const Tensor t = run_one("Bernoulli", {p}, 15, [](Node* n) { set_float(n, "seed", 2.0f); });
   EXPECT_EQ(t.dtype(), DType::kFloat);
   EXPECT_EQ(t.shape(), Shape{kSamples});
-  const auto v = values_of<float>(t);
+  const auto v = as_doubles<float>(t);
   for (double x : v) ASSERT_TRUE(x == 0.0 || x == 1.0);
   EXPECT_NEAR(moments(v).mean, 0.3, 0.01);
   // Seeded: the same draws again.
@@ -229,13 +203,13 @@ TEST(Bernoulli, CertainProbabilitiesAndDtypes) {
   const Tensor b = run_one("Bernoulli", {p}, 15, [](Node* n) { set_int(n, "dtype", 9); });
   ASSERT_EQ(b.dtype(), DType::kBool);
   EXPECT_EQ(b.shape(), (Shape{2, 2}));
-  EXPECT_EQ(values_of<bool>(b), (std::vector<double>{0, 1, 1, 0}));
+  EXPECT_EQ(as_doubles<bool>(b), (std::vector<double>{0, 1, 1, 0}));
   const Tensor i = run_one("Bernoulli", {p}, 15, [](Node* n) { set_int(n, "dtype", 7); });
   ASSERT_EQ(i.dtype(), DType::kInt64);
-  EXPECT_EQ(values_of<int64_t>(i), (std::vector<double>{0, 1, 1, 0}));
+  EXPECT_EQ(as_doubles<int64_t>(i), (std::vector<double>{0, 1, 1, 0}));
   const Tensor d = run_one("Bernoulli", {p}, 15);
   ASSERT_EQ(d.dtype(), DType::kDouble);
-  EXPECT_EQ(values_of<double>(d), (std::vector<double>{0, 1, 1, 0}));
+  EXPECT_EQ(as_doubles<double>(d), (std::vector<double>{0, 1, 1, 0}));
 }
 
 TEST(Bernoulli, Errors) {
@@ -287,7 +261,7 @@ TEST(Multinomial, Int64AndDefaultSampleSize) {
   const Tensor t = run_one("Multinomial", {logits}, 7, [](Node* n) { set_int(n, "dtype", 7); });
   ASSERT_EQ(t.dtype(), DType::kInt64);
   ASSERT_EQ(t.shape(), (Shape{3, 1}));
-  EXPECT_EQ(values_of<int64_t>(t), (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(as_doubles<int64_t>(t), (std::vector<double>{0, 1, 0}));
 }
 
 TEST(Multinomial, Errors) {

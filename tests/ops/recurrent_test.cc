@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ir/model.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
+
+using namespace onnxkit::testing;
 
 struct Act {
   std::string name;
@@ -202,7 +203,7 @@ Tensor make(DType dtype, Shape shape, const std::vector<float>& v) {
   return Tensor::from_vector<float>(dtype, std::move(shape), v);
 }
 
-std::vector<double> values_of(const Tensor& t) {
+std::vector<double> double_values(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (t.dtype() == DType::kDouble) v[i] = t.data<double>()[i];
@@ -212,83 +213,7 @@ std::vector<double> values_of(const Tensor& t) {
   return v;
 }
 
-Attribute attr(const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
-}
-Attribute attr(const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  return a;
-}
-Attribute attr(const std::string& name, std::string value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  return a;
-}
-Attribute attr(const std::string& name, std::vector<std::string> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kStrings;
-  a.strings = std::move(values);
-  return a;
-}
-Attribute attr(const std::string& name, std::vector<float> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloats;
-  a.floats = std::move(values);
-  return a;
-}
-
-// Attributes are move-only, so no initializer lists.
-template <typename... A>
-std::vector<Attribute> attrs_of(A&&... a) {
-  std::vector<Attribute> v;
-  (v.push_back(std::forward<A>(a)), ...);
-  return v;
-}
-
-// Runs a one-node model; "" in `outputs` omits that output. Returns the named outputs.
-std::vector<Tensor> run_node(const std::string& op, const std::vector<Tensor>& inputs,
-                             int64_t opset, std::vector<Attribute> attrs,
-                             const std::vector<std::string>& outputs) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(inputs[i].defined()
-                      ? g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype()))
-                      : nullptr);
-  }
-  Node* n = g.add_node(op, ins, outputs, "", "node0");
-  for (auto& a : attrs) n->set_attribute(std::move(a));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].empty()) g.add_output(n->output(i));
-  }
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  std::vector<Tensor> result;
-  for (auto& [name, value] : out.value()) result.push_back(value.tensor());
-  return result;
-}
-
-// Runs the case through the kernel, with `outputs` named as in run_node.
+// Runs the case through the kernel; "" in `outputs` omits that output.
 std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outputs) {
   const int64_t S = c.seq, N = c.batch, I = c.input, H = c.hidden, G = c.gates(), D = c.dirs();
   const bool bm = c.layout == 1;
@@ -310,17 +235,19 @@ std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outp
   }
   while (!in.back().defined()) in.pop_back();
 
-  std::vector<Attribute> attrs;
-  attrs.push_back(attr("hidden_size", H));
-  attrs.push_back(attr("direction", c.direction));
-  if (!c.act_names.empty()) attrs.push_back(attr("activations", c.act_names));
-  if (!c.act_alphas.empty()) attrs.push_back(attr("activation_alpha", c.act_alphas));
-  if (!c.act_betas.empty()) attrs.push_back(attr("activation_beta", c.act_betas));
-  if (c.clip > 0) attrs.push_back(attr("clip", c.clip));
-  if (c.linear_before_reset) attrs.push_back(attr("linear_before_reset", int64_t{1}));
-  if (c.input_forget) attrs.push_back(attr("input_forget", int64_t{1}));
-  if (c.layout != 0) attrs.push_back(attr("layout", c.layout));
-  return run_node(c.op, in, c.opset, std::move(attrs), outputs);
+  NodeCase node(c.op, in, c.opset, [&c, H](Node* n) {
+    set_int(n, "hidden_size", H);
+    set_string(n, "direction", c.direction);
+    if (!c.act_names.empty()) set_strings(n, "activations", c.act_names);
+    if (!c.act_alphas.empty()) set_floats(n, "activation_alpha", c.act_alphas);
+    if (!c.act_betas.empty()) set_floats(n, "activation_beta", c.act_betas);
+    if (c.clip > 0) set_float(n, "clip", c.clip);
+    if (c.linear_before_reset) set_int(n, "linear_before_reset", 1);
+    if (c.input_forget) set_int(n, "input_forget", 1);
+    if (c.layout != 0) set_int(n, "layout", c.layout);
+  });
+  node.outputs = outputs;
+  return run_node(node);
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
@@ -349,15 +276,15 @@ void check_case(Case c) {
   if (c.layout == 0) {
     EXPECT_EQ(got[0].shape(), (Shape{S, D, N, H}));
     EXPECT_EQ(got[1].shape(), (Shape{D, N, H}));
-    expect_close(values_of(got[0]), want.y, tol, "Y");
-    expect_close(values_of(got[1]), want.y_h, tol, "Y_h");
-    if (lstm) expect_close(values_of(got[2]), want.y_c, tol, "Y_c");
+    expect_close(double_values(got[0]), want.y, tol, "Y");
+    expect_close(double_values(got[1]), want.y_h, tol, "Y_h");
+    if (lstm) expect_close(double_values(got[2]), want.y_c, tol, "Y_c");
   } else {
     EXPECT_EQ(got[0].shape(), (Shape{N, S, D, H}));
     EXPECT_EQ(got[1].shape(), (Shape{N, D, H}));
-    expect_close(swap_leading(values_of(got[0]), N, S * D, H), want.y, tol, "Y");
-    expect_close(swap_leading(values_of(got[1]), N, D, H), want.y_h, tol, "Y_h");
-    if (lstm) expect_close(swap_leading(values_of(got[2]), N, D, H), want.y_c, tol, "Y_c");
+    expect_close(swap_leading(double_values(got[0]), N, S * D, H), want.y, tol, "Y");
+    expect_close(swap_leading(double_values(got[1]), N, D, H), want.y_h, tol, "Y_h");
+    if (lstm) expect_close(swap_leading(double_values(got[2]), N, D, H), want.y_c, tol, "Y_c");
   }
 }
 
@@ -378,8 +305,7 @@ TEST(RnnTest, HandComputedTwoSteps) {
   const Tensor w = Tensor::from_vector<float>(DType::kFloat, {1, 1, 1}, {0.5f});
   const Tensor r = Tensor::from_vector<float>(DType::kFloat, {1, 1, 1}, {2.0f});
   const Tensor b = Tensor::from_vector<float>(DType::kFloat, {1, 2}, {0.1f, 0.2f});
-  const auto out =
-      run_node("RNN", {x, w, r, b}, 14, attrs_of(attr("hidden_size", int64_t{1})), {"Y", "Y_h"});
+  const auto out = run_op("RNN", {x, w, r, b}, 14, with_int("hidden_size", 1), 2);
   const double h1 = std::tanh(0.8);
   const double h2 = std::tanh(-0.5 + 2 * h1 + 0.3);
   EXPECT_EQ(out[0].shape(), (Shape{2, 1, 1, 1}));
@@ -395,8 +321,10 @@ TEST(LstmTest, HandComputedOneStepWithPeepholes) {
   const Tensor r = Tensor::from_vector<float>(DType::kFloat, {1, 4, 1}, {0, 0, 0, 0});
   const Tensor c0 = Tensor::from_vector<float>(DType::kFloat, {1, 1, 1}, {1.0f});
   const Tensor p = Tensor::from_vector<float>(DType::kFloat, {1, 3}, {0.5f, 0.25f, 2.0f});
-  const auto out = run_node("LSTM", {x, w, r, Tensor(), Tensor(), Tensor(), c0, p}, 14,
-                            attrs_of(attr("hidden_size", int64_t{1})), {"", "Y_h", "Y_c"});
+  NodeCase lstm("LSTM", {x, w, r, Tensor(), Tensor(), Tensor(), c0, p}, 14,
+                with_int("hidden_size", 1));
+  lstm.outputs = {"", "Y_h", "Y_c"};
+  const auto out = run_node(lstm);
   auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
   const double i = sig(0.5 + 0.5), f = sig(0.5 + 2.0), g = std::tanh(0.5);
   const double c = f * 1.0 + i * g;
@@ -669,10 +597,10 @@ TEST(LstmTest, OnlySomeOutputsWanted) {
   const Result want = reference(c);
   const auto only_c = run_case(c, {"", "", "Y_c"});
   ASSERT_EQ(only_c.size(), 1u);
-  expect_close(values_of(only_c[0]), want.y_c, 2e-5, "Y_c");
+  expect_close(double_values(only_c[0]), want.y_c, 2e-5, "Y_c");
   const auto only_y = run_case(c, {"Y"});
   ASSERT_EQ(only_y.size(), 1u);
-  expect_close(values_of(only_y[0]), want.y, 2e-5, "Y");
+  expect_close(double_values(only_y[0]), want.y, 2e-5, "Y");
 }
 
 // ---- empty tensors ----
@@ -709,7 +637,7 @@ TEST(RecurrentTest, Errors) {
     const Tensor r = make(DType::kFloat, {1, 4, 4}, c.r);
     std::string message;
     try {
-      run_node("RNN", {x, w, r}, 14, {}, {"Y"});
+      run_op("RNN", {x, w, r}, 14);
     } catch (const Error& e) {
       message = e.what();
     }
@@ -740,7 +668,7 @@ TEST(RecurrentTest, Errors) {
     const Tensor r = make(DType::kFloat, {1, 4, 4}, c.r);
     std::string message;
     try {
-      run_node("RNN", {x, w, r}, 14, attrs_of(attr("hidden_size", int64_t{5})), {"Y"});
+      run_op("RNN", {x, w, r}, 14, with_int("hidden_size", 5));
     } catch (const Error& e) {
       message = e.what();
     }

@@ -1,6 +1,7 @@
 // Shape and data-movement ops: opset differences, corners, zero-copy and error messages.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <functional>
 #include <limits>
 
@@ -8,123 +9,49 @@
 
 #include "onnxkit/session.h"
 #include "op_test_util.h"
+#include "ops/shape_vector.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
 
-using SetAttrs = std::function<void(Node*)>;
+using namespace onnxkit::testing;
 
-// Runs a one-node model: inputs become graph inputs, returns all `num_outputs` outputs.
-std::vector<Tensor> run_node(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             SetAttrs set_attrs = {}, size_t num_outputs = 1) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  std::vector<std::string> outs;
-  for (size_t i = 0; i < num_outputs; ++i) outs.push_back("out" + std::to_string(i));
-  Node* n = g.add_node(op, ins, outs, "", "node0");
-  if (set_attrs) set_attrs(n);
-  for (size_t i = 0; i < num_outputs; ++i) g.add_output(n->output(i));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  std::vector<Tensor> result;
-  for (auto& [name, value] : out.value()) result.push_back(value.tensor());
-  return result;
-}
-
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               SetAttrs set_attrs = {}) {
-  return run_node(op, std::move(inputs), opset, std::move(set_attrs))[0];
-}
-
-// The error message of a run that must fail.
-std::string run_error(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                      SetAttrs set_attrs = {}, size_t num_outputs = 1) {
-  try {
-    run_node(op, std::move(inputs), opset, std::move(set_attrs), num_outputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << op << " did not fail";
-  return "";
-}
-
-SetAttrs int_attr(const std::string& name, int64_t value) {
-  return [=](Node* n) {
-    Attribute a;
-    a.name = name;
-    a.type = AttrType::kInt;
-    a.i = value;
-    n->set_attribute(std::move(a));
-  };
-}
-
-SetAttrs ints_attr(const std::string& name, std::vector<int64_t> values) {
-  return [=](Node* n) {
-    Attribute a;
-    a.name = name;
-    a.type = AttrType::kInts;
-    a.ints = values;
-    n->set_attribute(std::move(a));
-  };
-}
-
-SetAttrs both(SetAttrs a, SetAttrs b) {
+SetAttributes both(SetAttributes a, SetAttributes b) {
   return [=](Node* n) {
     a(n);
     b(n);
   };
 }
 
-Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector(DType::kFloat, std::move(shape), values);
-}
-Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector(DType::kInt64, std::move(shape), values);
-}
 Tensor iota(Shape shape) {
   Tensor t(DType::kFloat, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = static_cast<float>(i);
   return t;
 }
 
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
 // ---- Shape, Size ----
 
 TEST(Shape, WholeShapeAndScalar) {
-  EXPECT_EQ(values<int64_t>(run_one("Shape", {iota({2, 3, 4})}, 13)),
+  EXPECT_EQ(values_of<int64_t>(run_one("Shape", {iota({2, 3, 4})}, 13)),
             (std::vector<int64_t>{2, 3, 4}));
-  Tensor s = run_one("Shape", {f32({}, {1})}, 15);
+  Tensor s = run_one("Shape", {floats({}, {1})}, 15);
   EXPECT_EQ(s.shape(), (Shape{0}));
 }
 
 TEST(Shape, StartEndClampedAndNegative) {
   Tensor x(DType::kFloat, {2, 3, 4, 5});
   auto run = [&](int64_t start, std::optional<int64_t> end) {
-    SetAttrs attrs = int_attr("start", start);
-    if (end) attrs = both(attrs, int_attr("end", *end));
-    return values<int64_t>(run_one("Shape", {x}, 15, attrs));
+    SetAttributes attrs = with_int("start", start);
+    if (end) attrs = both(attrs, with_int("end", *end));
+    return values_of<int64_t>(run_one("Shape", {x}, 15, attrs));
   };
   EXPECT_EQ(run(1, -1), (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(run(-10, 100), (std::vector<int64_t>{2, 3, 4, 5}));
   EXPECT_EQ(run(-1, std::nullopt), (std::vector<int64_t>{5}));
   EXPECT_EQ(run(3, 1), (std::vector<int64_t>{}));
   // Before opset 15 start/end do not exist.
-  EXPECT_EQ(values<int64_t>(run_one("Shape", {x}, 13, int_attr("start", 2))).size(), 4u);
+  EXPECT_EQ(values_of<int64_t>(run_one("Shape", {x}, 13, with_int("start", 2))).size(), 4u);
 }
 
 TEST(Size, CountsElements) {
@@ -138,49 +65,49 @@ TEST(Size, CountsElements) {
 
 TEST(Reshape, ZeroCopiesDimAndMinusOneInfers) {
   Tensor x = iota({2, 3, 4});
-  Tensor y = run_one("Reshape", {x, i64({3}, {0, -1, 2})}, 13);
+  Tensor y = run_one("Reshape", {x, int64s({3}, {0, -1, 2})}, 13);
   EXPECT_EQ(y.shape(), (Shape{2, 6, 2}));
-  EXPECT_EQ(values<float>(y), values<float>(x));
+  EXPECT_EQ(values_of<float>(y), values_of<float>(x));
   // No copy: the output views the input's bytes.
   EXPECT_EQ(y.raw_data(), x.raw_data());
 }
 
 TEST(Reshape, AllowZeroMakesZeroDims) {
   Tensor x(DType::kFloat, {0, 3});
-  EXPECT_EQ(run_one("Reshape", {x, i64({3}, {3, 0, 5})}, 14, int_attr("allowzero", 1)).shape(),
+  EXPECT_EQ(run_one("Reshape", {x, int64s({3}, {3, 0, 5})}, 14, with_int("allowzero", 1)).shape(),
             (Shape{3, 0, 5}));
   // Without allowzero the 0 copies dim 1 (3): 3*3*5 elements do not fit 0.
-  EXPECT_NE(run_error("Reshape", {x, i64({3}, {3, 0, 5})}, 14).find("cannot reshape"),
+  EXPECT_NE(run_error("Reshape", {x, int64s({3}, {3, 0, 5})}, 14).find("cannot reshape"),
             std::string::npos);
   // allowzero is ignored before opset 14.
   EXPECT_EQ(
-      run_one("Reshape", {iota({2, 3}), i64({2}, {0, 3})}, 13, int_attr("allowzero", 1)).shape(),
+      run_one("Reshape", {iota({2, 3}), int64s({2}, {0, 3})}, 13, with_int("allowzero", 1)).shape(),
       (Shape{2, 3}));
-  EXPECT_NE(run_error("Reshape", {x, i64({2}, {0, -1})}, 14, int_attr("allowzero", 1))
+  EXPECT_NE(run_error("Reshape", {x, int64s({2}, {0, -1})}, 14, with_int("allowzero", 1))
                 .find("both 0 and -1"),
             std::string::npos);
 }
 
 TEST(Reshape, Errors) {
   Tensor x = iota({2, 3});
-  EXPECT_NE(run_error("Reshape", {x, i64({2}, {-1, -1})}, 13).find("more than one -1"),
+  EXPECT_NE(run_error("Reshape", {x, int64s({2}, {-1, -1})}, 13).find("more than one -1"),
             std::string::npos);
-  std::string e = run_error("Reshape", {x, i64({2}, {4, -1})}, 13);
+  std::string e = run_error("Reshape", {x, int64s({2}, {4, -1})}, 13);
   EXPECT_NE(e.find("cannot reshape [2,3] (6 elements) to [4,-1]"), std::string::npos) << e;
-  e = run_error("Reshape", {x, i64({2}, {4, 2})}, 5);
+  e = run_error("Reshape", {x, int64s({2}, {4, 2})}, 5);
   EXPECT_NE(e.find("[2,3] (6 elements) to [4,2] (8 elements)"), std::string::npos) << e;
-  e = run_error("Reshape", {x, i64({3}, {1, 6, 0})}, 13);
+  e = run_error("Reshape", {x, int64s({3}, {1, 6, 0})}, 13);
   EXPECT_NE(e.find("input [2,3] has rank 2"), std::string::npos) << e;
-  EXPECT_NE(run_error("Reshape", {x, i64({2}, {-2, 3})}, 13).find("invalid dim -2"),
+  EXPECT_NE(run_error("Reshape", {x, int64s({2}, {-2, 3})}, 13).find("invalid dim -2"),
             std::string::npos);
 }
 
 TEST(Reshape, StringsAndScalar) {
   Tensor s = Tensor::from_strings({2, 2}, {"a", "b", "c", "d"});
-  Tensor y = run_one("Reshape", {s, i64({1}, {-1})}, 14);
+  Tensor y = run_one("Reshape", {s, int64s({1}, {-1})}, 14);
   EXPECT_EQ(y.shape(), Shape{4});
   EXPECT_EQ(y.strings(), (std::vector<std::string>{"a", "b", "c", "d"}));
-  EXPECT_EQ(run_one("Reshape", {f32({1, 1}, {7}), i64({0}, {})}, 14).shape(), Shape{});
+  EXPECT_EQ(run_one("Reshape", {floats({1, 1}, {7}), int64s({0}, {})}, 14).shape(), Shape{});
 }
 
 // ---- Flatten ----
@@ -188,17 +115,17 @@ TEST(Reshape, StringsAndScalar) {
 TEST(Flatten, AxesIncludingNegativeAndRank) {
   Tensor x = iota({2, 3, 4});
   EXPECT_EQ(run_one("Flatten", {x}, 13).shape(), (Shape{2, 12}));
-  EXPECT_EQ(run_one("Flatten", {x}, 13, int_attr("axis", 0)).shape(), (Shape{1, 24}));
-  EXPECT_EQ(run_one("Flatten", {x}, 13, int_attr("axis", 3)).shape(), (Shape{24, 1}));
-  EXPECT_EQ(run_one("Flatten", {x}, 11, int_attr("axis", -1)).shape(), (Shape{6, 4}));
-  EXPECT_EQ(run_one("Flatten", {x}, 11, int_attr("axis", -3)).shape(), (Shape{1, 24}));
-  Tensor y = run_one("Flatten", {x}, 9, int_attr("axis", 2));
+  EXPECT_EQ(run_one("Flatten", {x}, 13, with_int("axis", 0)).shape(), (Shape{1, 24}));
+  EXPECT_EQ(run_one("Flatten", {x}, 13, with_int("axis", 3)).shape(), (Shape{24, 1}));
+  EXPECT_EQ(run_one("Flatten", {x}, 11, with_int("axis", -1)).shape(), (Shape{6, 4}));
+  EXPECT_EQ(run_one("Flatten", {x}, 11, with_int("axis", -3)).shape(), (Shape{1, 24}));
+  Tensor y = run_one("Flatten", {x}, 9, with_int("axis", 2));
   EXPECT_EQ(y.raw_data(), x.raw_data());
   // Negative axes came with opset 11, but older exporters wrote them: accepted as ORT does.
-  EXPECT_EQ(run_one("Flatten", {x}, 9, int_attr("axis", -1)).shape(), (Shape{6, 4}));
-  EXPECT_NE(run_error("Flatten", {x}, 13, int_attr("axis", 4)).find("axis 4 is out of range"),
+  EXPECT_EQ(run_one("Flatten", {x}, 9, with_int("axis", -1)).shape(), (Shape{6, 4}));
+  EXPECT_NE(run_error("Flatten", {x}, 13, with_int("axis", 4)).find("axis 4 is out of range"),
             std::string::npos);
-  EXPECT_EQ(run_one("Flatten", {Tensor(DType::kFloat, {2, 0, 3})}, 13, int_attr("axis", 2)).shape(),
+  EXPECT_EQ(run_one("Flatten", {Tensor(DType::kFloat, {2, 0, 3})}, 13, with_int("axis", 2)).shape(),
             (Shape{0, 3}));
 }
 
@@ -210,31 +137,31 @@ TEST(Squeeze, AllOnesWhenNoAxes) {
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   EXPECT_EQ(y.raw_data(), x.raw_data());
   EXPECT_EQ(run_one("Squeeze", {x}, 11).shape(), (Shape{3, 2}));
-  EXPECT_EQ(run_one("Squeeze", {f32({1, 1}, {5})}, 13).shape(), Shape{});
+  EXPECT_EQ(run_one("Squeeze", {floats({1, 1}, {5})}, 13).shape(), Shape{});
 }
 
 TEST(Squeeze, AxesAttributeAndInput) {
   Tensor x = iota({1, 3, 1, 2});
-  EXPECT_EQ(run_one("Squeeze", {x}, 11, ints_attr("axes", {-2})).shape(), (Shape{1, 3, 2}));
-  EXPECT_EQ(run_one("Squeeze", {x}, 1, ints_attr("axes", {0})).shape(), (Shape{3, 1, 2}));
-  EXPECT_EQ(run_one("Squeeze", {x, i64({2}, {2, 0})}, 13).shape(), (Shape{3, 2}));
-  std::string e = run_error("Squeeze", {x, i64({1}, {1})}, 13);
+  EXPECT_EQ(run_one("Squeeze", {x}, 11, with_ints("axes", {-2})).shape(), (Shape{1, 3, 2}));
+  EXPECT_EQ(run_one("Squeeze", {x}, 1, with_ints("axes", {0})).shape(), (Shape{3, 1, 2}));
+  EXPECT_EQ(run_one("Squeeze", {x, int64s({2}, {2, 0})}, 13).shape(), (Shape{3, 2}));
+  std::string e = run_error("Squeeze", {x, int64s({1}, {1})}, 13);
   EXPECT_NE(e.find("cannot squeeze axis 1 of size 3"), std::string::npos) << e;
-  e = run_error("Squeeze", {x, i64({1}, {4})}, 13);
+  e = run_error("Squeeze", {x, int64s({1}, {4})}, 13);
   EXPECT_NE(e.find("axis 4 is out of range for rank 4"), std::string::npos) << e;
-  EXPECT_EQ(run_one("Squeeze", {x}, 1, ints_attr("axes", {-2})).shape(), (Shape{1, 3, 2}));
+  EXPECT_EQ(run_one("Squeeze", {x}, 1, with_ints("axes", {-2})).shape(), (Shape{1, 3, 2}));
 }
 
 TEST(Unsqueeze, AttributeAndInputAxes) {
   Tensor x = iota({3, 4});
-  EXPECT_EQ(run_one("Unsqueeze", {x}, 11, ints_attr("axes", {-1, 0})).shape(), (Shape{1, 3, 4, 1}));
-  Tensor y = run_one("Unsqueeze", {x, i64({3}, {4, 0, 2})}, 13);
+  EXPECT_EQ(run_one("Unsqueeze", {x}, 11, with_ints("axes", {-1, 0})).shape(), (Shape{1, 3, 4, 1}));
+  Tensor y = run_one("Unsqueeze", {x, int64s({3}, {4, 0, 2})}, 13);
   EXPECT_EQ(y.shape(), (Shape{1, 3, 1, 4, 1}));
   EXPECT_EQ(y.raw_data(), x.raw_data());
-  EXPECT_EQ(run_one("Unsqueeze", {f32({}, {2}), i64({1}, {0})}, 13).shape(), Shape{1});
-  EXPECT_NE(run_error("Unsqueeze", {x, i64({2}, {1, -3})}, 13).find("axis 1 is repeated"),
+  EXPECT_EQ(run_one("Unsqueeze", {floats({}, {2}), int64s({1}, {0})}, 13).shape(), Shape{1});
+  EXPECT_NE(run_error("Unsqueeze", {x, int64s({2}, {1, -3})}, 13).find("axis 1 is repeated"),
             std::string::npos);
-  EXPECT_NE(run_error("Unsqueeze", {x, i64({1}, {3})}, 13).find("out of range for rank 3"),
+  EXPECT_NE(run_error("Unsqueeze", {x, int64s({1}, {3})}, 13).find("out of range for rank 3"),
             std::string::npos);
   EXPECT_NE(run_error("Unsqueeze", {x}, 11).find("'axes' is missing"), std::string::npos);
 }
@@ -245,9 +172,9 @@ TEST(Transpose, DefaultReversesAndPerm) {
   Tensor x = iota({2, 3});
   Tensor y = run_one("Transpose", {x}, 13);
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
-  EXPECT_EQ(values<float>(y), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(values_of<float>(y), (std::vector<float>{0, 3, 1, 4, 2, 5}));
   // numpy: np.arange(24).reshape(2,3,4).transpose(1,2,0).ravel()[:8]
-  Tensor z = run_one("Transpose", {iota({2, 3, 4})}, 13, ints_attr("perm", {1, 2, 0}));
+  Tensor z = run_one("Transpose", {iota({2, 3, 4})}, 13, with_ints("perm", {1, 2, 0}));
   EXPECT_EQ(z.shape(), (Shape{3, 4, 2}));
   std::vector<float> head(z.data<float>(), z.data<float>() + 8);
   EXPECT_EQ(head, (std::vector<float>{0, 12, 1, 13, 2, 14, 3, 15}));
@@ -262,11 +189,11 @@ TEST(Transpose, StringsHalfAndErrors) {
   Tensor ht = run_one("Transpose", {h}, 13);
   EXPECT_EQ(ht.shape(), (Shape{2, 1}));
   EXPECT_EQ(static_cast<float>(ht.data<Float16>()[1]), -2.0f);
-  EXPECT_NE(run_error("Transpose", {iota({2, 3})}, 13, ints_attr("perm", {0, 0}))
+  EXPECT_NE(run_error("Transpose", {iota({2, 3})}, 13, with_ints("perm", {0, 0}))
                 .find("not a permutation"),
             std::string::npos);
   EXPECT_NE(
-      run_error("Transpose", {iota({2, 3})}, 13, ints_attr("perm", {0})).find("perm has 1 entries"),
+      run_error("Transpose", {iota({2, 3})}, 13, with_ints("perm", {0})).find("perm has 1 entries"),
       std::string::npos);
 }
 
@@ -274,83 +201,84 @@ TEST(Transpose, StringsHalfAndErrors) {
 
 TEST(Concat, AxesEmptyInputsAndStrings) {
   Tensor a = iota({2, 2});
-  Tensor b = f32({2, 1}, {10, 11});
+  Tensor b = floats({2, 1}, {10, 11});
   Tensor empty(DType::kFloat, {2, 0});
-  Tensor y = run_one("Concat", {a, empty, b}, 11, int_attr("axis", -1));
+  Tensor y = run_one("Concat", {a, empty, b}, 11, with_int("axis", -1));
   EXPECT_EQ(y.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values<float>(y), (std::vector<float>{0, 1, 10, 2, 3, 11}));
+  EXPECT_EQ(values_of<float>(y), (std::vector<float>{0, 1, 10, 2, 3, 11}));
   Tensor s =
       run_one("Concat", {Tensor::from_strings({1}, {"x"}), Tensor::from_strings({2}, {"y", "z"})},
-              13, int_attr("axis", 0));
+              13, with_int("axis", 0));
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"x", "y", "z"}));
-  std::string e = run_error("Concat", {a, iota({3, 1})}, 13, int_attr("axis", 1));
+  std::string e = run_error("Concat", {a, iota({3, 1})}, 13, with_int("axis", 1));
   EXPECT_NE(e.find("input 1 has shape [3,1]"), std::string::npos) << e;
-  EXPECT_NE(run_error("Concat", {a, i64({2, 1}, {1, 2})}, 13, int_attr("axis", 1))
+  EXPECT_NE(run_error("Concat", {a, int64s({2, 1}, {1, 2})}, 13, with_int("axis", 1))
                 .find("input 1 has type int64"),
             std::string::npos);
-  EXPECT_NE(run_error("Concat", {a}, 13, int_attr("axis", 2)).find("out of range"),
+  EXPECT_NE(run_error("Concat", {a}, 13, with_int("axis", 2)).find("out of range"),
             std::string::npos);
 }
 
 TEST(Split, EqualPartsAndSizes) {
   Tensor x = iota({2, 4});
-  auto parts = run_node("Split", {x}, 13, int_attr("axis", 1), 2);
-  EXPECT_EQ(values<float>(parts[0]), (std::vector<float>{0, 1, 4, 5}));
-  EXPECT_EQ(values<float>(parts[1]), (std::vector<float>{2, 3, 6, 7}));
-  parts = run_node("Split", {x, i64({3}, {1, 0, 3})}, 13, int_attr("axis", -1), 3);
+  auto parts = run_op("Split", {x}, 13, with_int("axis", 1), 2);
+  EXPECT_EQ(values_of<float>(parts[0]), (std::vector<float>{0, 1, 4, 5}));
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{2, 3, 6, 7}));
+  parts = run_op("Split", {x, int64s({3}, {1, 0, 3})}, 13, with_int("axis", -1), 3);
   EXPECT_EQ(parts[1].shape(), (Shape{2, 0}));
-  EXPECT_EQ(values<float>(parts[2]), (std::vector<float>{1, 2, 3, 5, 6, 7}));
-  parts = run_node("Split", {x}, 11, both(ints_attr("split", {3, 1}), int_attr("axis", 1)), 2);
-  EXPECT_EQ(values<float>(parts[1]), (std::vector<float>{3, 7}));
-  parts = run_node("Split", {x}, 2, {}, 2);
-  EXPECT_EQ(values<float>(parts[1]), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(values_of<float>(parts[2]), (std::vector<float>{1, 2, 3, 5, 6, 7}));
+  parts = run_op("Split", {x}, 11, both(with_ints("split", {3, 1}), with_int("axis", 1)), 2);
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{3, 7}));
+  parts = run_op("Split", {x}, 2, {}, 2);
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{4, 5, 6, 7}));
 }
 
 TEST(Split, Errors) {
   Tensor x = iota({5});
   std::string e = run_error("Split", {x}, 13, {}, 2);
   EXPECT_NE(e.find("size 5 cannot be split into 2 equal parts"), std::string::npos) << e;
-  e = run_error("Split", {x, i64({2}, {2, 2})}, 13, {}, 2);
+  e = run_error("Split", {x, int64s({2}, {2, 2})}, 13, {}, 2);
   EXPECT_NE(e.find("sums to 4, but dim 0 has size 5"), std::string::npos) << e;
-  e = run_error("Split", {x}, 11, ints_attr("split", {5}), 2);
+  e = run_error("Split", {x}, 11, with_ints("split", {5}), 2);
   EXPECT_NE(e.find("has 1 entries for 2 outputs"), std::string::npos) << e;
 }
 
 // ---- Expand, Tile ----
 
 TEST(Expand, Bidirectional) {
-  Tensor x = f32({3, 1}, {1, 2, 3});
-  Tensor y = run_one("Expand", {x, i64({2}, {1, 2})}, 13);
+  Tensor x = floats({3, 1}, {1, 2, 3});
+  Tensor y = run_one("Expand", {x, int64s({2}, {1, 2})}, 13);
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
-  EXPECT_EQ(values<float>(y), (std::vector<float>{1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(values_of<float>(y), (std::vector<float>{1, 1, 2, 2, 3, 3}));
   // The shape may have fewer dims, or 1s where the input is larger.
-  EXPECT_EQ(run_one("Expand", {x, i64({1}, {1})}, 8).shape(), (Shape{3, 1}));
-  Tensor z = run_one("Expand", {x, i64({3}, {2, 1, 4})}, 8);
+  EXPECT_EQ(run_one("Expand", {x, int64s({1}, {1})}, 8).shape(), (Shape{3, 1}));
+  Tensor z = run_one("Expand", {x, int64s({3}, {2, 1, 4})}, 8);
   EXPECT_EQ(z.shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(z.data<float>()[23], 3.0f);
-  EXPECT_NE(run_error("Expand", {x, i64({2}, {4, 1})}, 13).find("cannot be broadcast"),
+  EXPECT_NE(run_error("Expand", {x, int64s({2}, {4, 1})}, 13).find("cannot be broadcast"),
             std::string::npos);
-  EXPECT_EQ(run_one("Expand", {f32({1, 2}, {1, 2}), i64({2}, {0, 1})}, 13).shape(), (Shape{0, 2}));
+  EXPECT_EQ(run_one("Expand", {floats({1, 2}, {1, 2}), int64s({2}, {0, 1})}, 13).shape(),
+            (Shape{0, 2}));
   Tensor flags(DType::kBool, {2});
   flags.mutable_data<bool>()[1] = true;
-  Tensor f = run_one("Expand", {flags, i64({2}, {2, 1})}, 13);
-  EXPECT_EQ(values<bool>(f), (std::vector<bool>{false, true, false, true}));
+  Tensor f = run_one("Expand", {flags, int64s({2}, {2, 1})}, 13);
+  EXPECT_EQ(values_of<bool>(f), (std::vector<bool>{false, true, false, true}));
 }
 
 TEST(Tile, RepeatsEachDim) {
   Tensor x = iota({2, 2});
-  Tensor y = run_one("Tile", {x, i64({2}, {2, 3})}, 13);
+  Tensor y = run_one("Tile", {x, int64s({2}, {2, 3})}, 13);
   EXPECT_EQ(y.shape(), (Shape{4, 6}));
   // np.tile(np.arange(4).reshape(2,2), (2,3)) rows 0 and 3
-  std::vector<float> v = values<float>(y);
+  std::vector<float> v = values_of<float>(y);
   EXPECT_EQ(std::vector<float>(v.begin(), v.begin() + 6), (std::vector<float>{0, 1, 0, 1, 0, 1}));
   EXPECT_EQ(std::vector<float>(v.begin() + 18, v.end()), (std::vector<float>{2, 3, 2, 3, 2, 3}));
-  EXPECT_EQ(run_one("Tile", {x, i64({2}, {0, 2})}, 6).shape(), (Shape{0, 4}));
-  Tensor s = run_one("Tile", {Tensor::from_strings({2}, {"a", "b"}), i64({1}, {2})}, 13);
+  EXPECT_EQ(run_one("Tile", {x, int64s({2}, {0, 2})}, 6).shape(), (Shape{0, 4}));
+  Tensor s = run_one("Tile", {Tensor::from_strings({2}, {"a", "b"}), int64s({1}, {2})}, 13);
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"a", "b", "a", "b"}));
-  EXPECT_NE(run_error("Tile", {x, i64({1}, {2})}, 13).find("repeats has 1 entries"),
+  EXPECT_NE(run_error("Tile", {x, int64s({1}, {2})}, 13).find("repeats has 1 entries"),
             std::string::npos);
-  EXPECT_NE(run_error("Tile", {x, i64({2}, {1, -1})}, 13).find("negative"), std::string::npos);
+  EXPECT_NE(run_error("Tile", {x, int64s({2}, {1, -1})}, 13).find("negative"), std::string::npos);
 }
 
 // ---- Constant, ConstantOfShape, Range ----
@@ -363,37 +291,23 @@ TEST(Constant, ValueAttributes) {
     a.t = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {4, 5});
     n->set_attribute(std::move(a));
   });
-  EXPECT_EQ(values<int32_t>(v), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(values_of<int32_t>(v), (std::vector<int32_t>{4, 5}));
   Tensor fs = run_one("Constant", {}, 12, [](Node* n) {
-    Attribute a;
-    a.name = "value_floats";
-    a.type = AttrType::kFloats;
-    a.floats = {1.5f, 2.5f};
-    n->set_attribute(std::move(a));
+    set_floats(n, "value_floats", {1.5f, 2.5f});
   });
   EXPECT_EQ(fs.dtype(), DType::kFloat);
-  EXPECT_EQ(values<float>(fs), (std::vector<float>{1.5f, 2.5f}));
-  Tensor i = run_one("Constant", {}, 13, int_attr("value_int", 7));
+  EXPECT_EQ(values_of<float>(fs), (std::vector<float>{1.5f, 2.5f}));
+  Tensor i = run_one("Constant", {}, 13, with_int("value_int", 7));
   EXPECT_EQ(i.dtype(), DType::kInt64);
   EXPECT_EQ(i.shape(), Shape{});
   EXPECT_EQ(i.data<int64_t>()[0], 7);
-  Tensor is = run_one("Constant", {}, 13, ints_attr("value_ints", {3, -1}));
+  Tensor is = run_one("Constant", {}, 13, with_ints("value_ints", {3, -1}));
   EXPECT_EQ(is.shape(), Shape{2});
   Tensor s = run_one("Constant", {}, 17, [](Node* n) {
-    Attribute a;
-    a.name = "value_strings";
-    a.type = AttrType::kStrings;
-    a.strings = {"p", "q"};
-    n->set_attribute(std::move(a));
+    set_strings(n, "value_strings", {"p", "q"});
   });
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"p", "q"}));
-  Tensor one = run_one("Constant", {}, 12, [](Node* n) {
-    Attribute a;
-    a.name = "value_string";
-    a.type = AttrType::kString;
-    a.s = "hi";
-    n->set_attribute(std::move(a));
-  });
+  Tensor one = run_one("Constant", {}, 12, [](Node* n) { set_string(n, "value_string", "hi"); });
   EXPECT_EQ(one.shape(), Shape{});
   EXPECT_EQ(one.strings()[0], "hi");
 }
@@ -403,23 +317,23 @@ TEST(Constant, SparseValueAndErrors) {
     Attribute a;
     a.name = "sparse_value";
     a.type = AttrType::kSparseTensor;
-    a.sparse_tensor.values = f32({2}, {5, 6});
-    a.sparse_tensor.indices = i64({2, 2}, {0, 1, 1, 2});
+    a.sparse_tensor.values = floats({2}, {5, 6});
+    a.sparse_tensor.indices = int64s({2, 2}, {0, 1, 1, 2});
     a.sparse_tensor.dims = {2, 3};
     n->set_attribute(std::move(a));
   });
-  EXPECT_EQ(values<float>(dense), (std::vector<float>{0, 5, 0, 0, 0, 6}));
-  std::string e = run_error("Constant", {}, 11, int_attr("value_int", 1));
+  EXPECT_EQ(values_of<float>(dense), (std::vector<float>{0, 5, 0, 0, 0, 6}));
+  std::string e = run_error("Constant", {}, 11, with_int("value_int", 1));
   EXPECT_NE(e.find("'value_int' needs opset 12"), std::string::npos) << e;
-  e = run_error("Constant", {}, 13, both(int_attr("value_int", 1), ints_attr("value_ints", {1})));
+  e = run_error("Constant", {}, 13, both(with_int("value_int", 1), with_ints("value_ints", {1})));
   EXPECT_NE(e.find("exactly one value attribute"), std::string::npos) << e;
   EXPECT_NE(run_error("Constant", {}, 13).find("needs one of"), std::string::npos);
 }
 
 TEST(ConstantOfShape, DefaultValueTypesAndScalar) {
-  Tensor z = run_one("ConstantOfShape", {i64({2}, {2, 3})}, 9);
+  Tensor z = run_one("ConstantOfShape", {int64s({2}, {2, 3})}, 9);
   EXPECT_EQ(z.dtype(), DType::kFloat);
-  EXPECT_EQ(values<float>(z), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(values_of<float>(z), std::vector<float>(6, 0.0f));
   auto value = [](Tensor t) {
     return [t](Node* n) {
       Attribute a;
@@ -429,38 +343,38 @@ TEST(ConstantOfShape, DefaultValueTypesAndScalar) {
       n->set_attribute(std::move(a));
     };
   };
-  Tensor s = run_one("ConstantOfShape", {i64({0}, {})}, 9,
+  Tensor s = run_one("ConstantOfShape", {int64s({0}, {})}, 9,
                      value(Tensor::from_vector<int32_t>(DType::kInt32, {1}, {4})));
   EXPECT_EQ(s.dtype(), DType::kInt32);
   EXPECT_EQ(s.shape(), Shape{});
   EXPECT_EQ(s.data<int32_t>()[0], 4);
   Tensor h = run_one(
-      "ConstantOfShape", {i64({1}, {3})}, 9,
+      "ConstantOfShape", {int64s({1}, {3})}, 9,
       value(Tensor::from_vector(DType::kFloat16, {1}, std::vector<Float16>{Float16(0.5f)})));
   EXPECT_EQ(static_cast<float>(h.data<Float16>()[2]), 0.5f);
-  EXPECT_EQ(run_one("ConstantOfShape", {i64({2}, {4, 0})}, 9).numel(), 0);
-  EXPECT_NE(run_error("ConstantOfShape", {i64({1}, {-2})}, 9).find("negative dim"),
+  EXPECT_EQ(run_one("ConstantOfShape", {int64s({2}, {4, 0})}, 9).numel(), 0);
+  EXPECT_NE(run_error("ConstantOfShape", {int64s({1}, {-2})}, 9).find("negative dim"),
             std::string::npos);
 }
 
 TEST(Range, CountsAndTypes) {
   auto i32 = [](int32_t v) { return Tensor::from_vector<int32_t>(DType::kInt32, {}, {v}); };
   Tensor r = run_one("Range", {i32(10), i32(4), i32(-3)}, 11);
-  EXPECT_EQ(values<int32_t>(r), (std::vector<int32_t>{10, 7}));
+  EXPECT_EQ(values_of<int32_t>(r), (std::vector<int32_t>{10, 7}));
   EXPECT_EQ(run_one("Range", {i32(1), i32(5), i32(-1)}, 11).shape(), Shape{0});
-  Tensor f = run_one("Range", {f32({}, {1}), f32({}, {2}), f32({}, {0.25f})}, 11);
-  EXPECT_EQ(values<float>(f), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
-  auto i64s = [](int64_t v) { return i64({}, {v}); };
+  Tensor f = run_one("Range", {floats({}, {1}), floats({}, {2}), floats({}, {0.25f})}, 11);
+  EXPECT_EQ(values_of<float>(f), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
+  auto i64s = [](int64_t v) { return int64s({}, {v}); };
   const int64_t lo = std::numeric_limits<int64_t>::min();
   const int64_t hi = std::numeric_limits<int64_t>::max();
   Tensor big = run_one("Range", {i64s(lo), i64s(hi), i64s(hi)}, 11);
-  EXPECT_EQ(values<int64_t>(big), (std::vector<int64_t>{lo, -1, hi - 1}));
+  EXPECT_EQ(values_of<int64_t>(big), (std::vector<int64_t>{lo, -1, hi - 1}));
   Tensor i16 = run_one("Range",
                        {Tensor::from_vector<int16_t>(DType::kInt16, {}, {-2}),
                         Tensor::from_vector<int16_t>(DType::kInt16, {}, {2}),
                         Tensor::from_vector<int16_t>(DType::kInt16, {}, {3})},
                        11);
-  EXPECT_EQ(values<int16_t>(i16), (std::vector<int16_t>{-2, 1}));
+  EXPECT_EQ(values_of<int16_t>(i16), (std::vector<int16_t>{-2, 1}));
   EXPECT_NE(run_error("Range", {i32(1), i32(5), i32(0)}, 11).find("delta must not be zero"),
             std::string::npos);
   EXPECT_NE(run_error("Range", {i32(1), i64s(5), i32(1)}, 11).find("input 1 has type int64"),
@@ -472,92 +386,136 @@ TEST(Identity, SharesTensor) {
   EXPECT_EQ(run_one("Identity", {x}, 16).raw_data(), x.raw_data());
 }
 
-}  // namespace
-}  // namespace onnxkit
+// ---- ReverseSequence ----
 
-// ---- ReverseSequence (through testing::run_op) ----
-namespace onnxkit {
-namespace {
-namespace reverse_sequence_test {
-
-using testing::run_op;
-
-[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-template <typename T>
-[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::function<void(Node*)> axes(int64_t batch_axis, int64_t time_axis) {
+SetAttributes axes(int64_t batch_axis, int64_t time_axis) {
   return [=](Node* n) {
-    testing::set_int(n, "batch_axis", batch_axis);
-    testing::set_int(n, "time_axis", time_axis);
+    set_int(n, "batch_axis", batch_axis);
+    set_int(n, "time_axis", time_axis);
   };
 }
 Tensor ramp(Shape shape) {
   std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  return f32(std::move(shape), v);
+  return floats(std::move(shape), v);
 }
 
 TEST(ReverseSequence, SpecExamples) {
   // Example 1: time_axis 0, batch_axis 1 (the defaults).
-  Tensor x = f32({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
-  Tensor out = run1("ReverseSequence", {x, i64({4}, {4, 3, 2, 1})}, 10);
-  EXPECT_EQ(elems<float>(out),
+  Tensor x = floats({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
+  Tensor out = run_one("ReverseSequence", {x, int64s({4}, {4, 3, 2, 1})}, 10);
+  EXPECT_EQ(values_of<float>(out),
             (std::vector<float>{3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15}));
   // Example 2: batch_axis 0, time_axis 1.
-  out = run1("ReverseSequence", {ramp({4, 4}), i64({4}, {1, 2, 3, 4})}, 10, axes(0, 1));
-  EXPECT_EQ(elems<float>(out),
+  out = run_one("ReverseSequence", {ramp({4, 4}), int64s({4}, {1, 2, 3, 4})}, 10, axes(0, 1));
+  EXPECT_EQ(values_of<float>(out),
             (std::vector<float>{0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12}));
 }
 
 TEST(ReverseSequence, InnerDimsMoveTogetherAndZeroLength) {
   // (batch 2, time 3, 2): batch 0 reverses all 3 steps, batch 1 none.
-  Tensor out = run1("ReverseSequence", {ramp({2, 3, 2}), i64({2}, {3, 0})}, 10, axes(0, 1));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{4, 5, 2, 3, 0, 1, 6, 7, 8, 9, 10, 11}));
+  Tensor out = run_one("ReverseSequence", {ramp({2, 3, 2}), int64s({2}, {3, 0})}, 10, axes(0, 1));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{4, 5, 2, 3, 0, 1, 6, 7, 8, 9, 10, 11}));
 }
 
 TEST(ReverseSequence, StringsAndEmptyTime) {
   Tensor s = Tensor::from_strings({2, 2}, {"a", "b", "c", "d"});
-  Tensor out = run1("ReverseSequence", {s, i64({2}, {2, 1})}, 10, axes(0, 1));
+  Tensor out = run_one("ReverseSequence", {s, int64s({2}, {2, 1})}, 10, axes(0, 1));
   EXPECT_EQ(out.strings(), (std::vector<std::string>{"b", "a", "c", "d"}));
-  out = run1("ReverseSequence", {f32({0, 2}, {}), i64({2}, {0, 0})}, 10);
+  out = run_one("ReverseSequence", {floats({0, 2}, {}), int64s({2}, {0, 0})}, 10);
   EXPECT_EQ(out.shape(), (Shape{0, 2}));
 }
 
 TEST(ReverseSequence, ErrorsNameTheProblem) {
   std::string message = error_of([] {
-    run1("ReverseSequence", {ramp({2, 3}), i64({2}, {1, 4})}, 10, axes(0, 1));
+    run_one("ReverseSequence", {ramp({2, 3}), int64s({2}, {1, 4})}, 10, axes(0, 1));
   });
   EXPECT_NE(message.find("sequence_lens value 4 (batch 1) is out of range [0, 3]"),
             std::string::npos)
       << message;
-  message = error_of([] { run1("ReverseSequence", {ramp({2, 3}), i64({2}, {1, 1})}, 10); });
+  message = error_of([] { run_one("ReverseSequence", {ramp({2, 3}), int64s({2}, {1, 1})}, 10); });
   EXPECT_NE(message.find("sequence_lens must have shape [3]"), std::string::npos) << message;
   message = error_of([] {
-    run1("ReverseSequence", {ramp({2, 3}), i64({3}, {1, 1, 1})}, 10, axes(1, 1));
+    run_one("ReverseSequence", {ramp({2, 3}), int64s({3}, {1, 1, 1})}, 10, axes(1, 1));
   });
   EXPECT_NE(message.find("batch_axis 1 and time_axis 1"), std::string::npos) << message;
 }
 
-}  // namespace reverse_sequence_test
+
+// Shape-vector rules, read from the op definitions as shape folding reads them: each value is
+// an initializer or its producer's rule applied to its inputs' vectors.
+namespace shape_vector_test {
+
+std::optional<ShapeVector> evaluate(const Value* value, int64_t opset);
+
+class InputsByRule : public ShapeVectorContext {
+ public:
+  using ShapeVectorContext::ShapeVectorContext;
+  const ShapeVector* input(size_t index) const override {
+    std::optional<ShapeVector> vec = evaluate(node().input(index), opset());
+    return vec ? &inputs_.emplace_back(std::move(*vec)) : nullptr;
+  }
+
+ private:
+  mutable std::deque<ShapeVector> inputs_;
+};
+
+std::optional<ShapeVector> evaluate(const Value* value, int64_t opset) {
+  if (!value) return std::nullopt;
+  if (value->has_initializer()) return ShapeVector::from_tensor(value->initializer());
+  const Node* node = value->producer();
+  const OpDefinition* definition = node ? builtin_registry().definition(*node, opset) : nullptr;
+  if (!definition || !definition->shape_vector) return std::nullopt;
+  return definition->shape_vector(InputsByRule(*node, opset));
+}
+
+TEST(ShapeVector, RulesFoldKnownDimsAndKeepNamedOnes) {
+  Graph g;
+  Value* x = g.add_input(
+      "x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("batch"), Dim::known(3)}));
+  Value* shape = g.add_node("Shape", {x}, {"shape"})->output(0);
+  Value* one = g.add_initializer("one", Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1}));
+  Value* two = g.add_initializer("two", Tensor::from_vector<int64_t>(DType::kInt64, {}, {2}));
+  Value* width = g.add_node("Gather", {shape, one}, {"width"})->output(0);
+  Value* doubled = g.add_node("Mul", {width, two}, {"doubled"})->output(0);
+  Node* concat = g.add_node("Concat", {shape, doubled}, {"target"});
+  Attribute axis;
+  axis.name = "axis";
+  axis.type = AttrType::kInt;
+  axis.i = 0;
+  concat->set_attribute(std::move(axis));
+
+  std::optional<ShapeVector> target = evaluate(concat->output(0), 13);
+  ASSERT_TRUE(target);
+  EXPECT_TRUE(target->from_shape);
+  ASSERT_EQ(target->elems.size(), 3u);
+  ASSERT_TRUE(target->elems[0].named_dim());
+  EXPECT_EQ(*target->elems[0].named_dim(), "batch");
+  EXPECT_TRUE(target->elems[1].is(3));
+  EXPECT_TRUE(target->elems[2].is(6));
+}
+
+TEST(ShapeVector, RulesReadAxesAsTheOpsetDefines) {
+  Graph g;
+  Value* x =
+      g.add_input("x", ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("batch")}));
+  Value* size = g.add_node("Size", {x}, {"size"})->output(0);
+  Node* unsqueeze = g.add_node("Unsqueeze", {size}, {"unsqueezed"});
+  Attribute axes;
+  axes.name = "axes";
+  axes.type = AttrType::kInts;
+  axes.ints = {0};
+  unsqueeze->set_attribute(std::move(axes));
+
+  // Before opset 13 the axes are an attribute; from 13 they are input 1, which is missing.
+  std::optional<ShapeVector> unsqueezed = evaluate(unsqueeze->output(0), 11);
+  ASSERT_TRUE(unsqueezed);
+  EXPECT_FALSE(unsqueezed->scalar);
+  ASSERT_EQ(unsqueezed->elems.size(), 1u);
+  EXPECT_EQ(*unsqueezed->elems[0].named_dim(), "batch");
+  EXPECT_FALSE(evaluate(unsqueeze->output(0), 13));
+}
+
+}  // namespace shape_vector_test
 }  // namespace
 }  // namespace onnxkit

@@ -12,13 +12,11 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_int;
+using namespace onnxkit::testing;
 using Complex = std::complex<double>;
 
-Tensor run1(const std::string& op, std::vector<Tensor> inputs,
-            const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), 17, 1, attrs)[0].tensor();
+Tensor run1(const std::string& op, std::vector<Tensor> inputs, const SetAttributes& attrs = {}) {
+  return run_op(op, std::move(inputs), 17, attrs)[0];
 }
 
 Tensor int64_scalar(int64_t value) {
@@ -242,9 +240,8 @@ TEST(Stft, ComplexSignalAndFrameLength) {
     }
   }
   Tensor signal = Tensor::from_vector<double>(DType::kDouble, {2, 9, 2}, values);
-  Tensor out = run_op("STFT", {signal, int64_scalar(2), Tensor(), int64_scalar(5)}, 17, 1,
-                      [](Node* node) { set_int(node, "onesided", 0); })[0]
-                   .tensor();
+  Tensor out = run_op("STFT", {signal, int64_scalar(2), Tensor(), int64_scalar(5)}, 17,
+                      [](Node* node) { set_int(node, "onesided", 0); })[0];
   ASSERT_EQ(out.shape(), (Shape{2, 3, 5, 2}));
   const auto got = complex_values(out);
   for (int64_t b = 0; b < 2; ++b) {

@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "core/half.h"
-#include "nn_test_helpers.h"
-#include "onnxkit/session.h"
+#include "op_test_util.h"
 
 namespace onnxkit {
 namespace {
+
+using namespace onnxkit::testing;
+
 const Tensor kCube = floats({2, 2, 2}, {0, 1, 2, 3, 1, 1, 1, 1});
 
 TEST(Softmax, OldOpsetsCoerceTo2D) {
@@ -19,20 +21,17 @@ TEST(Softmax, OldOpsetsCoerceTo2D) {
   expect_near(run_one("Softmax", {kCube}, 11),
               {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f, 0.25f, 0.25f, 0.25f, 0.25f});
   // axis 3 == rank: every dim goes to the rows, so each row has one element.
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 3));
-  expect_near(run_one("Softmax", {kCube}, 11, std::move(attrs)), std::vector<float>(8, 1.f));
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 3); };
+  expect_near(run_one("Softmax", {kCube}, 11, attrs), std::vector<float>(8, 1.f));
   // Negative axis at opset 11: -2 is axis 1.
-  std::vector<Attribute> neg;
-  neg.push_back(int_attr("axis", -2));
-  expect_near(run_one("Softmax", {kCube}, 11, std::move(neg)),
+  SetAttributes neg = [=](Node* n) { set_int(n, "axis", -2); };
+  expect_near(run_one("Softmax", {kCube}, 11, neg),
               {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f, 0.25f, 0.25f, 0.25f, 0.25f});
 }
 
 TEST(Softmax, Opset13RunsAlongOneAxis) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 1));
-  expect_near(run_one("Softmax", {kCube}, 13, std::move(attrs)),
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 1); };
+  expect_near(run_one("Softmax", {kCube}, 13, attrs),
               {0.1192029f, 0.1192029f, 0.8807971f, 0.8807971f, 0.5f, 0.5f, 0.5f, 0.5f});
   // Default axis -1: pairs along the last dim.
   expect_near(run_one("Softmax", {kCube}, 13),
@@ -53,9 +52,8 @@ TEST(LogSoftmax, OldAndNewAxisSemantics) {
   expect_near(run_one("LogSoftmax", {kCube}, 1),
               {-3.4401897f, -2.4401897f, -1.4401897f, -0.4401897f, -1.3862944f, -1.3862944f,
                -1.3862944f, -1.3862944f});
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 0));
-  expect_near(run_one("LogSoftmax", {kCube}, 13, std::move(attrs)),
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 0); };
+  expect_near(run_one("LogSoftmax", {kCube}, 13, attrs),
               {-1.3132617f, -0.6931472f, -0.3132617f, -0.126928f, -0.3132617f, -0.6931472f,
                -1.3132617f, -2.126928f});
 }
@@ -64,9 +62,8 @@ TEST(Hardmax, FirstMaximumWinsAndOldCoercion) {
   Tensor x = floats({1, 4}, {1, 3, 3, 2});
   expect_near(run_one("Hardmax", {x}, 13), {0, 1, 0, 0});
   expect_near(run_one("Hardmax", {kCube}, 11), {0, 0, 0, 1, 1, 0, 0, 0});
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 0));
-  expect_near(run_one("Hardmax", {kCube}, 13, std::move(attrs)), {0, 1, 1, 1, 1, 0, 0, 0});
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 0); };
+  expect_near(run_one("Hardmax", {kCube}, 13, attrs), {0, 1, 1, 1, 1, 0, 0, 0});
 }
 
 TEST(Softmax, HalfTypesAndEmptyTensors) {
@@ -83,17 +80,13 @@ TEST(Softmax, HalfTypesAndEmptyTensors) {
 }
 
 TEST(Softmax, AxisOutOfRangeAndIntegerInputFail) {
-  std::vector<Attribute> attrs;
-  attrs.push_back(int_attr("axis", 2));
+  SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 2); };
   std::string message = error_of([&] {
-    run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 13, std::move(attrs));
+    run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 13, attrs);
   });
   EXPECT_NE(message.find("axis 2 is out of range for rank 2"), std::string::npos) << message;
-  std::vector<Attribute> old;
-  old.push_back(int_attr("axis", 3));
-  message = error_of([&] {
-    run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 11, std::move(old));
-  });
+  SetAttributes old = [=](Node* n) { set_int(n, "axis", 3); };
+  message = error_of([&] { run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 11, old); });
   EXPECT_NE(message.find("axis 3 is out of range for rank 2"), std::string::npos) << message;
   Tensor ints = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {1, 2});
   message = error_of([&] { run_one("Softmax", {ints}, 13); });

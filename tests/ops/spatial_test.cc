@@ -12,100 +12,13 @@
 namespace onnxkit {
 namespace {
 
-// Runs a one-node model: inputs become graph inputs (an undefined tensor leaves that input
-// slot empty), returns output 0.
-Tensor run_one(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-               std::function<void(Node*)> set_attrs = {}) {
-  Model model;
-  model.ir_version = 8;
-  model.opset_imports = {{"", opset}};
-  Graph& g = model.graph();
-  std::vector<Value*> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    ins.push_back(g.add_input("in" + std::to_string(i), ValueType::tensor(inputs[i].dtype())));
-  }
-  Node* n = g.add_node(op, ins, {"out"}, "", "node0");
-  if (set_attrs) set_attrs(n);
-  g.add_output(n->output(0));
-  auto session = Session::create(std::move(model), SessionOptions::reference());
-  if (!session) throw Error(session.error());
-  NamedValues feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) feeds.emplace_back("in" + std::to_string(i), inputs[i]);
-  }
-  auto out = session.value()->run(feeds);
-  if (!out) throw Error(out.error());
-  return out.value()[0].second.tensor();
-}
-
-void set_int(Node* n, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  n->set_attribute(std::move(a));
-}
-void set_float(Node* n, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  n->set_attribute(std::move(a));
-}
-void set_string(Node* n, const std::string& name, const std::string& value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kString;
-  a.s = value;
-  n->set_attribute(std::move(a));
-}
-void set_ints(Node* n, const std::string& name, std::vector<int64_t> value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(value);
-  n->set_attribute(std::move(a));
-}
-void set_floats(Node* n, const std::string& name, std::vector<float> value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloats;
-  a.floats = std::move(value);
-  n->set_attribute(std::move(a));
-}
-
-Tensor int64s(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-Tensor floats(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-
-template <typename T>
-std::vector<T> values_of(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
+using namespace onnxkit::testing;
 
 void expect_near(const Tensor& t, const std::vector<double>& expected, double tolerance = 1e-4) {
   ASSERT_EQ(t.dtype(), DType::kFloat);
   ASSERT_EQ(t.numel(), static_cast<int64_t>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_NEAR(t.data<float>()[i], expected[i], tolerance) << "element " << i;
-  }
-}
-
-// Expects the run to throw an error whose message contains `needle`.
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 
@@ -388,50 +301,19 @@ TEST(Upsample, AttributeScalesLinearAndInputScalesNearest) {
       "is below 1");
 }
 
-}  // namespace
-}  // namespace onnxkit
-
-// ---- GridSample (through testing::run_op) ----
-namespace onnxkit {
-namespace {
-namespace grid_sample_test {
-
-using testing::run_op;
-
-[[maybe_unused]] Tensor f32(Shape shape, std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
-}
-[[maybe_unused]] Tensor i64(Shape shape, std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, std::move(shape), values);
-}
-template <typename T>
-[[maybe_unused]] std::vector<T> elems(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-[[maybe_unused]] Tensor run1(const std::string& op, std::vector<Tensor> inputs, int64_t opset,
-                             const std::function<void(Node*)>& attrs = {}) {
-  return run_op(op, std::move(inputs), opset, 1, attrs)[0].tensor();
-}
-[[maybe_unused]] std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// ---- GridSample ----
 
 Tensor ramp2x2() {
-  return f32({1, 1, 2, 2}, {0, 10, 20, 30});
+  return floats({1, 1, 2, 2}, {0, 10, 20, 30});
 }
 Tensor grid(Shape shape, std::vector<float> values) {
-  return f32(std::move(shape), values);
+  return floats(std::move(shape), values);
 }
-std::function<void(Node*)> grid_attrs(std::string mode, std::string padding, int64_t align) {
+SetAttributes grid_attrs(std::string mode, std::string padding, int64_t align) {
   return [=](Node* n) {
-    testing::set_string(n, "mode", mode);
-    testing::set_string(n, "padding_mode", padding);
-    testing::set_int(n, "align_corners", align);
+    set_string(n, "mode", mode);
+    set_string(n, "padding_mode", padding);
+    set_int(n, "align_corners", align);
   };
 }
 
@@ -439,91 +321,92 @@ TEST(GridSample, BilinearPaddingAndAlignCorners) {
   // Grid (0, 0) is the image centre; (1, 1) is the far corner: with align_corners 0 it
   // lies half a pixel outside, so zeros padding keeps a quarter of X[1][1].
   Tensor g = grid({1, 1, 2, 2}, {0, 0, 1, 1});
-  Tensor out = run1("GridSample", {ramp2x2(), g}, 16);
+  Tensor out = run_one("GridSample", {ramp2x2(), g}, 16);
   EXPECT_EQ(out.shape(), (Shape{1, 1, 1, 2}));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 7.5f}));
-  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "border", 0));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 30}));
-  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "zeros", 1));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 30}));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{15, 7.5f}));
+  out = run_one("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "border", 0));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{15, 30}));
+  out = run_one("GridSample", {ramp2x2(), g}, 16, grid_attrs("bilinear", "zeros", 1));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{15, 30}));
 }
 
 TEST(GridSample, ReflectionMirrorsAtTheBounds) {
-  Tensor x = f32({1, 1, 1, 3}, {0, 10, 20});
+  Tensor x = floats({1, 1, 1, 3}, {0, 10, 20});
   Tensor g = grid({1, 1, 2, 2}, {1.5f, 0, -1.5f, 0});
   // align_corners 1: bounds [0, 2]; x = 2.5 -> 1.5 and x = -0.5 -> 0.5.
-  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 1));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{15, 5}));
+  Tensor out = run_one("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 1));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{15, 5}));
   // align_corners 0: bounds [-0.5, 2.5]; x = 3.25 -> 1.75 and x = -1.25 -> 0.25.
-  out = run1("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 0));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{17.5f, 2.5f}));
+  out = run_one("GridSample", {x, g}, 16, grid_attrs("bilinear", "reflection", 0));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{17.5f, 2.5f}));
 }
 
 TEST(GridSample, NearestCopiesAnyTypeIncludingStrings) {
   Tensor x = Tensor::from_strings({1, 1, 2, 2}, {"a", "b", "c", "d"});
   Tensor g = grid({1, 1, 3, 2}, {-1, -1, 3, 3, 0.2f, -0.2f});
-  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("nearest", "border", 0));
+  Tensor out = run_one("GridSample", {x, g}, 16, grid_attrs("nearest", "border", 0));
   EXPECT_EQ(out.strings(), (std::vector<std::string>{"a", "d", "b"}));
-  out = run1("GridSample", {x, g}, 16, grid_attrs("nearest", "zeros", 0));
+  out = run_one("GridSample", {x, g}, 16, grid_attrs("nearest", "zeros", 0));
   EXPECT_EQ(out.strings(), (std::vector<std::string>{"a", "", "b"}));
 }
 
 TEST(GridSample, IntegerInputsRoundAndHalfGrid) {
   Tensor x = Tensor::from_vector<int32_t>(DType::kInt32, {1, 1, 2, 2}, {0, 10, 20, 31});
   Tensor g = grid({1, 1, 1, 2}, {0, 0});
-  Tensor out = run1("GridSample", {x, g}, 16);
+  Tensor out = run_one("GridSample", {x, g}, 16);
   EXPECT_EQ(out.dtype(), DType::kInt32);
-  EXPECT_EQ(elems<int32_t>(out), (std::vector<int32_t>{15}));  // 15.25 rounds to 15
+  EXPECT_EQ(values_of<int32_t>(out), (std::vector<int32_t>{15}));  // 15.25 rounds to 15
   Tensor xh = Tensor::from_vector<Float16>(DType::kFloat16, {1, 1, 2, 2},
                                            {Float16(0), Float16(10), Float16(20), Float16(30)});
   Tensor gd = Tensor::from_vector<double>(DType::kDouble, {1, 1, 1, 2}, {0, 0});
-  out = run1("GridSample", {xh, gd}, 16);
+  out = run_one("GridSample", {xh, gd}, 16);
   EXPECT_EQ(out.dtype(), DType::kFloat16);
   EXPECT_EQ(static_cast<float>(out.data<Float16>()[0]), 15.0f);
 }
 
 TEST(GridSample, BicubicKeepsConstantsWithBorderPadding) {
-  Tensor x = f32({1, 2, 3, 3}, std::vector<float>(18, 2.0f));
+  Tensor x = floats({1, 2, 3, 3}, std::vector<float>(18, 2.0f));
   Tensor g = grid({1, 2, 1, 2}, {0.1f, -0.2f, 0.9f, 0.95f});
-  Tensor out = run1("GridSample", {x, g}, 16, grid_attrs("bicubic", "border", 1));
+  Tensor out = run_one("GridSample", {x, g}, 16, grid_attrs("bicubic", "border", 1));
   EXPECT_EQ(out.shape(), (Shape{1, 2, 2, 1}));
-  for (float v : elems<float>(out)) EXPECT_NEAR(v, 2.0f, 1e-6);
+  for (float v : values_of<float>(out)) EXPECT_NEAR(v, 2.0f, 1e-6);
 }
 
 TEST(GridSample, FarOutsideReadsZerosOrBorder) {
   Tensor g = grid({1, 1, 2, 2}, {1e30f, -1e30f, -3e20f, 0});
-  Tensor out = run1("GridSample", {ramp2x2(), g}, 16);
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0}));
-  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("bicubic", "zeros", 0));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{0, 0}));
-  out = run1("GridSample", {ramp2x2(), g}, 16, grid_attrs("nearest", "border", 1));
-  EXPECT_EQ(elems<float>(out), (std::vector<float>{10, 0}));  // (x 1, y 0) and (x 0, y 0.5 -> 0)
+  Tensor out = run_one("GridSample", {ramp2x2(), g}, 16);
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 0}));
+  out = run_one("GridSample", {ramp2x2(), g}, 16, grid_attrs("bicubic", "zeros", 0));
+  EXPECT_EQ(values_of<float>(out), (std::vector<float>{0, 0}));
+  out = run_one("GridSample", {ramp2x2(), g}, 16, grid_attrs("nearest", "border", 1));
+  EXPECT_EQ(values_of<float>(out),
+            (std::vector<float>{10, 0}));  // (x 1, y 0) and (x 0, y 0.5 -> 0)
 }
 
 TEST(GridSample, EmptyGridAndErrors) {
-  Tensor out = run1("GridSample", {ramp2x2(), grid({1, 0, 2, 2}, {})}, 16);
+  Tensor out = run_one("GridSample", {ramp2x2(), grid({1, 0, 2, 2}, {})}, 16);
   EXPECT_EQ(out.shape(), (Shape{1, 1, 0, 2}));
   std::string message = error_of([] {
-    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 3}, {0, 0, 0})}, 16);
+    run_one("GridSample", {ramp2x2(), grid({1, 1, 1, 3}, {0, 0, 0})}, 16);
   });
   EXPECT_NE(message.find("grid must have shape [1, H_out, W_out, 2]"), std::string::npos)
       << message;
   message = error_of([] {
-    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
-         grid_attrs("linear", "zeros", 0));
+    run_one("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
+            grid_attrs("linear", "zeros", 0));
   });
   EXPECT_NE(message.find("mode is 'linear'"), std::string::npos) << message;
   message = error_of([] {
-    run1("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
-         grid_attrs("bilinear", "wrap", 0));
+    run_one("GridSample", {ramp2x2(), grid({1, 1, 1, 2}, {0, 0})}, 16,
+            grid_attrs("bilinear", "wrap", 0));
   });
   EXPECT_NE(message.find("padding_mode is 'wrap'"), std::string::npos) << message;
   message = error_of([] {
-    run1("GridSample", {Tensor::from_strings({1, 1, 1, 1}, {"a"}), grid({1, 1, 1, 2}, {0, 0})}, 16);
+    run_one("GridSample", {Tensor::from_strings({1, 1, 1, 1}, {"a"}), grid({1, 1, 1, 2}, {0, 0})},
+            16);
   });
   EXPECT_NE(message.find("bilinear mode needs a real number type"), std::string::npos) << message;
 }
 
-}  // namespace grid_sample_test
 }  // namespace
 }  // namespace onnxkit

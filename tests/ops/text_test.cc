@@ -10,42 +10,11 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_int;
-using testing::set_ints;
-using testing::set_string;
+using namespace onnxkit::testing;
 
-void set_strings(Node* node, const std::string& name, std::vector<std::string> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kStrings;
-  a.strings = std::move(values);
-  node->set_attribute(std::move(a));
-}
-
-void set_floats(Node* node, const std::string& name, std::vector<float> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloats;
-  a.floats = std::move(values);
-  node->set_attribute(std::move(a));
-}
-
-// Runs `f` and expects an error whose message contains `needle`.
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << needle << "'";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
-Tensor normalize(Shape shape, std::vector<std::string> words,
-                 const std::function<void(Node*)>& attrs) {
+Tensor normalize(Shape shape, std::vector<std::string> words, const SetAttributes& attrs) {
   return run_op("StringNormalizer", {Tensor::from_strings(std::move(shape), std::move(words))}, 10,
-                1, attrs)[0]
-      .tensor();
+                attrs)[0];
 }
 
 // ---- StringNormalizer ----
@@ -108,10 +77,9 @@ TEST(StringNormalizer, RejectsBadShapeAndAction) {
 
 // ---- TfIdfVectorizer ----
 
-std::function<void(Node*)> tfidf_attrs(const std::string& mode, int64_t min_gram, int64_t max_gram,
-                                       int64_t max_skip, std::vector<int64_t> counts,
-                                       std::vector<int64_t> indexes,
-                                       const std::function<void(Node*)>& pool) {
+SetAttributes tfidf_attrs(const std::string& mode, int64_t min_gram, int64_t max_gram,
+                          int64_t max_skip, std::vector<int64_t> counts,
+                          std::vector<int64_t> indexes, const SetAttributes& pool) {
   return [=](Node* n) {
     set_string(n, "mode", mode);
     set_int(n, "min_gram_length", min_gram);
@@ -133,7 +101,7 @@ TEST(TfIdfVectorizer, StringPoolWithPermutedIndexes) {
     set_strings(n, "pool_strings", {"a", "b", "a", "b"});
   });
   Tensor x = Tensor::from_strings({5}, {"a", "b", "a", "c", "a"});
-  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, attrs)[0];
   EXPECT_EQ(y.shape(), (Shape{3}));
   EXPECT_EQ(floats_of(y), (std::vector<float>{1, 1, 3}));  // b: 1, ab: 1, a: 3
 }
@@ -144,7 +112,7 @@ TEST(TfIdfVectorizer, SkipsAndTrigramsOnInt64) {
     set_ints(n, "pool_int64s", {1, 3, 2, 1, 1, 3, 1});
   });
   Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {6}, {1, 2, 3, 1, 1, 3});
-  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, attrs)[0];
   // (1, 3): [4, 5] at distance 1, [0, 2] and [3, 5] at distance 2. (2, 1): [1, 3] at
   // distance 2 ([1, 4] would need distance 3). (1, 3, 1): [0, 2, 4] at distance 2.
   EXPECT_EQ(floats_of(y), (std::vector<float>{3, 1, 1}));
@@ -157,13 +125,11 @@ TEST(TfIdfVectorizer, IdfAndTfIdfUseWeightsPerOutput) {
   };
   Tensor x = Tensor::from_vector<int32_t>(DType::kInt32, {2, 4}, {7, 7, 8, 1, 9, 9, 9, 7});
   Tensor idf =
-      run_op("TfIdfVectorizer", {x}, 9, 1, tfidf_attrs("IDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0]
-          .tensor();
+      run_op("TfIdfVectorizer", {x}, 9, tfidf_attrs("IDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0];
   EXPECT_EQ(idf.shape(), (Shape{2, 3}));
   EXPECT_EQ(floats_of(idf), (std::vector<float>{0.5f, 2.0f, 0.0f, 0.5f, 0.0f, 4.0f}));
   Tensor tfidf =
-      run_op("TfIdfVectorizer", {x}, 9, 1, tfidf_attrs("TFIDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0]
-          .tensor();
+      run_op("TfIdfVectorizer", {x}, 9, tfidf_attrs("TFIDF", 1, 1, 0, {0}, {0, 1, 2}, pool))[0];
   EXPECT_EQ(floats_of(tfidf), (std::vector<float>{1.0f, 2.0f, 0.0f, 0.5f, 0.0f, 12.0f}));
 }
 
@@ -172,8 +138,7 @@ TEST(TfIdfVectorizer, IdfWithoutWeightsIsPresence) {
     set_ints(n, "pool_int64s", {4, 5});
   });
   Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {3}, {4, 4, 4});
-  EXPECT_EQ(floats_of(run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor()),
-            (std::vector<float>{1, 0}));
+  EXPECT_EQ(floats_of(run_op("TfIdfVectorizer", {x}, 9, attrs)[0]), (std::vector<float>{1, 0}));
 }
 
 TEST(TfIdfVectorizer, EmptyRowsGiveZeros) {
@@ -181,7 +146,7 @@ TEST(TfIdfVectorizer, EmptyRowsGiveZeros) {
     set_ints(n, "pool_int64s", {1, 2, 1, 2});
   });
   Tensor x = Tensor::from_vector<int64_t>(DType::kInt64, {2, 0}, {});
-  Tensor y = run_op("TfIdfVectorizer", {x}, 9, 1, attrs)[0].tensor();
+  Tensor y = run_op("TfIdfVectorizer", {x}, 9, attrs)[0];
   EXPECT_EQ(y.shape(), (Shape{2, 3}));
   EXPECT_EQ(floats_of(y), (std::vector<float>(6, 0.0f)));
 }
@@ -189,15 +154,14 @@ TEST(TfIdfVectorizer, EmptyRowsGiveZeros) {
 TEST(TfIdfVectorizer, RejectsMismatchedInputAndBadPool) {
   auto int_pool =
       tfidf_attrs("TF", 1, 1, 0, {0}, {0}, [](Node* n) { set_ints(n, "pool_int64s", {1}); });
-  expect_error(
-      [&] { run_op("TfIdfVectorizer", {Tensor::from_strings({1}, {"a"})}, 9, 1, int_pool); },
-      "string input needs pool_strings");
+  expect_error([&] { run_op("TfIdfVectorizer", {Tensor::from_strings({1}, {"a"})}, 9, int_pool); },
+               "string input needs pool_strings");
   auto ragged = tfidf_attrs("TF", 2, 2, 0, {0, 1}, {0, 1}, [](Node* n) {
     set_ints(n, "pool_int64s", {1, 2, 3, 4});
   });
   expect_error(
       [&] {
-        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9, 1,
+        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9,
                ragged);
       },
       "the pool holds 3 items for 2-grams, not a multiple of 2");
@@ -206,7 +170,7 @@ TEST(TfIdfVectorizer, RejectsMismatchedInputAndBadPool) {
   });
   expect_error(
       [&] {
-        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9, 1,
+        run_op("TfIdfVectorizer", {Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1})}, 9,
                short_indexes);
       },
       "more n-grams than the 1 ngram_indexes");

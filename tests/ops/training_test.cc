@@ -10,30 +10,18 @@
 namespace onnxkit {
 namespace {
 
-using testing::run_op;
-using testing::set_float;
-using testing::set_string;
+using namespace onnxkit::testing;
 
 constexpr const char* kDomain = "ai.onnx.preview.training";
 
 std::vector<Tensor> run_training(const std::string& op, std::vector<Tensor> inputs,
-                                 size_t num_outputs, const std::function<void(Node*)>& attrs) {
-  std::vector<Tensor> result;
-  for (auto& v : run_op(op, std::move(inputs), 17, num_outputs, attrs, kDomain)) {
-    result.push_back(v.tensor());
-  }
-  return result;
+                                 size_t num_outputs, const SetAttributes& attrs) {
+  return run_op(op, std::move(inputs), 17, attrs, num_outputs, kDomain);
 }
 
-std::string run_error(const std::string& op, std::vector<Tensor> inputs, size_t num_outputs,
-                      const std::function<void(Node*)>& attrs) {
-  try {
-    run_op(op, std::move(inputs), 17, num_outputs, attrs, kDomain);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << op << " did not fail";
-  return "";
+std::string training_error(const std::string& op, std::vector<Tensor> inputs, size_t num_outputs,
+                           const SetAttributes& attrs) {
+  return run_error(op, std::move(inputs), 17, attrs, num_outputs, kDomain);
 }
 
 Tensor scalar_r(double r) {
@@ -127,27 +115,27 @@ TEST(Momentum, FloatTensorsWithDoubleRate) {
 
 TEST(Optimizers, Errors) {
   auto adagrad = [](Node*) {};
-  EXPECT_NE(run_error("Adagrad", {scalar_r(0.1), scalar_t(0), vec({1}), vec({1})}, 2, adagrad)
+  EXPECT_NE(training_error("Adagrad", {scalar_r(0.1), scalar_t(0), vec({1}), vec({1})}, 2, adagrad)
                 .find("3 lists of equal length), got 4 inputs"),
             std::string::npos);
-  EXPECT_NE(run_error("Adagrad",
-                      {scalar_r(0.1), Tensor::from_vector<int32_t>(DType::kInt32, {}, {0}),
-                       vec({1}), vec({1}), vec({1})},
-                      2, adagrad)
+  EXPECT_NE(training_error("Adagrad",
+                           {scalar_r(0.1), Tensor::from_vector<int32_t>(DType::kInt32, {}, {0}),
+                            vec({1}), vec({1}), vec({1})},
+                           2, adagrad)
                 .find("T has type int32, must be int64"),
             std::string::npos);
-  EXPECT_NE(
-      run_error("Adagrad", {vec({0.1, 0.2}), scalar_t(0), vec({1}), vec({1}), vec({1})}, 2, adagrad)
-          .find("R must be a scalar, got shape [2]"),
-      std::string::npos);
-  EXPECT_NE(run_error("Adagrad",
-                      {scalar_r(0.1), scalar_t(0), vec({1}),
-                       Tensor::from_vector<float>(DType::kFloat, {1}, {1.0f}), vec({1})},
-                      2, adagrad)
+  EXPECT_NE(training_error("Adagrad", {vec({0.1, 0.2}), scalar_t(0), vec({1}), vec({1}), vec({1})},
+                           2, adagrad)
+                .find("R must be a scalar, got shape [2]"),
+            std::string::npos);
+  EXPECT_NE(training_error("Adagrad",
+                           {scalar_r(0.1), scalar_t(0), vec({1}),
+                            Tensor::from_vector<float>(DType::kFloat, {1}, {1.0f}), vec({1})},
+                           2, adagrad)
                 .find("input 3 has type float, expected double"),
             std::string::npos);
-  EXPECT_NE(run_error("Momentum", {scalar_r(0.1), scalar_t(0), vec({1}), vec({1}), vec({1})}, 2,
-                      [](Node* n) { set_momentum(n, "heavy"); })
+  EXPECT_NE(training_error("Momentum", {scalar_r(0.1), scalar_t(0), vec({1}), vec({1}), vec({1})},
+                           2, [](Node* n) { set_momentum(n, "heavy"); })
                 .find("mode is 'heavy'"),
             std::string::npos);
 }

@@ -19,16 +19,8 @@ Value* reduce_mean(Graph& g, Value* input, const std::string& out, std::vector<i
   return node->output(0);
 }
 
-Node* first(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
-}
-
 size_t apply(Model& model) {
-  auto pass = make_cancel_transposes_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_cancel_transposes_pass(), model);
 }
 
 // ConvNeXt's LayerNorm2d: x[n,4,3,5] -> Transpose(0,2,3,1) -> LayerNorm over the last axis
@@ -93,7 +85,7 @@ TEST(CancelTransposes, OtherReaderGetsTheComposedPermutation) {
   Model before = copy_model(model);
   EXPECT_EQ(apply(model), 1u);
   ASSERT_EQ(count_ops(model, "Transpose"), 1u);
-  Node* t = first(model, "Transpose");
+  Node* t = find_op(model, "Transpose");
   EXPECT_EQ(t->find_attribute("perm")->ints, (std::vector<int64_t>{2, 0, 1}));
   EXPECT_EQ(t->input(0)->name(), "r");
   EXPECT_TRUE(same_outputs(before, model));
@@ -145,7 +137,7 @@ TEST(CancelTransposes, ReductionAxesAsInput) {
   Model before = copy_model(model);
   EXPECT_EQ(apply(model), 1u);
   EXPECT_EQ(count_ops(model, "Transpose"), 0u);
-  const Tensor& new_axes = first(model, "ReduceSum")->input(1)->initializer();
+  const Tensor& new_axes = find_op(model, "ReduceSum")->input(1)->initializer();
   EXPECT_EQ(new_axes.data<int64_t>()[0], 1);
   EXPECT_TRUE(same_outputs(before, model));
 }

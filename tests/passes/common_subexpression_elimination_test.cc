@@ -7,15 +7,8 @@ namespace {
 
 using namespace onnxkit::testing;
 
-std::string numbered(char prefix, int i) {
-  std::string name(1, prefix);
-  name += std::to_string(i);
-  return name;
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_common_subexpression_elimination_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_common_subexpression_elimination_pass(), model, std::move(context));
 }
 
 TEST(CommonSubexpressionElimination, ChainsCollapseInOneRun) {

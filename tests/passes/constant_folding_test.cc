@@ -3,38 +3,15 @@
 namespace onnxkit::testing {
 namespace {
 
-Attribute attr(std::string name, AttrType type) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = type;
-  return a;
-}
-
-Tensor int64s(std::vector<int64_t> values) {
-  const auto n = static_cast<int64_t>(values.size());
-  return Tensor::from_vector(DType::kInt64, {n}, values);
-}
-
 Tensor floats(std::vector<float> values) {
   const auto n = static_cast<int64_t>(values.size());
   return Tensor::from_vector(DType::kFloat, {n}, values);
 }
 
-Tensor bool_scalar(bool value) {
-  return Tensor::from_vector<bool>(DType::kBool, {}, {value});
-}
-
 // Runs constant folding on `graph` (the main graph by default) with `context` (so the test
-// can read not_folded) and verifies the model.
+// can read not_folded).
 size_t fold(Model& model, PassContext& context, Graph* graph = nullptr) {
-  auto pass = make_constant_folding_pass();
-  context.model = &model;
-  context.registry = &OpRegistry::builtin();
-  size_t changes = pass->run(graph ? *graph : model.graph(), context);
-  model.graph().sort_topologically();
-  Status verified = verify_model(model);
-  EXPECT_TRUE(verified.ok()) << verified.message();
-  return changes;
+  return apply_pass(*make_constant_folding_pass(), model, context, graph);
 }
 
 size_t fold(Model& model, Graph* graph = nullptr) {
@@ -49,12 +26,12 @@ Graph& untaken_branch(Model& model, Value* x) {
   Value* cond = g.add_initializer("cond", bool_scalar(false));
   Node* if_node = g.add_node("If", {cond}, {"y"}, "", "if");
   g.add_output(if_node->output(0));
-  Attribute else_branch = attr("else_branch", AttrType::kGraph);
+  Attribute else_branch = typed_attribute("else_branch", AttrType::kGraph);
   else_branch.g = std::make_unique<Graph>(&g);
   Node* id = else_branch.g->add_node("Identity", {x}, {"x_copy"});
   else_branch.g->add_output(id->output(0));
   if_node->set_attribute(std::move(else_branch));
-  Attribute then_branch = attr("then_branch", AttrType::kGraph);
+  Attribute then_branch = typed_attribute("then_branch", AttrType::kGraph);
   then_branch.g = std::make_unique<Graph>(&g);
   Graph& branch = *then_branch.g;
   if_node->set_attribute(std::move(then_branch));
@@ -316,15 +293,15 @@ TEST(ConstantFolding, NonDeterministicOpsAreKept) {
   Graph& g = model.graph();
   Value* x = g.add_input("x", float_type({3}));
   Value* c = g.add_initializer("c", random_floats({3}, 11));
-  Attribute seed = attr("seed", AttrType::kFloat);
+  Attribute seed = typed_attribute("seed", AttrType::kFloat);
   seed.f = 3;
   Node* uniform = g.add_node("RandomUniform", {}, {"uniform"});
-  Attribute shape = attr("shape", AttrType::kInts);
+  Attribute shape = typed_attribute("shape", AttrType::kInts);
   shape.ints = {3};
   uniform->set_attribute(std::move(shape));
   uniform->set_attribute(std::move(seed));
   Node* normal = g.add_node("RandomNormalLike", {c}, {"normal"});
-  Attribute seed2 = attr("seed", AttrType::kFloat);
+  Attribute seed2 = typed_attribute("seed", AttrType::kFloat);
   seed2.f = 4;
   normal->set_attribute(std::move(seed2));
   Value* ratio = g.add_initializer("ratio", Tensor::from_vector<float>(DType::kFloat, {}, {0.5f}));
@@ -414,7 +391,7 @@ TEST(ConstantFolding, FoldsInsideALoopBody) {
   Value* keep_going = g.add_initializer("keep_going", bool_scalar(true));
   Node* loop = g.add_node("Loop", {trips, keep_going, x}, {"v_final"}, "", "loop");
   g.add_output(loop->output(0));
-  Attribute body_attr = attr("body", AttrType::kGraph);
+  Attribute body_attr = typed_attribute("body", AttrType::kGraph);
   body_attr.g = std::make_unique<Graph>(&g);
   Graph& body = *body_attr.g;
   body.add_input("iter", ValueType::tensor(DType::kInt64, std::vector<Dim>{}));
@@ -455,7 +432,7 @@ TEST(ConstantFolding, KeepsQuantizationSubgraphsAndSequences) {
   // If over constants only: has a subgraph (inline_constant_if's job).
   Node* if_node = g.add_node("If", {g.add_initializer("flag", bool_scalar(true))}, {"chosen"});
   for (const char* name : {"then_branch", "else_branch"}) {
-    Attribute branch = attr(name, AttrType::kGraph);
+    Attribute branch = typed_attribute(name, AttrType::kGraph);
     branch.g = std::make_unique<Graph>(&g);
     Node* id = branch.g->add_node("Identity", {w}, {std::string(name) + "_w"});
     branch.g->add_output(id->output(0));

@@ -3,13 +3,6 @@
 namespace onnxkit::testing {
 namespace {
 
-Attribute attr(std::string name, AttrType type) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = type;
-  return a;
-}
-
 Node* add_constant(Graph& graph, const std::string& output, Attribute value) {
   Node* node = graph.add_node("Constant", {}, {output}, "", output + "_node");
   node->set_attribute(std::move(value));
@@ -18,14 +11,7 @@ Node* add_constant(Graph& graph, const std::string& output, Attribute value) {
 
 // Runs the pass on `graph` (the main graph or a subgraph of `model`) and verifies the model.
 size_t run_on(Model& model, Graph& graph) {
-  auto pass = make_constant_to_initializer_pass();
-  PassContext context;
-  context.model = &model;
-  context.registry = &OpRegistry::builtin();
-  size_t changes = pass->run(graph, context);
-  Status verified = verify_model(model);
-  EXPECT_TRUE(verified.ok()) << verified.message();
-  return changes;
+  return apply_pass(*make_constant_to_initializer_pass(), model, {}, &graph);
 }
 
 TEST(ConstantToInitializer, EveryValueAttributeForm) {
@@ -33,25 +19,25 @@ TEST(ConstantToInitializer, EveryValueAttributeForm) {
   Graph& g = model.graph();
   Value* x = g.add_input("x", float_type({3}));
 
-  Attribute value = attr("value", AttrType::kTensor);
+  Attribute value = typed_attribute("value", AttrType::kTensor);
   value.t = random_floats({3}, 7);
   add_constant(g, "c_value", std::move(value));
-  Attribute f = attr("value_float", AttrType::kFloat);
+  Attribute f = typed_attribute("value_float", AttrType::kFloat);
   f.f = 2.5f;
   add_constant(g, "c_float", std::move(f));
-  Attribute fs = attr("value_floats", AttrType::kFloats);
+  Attribute fs = typed_attribute("value_floats", AttrType::kFloats);
   fs.floats = {1, -2, 3};
   add_constant(g, "c_floats", std::move(fs));
-  Attribute i = attr("value_int", AttrType::kInt);
+  Attribute i = typed_attribute("value_int", AttrType::kInt);
   i.i = 5;
   add_constant(g, "c_int", std::move(i));
-  Attribute is = attr("value_ints", AttrType::kInts);
+  Attribute is = typed_attribute("value_ints", AttrType::kInts);
   is.ints = {1, 3};
   add_constant(g, "c_ints", std::move(is));
-  Attribute s = attr("value_string", AttrType::kString);
+  Attribute s = typed_attribute("value_string", AttrType::kString);
   s.s = "hello";
   add_constant(g, "c_string", std::move(s));
-  Attribute ss = attr("value_strings", AttrType::kStrings);
+  Attribute ss = typed_attribute("value_strings", AttrType::kStrings);
   ss.strings = {"a", "bc"};
   add_constant(g, "c_strings", std::move(ss));
 
@@ -99,10 +85,10 @@ TEST(ConstantToInitializer, ConstantInASubgraphStaysInIt) {
   Node* if_node = g.add_node("If", {cond}, {"y"}, "", "if");
   g.add_output(if_node->output(0));
   for (const char* name : {"then_branch", "else_branch"}) {
-    Attribute branch = attr(name, AttrType::kGraph);
+    Attribute branch = typed_attribute(name, AttrType::kGraph);
     branch.g = std::make_unique<Graph>(&g);
     Graph& b = *branch.g;
-    Attribute value = attr("value", AttrType::kTensor);
+    Attribute value = typed_attribute("value", AttrType::kTensor);
     value.t = random_floats({2}, name[0]);
     const std::string c = std::string(name) + "_c";
     add_constant(b, c, std::move(value));
@@ -131,9 +117,9 @@ TEST(ConstantToInitializer, SubgraphOutputThatIsAConstant) {
   Node* if_node = g.add_node("If", {cond}, {"y"}, "", "if");
   g.add_output(if_node->output(0));
   for (const char* name : {"then_branch", "else_branch"}) {
-    Attribute branch = attr(name, AttrType::kGraph);
+    Attribute branch = typed_attribute(name, AttrType::kGraph);
     branch.g = std::make_unique<Graph>(&g);
-    Attribute value = attr("value_floats", AttrType::kFloats);
+    Attribute value = typed_attribute("value_floats", AttrType::kFloats);
     value.floats = {name[0] == 't' ? 1.0f : 2.0f};
     Node* c = add_constant(*branch.g, std::string(name) + "_out", std::move(value));
     branch.g->add_output(c->output(0));
@@ -154,7 +140,7 @@ TEST(ConstantToInitializer, LeavesSparseAndMalformedConstants) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Value* x = g.add_input("x", float_type({4}));
-  Attribute sparse = attr("sparse_value", AttrType::kSparseTensor);
+  Attribute sparse = typed_attribute("sparse_value", AttrType::kSparseTensor);
   sparse.sparse_tensor.values = Tensor::from_vector<float>(DType::kFloat, {1}, {3});
   sparse.sparse_tensor.indices = Tensor::from_vector<int64_t>(DType::kInt64, {1}, {2});
   sparse.sparse_tensor.dims = {4};
@@ -162,10 +148,10 @@ TEST(ConstantToInitializer, LeavesSparseAndMalformedConstants) {
   Node* add = g.add_node("Add", {x, g.find_value("c_sparse")}, {"out"});
   g.add_output(add->output(0));
   // Two value attributes: invalid, so not ours to interpret.
-  Attribute a = attr("value_float", AttrType::kFloat);
+  Attribute a = typed_attribute("value_float", AttrType::kFloat);
   a.f = 1;
   Node* both = add_constant(g, "c_both", std::move(a));
-  Attribute b = attr("value_int", AttrType::kInt);
+  Attribute b = typed_attribute("value_int", AttrType::kInt);
   b.i = 1;
   both->set_attribute(std::move(b));
   Model before = copy_model(model);

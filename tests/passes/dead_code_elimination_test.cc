@@ -6,8 +6,7 @@ namespace {
 using namespace onnxkit::testing;
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_dead_code_elimination_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_dead_code_elimination_pass(), model, std::move(context));
 }
 
 TEST(DeadCodeElimination, UnreadChainsGo) {

@@ -11,15 +11,8 @@ Tensor floats(Shape shape, std::vector<float> values) {
   return Tensor::from_vector<float>(DType::kFloat, std::move(shape), values);
 }
 
-std::string numbered(char prefix, int i) {
-  std::string name(1, prefix);
-  name += std::to_string(i);
-  return name;
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_dedup_initializers_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_dedup_initializers_pass(), model, std::move(context));
 }
 
 // y = Sum(x, c_0, ..., c_n) over the given initializers.
@@ -63,11 +56,7 @@ TEST(DedupInitializers, DtypeAndShapeMatterNotJustBytes) {
   Value* c = g.add_initializer("c", floats({1, 2}, {0, 0}));
   Value* x = g.add_input("x", float_type({2}));
   Node* cast = g.add_node("Cast", {b}, {"bf"});
-  Attribute to;
-  to.name = "to";
-  to.type = AttrType::kInt;
-  to.i = static_cast<int64_t>(DType::kFloat);
-  cast->set_attribute(std::move(to));
+  set_int(cast, "to", static_cast<int64_t>(DType::kFloat));
   Node* sum = g.add_node("Sum", {x, a, cast->output(0), c}, {"y"});
   g.add_output(sum->output(0));
   EXPECT_EQ(run_pass(model), 0u);
@@ -121,11 +110,7 @@ TEST(DedupInitializers, StringsAndSubgraphReaders) {
   Value* f2 = g.add_initializer("f2", floats({2}, {5, 6}));
   Value* cond = g.add_input("cond", ValueType::tensor(DType::kBool, std::vector<Dim>{}));
   Node* concat = g.add_node("Concat", {s1, s2, s3}, {"s"});
-  Attribute axis;
-  axis.name = "axis";
-  axis.type = AttrType::kInt;
-  axis.i = 0;
-  concat->set_attribute(std::move(axis));
+  set_int(concat, "axis", 0);
   g.add_output(concat->output(0));
   // f2 is read only inside a branch.
   auto then_branch = std::make_unique<Graph>(&g);

@@ -6,14 +6,8 @@ namespace {
 
 using namespace onnxkit::testing;
 
-void infer(Model& model) {
-  Status status = infer_shapes(model);
-  ASSERT_TRUE(status.ok()) << status.message();
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_eliminate_identity_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_eliminate_identity_pass(), model, std::move(context));
 }
 
 TEST(EliminateIdentity, ChainBetweenNodesIsRemoved) {

@@ -10,11 +10,6 @@ using namespace onnxkit::testing;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-Tensor int64s(std::vector<int64_t> values) {
-  const auto n = static_cast<int64_t>(values.size());
-  return Tensor::from_vector<int64_t>(DType::kInt64, {n}, values);
-}
-
 // x (float[dims]) -> Relu -> op(r, constant inputs...) -> Neg -> y. Returns the op node.
 struct Built {
   Model model;
@@ -42,8 +37,7 @@ Built around(int64_t opset, std::vector<int64_t> dims, const std::string& op_typ
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_eliminate_noop_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_eliminate_noop_pass(), model, std::move(context));
 }
 
 // Runs the pass and checks that `op_type` is gone (or stays) and outputs still match.

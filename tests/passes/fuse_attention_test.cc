@@ -1,13 +1,13 @@
 #include <cmath>
 #include <limits>
 
+#include "pass_test_util.h"
 #include "passes/transformer_fusion_util.h"
-#include "transformer_pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 enum class Mask { kNone, kAdd, kKeep, kAddThenKeep, kKeepThenAdd };
 
@@ -69,8 +69,7 @@ Model bert_model(const BertGraph& spec) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_attention_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_attention_pass(), model);
 }
 
 // Runs the pass and checks one Attention replaced MatMul / scale / masks / Softmax / MatMul.

@@ -1,11 +1,11 @@
 #include <set>
 
-#include "transformer_pass_test_util.h"
+#include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 // Softmax(Add(x [2, 3, n, 5], bias)) -> Relu.
 Model bias_softmax_model(std::vector<int64_t> bias_dims, bool bias_first = false,
@@ -25,8 +25,7 @@ Model bias_softmax_model(std::vector<int64_t> bias_dims, bool bias_first = false
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_bias_softmax_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_bias_softmax_pass(), model);
 }
 
 void expect_fused(Model model) {

@@ -5,21 +5,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::add_op;
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_scalar;
-using testing::float_type;
-using testing::floats_attr;
-using testing::only_node;
-using testing::random_floats;
-using testing::same_outputs;
-using testing::string_attr;
-
-// Builds what follows the Conv: gets the model and the Conv output, returns the graph output.
-using Tail = std::function<Value*(Model&, Value*)>;
+using namespace onnxkit::testing;
 
 // x [2, 3, 6, 6] -> Conv(W [4, 3, 3, 3], B, pads 1) "conv" -> tail; types inferred.
 Model conv_model(const Tail& tail, int64_t opset = 14) {
@@ -30,15 +16,14 @@ Model conv_model(const Tail& tail, int64_t opset = 14) {
                           {x, g.add_initializer("W", random_floats({4, 3, 3, 3}, 1)),
                            g.add_initializer("B", random_floats({4}, 2))},
                           {"c"}, "", "conv");
-  testing::set_ints(conv, "pads", {1, 1, 1, 1});
+  set_ints(conv, "pads", {1, 1, 1, 1});
   g.add_output(tail(model, conv->output(0)));
-  testing::infer_types(model);
+  infer(model);
   return model;
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_conv_activation_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_conv_activation_pass(), model, std::move(context));
 }
 
 Node* named(Graph& g, const std::string& type, std::vector<Value*> inputs,
@@ -58,11 +43,11 @@ const Node* expect_fused(Model& model, const std::string& activation,
   EXPECT_EQ(fused->domain(), kOnnxkitDomain);
   EXPECT_EQ(count_ops(model, "Conv"), 0u);
   EXPECT_EQ(fused->output(0)->name(), output) << "the output value stays";
-  EXPECT_EQ(string_attr(fused, "activation"), activation);
-  EXPECT_EQ(floats_attr(fused, "activation_params"), params);
+  EXPECT_EQ(string_attribute_of(fused, "activation"), activation);
+  EXPECT_EQ(floats_attribute_of(fused, "activation_params"), params);
   const Attribute* pads = fused->find_attribute("pads");
   EXPECT_TRUE(pads && pads->ints == std::vector<int64_t>({1, 1, 1, 1})) << "Conv's attributes";
-  EXPECT_TRUE(testing::imports_onnxkit(model));
+  EXPECT_TRUE(imports_onnxkit(model));
   EXPECT_TRUE(same_outputs(before, model));
   return fused;
 }
@@ -79,12 +64,12 @@ TEST(FuseConvActivation, EachActivation) {
       {"Sigmoid", {}, "Sigmoid", {}},
       {"Tanh", {}, "Tanh", {}},
       {"HardSwish", {}, "HardSwish", {}},
-      {"LeakyRelu", [](Node* n) { testing::set_float(n, "alpha", 0.3f); }, "LeakyRelu", {0.3f}},
+      {"LeakyRelu", [](Node* n) { set_float(n, "alpha", 0.3f); }, "LeakyRelu", {0.3f}},
       {"LeakyRelu", {}, "LeakyRelu", {0.01f}},
       {"HardSigmoid",
        [](Node* n) {
-         testing::set_float(n, "alpha", 0.25f);
-         testing::set_float(n, "beta", 0.4f);
+         set_float(n, "alpha", 0.25f);
+         set_float(n, "beta", 0.4f);
        },
        "HardSigmoid",
        {0.25f, 0.4f}},
@@ -120,8 +105,8 @@ TEST(FuseConvActivation, ClipBoundsFromInputsOrAttributes) {
     Model model = conv_model(
         [](Model& m, Value* y) {
           Node* clip = m.graph().add_node("Clip", {y}, {"r"});
-          testing::set_float(clip, "min", -1.0f);
-          testing::set_float(clip, "max", 1.0f);
+          set_float(clip, "min", -1.0f);
+          set_float(clip, "max", 1.0f);
           return clip->output(0);
         },
         10);
@@ -177,7 +162,8 @@ TEST(FuseConvActivation, OnnxkitGelu) {
     EXPECT_EQ(run_pass(model), 1u);
     const Node* fused = only_node(model, "FusedConv");
     ASSERT_TRUE(fused);
-    EXPECT_EQ(string_attr(fused, "activation"), approximate == "none" ? "Gelu" : "GeluTanh");
+    EXPECT_EQ(string_attribute_of(fused, "activation"),
+              approximate == "none" ? "Gelu" : "GeluTanh");
     EXPECT_EQ(count_ops(model, "Gelu"), 0u);
     EXPECT_TRUE(same_outputs(reference, model));
   }
@@ -325,7 +311,7 @@ TEST(FuseConvActivation, IntermediatesThatMustStay) {
 TEST(FuseConvActivation, NonFloatAndOtherOpsAreLeftAlone) {
   Model model = conv_model([](Model& m, Value* y) { return add_op(m.graph(), "Elu", {y}); });
   EXPECT_EQ(run_pass(model), 0u);
-  EXPECT_FALSE(testing::imports_onnxkit(model));
+  EXPECT_FALSE(imports_onnxkit(model));
 }
 
 }  // namespace

@@ -3,34 +3,16 @@
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
+using namespace onnxkit::testing;
 
-constexpr int64_t kChannels = 6;
+constexpr int64_t kChannels = 6;  // conv_then's Conv
 
-// x [1, 4, 5, 5] -> Conv(W [6, 4, 3, 3], B) -> Add(shift of `shift_shape`) -> y.
-// `conv_first`: the Conv output is the Add's first operand.
 Model conv_add_model(const Shape& shift_shape, bool bias = true, bool conv_first = true) {
-  Model model = empty_model(13);
-  Graph& g = model.graph();
-  Value* x = g.add_input("x", testing::float_type({1, 4, 5, 5}));
-  std::vector<Value*> inputs{x, g.add_initializer("W", random_floats({kChannels, 4, 3, 3}, 1))};
-  if (bias) inputs.push_back(g.add_initializer("B", random_floats({kChannels}, 2)));
-  Node* conv = g.add_node("Conv", inputs, {"c"}, "", "conv");
-  Value* shift = g.add_initializer("shift", random_floats(shift_shape, 3));
-  Node* add = conv_first ? g.add_node("Add", {conv->output(0), shift}, {"y"}, "", "add")
-                         : g.add_node("Add", {shift, conv->output(0)}, {"y"}, "", "add");
-  g.add_output(add->output(0));
-  return model;
+  return conv_then("Add", "shift", shift_shape, bias, conv_first);
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_conv_add_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_conv_add_pass(), model, std::move(context));
 }
 
 void expect_fused(Model model) {
@@ -65,7 +47,7 @@ TEST(FuseConvAdd, ScalarShiftsFold) {
 TEST(FuseConvAdd, OneDimensionalConv) {
   Model model = empty_model(13);
   Graph& g = model.graph();
-  Value* x = g.add_input("x", testing::float_type({2, 3, 7}));
+  Value* x = g.add_input("x", float_type({2, 3, 7}));
   Node* conv = g.add_node("Conv", {x, g.add_initializer("W", random_floats({5, 3, 2}, 1))}, {"c"});
   Node* add =
       g.add_node("Add", {conv->output(0), g.add_initializer("f", random_floats({5, 1}, 2))}, {"y"});
@@ -105,14 +87,14 @@ TEST(FuseConvAdd, NegativeCases) {
     Model model = conv_add_model({kChannels, 1, 1});
     Graph& g = model.graph();
     Node* add = g.find_value("y")->producer();
-    g.set_node_input(add, 1, g.add_input("f_in", testing::float_type({kChannels, 1, 1})));
+    g.set_node_input(add, 1, g.add_input("f_in", float_type({kChannels, 1, 1})));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // non-constant weights do not matter, only their shape
     Model model = conv_add_model({kChannels, 1, 1});
     Graph& g = model.graph();
     Value* w = g.find_value("W");
-    w->set_type(testing::float_type({kChannels, 4, 3, 3}));
+    w->set_type(float_type({kChannels, 4, 3, 3}));
     g.add_input(w);
     EXPECT_EQ(run_pass(model), 1u);
   }

@@ -1,38 +1,11 @@
 #include <cmath>
 
-#include "ops/op_utils.h"
 #include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
-
-// `t` (float) converted to `dtype`.
-Tensor cast_to(const Tensor& t, DType dtype) {
-  Tensor out(dtype, t.shape());
-  dispatch_float(dtype, "test", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      out.mutable_data<T>()[i] = static_cast<T>(t.data<float>()[i]);
-    }
-  });
-  return out;
-}
-
-// Random values in [0.5, 1.5): BatchNormalization variances and scales.
-Tensor positive_floats(Shape shape, uint64_t seed) {
-  Tensor t = random_floats(std::move(shape), seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    t.mutable_data<float>()[i] = 0.5f + std::fmod(std::abs(t.data<float>()[i]), 1.0f);
-  }
-  return t;
-}
+using namespace onnxkit::testing;
 
 struct Options {
   int64_t opset = 13;
@@ -75,13 +48,6 @@ Model conv_bn_model(const Options& o) {
   if (o.opset < 7) bn->set_attribute(int_attribute("is_test", 1));
   g.add_output(bn->output(0));
   return model;
-}
-
-Node* find_op(Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
 }
 
 // Fuses and checks structure and outputs.
@@ -157,8 +123,7 @@ TEST(FuseConvBn, OlderOpsets) {
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_conv_bn_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_conv_bn_pass(), model, std::move(context));
 }
 
 TEST(FuseConvBn, ConvOutputWithASecondReaderIsLeftAlone) {
@@ -176,11 +141,29 @@ TEST(FuseConvBn, ConvOutputThatIsAGraphOutputIsLeftAlone) {
   EXPECT_EQ(run_pass(model), 0u);
 }
 
+// A subgraph that returns the Conv's output as it is reads it too (Value::uses() says so).
+TEST(FuseConvBn, ConvOutputReturnedByASubgraphIsLeftAlone) {
+  Model model = conv_bn_model({});
+  Graph& g = model.graph();
+  Value* cond = g.add_input("cond", ValueType::tensor(DType::kBool, std::vector<Dim>{}));
+  Node* if_node = g.add_node("If", {cond}, {"branch_out"});
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto branch = std::make_unique<Graph>(&g);
+    branch->add_output(g.find_value("c"));
+    if_node->set_attribute(graph_attribute(name, std::move(branch)));
+  }
+  g.add_output(if_node->output(0));
+  Model before = copy_model(model);
+  EXPECT_EQ(run_pass(model), 0u);
+  EXPECT_EQ(count_ops(model, "BatchNormalization"), 1u);
+  EXPECT_TRUE(same_outputs(before, model));
+}
+
 TEST(FuseConvBn, NonConstantParametersAreLeftAlone) {
   {  // a plain graph input
     Model model = conv_bn_model({});
     Graph& g = model.graph();
-    Value* scale = g.add_input("scale_in", testing::float_type({6}));
+    Value* scale = g.add_input("scale_in", float_type({6}));
     g.set_node_input(find_op(model, "BatchNormalization"), 1, scale);
     EXPECT_EQ(run_pass(model), 0u);
   }
@@ -264,7 +247,7 @@ TEST(FuseConvBn, WorksInsideASubgraphWithOuterWeights) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Value* cond = g.add_input("cond", ValueType::tensor(DType::kBool, std::vector<Dim>{}));
-  Value* x = g.add_input("x", testing::float_type({1, 4, 5, 5}));
+  Value* x = g.add_input("x", float_type({1, 4, 5, 5}));
   Value* w = g.add_initializer("W", random_floats({6, 4, 3, 3}, 1));
   const Shape c{6};
   Value* scale = g.add_initializer("scale", positive_floats(c, 3));

@@ -3,34 +3,16 @@
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
+using namespace onnxkit::testing;
 
-constexpr int64_t kChannels = 6;
+constexpr int64_t kChannels = 6;  // conv_then's Conv
 
-// x [1, 4, 5, 5] -> Conv(W [6, 4, 3, 3], B) -> Mul(factor of `factor_shape`) -> y.
-// `conv_first`: the Conv output is the Mul's first operand.
 Model conv_mul_model(const Shape& factor_shape, bool bias = true, bool conv_first = true) {
-  Model model = empty_model(13);
-  Graph& g = model.graph();
-  Value* x = g.add_input("x", testing::float_type({1, 4, 5, 5}));
-  std::vector<Value*> inputs{x, g.add_initializer("W", random_floats({kChannels, 4, 3, 3}, 1))};
-  if (bias) inputs.push_back(g.add_initializer("B", random_floats({kChannels}, 2)));
-  Node* conv = g.add_node("Conv", inputs, {"c"}, "", "conv");
-  Value* factor = g.add_initializer("factor", random_floats(factor_shape, 3));
-  Node* mul = conv_first ? g.add_node("Mul", {conv->output(0), factor}, {"y"}, "", "mul")
-                         : g.add_node("Mul", {factor, conv->output(0)}, {"y"}, "", "mul");
-  g.add_output(mul->output(0));
-  return model;
+  return conv_then("Mul", "factor", factor_shape, bias, conv_first);
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_conv_mul_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_conv_mul_pass(), model, std::move(context));
 }
 
 void expect_fused(Model model) {
@@ -62,7 +44,7 @@ TEST(FuseConvMul, ScalarFactorsFold) {
 TEST(FuseConvMul, OneDimensionalConv) {
   Model model = empty_model(13);
   Graph& g = model.graph();
-  Value* x = g.add_input("x", testing::float_type({2, 3, 7}));
+  Value* x = g.add_input("x", float_type({2, 3, 7}));
   Node* conv = g.add_node("Conv", {x, g.add_initializer("W", random_floats({5, 3, 2}, 1))}, {"c"});
   Node* mul =
       g.add_node("Mul", {conv->output(0), g.add_initializer("f", random_floats({5, 1}, 2))}, {"y"});
@@ -101,7 +83,7 @@ TEST(FuseConvMul, NegativeCases) {
     Model model = conv_mul_model({kChannels, 1, 1});
     Graph& g = model.graph();
     Node* mul = g.find_value("y")->producer();
-    g.set_node_input(mul, 1, g.add_input("f_in", testing::float_type({kChannels, 1, 1})));
+    g.set_node_input(mul, 1, g.add_input("f_in", float_type({kChannels, 1, 1})));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // a non-constant bias

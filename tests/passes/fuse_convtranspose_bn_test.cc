@@ -1,36 +1,11 @@
 #include <cmath>
 
-#include "ops/op_utils.h"
 #include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
-
-Tensor cast_to(const Tensor& t, DType dtype) {
-  Tensor out(dtype, t.shape());
-  dispatch_float(dtype, "test", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      out.mutable_data<T>()[i] = static_cast<T>(t.data<float>()[i]);
-    }
-  });
-  return out;
-}
-
-Tensor positive_floats(Shape shape, uint64_t seed) {
-  Tensor t = random_floats(std::move(shape), seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    t.mutable_data<float>()[i] = 0.5f + std::fmod(std::abs(t.data<float>()[i]), 1.0f);
-  }
-  return t;
-}
+using namespace onnxkit::testing;
 
 struct Options {
   int64_t opset = 13;
@@ -78,16 +53,8 @@ Model model_for(const Options& o) {
   return model;
 }
 
-Node* find_op(Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_convtranspose_bn_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_convtranspose_bn_pass(), model, std::move(context));
 }
 
 void expect_fused(const Options& o, double tol = 1e-4) {
@@ -164,7 +131,7 @@ TEST(FuseConvTransposeBn, NegativeCases) {
     Model model = model_for({});
     Graph& g = model.graph();
     g.set_node_input(find_op(model, "BatchNormalization"), 3,
-                     g.add_input("mean_in", testing::float_type({6})));
+                     g.add_input("mean_in", float_type({6})));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // out_channels not matching the parameters

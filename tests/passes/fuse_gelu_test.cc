@@ -1,11 +1,11 @@
 #include <cmath>
 
-#include "transformer_pass_test_util.h"
+#include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 enum class HalfAt { kEnd, kOnSum, kOnX, kDivByTwoAtEnd };
 enum class Cube { kPow, kMulInner, kMulOuter };
@@ -66,8 +66,7 @@ Model gelu_model(const GeluGraph& spec) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_gelu_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_gelu_pass(), model);
 }
 
 void expect_fused(const GeluGraph& spec) {

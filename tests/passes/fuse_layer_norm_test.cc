@@ -1,9 +1,9 @@
-#include "transformer_pass_test_util.h"
+#include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 struct LayerNormGraph {
   int64_t opset = 13;
@@ -38,8 +38,7 @@ Model layer_norm_model(const LayerNormGraph& spec) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_layer_norm_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_layer_norm_pass(), model);
 }
 
 // Fuses and checks the result is one LayerNormalization of the right domain and attributes,

@@ -4,13 +4,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_type;
-using testing::random_floats;
-using testing::same_outputs;
+using namespace onnxkit::testing;
 
 // a (`a_dims`) -> MatMul(B [4, 5]) -> Add(bias of `bias_shape`) -> y.
 Model matmul_add_model(std::vector<int64_t> a_dims, const Shape& bias_shape,
@@ -29,8 +23,7 @@ Model matmul_add_model(std::vector<int64_t> a_dims, const Shape& bias_shape,
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_matmul_add_into_gemm_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_matmul_add_into_gemm_pass(), model);
 }
 
 void expect_fused(Model model) {

@@ -5,20 +5,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::add_op;
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_scalar;
-using testing::float_type;
-using testing::floats_attr;
-using testing::only_node;
-using testing::random_floats;
-using testing::same_outputs;
-using testing::string_attr;
-
-using Tail = std::function<Value*(Model&, Value*)>;
+using namespace onnxkit::testing;
 
 // x [2, 5, 8] -> MatMul(W [8, 6]) "mm" -> tail; types inferred.
 Model matmul_model(const Tail& tail, int64_t opset = 14) {
@@ -28,7 +15,7 @@ Model matmul_model(const Tail& tail, int64_t opset = 14) {
   Node* mm =
       g.add_node("MatMul", {x, g.add_initializer("W", random_floats({8, 6}, 1))}, {"p"}, "", "mm");
   g.add_output(tail(model, mm->output(0)));
-  testing::infer_types(model);
+  infer(model);
   return model;
 }
 
@@ -41,11 +28,11 @@ Model gemm_model(bool trans_b, float alpha, float beta, Value* (*c)(Graph&), con
       a, g.add_initializer("B", random_floats(trans_b ? Shape{6, 8} : Shape{8, 6}, 1))};
   if (c) inputs.push_back(c(g));
   Node* gemm = g.add_node("Gemm", inputs, {"p"}, "", "gemm");
-  if (trans_b) testing::set_int(gemm, "transB", 1);
-  if (alpha != 1.0f) testing::set_float(gemm, "alpha", alpha);
-  if (beta != 1.0f) testing::set_float(gemm, "beta", beta);
+  if (trans_b) set_int(gemm, "transB", 1);
+  if (alpha != 1.0f) set_float(gemm, "alpha", alpha);
+  if (beta != 1.0f) set_float(gemm, "beta", beta);
   g.add_output(tail(model, gemm->output(0)));
-  testing::infer_types(model);
+  infer(model);
   return model;
 }
 
@@ -54,8 +41,7 @@ Value* identity_tail(Model&, Value* y) {
 }
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_matmul_bias_activation_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_matmul_bias_activation_pass(), model, std::move(context));
 }
 
 // `gives_output`: the FusedMatMul produces the graph output (not so when a Reshape follows).
@@ -74,7 +60,7 @@ const Node* expect_fused(Model& model, size_t changes, const Model* reference = 
   } else {
     EXPECT_TRUE(model.graph().find_value(output)) << "the output value stays";
   }
-  EXPECT_TRUE(testing::imports_onnxkit(model));
+  EXPECT_TRUE(imports_onnxkit(model));
   EXPECT_TRUE(same_outputs(before, model));
   return fused;
 }
@@ -125,13 +111,13 @@ TEST(FuseMatMulBiasActivation, BiasThenActivation) {
     Node* add =
         g.add_node("Add", {y, g.add_initializer("bias", random_floats({6}, 2))}, {"s"}, "", "add");
     Node* act = g.add_node("LeakyRelu", {add->output(0)}, {"r"}, "", "act");
-    testing::set_float(act, "alpha", 0.2f);
+    set_float(act, "alpha", 0.2f);
     return act->output(0);
   });
   const Node* fused = expect_fused(model, 2);
   ASSERT_TRUE(fused);
-  EXPECT_EQ(string_attr(fused, "activation"), "LeakyRelu");
-  EXPECT_EQ(floats_attr(fused, "activation_params"), std::vector<float>{0.2f});
+  EXPECT_EQ(string_attribute_of(fused, "activation"), "LeakyRelu");
+  EXPECT_EQ(floats_attribute_of(fused, "activation_params"), std::vector<float>{0.2f});
   EXPECT_EQ(fused->name(), "mm+add+act");
 }
 
@@ -140,7 +126,7 @@ TEST(FuseMatMulBiasActivation, ActivationWithoutBias) {
     Model model = matmul_model([&](Model& m, Value* y) { return add_op(m.graph(), op, {y}); });
     const Node* fused = expect_fused(model, 1);
     ASSERT_TRUE(fused);
-    EXPECT_EQ(string_attr(fused, "activation"), op);
+    EXPECT_EQ(string_attribute_of(fused, "activation"), op);
     EXPECT_EQ(fused->inputs().size(), 2u);
   }
   {  // Silu
@@ -149,7 +135,7 @@ TEST(FuseMatMulBiasActivation, ActivationWithoutBias) {
     });
     const Node* fused = expect_fused(model, 1);
     ASSERT_TRUE(fused);
-    EXPECT_EQ(string_attr(fused, "activation"), "Silu");
+    EXPECT_EQ(string_attribute_of(fused, "activation"), "Silu");
   }
 }
 
@@ -163,7 +149,8 @@ TEST(FuseMatMulBiasActivation, BiasThenGelu) {
     Model reference = testing::expand_gelu(model);
     const Node* fused = expect_fused(model, 2, &reference);
     ASSERT_TRUE(fused);
-    EXPECT_EQ(string_attr(fused, "activation"), approximate == "none" ? "Gelu" : "GeluTanh");
+    EXPECT_EQ(string_attribute_of(fused, "activation"),
+              approximate == "none" ? "Gelu" : "GeluTanh");
   }
 }
 
@@ -188,7 +175,7 @@ TEST(FuseMatMulBiasActivation, ActivationAfterAReshape) {
     Model reference = testing::expand_gelu(model);
     const Node* fused = expect_fused(model, 2, &reference, /*gives_output=*/false);
     ASSERT_TRUE(fused);
-    EXPECT_EQ(string_attr(fused, "activation"), op);
+    EXPECT_EQ(string_attribute_of(fused, "activation"), op);
     const Node* reshape = only_node(model, "Reshape");
     ASSERT_TRUE(reshape);
     EXPECT_EQ(reshape->input(0), fused->output(0));
@@ -241,7 +228,7 @@ TEST(FuseMatMulBiasActivation, IntermediatesThatMustStay) {
         "x", ValueType::tensor(DType::kInt32, std::vector<Dim>{Dim::known(2), Dim::known(3)}));
     Value* p = add_op(g, "MatMul", {x, x});
     g.add_output(add_op(g, "Relu", {p}));
-    testing::infer_types(model);
+    infer(model);
     EXPECT_EQ(run_pass(model), 0u);
   }
 }
@@ -292,7 +279,7 @@ TEST(FuseMatMulBiasActivation, GemmThenActivation) {
       [](Model& m, Value* y) { return add_op(m.graph(), "Relu", {y}); });
   const Node* fused = expect_fused(model, 2);
   ASSERT_TRUE(fused);
-  EXPECT_EQ(string_attr(fused, "activation"), "Relu");
+  EXPECT_EQ(string_attribute_of(fused, "activation"), "Relu");
 }
 
 TEST(FuseMatMulBiasActivation, GemmsLeftAlone) {

@@ -6,13 +6,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_type;
-using testing::random_floats;
-using testing::same_outputs;
+using namespace onnxkit::testing;
 
 struct Options {
   int64_t opset = 13;
@@ -63,8 +57,7 @@ Model pad_model(const Options& o) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_pad_into_conv_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_pad_into_conv_pass(), model);
 }
 
 // Fuses, checks that the op's pads became `expected` and the outputs did not change.

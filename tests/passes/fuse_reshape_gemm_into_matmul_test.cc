@@ -1,23 +1,9 @@
-#include "../attribute_test_util.h"
 #include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::random_floats;
-using testing::same_outputs;
-
-ValueType float_dims(std::vector<Dim> dims) {
-  return ValueType::tensor(DType::kFloat, std::move(dims));
-}
-
-Tensor int64s(std::vector<int64_t> values) {
-  return Tensor::from_vector<int64_t>(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
-}
+using namespace onnxkit::testing;
 
 struct LinearOptions {
   std::vector<int64_t> flatten_target{-1, 4};
@@ -42,8 +28,8 @@ Model linear_model(const LinearOptions& o) {
                                   g.add_initializer("W", random_floats(w_shape, 1))};
   if (o.bias) gemm_inputs.push_back(g.add_initializer("b", random_floats(o.bias_shape, 2)));
   Node* gemm = g.add_node("Gemm", gemm_inputs, {"prod"}, "", "gemm");
-  if (o.alpha != 1.0f) testing::set_float(gemm, "alpha", o.alpha);
-  if (o.trans_b) testing::set_int(gemm, "transB", 1);
+  if (o.alpha != 1.0f) set_float(gemm, "alpha", o.alpha);
+  if (o.trans_b) set_int(gemm, "transB", 1);
   gemm->output(0)->set_type(float_dims({Dim::symbol("rows"), Dim::known(5)}));
   // The unflatten target comes from x's shape at run time, as exporters write it.
   Node* shape = g.add_node("Shape", {x}, {"x_shape"}, "", "shape");
@@ -53,7 +39,7 @@ Model linear_model(const LinearOptions& o) {
                           {"lead"}, "", "lead");
   Node* target = g.add_node("Concat", {lead->output(0), g.add_initializer("n", int64s({5}))},
                             {"target"}, "", "target");
-  testing::set_int(target, "axis", 0);
+  set_int(target, "axis", 0);
   Node* unflatten =
       g.add_node("Reshape", {gemm->output(0), target->output(0)}, {"y"}, "", "unflat");
   unflatten->output(0)->set_type(
@@ -64,8 +50,7 @@ Model linear_model(const LinearOptions& o) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_reshape_gemm_into_matmul_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_reshape_gemm_into_matmul_pass(), model);
 }
 
 TEST(FuseReshapeGemmIntoMatMul, ALinearOverRowsBecomesMatMulAndAdd) {

@@ -1,9 +1,9 @@
-#include "transformer_pass_test_util.h"
+#include "pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 struct SkipGraph {
   int64_t opset = 17;  // 17: ONNX LayerNormalization; 13: com.onnxkit's
@@ -41,8 +41,7 @@ Model skip_model(const SkipGraph& spec) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_skip_layer_norm_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_skip_layer_norm_pass(), model);
 }
 
 void expect_fused(const SkipGraph& spec) {

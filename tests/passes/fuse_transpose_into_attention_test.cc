@@ -1,11 +1,11 @@
+#include "pass_test_util.h"
 #include "passes/pipeline.h"
 #include "passes/transformer_fusion_util.h"
-#include "transformer_pass_test_util.h"
 
 namespace onnxkit {
 namespace {
 
-using namespace testing;
+using namespace onnxkit::testing;
 
 using Perm = std::vector<int64_t>;
 const Perm kHeads{0, 2, 1, 3};  // [B, S, H, D] <-> [B, H, S, D]

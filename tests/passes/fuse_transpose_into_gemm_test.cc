@@ -3,21 +3,7 @@
 namespace onnxkit {
 namespace {
 
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_type;
-using testing::random_floats;
-using testing::same_outputs;
-
-Attribute perm(std::vector<int64_t> axes) {
-  Attribute a;
-  a.name = "perm";
-  a.type = AttrType::kInts;
-  a.ints = std::move(axes);
-  return a;
-}
+using namespace onnxkit::testing;
 
 struct Options {
   bool transpose_a = true;
@@ -41,7 +27,7 @@ Model gemm_model(const Options& o) {
   Value* c = g.add_initializer("c", random_floats({5}, 2));
   auto transposed = [&](Value* v, const std::string& name) {
     Node* t = g.add_node("Transpose", {v}, {name}, "", name);
-    if (o.with_perm) t->set_attribute(perm({1, 0}));
+    if (o.with_perm) set_ints(t, "perm", {1, 0});
     return t->output(0);
   };
   if (o.transpose_a) a = transposed(a, "at");
@@ -54,8 +40,7 @@ Model gemm_model(const Options& o) {
 }
 
 size_t run_pass(Model& model) {
-  auto pass = make_fuse_transpose_into_gemm_pass();
-  return apply_pass(*pass, model);
+  return apply_pass(*make_fuse_transpose_into_gemm_pass(), model);
 }
 
 int64_t flag(const Model& model, const char* name) {
@@ -116,20 +101,20 @@ TEST(FuseTransposeIntoGemm, NegativeCases) {
     Graph& g = model.graph();
     Value* a = g.add_input("a", float_type({3, 3}));
     Node* t = g.add_node("Transpose", {g.add_input("c", float_type({3, 3}))}, {"ct"});
-    t->set_attribute(perm({1, 0}));
+    set_ints(t, "perm", {1, 0});
     g.add_output(g.add_node("Gemm", {a, a, t->output(0)}, {"y"})->output(0));
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // an identity perm is no transpose
     Model model = gemm_model({});
-    model.graph().find_value("at")->producer()->set_attribute(perm({0, 1}));
+    set_ints(model.graph().find_value("at")->producer(), "perm", {0, 1});
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // not a Gemm
     Model model = empty_model(13);
     Graph& g = model.graph();
     Node* t = g.add_node("Transpose", {g.add_input("a", float_type({3, 4}))}, {"at"});
-    t->set_attribute(perm({1, 0}));
+    set_ints(t, "perm", {1, 0});
     g.add_output(g.add_node("MatMul", {t->output(0), g.add_input("b", float_type({3, 2}))}, {"y"})
                      ->output(0));
     EXPECT_EQ(run_pass(model), 0u);

@@ -3,25 +3,15 @@
 namespace onnxkit {
 namespace {
 
-using testing::add_op;
-using testing::apply_pass;
-using testing::copy_model;
-using testing::count_ops;
-using testing::empty_model;
-using testing::float_scalar;
-using testing::float_type;
-using testing::only_node;
-using testing::random_floats;
-using testing::same_outputs;
+using namespace onnxkit::testing;
 
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_fuse_transpose_into_matmul_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_fuse_transpose_into_matmul_pass(), model, std::move(context));
 }
 
 Value* transpose(Graph& g, Value* x, std::vector<int64_t> perm) {
   Node* t = g.add_node("Transpose", {x}, {g.unique_name("t")}, "", g.unique_name("tr"));
-  if (!perm.empty()) testing::set_ints(t, "perm", perm);
+  if (!perm.empty()) set_ints(t, "perm", perm);
   return t->output(0);
 }
 
@@ -44,7 +34,7 @@ const Node* expect_fused(Model& model, const Model& before, size_t changes, int6
   EXPECT_EQ(int_attr(fused, "trans_a", 0), trans_a);
   EXPECT_EQ(int_attr(fused, "trans_b", 0), trans_b);
   EXPECT_FLOAT_EQ(alpha_of(fused), alpha);
-  EXPECT_TRUE(testing::imports_onnxkit(model));
+  EXPECT_TRUE(imports_onnxkit(model));
   EXPECT_TRUE(same_outputs(before, model));
   return fused;
 }
@@ -56,7 +46,7 @@ TEST(FuseTransposeIntoMatMul, LastTwoDimsSwaps) {
     Value* a = g.add_input("a", float_type({2, 5, 3}));
     Value* b = g.add_input("b", float_type({2, 5, 4}));
     g.add_output(add_op(g, "MatMul", {transpose(g, a, {0, 2, 1}), b}));
-    testing::infer_types(model);
+    infer(model);
     Model before = copy_model(model);
     expect_fused(model, before, 1, 1, 0, 1.0f);
     EXPECT_EQ(count_ops(model, "Transpose"), 0u);
@@ -70,7 +60,7 @@ TEST(FuseTransposeIntoMatMul, LastTwoDimsSwaps) {
     Value* a = g.add_input("a", float_type({7, 3}));
     g.add_output(
         add_op(g, "MatMul", {transpose(g, a, {}), g.add_initializer("w", random_floats({7, 2}))}));
-    testing::infer_types(model);
+    infer(model);
     Model before = copy_model(model);
     EXPECT_EQ(run_pass(model), 2u);
     EXPECT_EQ(count_ops(model, "Transpose"), 0u);
@@ -87,7 +77,7 @@ TEST(FuseTransposeIntoMatMul, OtherPermutationsStay) {
     Graph& g = model.graph();
     Value* a = g.add_input("a", float_type({3, 3, 3, 3}));
     g.add_output(add_op(g, "MatMul", {transpose(g, a, perm), a}));
-    testing::infer_types(model);
+    infer(model);
     EXPECT_EQ(run_pass(model), 0u);
   }
 }
@@ -98,7 +88,7 @@ TEST(FuseTransposeIntoMatMul, IntegerProductsStay) {
   auto type = ValueType::tensor(DType::kInt32, std::vector<Dim>{Dim::known(3), Dim::known(3)});
   Value* a = g.add_input("a", type);
   g.add_output(add_op(g, "MatMul", {transpose(g, a, {1, 0}), a}));
-  testing::infer_types(model);
+  infer(model);
   EXPECT_EQ(run_pass(model), 0u);
 }
 
@@ -110,7 +100,7 @@ TEST(FuseTransposeIntoMatMul, SharedTransposes) {
     Value* t = transpose(g, a, {1, 0});
     g.add_output(add_op(g, "MatMul", {t, g.add_input("b", float_type({5, 4}))}));
     g.add_output(add_op(g, "MatMul", {g.add_input("c", float_type({2, 3})), t}));
-    testing::infer_types(model);
+    infer(model);
     Model before = copy_model(model);
     EXPECT_EQ(run_pass(model), 1u);
     EXPECT_EQ(count_ops(model, "Transpose"), 0u);
@@ -124,7 +114,7 @@ TEST(FuseTransposeIntoMatMul, SharedTransposes) {
     Value* t = transpose(g, a, {1, 0});
     g.add_output(add_op(g, "MatMul", {t, g.add_input("b", float_type({5, 4}))}));
     g.add_output(add_op(g, "Relu", {t}));
-    testing::infer_types(model);
+    infer(model);
     EXPECT_EQ(run_pass(model), 0u);
   }
   {  // a graph output stays
@@ -133,7 +123,7 @@ TEST(FuseTransposeIntoMatMul, SharedTransposes) {
     Value* t = transpose(g, g.add_input("a", float_type({5, 3})), {1, 0});
     g.add_output(add_op(g, "MatMul", {t, g.add_input("b", float_type({5, 4}))}));
     g.add_output(t);
-    testing::infer_types(model);
+    infer(model);
     EXPECT_EQ(run_pass(model), 0u);
   }
 }
@@ -146,10 +136,10 @@ TEST(FuseTransposeIntoMatMul, FlagsToggleOnAFusedMatMul) {
   Value* b = g.add_input("b", float_type({5, 6}));
   Node* fused = g.add_node("FusedMatMul", {a, transpose(g, b, {1, 0})}, {"y"},
                            std::string(kOnnxkitDomain), "fm");
-  testing::set_int(fused, "trans_b", 1);  // B^T^T = B
+  set_int(fused, "trans_b", 1);  // B^T^T = B
   g.add_output(fused->output(0));
   fused->output(0)->set_type(float_type({4, 6}));
-  testing::infer_types(model);
+  infer(model);
   Model before = copy_model(model);
   expect_fused(model, before, 1, 0, 0, 1.0f);
 }
@@ -173,7 +163,7 @@ TEST(FuseTransposeIntoMatMul, ScalarOfTheProductBecomesAlpha) {
     s.mutable_data<float>()[0] = c.alpha;
     Value* scale = g.add_initializer("s", std::move(s));
     g.add_output(c.scalar_first ? add_op(g, c.op, {scale, p}) : add_op(g, c.op, {p, scale}));
-    testing::infer_types(model);
+    infer(model);
     Model before = copy_model(model);
     expect_fused(model, before, 1, 0, 0, c.op == "Mul" ? c.alpha : 1.0f / c.alpha);
     EXPECT_EQ(count_ops(model, c.op), 0u);
@@ -188,7 +178,7 @@ TEST(FuseTransposeIntoMatMul, ScalesThatStay) {
                       {g.add_input("a", float_type({5, 3})), g.add_input("b", float_type({3, 4}))});
     Value* s = g.add_initializer("s", random_floats(shape, 3));
     g.add_output(scalar_first ? add_op(g, op, {s, p}) : add_op(g, op, {p, s}));
-    testing::infer_types(model);
+    infer(model);
     return model;
   };
   Model broadcasting = model_with("Mul", {1, 1, 1}, false);  // would add a dim
@@ -205,7 +195,7 @@ TEST(FuseTransposeIntoMatMul, ScaledOperands) {
   Value* a = add_op(g, "Mul", {float_scalar(g, 3.0f), g.add_input("a", float_type({2, 5, 3}))});
   Value* b = add_op(g, "Div", {g.add_input("b", float_type({3, 4})), float_scalar(g, 2.0f)});
   g.add_output(add_op(g, "MatMul", {a, b}));
-  testing::infer_types(model);
+  infer(model);
   Model before = copy_model(model);
   expect_fused(model, before, 2, 0, 0, 1.5f);
   EXPECT_EQ(count_ops(model, "Mul") + count_ops(model, "Div"), 0u);
@@ -231,7 +221,7 @@ TEST(FuseTransposeIntoMatMul, ScaleAfterABiasRescalesIt) {
   // After an activation the scale cannot move.
   Model activated = copy_model(before);
   Node* node = activated.graph().find_value("p")->producer();
-  testing::set_string(node, "activation", "Relu");
+  set_string(node, "activation", "Relu");
   EXPECT_EQ(run_pass(activated), 0u);
 }
 
@@ -243,7 +233,7 @@ TEST(FuseTransposeIntoMatMul, DoubleKeepsItsScales) {
   Tensor s(DType::kDouble, Shape{});
   s.mutable_data<double>()[0] = 0.1;
   g.add_output(add_op(g, "Mul", {p, g.add_initializer("s", std::move(s))}));
-  testing::infer_types(model);
+  infer(model);
   EXPECT_EQ(run_pass(model), 0u);
 }
 

@@ -7,10 +7,6 @@ namespace {
 
 using BranchBuilder = std::function<void(Graph&)>;
 
-Tensor bool_scalar(bool value) {
-  return Tensor::from_vector<bool>(DType::kBool, {}, {value});
-}
-
 ValueType bool_type() {
   return ValueType::tensor(DType::kBool, std::vector<Dim>{});
 }
@@ -34,15 +30,7 @@ Node* add_if(Graph& graph, Value* cond, const std::vector<std::string>& outputs,
 }
 
 size_t inline_ifs(Model& model, Graph* graph = nullptr) {
-  auto pass = make_inline_constant_if_pass();
-  PassContext context;
-  context.model = &model;
-  context.registry = &OpRegistry::builtin();
-  size_t changes = pass->run(graph ? *graph : model.graph(), context);
-  model.graph().sort_topologically();
-  Status verified = verify_model(model);
-  EXPECT_TRUE(verified.ok()) << verified.message();
-  return changes;
+  return apply_pass(*make_inline_constant_if_pass(), model, {}, graph);
 }
 
 TEST(InlineConstantIf, TrueConditionTakesTheThenBranch) {

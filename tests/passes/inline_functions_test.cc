@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../attribute_test_util.h"
 #include "ir/verifier.h"
 #include "onnxkit/session.h"
 #include "ops/registry.h"
@@ -45,11 +46,7 @@ Model model_calling(int calls) {
   for (int i = 0; i < calls; ++i) {
     Node* call = g.add_node("ScaledAdd", {current, x}, {"y" + std::to_string(i)}, "custom",
                             "call" + std::to_string(i));
-    Attribute scale;
-    scale.name = "scale";
-    scale.type = AttrType::kFloat;
-    scale.f = static_cast<float>(i + 2);
-    call->set_attribute(std::move(scale));
+    testing::set_float(call, "scale", static_cast<float>(i + 2));
     current = call->output(0);
   }
   g.add_output(current);

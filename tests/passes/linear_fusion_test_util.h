@@ -1,31 +1,17 @@
-// Shared by the tests of the passes that build FusedConv / FusedMatMul.
+// Shared by the tests of the passes that absorb Gelu into FusedConv / FusedMatMul.
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <string>
 
-#include "../ops/op_test_util.h"
-#include "onnx/onnx_checks.h"
-#include "ops/fused_ops.h"
 #include "pass_test_util.h"
 
 namespace onnxkit::testing {
 
-// Records value types as the pipeline would before a round (the passes read shapes).
-inline void infer_types(Model& model) {
-  Status status = infer_shapes(model);
-  ASSERT_TRUE(status.ok()) << status.message();
-}
-
-inline Value* float_scalar(Graph& g, float value) {
-  Tensor t(DType::kFloat, Shape{});
-  t.mutable_data<float>()[0] = value;
-  return g.add_initializer(g.unique_name("k"), std::move(t));
-}
-
-inline Value* add_op(Graph& g, const std::string& type, std::vector<Value*> inputs) {
-  return g.add_node(type, std::move(inputs), {g.unique_name(type)})->output(0);
-}
+// Builds what follows the Conv or MatMul a test starts from: gets the model and that
+// node's output, returns the graph output.
+using Tail = std::function<Value*(Model&, Value*)>;
 
 // A com.onnxkit Gelu node reading `x` (approximate "none" or "tanh").
 inline Value* add_onnxkit_gelu(Model& model, Value* x, const std::string& approximate) {
@@ -34,11 +20,7 @@ inline Value* add_onnxkit_gelu(Model& model, Value* x, const std::string& approx
   }
   Graph& g = model.graph();
   Node* gelu = g.add_node("Gelu", {x}, {g.unique_name("gelu")}, std::string(kOnnxkitDomain));
-  Attribute a;
-  a.name = "approximate";
-  a.type = AttrType::kString;
-  a.s = approximate;
-  gelu->set_attribute(std::move(a));
+  set_string(gelu, "approximate", approximate);
   return gelu->output(0);
 }
 
@@ -68,31 +50,6 @@ inline Model expand_gelu(const Model& model) {
   }
   g.sort_topologically();
   return copy;
-}
-
-// The only node of `model` with this op type, or nullptr.
-inline const Node* only_node(const Model& model, const std::string& op_type) {
-  const Node* found = nullptr;
-  for (const Node* node : model.graph().nodes()) {
-    if (node->op_type() != op_type) continue;
-    if (found) return nullptr;
-    found = node;
-  }
-  return found;
-}
-
-inline std::string string_attr(const Node* node, const std::string& name) {
-  const Attribute* a = node->find_attribute(name);
-  return a ? a->s : "";
-}
-
-inline std::vector<float> floats_attr(const Node* node, const std::string& name) {
-  const Attribute* a = node->find_attribute(name);
-  return a ? a->floats : std::vector<float>{};
-}
-
-inline bool imports_onnxkit(const Model& model) {
-  return model.opset_version(kOnnxkitDomain) == kOnnxkitDomainVersion;
 }
 
 }  // namespace onnxkit::testing

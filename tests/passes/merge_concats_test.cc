@@ -7,11 +7,7 @@ Node* concat(Graph& g, std::vector<Value*> inputs, const std::string& out,
              std::optional<int64_t> axis) {
   Node* node = g.add_node("Concat", std::move(inputs), {out});
   if (axis) {
-    Attribute attr;
-    attr.name = "axis";
-    attr.type = AttrType::kInt;
-    attr.i = *axis;
-    node->set_attribute(std::move(attr));
+    set_int(node, "axis", *axis);
   }
   return node;
 }
@@ -20,13 +16,6 @@ std::vector<std::string> input_names(const Node* node) {
   std::vector<std::string> names;
   for (const Value* v : node->inputs()) names.push_back(v->name());
   return names;
-}
-
-Node* only(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
 }
 
 // inner = Concat(a, b; inner_axis); y = Concat(p, inner, q; outer_axis). `typed` = false
@@ -52,7 +41,7 @@ TEST(MergeConcats, InnerConcatIsInlinedAtItsPosition) {
   auto pass = make_merge_concats_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   ASSERT_EQ(count_ops(model, "Concat"), 1u);
-  EXPECT_EQ(input_names(only(model, "Concat")), (std::vector<std::string>{"p", "a", "b", "q"}));
+  EXPECT_EQ(input_names(find_op(model, "Concat")), (std::vector<std::string>{"p", "a", "b", "q"}));
   EXPECT_EQ(model.graph().outputs()[0]->name(), "y");
   EXPECT_TRUE(same_outputs(before, model));
 }
@@ -97,7 +86,7 @@ TEST(MergeConcats, InnerReadTwiceByTheOuterIsInlinedTwice) {
   Model before = copy_model(model);
   auto pass = make_merge_concats_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  EXPECT_EQ(input_names(only(model, "Concat")),
+  EXPECT_EQ(input_names(find_op(model, "Concat")),
             (std::vector<std::string>{"a", "b", "b", "a", "b"}));
   EXPECT_TRUE(same_outputs(before, model));
 }
@@ -114,7 +103,7 @@ TEST(MergeConcats, ChainFlattensIntoOne) {
   Model before = copy_model(model);
   auto pass = make_merge_concats_pass();
   EXPECT_EQ(apply_pass(*pass, model), 2u);
-  EXPECT_EQ(input_names(only(model, "Concat")), (std::vector<std::string>{"b", "a", "b", "a"}));
+  EXPECT_EQ(input_names(find_op(model, "Concat")), (std::vector<std::string>{"b", "a", "b", "a"}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 

@@ -4,36 +4,14 @@
 namespace onnxkit::testing {
 namespace {
 
-Value* ints(Graph& g, const std::string& name, const std::vector<int64_t>& values) {
-  return g.add_initializer(
-      name, Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
-}
-
 Node* reshape(Graph& g, Value* input, const std::string& out, const std::vector<int64_t>& shape) {
-  return g.add_node("Reshape", {input, ints(g, out + "_target", shape)}, {out});
+  return g.add_node("Reshape", {input, int64s(g, out + "_target", shape)}, {out});
 }
 
 Node* flatten(Graph& g, Value* input, const std::string& out, int64_t axis) {
   Node* node = g.add_node("Flatten", {input}, {out});
   node->set_attribute(int_attribute("axis", axis));
   return node;
-}
-
-Node* only(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
-}
-
-std::vector<int64_t> target_of(const Node* reshape) {
-  const Tensor& t = reshape->input(1)->initializer();
-  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
-}
-
-void infer(Model& model) {
-  Status status = infer_shapes(model);
-  ASSERT_TRUE(status.ok()) << status.message();
 }
 
 // x -> Reshape(target1) -> Reshape(target2) -> Relu -> y
@@ -54,9 +32,9 @@ TEST(MergeReshapes, ReshapeOfReshapeReadsTheInput) {
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   EXPECT_EQ(count_ops(model, "Reshape"), 1u);
-  Node* r = only(model, "Reshape");
+  Node* r = find_op(model, "Reshape");
   EXPECT_EQ(r->input(0)->name(), "x");
-  EXPECT_EQ(target_of(r), (std::vector<int64_t>{4, -1}));
+  EXPECT_EQ(input_ints(r, 1), (std::vector<int64_t>{4, -1}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -67,9 +45,9 @@ TEST(MergeReshapes, ZeroEntriesAreResolvedFromTypes) {
   Model before = copy_model(model);
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* r = only(model, "Reshape");
+  Node* r = find_op(model, "Reshape");
   EXPECT_EQ(r->input(0)->name(), "x");
-  EXPECT_EQ(target_of(r), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(input_ints(r, 1), (std::vector<int64_t>{2, 3, 4}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -79,7 +57,7 @@ TEST(MergeReshapes, ZeroEntriesAreResolvedFromTheFirstTarget) {
   Model before = copy_model(model);
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  EXPECT_EQ(target_of(only(model, "Reshape")), (std::vector<int64_t>{6, 2, -1}));
+  EXPECT_EQ(input_ints(find_op(model, "Reshape"), 1), (std::vector<int64_t>{6, 2, -1}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -117,7 +95,7 @@ TEST(MergeReshapes, ComputedTargetNeedsAllowZero) {
 
 TEST(MergeReshapes, ConstantTargetWithAllowZeroIsUsedAsIs) {
   Model model = two_reshapes({2, 3, 4}, {6, 4}, {4, 6}, 14);
-  only(model, "Relu")->input(0)->producer()->set_attribute(int_attribute("allowzero", 1));
+  find_op(model, "Relu")->input(0)->producer()->set_attribute(int_attribute("allowzero", 1));
   Model before = copy_model(model);
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
@@ -135,7 +113,7 @@ TEST(MergeReshapes, FlattenThenReshape) {
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   EXPECT_EQ(count_ops(model, "Flatten"), 0u);
-  EXPECT_EQ(only(model, "Reshape")->input(0)->name(), "x");
+  EXPECT_EQ(find_op(model, "Reshape")->input(0)->name(), "x");
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -151,10 +129,10 @@ TEST(MergeReshapes, ReshapeThenFlattenBecomesOneReshape) {
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   EXPECT_EQ(count_ops(model, "Flatten"), 0u);
   EXPECT_EQ(count_ops(model, "Reshape"), 1u);
-  Node* merged = only(model, "Reshape");
+  Node* merged = find_op(model, "Reshape");
   EXPECT_EQ(merged->input(0)->name(), "x");
   EXPECT_EQ(merged->output(0)->name(), "y");
-  EXPECT_EQ(target_of(merged), (std::vector<int64_t>{12, 2}));
+  EXPECT_EQ(input_ints(merged, 1), (std::vector<int64_t>{12, 2}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -169,7 +147,7 @@ TEST(MergeReshapes, FlattenWithSymbolicLeftSideUsesMinusOne) {
   Model before = copy_model(model);
   auto pass = make_merge_reshapes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  EXPECT_EQ(target_of(only(model, "Reshape")), (std::vector<int64_t>{-1, 12}));
+  EXPECT_EQ(input_ints(find_op(model, "Reshape"), 1), (std::vector<int64_t>{-1, 12}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -189,13 +167,13 @@ TEST(MergeReshapes, SqueezeAndUnsqueezeFeedingAReshape) {
     Model model = empty_model(13);
     Graph& g = model.graph();
     Value* x = g.add_input("x", float_type({2, 1, 6}));
-    Node* s = g.add_node(op, {x, ints(g, "axes", {1})}, {"s"});
+    Node* s = g.add_node(op, {x, int64s(g, "axes", {1})}, {"s"});
     g.add_output(reshape(g, s->output(0), "y", {3, 4})->output(0));
     Model before = copy_model(model);
     auto pass = make_merge_reshapes_pass();
     EXPECT_EQ(apply_pass(*pass, model), 1u) << op;
     EXPECT_EQ(count_ops(model, op), 0u) << op;
-    EXPECT_EQ(only(model, "Reshape")->input(0)->name(), "x");
+    EXPECT_EQ(find_op(model, "Reshape")->input(0)->name(), "x");
     EXPECT_TRUE(same_outputs(before, model)) << op;
   }
 }

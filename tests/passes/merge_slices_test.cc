@@ -7,12 +7,6 @@ struct SliceSpec {
   std::vector<int64_t> starts, ends, axes, steps;  // axes/steps empty = omitted
 };
 
-Value* ints(Graph& g, const std::string& name, const std::vector<int64_t>& values) {
-  return g.add_initializer(
-      g.unique_name(name),
-      Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
-}
-
 // A Slice in the opset's form: attributes before 10, constant inputs from 10 on.
 Node* slice(Graph& g, int64_t opset, Value* input, const std::string& out, const SliceSpec& s) {
   if (opset < 10) {
@@ -22,25 +16,13 @@ Node* slice(Graph& g, int64_t opset, Value* input, const std::string& out, const
     if (!s.axes.empty()) node->set_attribute(ints_attribute("axes", s.axes));
     return node;
   }
-  std::vector<Value*> inputs = {input, ints(g, out + "_starts", s.starts),
-                                ints(g, out + "_ends", s.ends)};
+  std::vector<Value*> inputs = {input, int64s(g, out + "_starts", s.starts),
+                                int64s(g, out + "_ends", s.ends)};
   if (!s.axes.empty() || !s.steps.empty()) {
-    inputs.push_back(s.axes.empty() ? nullptr : ints(g, out + "_axes", s.axes));
+    inputs.push_back(s.axes.empty() ? nullptr : int64s(g, out + "_axes", s.axes));
   }
-  if (!s.steps.empty()) inputs.push_back(ints(g, out + "_steps", s.steps));
+  if (!s.steps.empty()) inputs.push_back(int64s(g, out + "_steps", s.steps));
   return g.add_node("Slice", inputs, {out});
-}
-
-Node* only(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
-}
-
-std::vector<int64_t> input_ints(const Node* node, size_t index) {
-  const Tensor& t = node->input(index)->initializer();
-  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
 }
 
 // x -> Slice(s1) -> Slice(s2) -> Relu -> y
@@ -61,7 +43,7 @@ TEST(MergeSlices, DisjointAxesMerge) {
   auto pass = make_merge_slices_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   ASSERT_EQ(count_ops(model, "Slice"), 1u);
-  Node* s = only(model, "Slice");
+  Node* s = find_op(model, "Slice");
   EXPECT_EQ(s->input(0)->name(), "x");
   EXPECT_EQ(input_ints(s, 1), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(input_ints(s, 2), (std::vector<int64_t>{3, 7}));
@@ -76,7 +58,7 @@ TEST(MergeSlices, DefaultAxesAndNegativeAxes) {
   Model before = copy_model(model);
   auto pass = make_merge_slices_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* s = only(model, "Slice");
+  Node* s = find_op(model, "Slice");
   EXPECT_EQ(input_ints(s, 3), (std::vector<int64_t>{0, 1}));
   EXPECT_TRUE(same_outputs(before, model));
 }
@@ -87,7 +69,7 @@ TEST(MergeSlices, SameAxisWithUnitStepsComposes) {
   Model before = copy_model(model);
   auto pass = make_merge_slices_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* s = only(model, "Slice");
+  Node* s = find_op(model, "Slice");
   EXPECT_EQ(input_ints(s, 1), (std::vector<int64_t>{3}));
   EXPECT_EQ(input_ints(s, 2), (std::vector<int64_t>{8}));
   EXPECT_EQ(s->inputs().size(), 4u) << "unit steps need no steps input";
@@ -101,7 +83,7 @@ TEST(MergeSlices, SameAxisClampsLikeSlice) {
   Model before = copy_model(model);
   auto pass = make_merge_slices_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* s = only(model, "Slice");
+  Node* s = find_op(model, "Slice");
   EXPECT_EQ(input_ints(s, 1), (std::vector<int64_t>{7}));
   EXPECT_EQ(input_ints(s, 2), (std::vector<int64_t>{10}));
   EXPECT_TRUE(same_outputs(before, model));
@@ -135,7 +117,7 @@ TEST(MergeSlices, AttributeFormBeforeOpset10) {
   Model before = copy_model(model);
   auto pass = make_merge_slices_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* s = only(model, "Slice");
+  Node* s = find_op(model, "Slice");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->inputs().size(), 1u);
   EXPECT_EQ(s->find_attribute("starts")->ints, (std::vector<int64_t>{1, -4}));

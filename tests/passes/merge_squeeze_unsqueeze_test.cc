@@ -7,31 +7,15 @@ namespace {
 Node* axes_op(Graph& g, int64_t opset, const std::string& op, Value* input, const std::string& out,
               const std::vector<int64_t>& axes) {
   if (opset >= 13) {
-    Value* a = g.add_initializer(
-        g.unique_name(out + "_axes"),
-        Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(axes.size())}, axes));
-    return g.add_node(op, {input, a}, {out});
+    return g.add_node(op, {input, int64s(g, out + "_axes", axes)}, {out});
   }
   Node* node = g.add_node(op, {input}, {out});
-  Attribute attr;
-  attr.name = "axes";
-  attr.type = AttrType::kInts;
-  attr.ints = axes;
-  node->set_attribute(std::move(attr));
+  set_ints(node, "axes", axes);
   return node;
 }
 
 std::vector<int64_t> axes_of(const Node* node, int64_t opset) {
-  if (opset < 13) return node->find_attribute("axes")->ints;
-  const Tensor& t = node->input(1)->initializer();
-  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
-}
-
-Node* only(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
+  return opset < 13 ? node->find_attribute("axes")->ints : input_ints(node, 1);
 }
 
 // x -> op1(axes1) -> op2(axes2) -> Relu -> y
@@ -54,7 +38,7 @@ TEST(MergeSqueezeUnsqueeze, UnsqueezeThenSqueezeCancel) {
     auto pass = make_merge_squeeze_unsqueeze_pass();
     EXPECT_EQ(apply_pass(*pass, model), 1u) << opset;
     EXPECT_EQ(model.graph().node_count(), 1u) << opset;
-    EXPECT_EQ(only(model, "Relu")->input(0)->name(), "x");
+    EXPECT_EQ(find_op(model, "Relu")->input(0)->name(), "x");
     EXPECT_TRUE(same_outputs(before, model)) << opset;
   }
 }
@@ -102,7 +86,7 @@ TEST(MergeSqueezeUnsqueeze, UnsqueezesMerge) {
     auto pass = make_merge_squeeze_unsqueeze_pass();
     EXPECT_EQ(apply_pass(*pass, model), 1u) << opset;
     ASSERT_EQ(count_ops(model, "Unsqueeze"), 1u) << opset;
-    Node* u = only(model, "Unsqueeze");
+    Node* u = find_op(model, "Unsqueeze");
     EXPECT_EQ(u->input(0)->name(), "x");
     EXPECT_EQ(axes_of(u, opset), (std::vector<int64_t>{0, 2})) << opset;
     EXPECT_TRUE(same_outputs(before, model)) << opset;
@@ -116,7 +100,7 @@ TEST(MergeSqueezeUnsqueeze, UnsqueezesMergeWithNegativeAxes) {
   Model before = copy_model(model);
   auto pass = make_merge_squeeze_unsqueeze_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  EXPECT_EQ(axes_of(only(model, "Unsqueeze"), 13), (std::vector<int64_t>{0, 3, 4}));
+  EXPECT_EQ(axes_of(find_op(model, "Unsqueeze"), 13), (std::vector<int64_t>{0, 3, 4}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -128,7 +112,7 @@ TEST(MergeSqueezeUnsqueeze, UnsqueezesInterleave) {
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   // Final rank 7: new 0,2,5; the rest (1,3,4,6) are the first's output dims 0..3, whose
   // 1 and 2 were inserted: 3 and 4.
-  EXPECT_EQ(axes_of(only(model, "Unsqueeze"), 11), (std::vector<int64_t>{0, 2, 3, 4, 5}));
+  EXPECT_EQ(axes_of(find_op(model, "Unsqueeze"), 11), (std::vector<int64_t>{0, 2, 3, 4, 5}));
   EXPECT_TRUE(same_outputs(before, model));
 }
 
@@ -140,7 +124,7 @@ TEST(MergeSqueezeUnsqueeze, SqueezesMerge) {
     auto pass = make_merge_squeeze_unsqueeze_pass();
     EXPECT_EQ(apply_pass(*pass, model), 1u) << opset;
     ASSERT_EQ(count_ops(model, "Squeeze"), 1u);
-    EXPECT_EQ(axes_of(only(model, "Squeeze"), opset), (std::vector<int64_t>{0, 2, 4}));
+    EXPECT_EQ(axes_of(find_op(model, "Squeeze"), opset), (std::vector<int64_t>{0, 2, 4}));
     EXPECT_TRUE(same_outputs(before, model)) << opset;
   }
 }
@@ -168,7 +152,7 @@ TEST(MergeSqueezeUnsqueeze, SqueezeWithoutAxesNeedsKnownDims) {
   k.add_output(kb->output(0));
   Model before = copy_model(known);
   EXPECT_EQ(apply_pass(*pass, known), 1u);
-  EXPECT_EQ(axes_of(only(known, "Squeeze"), 13), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(axes_of(find_op(known, "Squeeze"), 13), (std::vector<int64_t>{1, 2}));
   EXPECT_TRUE(same_outputs(before, known));
 }
 

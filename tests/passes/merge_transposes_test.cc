@@ -3,26 +3,11 @@
 namespace onnxkit::testing {
 namespace {
 
-Attribute perm_attribute(std::vector<int64_t> perm) {
-  Attribute attr;
-  attr.name = "perm";
-  attr.type = AttrType::kInts;
-  attr.ints = std::move(perm);
-  return attr;
-}
-
 Node* transpose(Graph& g, Value* input, const std::string& out,
                 std::optional<std::vector<int64_t>> perm) {
   Node* node = g.add_node("Transpose", {input}, {out});
-  if (perm) node->set_attribute(perm_attribute(*perm));
+  if (perm) set_ints(node, "perm", *perm);
   return node;
-}
-
-Node* only(const Model& model, const std::string& op_type) {
-  for (Node* node : model.graph().nodes()) {
-    if (node->op_type() == op_type) return node;
-  }
-  return nullptr;
 }
 
 // x[2,3,4] -> Transpose(perm1) -> Transpose(perm2) -> Relu -> y
@@ -47,7 +32,7 @@ TEST(MergeTransposes, ComposesPermutations) {
   auto pass = make_merge_transposes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   EXPECT_EQ(count_ops(model, "Transpose"), 1u);
-  Node* t = only(model, "Transpose");
+  Node* t = find_op(model, "Transpose");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->input(0)->name(), "x");
   EXPECT_EQ(t->find_attribute("perm")->ints, (std::vector<int64_t>{1, 2, 0}));
@@ -60,7 +45,7 @@ TEST(MergeTransposes, DefaultPermIsReverse) {
   Model before = copy_model(model);
   auto pass = make_merge_transposes_pass();
   EXPECT_EQ(apply_pass(*pass, model), 1u);
-  Node* t = only(model, "Transpose");
+  Node* t = find_op(model, "Transpose");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->find_attribute("perm")->ints, (std::vector<int64_t>{1, 2, 0}));
   EXPECT_TRUE(same_outputs(before, model));
@@ -73,7 +58,7 @@ TEST(MergeTransposes, InversePermsCancel) {
   EXPECT_EQ(apply_pass(*pass, model), 1u);
   EXPECT_EQ(count_ops(model, "Transpose"), 0u);
   EXPECT_EQ(count_ops(model, "Identity"), 0u);
-  EXPECT_EQ(only(model, "Relu")->input(0)->name(), "x");
+  EXPECT_EQ(find_op(model, "Relu")->input(0)->name(), "x");
   EXPECT_TRUE(same_outputs(before, model));
 }
 

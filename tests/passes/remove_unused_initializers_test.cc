@@ -5,13 +5,8 @@ namespace {
 
 using namespace onnxkit::testing;
 
-Tensor floats(std::vector<float> values) {
-  return Tensor::from_vector<float>(DType::kFloat, {static_cast<int64_t>(values.size())}, values);
-}
-
 size_t run_pass(Model& model, PassContext context = {}) {
-  auto pass = make_remove_unused_initializers_pass();
-  return apply_pass(*pass, model, std::move(context));
+  return apply_pass(*make_remove_unused_initializers_pass(), model, std::move(context));
 }
 
 TEST(RemoveUnusedInitializers, UnreadInitializersGo) {

@@ -1,6 +1,7 @@
 #include "onnx/onnx_checks.h"
 #include "pass_test_util.h"
 #include "passes/pipeline.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -15,10 +16,6 @@ Dim unnamed() {
   return Dim{};
 }
 
-ValueType floats(std::vector<Dim> dims) {
-  return ValueType::tensor(DType::kFloat, dims);
-}
-
 Value* ints(Graph& g, const std::string& name, std::vector<int64_t> values, bool scalar = false) {
   Shape shape;
   if (!scalar) shape.push_back(static_cast<int64_t>(values.size()));
@@ -27,22 +24,6 @@ Value* ints(Graph& g, const std::string& name, std::vector<int64_t> values, bool
   if (!scalar) dims.push_back(num(static_cast<int64_t>(values.size())));
   v->set_type(ValueType::tensor(DType::kInt64, dims));
   return v;
-}
-
-void set_int(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
-}
-
-void set_ints(Node* node, const std::string& name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  node->set_attribute(std::move(a));
 }
 
 // Builds the shape arithmetic PyTorch exports, one node at a time.
@@ -74,39 +55,17 @@ struct Builder {
   Value* reshape(Value* x, Value* target) { return node("Reshape", {x, target}); }
 };
 
-// same_outputs with the symbolic dims bound to the given values.
+// Exactly the outputs of `before`, the symbolic dims bound to the given values.
 ::testing::AssertionResult same_outputs_with(const Model& before, const Model& after,
-                                             std::map<std::string, int64_t> dims) {
-  std::mt19937_64 rng(7);
-  NamedValues feeds;
-  for (const Value* input : before.graph().inputs()) {
-    if (input->has_initializer()) continue;
-    feeds.emplace_back(input->name(),
-                       random_tensor(input->type().elem_type, concrete_shape(*input, dims), rng));
-  }
-  auto a = Session::create(copy_model(before), SessionOptions::reference());
-  if (!a) return ::testing::AssertionFailure() << "original: " << a.error();
-  auto b = Session::create(copy_model(after), SessionOptions::reference());
-  if (!b) return ::testing::AssertionFailure() << "rewritten: " << b.error();
-  auto out_a = a.value()->run(feeds);
-  if (!out_a) return ::testing::AssertionFailure() << "original: " << out_a.error();
-  auto out_b = b.value()->run(feeds);
-  if (!out_b) return ::testing::AssertionFailure() << "rewritten: " << out_b.error();
-  for (size_t i = 0; i < out_a.value().size(); ++i) {
-    if (out_a.value()[i].first != out_b.value()[i].first) {
-      return ::testing::AssertionFailure() << "output " << i << " renamed";
-    }
-    Comparison c = compare_values(out_b.value()[i].second, out_a.value()[i].second, {0, 0});
-    if (!c.ok) return ::testing::AssertionFailure() << out_a.value()[i].first << ": " << c.message;
-  }
-  return ::testing::AssertionSuccess();
+                                             const std::map<std::string, int64_t>& dims) {
+  return same_outputs_on(before, after, random_feeds(before, dims, 7), {0, 0});
 }
 
 // As the pipeline: shape inference first, then the pass on the graph and its subgraphs.
 size_t run_pass(Model& model, PassContext& context) {
   EXPECT_TRUE(infer_shapes(model).ok());
   context.model = &model;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   auto pass = make_shape_folding_pass();
   size_t changes = 0;
   std::function<void(Graph&)> visit = [&](Graph& g) {
@@ -167,7 +126,7 @@ Model bert(int64_t opset = 13) {
   Model model = empty_model(opset);
   Graph& g = model.graph();
   Builder b{g, opset};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   Value* heads = b.reshape(x, b.concat({b.dim(x, 0), b.dim(x, 1), ints(g, "heads", {12, 64})}));
   g.rename_value(heads, "heads_out");
   Value* relu = b.node("Relu", {heads});
@@ -221,7 +180,7 @@ TEST(ShapeFolding, MergedBatchAndSeqBecomesMinusOne) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   Value* shape = b.shape(x);
   Value* tokens = b.node("Mul", {b.gather(shape, 0), b.gather(shape, 1)});
   Value* y = b.reshape(x, b.concat({b.unsqueeze(tokens), ints(g, "hidden", {768})}));
@@ -238,7 +197,7 @@ TEST(ShapeFolding, TwoUnknownDimsInOneTargetStayDynamic) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   Value* z = b.reshape(x, ints(g, "flat", {-1, 768}));
   Value* target = b.concat({b.dim(x, 0), b.dim(x, 1), ints(g, "heads", {12, 64})});
   g.rename_value(target, "target");
@@ -263,7 +222,7 @@ TEST(ShapeFolding, LayersShareOneShapeComputation) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   auto layer = [&](Value* in) {
     Value* flat = b.reshape(in, ints(g, b.fresh("flat"), {-1, 768}));
     Value* relu = b.node("Relu", {flat});
@@ -288,7 +247,7 @@ TEST(ShapeFolding, TransposedDimsAreNotCopies) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   Value* y = b.reshape(x, b.concat({b.dim(x, 1), b.dim(x, 0), ints(g, "hidden", {768})}));
   g.rename_value(y, "y");
   g.add_output(y);
@@ -300,8 +259,8 @@ TEST(ShapeFolding, UnnamedDimsEqualOnlyThemselves) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({unnamed(), unnamed(), num(4)}));
-  Value* other = g.add_input("other", floats({unnamed(), unnamed(), num(4)}));
+  Value* x = g.add_input("x", float_dims({unnamed(), unnamed(), num(4)}));
+  Value* other = g.add_input("other", float_dims({unnamed(), unnamed(), num(4)}));
   // From x itself: copies. From another input's unnamed dims: two unknowns, no fold.
   Value* own = b.reshape(x, b.concat({b.dim(x, 0), b.dim(x, 1), ints(g, "two_two", {2, 2})}));
   g.rename_value(own, "own");
@@ -373,7 +332,7 @@ TEST(ShapeFolding, ShapeStartAndEnd) {
   Model model = empty_model(15);
   Graph& g = model.graph();
   Builder b{g, 15};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   Value* lead = b.shape(x);
   set_int(lead->producer(), "end", -1);  // [batch, seq]
   Value* hidden = b.shape(x);
@@ -418,8 +377,8 @@ TEST(ShapeFolding, SymbolicIdentities) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("n"), num(4), num(5)}));
-  Value* s = g.add_input("s", floats({sym("seq")}));
+  Value* x = g.add_input("x", float_dims({sym("n"), num(4), num(5)}));
+  Value* s = g.add_input("s", float_dims({sym("seq")}));
   Value* n = b.gather(b.shape(x), 0);
   Value* seq = b.gather(b.shape(s), 0);
   Value* one = ints(g, "one", {1}, true);
@@ -461,7 +420,7 @@ TEST(ShapeFolding, CastAndMaxMin) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), num(6)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), num(6)}));
   Value* shape32 = b.node("Cast", {b.shape(x)});
   set_int(shape32->producer(), "to", static_cast<int64_t>(DType::kInt32));
   Value* back = b.node("Cast", {shape32});
@@ -586,7 +545,7 @@ Value* attention_block(Builder& b, Graph& g, Value* h, const std::string& suffix
 Result<PipelineResult> fold_stack(Model& model, int blocks) {
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* h = g.add_input("x", floats({sym("batch"), sym("seq"), num(768)}));
+  Value* h = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(768)}));
   for (int block = 0; block < blocks; ++block) {
     h = attention_block(b, g, h, std::to_string(block));
   }
@@ -594,7 +553,7 @@ Result<PipelineResult> fold_stack(Model& model, int blocks) {
   std::vector<std::unique_ptr<GraphPass>> passes;
   passes.push_back(make_shape_folding_pass());
   PassContext context;
-  context.registry = &OpRegistry::builtin();
+  context.registry = &builtin_registry();
   Model before = copy_model(model);
   auto result = run_pipeline(model, passes, context, {});
   EXPECT_TRUE(same_outputs_with(before, model, {{"batch", 2}, {"seq", 5}}));
@@ -631,7 +590,7 @@ TEST(ShapeFolding, RangeOverADimHasThatDimsLength) {
   Model model = empty_model(13);
   Graph& g = model.graph();
   Builder b{g, 13};
-  Value* x = g.add_input("x", floats({sym("batch"), sym("seq"), num(8)}));
+  Value* x = g.add_input("x", float_dims({sym("batch"), sym("seq"), num(8)}));
   Value* seq = b.gather(b.shape(x), 1);
   Value* positions = b.node("Range", {ints(g, "zero", {0}, true), seq, ints(g, "one", {1}, true)});
   g.rename_value(positions, "positions");

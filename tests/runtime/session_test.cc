@@ -12,6 +12,7 @@
 #include "ir/graph_clone.h"
 #include "onnxkit/model_io.h"
 #include "ops/registry.h"
+#include "registry/builtin_registry.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -113,10 +114,10 @@ TEST(Session, UnknownOperatorIsReportedAtCreation) {
 
 TEST(Session, BuildsItsKernelsFromTheRegistryInItsOptions) {
   // small_model() computes y = (x + w) * x.
-  const OpRegistration* add = OpRegistry::builtin().find("", "Add", 13);
+  const OpRegistration* add = builtin_registry().find("", "Add", 13);
   ASSERT_NE(add, nullptr);
   OpRegistry add_only;
-  add_only.add("", "Add", add->since_version, add->factory);
+  add_only.add("", "Add", add->since_version, add->definition);
   SessionOptions options = SessionOptions::reference();
   options.registry = &add_only;
   auto without_mul = Session::create(small_model(), options);
@@ -128,8 +129,8 @@ TEST(Session, BuildsItsKernelsFromTheRegistryInItsOptions) {
 
   // Its kernels are the ones that run: Mul served by Add's kernel gives (x + w) + x.
   OpRegistry mul_as_add;
-  mul_as_add.add("", "Add", add->since_version, add->factory);
-  mul_as_add.add("", "Mul", add->since_version, add->factory);
+  mul_as_add.add("", "Add", add->since_version, add->definition);
+  mul_as_add.add("", "Mul", add->since_version, add->definition);
   options.registry = &mul_as_add;
   auto session = Session::create(small_model(), options);
   ASSERT_TRUE(session.ok()) << session.error();
@@ -143,7 +144,7 @@ TEST(Session, BuildsItsKernelsFromTheRegistryInItsOptions) {
 
 TEST(CompiledGraph, IntermediatesAreReleasedAfterTheirLastUse) {
   Model model = small_model();
-  auto plan = CompiledGraph::compile(model.graph(), OpRegistry::builtin(), model.opset_imports);
+  auto plan = CompiledGraph::compile(model.graph(), builtin_registry(), model.opset_imports);
   ASSERT_EQ(plan->steps().size(), 2u);
   const int sum_slot = plan->slot_of(model.graph().find_value("sum"));
   const int x_slot = plan->slot_of(model.graph().find_value("x"));
@@ -193,7 +194,7 @@ TEST(Registry, OptimizedTierIsPreferredAndMayDecline) {
   Node* node = graph.add_node("Op", {x}, {"y"}, "", "n");
   Node* declining = graph.add_node("Op", {x}, {"z"}, "", "decline");
   auto tag = [&](const Node& n, int64_t opset, KernelTier tier) {
-    auto kernel = registry.create_kernel(KernelCreateContext(n, opset), tier);
+    auto kernel = registry.create_kernel(KernelCreateContext(n, opset, registry), tier);
     return dynamic_cast<Tagged&>(*kernel).tag;
   };
   EXPECT_EQ(tag(*node, 12, KernelTier::kOptimized), -1);

@@ -2,7 +2,7 @@
 // stay in L1, A (times alpha) into kMr-row panels of a block that stays in L2, and a
 // kMr x kNr register tile accumulates each panel product. Edges are zero-padded while
 // packing so the micro-kernel always runs full tiles.
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 
 #include <algorithm>
 #include <type_traits>

@@ -1,7 +1,8 @@
-// The one list of op families. Adding a family: write src/ops/<family>.cc with its
-// register_<family>_ops, declare it here and call it below (tract's way: explicit, no
-// self-registering statics that a static link could drop).
-#include "ops/registry.h"
+// The one list of op families and optimized kernels. Adding a family: write
+// src/ops/<family>.cc with its register_<family>_ops, declare it here and call it below;
+// adding an optimized kernel file: its register_<name>_kernels, likewise (tract's way:
+// explicit, no self-registering statics that a static link could drop).
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 
@@ -38,7 +39,7 @@ void register_fast_cpu_kernels(OpRegistry& registry);
 void register_dnnl_conv_kernels(OpRegistry& registry);
 void register_blocked_ops(OpRegistry& registry);
 
-void register_all_ops(OpRegistry& registry) {
+void register_builtin_ops(OpRegistry& registry) {
   register_activation_ops(registry);
   register_cast_ops(registry);
   register_control_flow_ops(registry);
@@ -69,6 +70,15 @@ void register_all_ops(OpRegistry& registry) {
   register_fast_cpu_kernels(registry);
   register_dnnl_conv_kernels(registry);
   register_blocked_ops(registry);
+}
+
+const OpRegistry& builtin_registry() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    register_builtin_ops(r);
+    return r;
+  }();
+  return registry;
 }
 
 }  // namespace onnxkit

@@ -1,5 +1,5 @@
 // The blocked GEMM against a naive triple loop, over sizes that straddle every block edge.
-#include "kernels/gemm.h"
+#include "core/gemm.h"
 
 #include <gtest/gtest.h>
 
