@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/enum_names.h"
+
 namespace onnxkit {
 
 // One table per instruction-set file.
@@ -14,6 +16,9 @@ const VectorKernels& avx2_vector_kernels();
 const VectorKernels& avx512_vector_kernels();
 
 namespace {
+
+constexpr EnumName<SimdLevel> kSimdLevelNames[] = {
+    {SimdLevel::kScalar, "scalar"}, {SimdLevel::kAvx2, "avx2"}, {SimdLevel::kAvx512, "avx512"}};
 
 constexpr int kNoOverride = -1;
 std::atomic<int> forced_level{kNoOverride};
@@ -31,15 +36,7 @@ SimdLevel detect() {
 }  // namespace
 
 std::string_view simd_level_name(SimdLevel level) {
-  switch (level) {
-    case SimdLevel::kScalar:
-      return "scalar";
-    case SimdLevel::kAvx2:
-      return "avx2";
-    case SimdLevel::kAvx512:
-      return "avx512";
-  }
-  return "?";
+  return enum_name<SimdLevel>(kSimdLevelNames, level);
 }
 
 SimdLevel detected_simd_level() {
@@ -48,8 +45,8 @@ SimdLevel detected_simd_level() {
     // ONNXKIT_SIMD_LEVEL=scalar|avx2 caps the level for a whole process (benchmarks, the
     // conformance suite on the fallbacks); anything else is ignored.
     if (const char* cap = std::getenv("ONNXKIT_SIMD_LEVEL")) {
-      for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-        if (simd_level_name(l) == cap) best = std::min(best, l);
+      if (auto capped = enum_from_name<SimdLevel>(kSimdLevelNames, cap)) {
+        best = std::min(best, *capped);
       }
     }
     return best;
