@@ -13,22 +13,6 @@
 namespace onnxkit {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type a T element is computed in.
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
-
-template <typename T>
-T from_compute(ComputeType<T> value) {
-  if constexpr (kIsHalf<T>) {
-    return T(value);
-  } else {
-    return value;
-  }
-}
-
 // y[i] = f(x[i]) computed in ComputeType<T>.
 template <typename T, typename F>
 void map_elements(const Tensor& x, Tensor& y, F f) {
@@ -36,7 +20,7 @@ void map_elements(const Tensor& x, Tensor& y, F f) {
   T* py = y.mutable_data<T>();
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
-    py[i] = from_compute<T>(f(static_cast<ComputeType<T>>(px[i])));
+    py[i] = convert_element<T>(f(static_cast<ComputeType<T>>(px[i])));
   }
 }
 
@@ -163,15 +147,15 @@ class PReluKernel : public OpKernel {
       const int64_t n = x.numel();
       if (slope.numel() == 1) {
         const C s = static_cast<C>(ps[0]);
-        for (int64_t i = 0; i < n; ++i) py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), s));
+        for (int64_t i = 0; i < n; ++i) py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), s));
       } else if (slope_shape == x.shape()) {
         for (int64_t i = 0; i < n; ++i) {
-          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[i])));
+          py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[i])));
         }
       } else {
         const std::vector<std::vector<int64_t>> strides{broadcast_strides(slope_shape, x.shape())};
         for_each_broadcast(x.shape(), strides, [&](int64_t i, const int64_t* offsets) {
-          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[offsets[0]])));
+          py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[offsets[0]])));
         });
       }
     });

@@ -15,23 +15,6 @@ namespace {
 // Elements of the column buffer built at a time; bigger images are done in chunks.
 constexpr int64_t kColumnBudget = int64_t{1} << 21;
 
-// The element type arithmetic runs in: half types compute in float.
-template <typename T>
-using ComputeOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// The tensor's elements as C: the tensor's own data when the types match, else a copy.
-template <typename T, typename C>
-const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
-  if constexpr (std::is_same_v<T, C>) {
-    return tensor.data<T>();
-  } else {
-    const T* src = tensor.data<T>();
-    storage.resize(static_cast<size_t>(tensor.numel()));
-    for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<C>(src[i]);
-    return storage.data();
-  }
-}
-
 enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 AutoPad parse_auto_pad(const KernelCreateContext& context) {
@@ -230,7 +213,7 @@ void dispatch_conv(DType dtype, const KernelContext& context, F&& f) {
   }
   dispatch_float(dtype, context.node().op_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    f.template operator()<T, ComputeOf<T>>();
+    f.template operator()<T, ComputeType<T>>();
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype_dispatch.h"
@@ -107,6 +108,19 @@ Tensor concat_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::stri
 // Stacks tensors of identical shape along a new `axis`.
 Tensor stack_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::string_view what);
 
+// Float16 and BFloat16: arithmetic on them runs in float.
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic on T elements runs in: float for the 16-bit floats, T otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
+
+template <typename T>
+ComputeType<T> to_compute(T value) {
+  return static_cast<ComputeType<T>>(value);
+}
+
 // Converts between element types as ONNX Cast does for numbers (float -> int truncates).
 template <typename To, typename From>
 To convert_element(From value) {
@@ -118,6 +132,20 @@ To convert_element(From value) {
     return static_cast<To>(static_cast<float>(value));
   } else {
     return static_cast<To>(value);
+  }
+}
+
+// The elements of a T tensor as C: the tensor's own memory when the types match, else a
+// converted copy kept in `storage`.
+template <typename T, typename C>
+const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
+  if constexpr (std::is_same_v<T, C>) {
+    return tensor.data<T>();
+  } else {
+    const T* src = tensor.data<T>();
+    storage.resize(static_cast<size_t>(tensor.numel()));
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = convert_element<C>(src[i]);
+    return storage.data();
   }
 }
 

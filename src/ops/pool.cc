@@ -205,11 +205,6 @@ Shape pooled_shape(const Shape& x_shape, const PoolGeometry& g) {
   return shape;
 }
 
-// Float16/BFloat16 compute in float; others in their own type for max, double for sums.
-template <typename T>
-using Compute =
-    std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
-
 class MaxPoolKernel : public OpKernel {
  public:
   explicit MaxPoolKernel(const KernelCreateContext& context)
@@ -243,7 +238,7 @@ class MaxPoolKernel : public OpKernel {
     }
     dispatch_numeric(dtype, "MaxPool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = Compute<T>;
+      using C = ComputeType<T>;
       const T* px = x.data<T>();
       T* py = y.mutable_data<T>();
       const int64_t channels = x.shape()[0] * x.shape()[1];
@@ -410,9 +405,9 @@ class GlobalPoolKernel : public OpKernel {
       for (int64_t c = 0; c < channels; ++c) {
         const T* xc = px + c * size;
         if constexpr (kKind == GlobalPool::kMax) {
-          Compute<T> best = static_cast<Compute<T>>(xc[0]);
+          ComputeType<T> best = static_cast<ComputeType<T>>(xc[0]);
           for (int64_t i = 1; i < size; ++i) {
-            const Compute<T> v = static_cast<Compute<T>>(xc[i]);
+            const ComputeType<T> v = static_cast<ComputeType<T>>(xc[i]);
             if (v > best || v != v) best = v;
             if (best != best) break;
           }

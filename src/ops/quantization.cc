@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -292,51 +293,11 @@ class DynamicQuantizeLinearKernel : public OpKernel {
 // Integer matrix products (MatMulInteger, QLinearMatMul): numpy matmul broadcasting, with
 // a zero point (and scale) per tensor, per row of A or per column of B.
 
-// Shapes of one matmul: A [..., M, K] x B [..., K, N] (1-D operands promoted).
-struct MatMulShapes {
-  Shape a, b;              // promoted shapes
-  Shape a_batch, b_batch;  // leading dims
-  Shape batch;             // broadcast batch dims
-  Shape out;               // the output shape (promoted dims squeezed away)
-  int64_t m = 0, k = 0, n = 0;
-};
-
-MatMulShapes matmul_shapes(const KernelContext& context, const Tensor& a, const Tensor& b) {
-  if (a.rank() == 0 || b.rank() == 0) {
-    context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a.shape()),
-                 shape_to_string(b.shape()));
-  }
-  MatMulShapes s;
-  s.a = a.shape();
-  s.b = b.shape();
-  if (a.rank() == 1) s.a.insert(s.a.begin(), 1);
-  if (b.rank() == 1) s.b.push_back(1);
-  s.m = s.a[s.a.size() - 2];
-  s.k = s.a.back();
-  s.n = s.b.back();
-  if (s.b[s.b.size() - 2] != s.k) {
-    context.fail("inner dimensions differ: A has shape {} and B has shape {} ({} vs {})",
-                 shape_to_string(a.shape()), shape_to_string(b.shape()), s.k, s.b[s.b.size() - 2]);
-  }
-  s.a_batch.assign(s.a.begin(), s.a.end() - 2);
-  s.b_batch.assign(s.b.begin(), s.b.end() - 2);
-  try {
-    s.batch = broadcast_shapes(s.a_batch, s.b_batch);
-  } catch (const Error&) {
-    context.fail("batch dimensions of shapes {} and {} do not broadcast",
-                 shape_to_string(a.shape()), shape_to_string(b.shape()));
-  }
-  s.out = s.batch;
-  if (a.rank() > 1) s.out.push_back(s.m);
-  if (b.rank() > 1) s.out.push_back(s.n);
-  return s;
-}
-
 // A parameter of A expanded to one value per row: [a_batch..., M]. It may be a scalar,
 // a 1-D [M], or [..., M, 1] broadcastable to A's rows.
 template <typename V>
 std::vector<V> per_row(const KernelContext& context, const std::vector<V>& values,
-                       const Tensor& param, const MatMulShapes& s, std::string_view what) {
+                       const Tensor& param, const MatMulShape& s, std::string_view what) {
   Shape rows = s.a_batch;
   rows.push_back(s.m);
   if (param.numel() == 1) return std::vector<V>(static_cast<size_t>(shape_numel(rows)), values[0]);
@@ -355,7 +316,7 @@ std::vector<V> per_row(const KernelContext& context, const std::vector<V>& value
 // a 1-D [N], or [..., 1, N] broadcastable to B's columns.
 template <typename V>
 std::vector<V> per_column(const KernelContext& context, const std::vector<V>& values,
-                          const Tensor& param, const MatMulShapes& s, std::string_view what) {
+                          const Tensor& param, const MatMulShape& s, std::string_view what) {
   Shape cols = s.b_batch;
   cols.push_back(s.n);
   if (param.numel() == 1) return std::vector<V>(static_cast<size_t>(shape_numel(cols)), values[0]);
@@ -376,7 +337,7 @@ std::vector<V> per_column(const KernelContext& context, const std::vector<V>& va
 // matrices), so callers can find the rows' and columns' parameters.
 template <typename F>
 std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& a, const Tensor& b,
-                                    const MatMulShapes& s, const std::vector<int32_t>& a_zp,
+                                    const MatMulShape& s, const std::vector<int32_t>& a_zp,
                                     const std::vector<int32_t>& b_zp, F&& per_matrix) {
   const std::vector<int32_t> a_values = read_int32s(context, a, "A");
   const std::vector<int32_t> b_values = read_int32s(context, b, "B");
@@ -390,13 +351,11 @@ std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& 
   }
   std::vector<int32_t> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
   if (acc.empty()) return acc;
-  std::vector<std::vector<int64_t>> strides{broadcast_strides(s.a_batch, s.batch),
-                                            broadcast_strides(s.b_batch, s.batch)};
-  for_each_broadcast(s.batch, strides, [&](int64_t index, const int64_t* offsets) {
+  s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
     int32_t* out = acc.data() + index * s.m * s.n;
-    gemm<int32_t>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + offsets[0] * s.m * s.k, s.k,
-                  b_shifted.data() + offsets[1] * s.k * s.n, s.n, 0, out, s.n);
-    per_matrix(index, offsets[0], offsets[1]);
+    gemm<int32_t>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + a_matrix * s.m * s.k, s.k,
+                  b_shifted.data() + b_matrix * s.k * s.n, s.n, 0, out, s.n);
+    per_matrix(index, a_matrix, b_matrix);
   });
   return acc;
 }
@@ -408,7 +367,7 @@ class MatMulIntegerKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
-    const MatMulShapes s = matmul_shapes(context, a, b);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
     auto zero_points = [&](size_t index, const Tensor& of, std::string_view name, bool rows) {
       if (!context.has_input(index)) {
         return std::vector<int32_t>(
@@ -437,7 +396,7 @@ class QLinearMatMulKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(3);
-    const MatMulShapes s = matmul_shapes(context, a, b);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
     // Scale and zero point of one operand, expanded per row (A) or per column (B).
     auto params = [&](size_t index, const Tensor& of, std::string_view scale_name,
                       std::string_view zp_name, bool rows) {

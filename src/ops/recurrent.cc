@@ -143,19 +143,6 @@ struct RunData {
   C* y_c = nullptr;              // [directions, batch, hidden] or null (LSTM)
 };
 
-// A tensor's elements as C: the tensor's own memory when no conversion is needed.
-template <typename T, typename C>
-const C* as_compute(const Tensor& tensor, std::vector<C>& storage) {
-  if constexpr (std::is_same_v<T, C>) {
-    return tensor.data<T>();
-  } else {
-    const T* src = tensor.data<T>();
-    storage.resize(static_cast<size_t>(tensor.numel()));
-    for (int64_t i = 0; i < tensor.numel(); ++i) storage[i] = convert_element<C>(src[i]);
-    return storage.data();
-  }
-}
-
 // dst [b, a, k] = src [a, b, k], converting elements (the batch-major layout <-> ours).
 template <typename From, typename To>
 void swap_leading(const From* src, int64_t a, int64_t b, int64_t k, To* dst) {
@@ -329,15 +316,15 @@ class RecurrentKernel final : public OpKernel {
       swap_leading(x.data<T>(), batch, seq, input, x_buf.data());
       data.x = x_buf.data();
     } else {
-      data.x = as_compute<T>(x, x_buf);
+      data.x = elements_as<T>(x, x_buf);
     }
-    data.w = as_compute<T>(context.input(1), w_buf);
-    data.r = as_compute<T>(context.input(2), r_buf);
-    if (context.has_input(3)) data.b = as_compute<T>(context.input(3), b_buf);
+    data.w = elements_as<T>(context.input(1), w_buf);
+    data.r = elements_as<T>(context.input(2), r_buf);
+    if (context.has_input(3)) data.b = elements_as<T>(context.input(3), b_buf);
     auto state = [&](size_t index, std::vector<C>& buf) -> const C* {
       if (!context.has_input(index)) return nullptr;
       const Tensor& tensor = context.input(index);
-      if (!layout_) return as_compute<T>(tensor, buf);
+      if (!layout_) return elements_as<T>(tensor, buf);
       buf.resize(static_cast<size_t>(tensor.numel()));
       swap_leading(tensor.data<T>(), batch, directions_, hidden, buf.data());
       return buf.data();
@@ -345,7 +332,7 @@ class RecurrentKernel final : public OpKernel {
     data.h0 = state(5, h0_buf);
     if constexpr (kKind == CellKind::kLstm) {
       data.c0 = state(6, c0_buf);
-      if (context.has_input(7)) data.p = as_compute<T>(context.input(7), p_buf);
+      if (context.has_input(7)) data.p = elements_as<T>(context.input(7), p_buf);
     }
 
     const int64_t state_size = directions_ * batch * hidden;
