@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "ops/conv_attributes.h"
 #include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -455,116 +456,6 @@ class QLinearMatMulKernel : public OpKernel {
 // ---------------------------------------------------------------------------------------
 // Integer convolution (ConvInteger, QLinearConv): Conv's attributes, im2col + int32 GEMM.
 
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
-
-struct ConvAttributes {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  int64_t group = 1;
-  std::vector<int64_t> kernel_shape, strides, dilations, pads;
-
-  explicit ConvAttributes(const KernelCreateContext& context)
-      : group(context.attr_int("group", 1)),
-        kernel_shape(context.attr_ints("kernel_shape")),
-        strides(context.attr_ints("strides")),
-        dilations(context.attr_ints("dilations")),
-        pads(context.attr_ints("pads")) {
-    const std::string pad = context.attr_string("auto_pad", "NOTSET");
-    if (pad == "SAME_UPPER") {
-      auto_pad = AutoPad::kSameUpper;
-    } else if (pad == "SAME_LOWER") {
-      auto_pad = AutoPad::kSameLower;
-    } else if (pad == "VALID") {
-      auto_pad = AutoPad::kValid;
-    } else if (pad != "NOTSET" && !pad.empty()) {
-      context.fail("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", pad);
-    }
-    if (group < 1) context.fail("group must be >= 1, got {}", group);
-    for (int64_t v : strides) {
-      if (v < 1) context.fail("strides must be >= 1, got {}", v);
-    }
-    for (int64_t v : dilations) {
-      if (v < 1) context.fail("dilations must be >= 1, got {}", v);
-    }
-    for (int64_t v : pads) {
-      if (v < 0) context.fail("pads must be >= 0, got {}", v);
-    }
-  }
-};
-
-// Everything one integer convolution needs to know about its shapes.
-struct ConvGeometry {
-  int64_t batch = 0, channels = 0, maps = 0, group = 1;
-  Shape in, out, kernel;  // spatial dims
-  std::vector<int64_t> strides, dilations, pad_begin;
-  int64_t in_size = 1, out_size = 1, kernel_size = 1;
-  Shape out_shape;  // [N, M, out...]
-};
-
-ConvGeometry conv_geometry(const KernelContext& context, const ConvAttributes& attrs,
-                           const Shape& x, const Shape& w) {
-  if (x.size() < 3) {
-    context.fail("x must have rank >= 3 (N, C, spatial...), got shape {}", shape_to_string(x));
-  }
-  if (w.size() != x.size()) context.fail("w has rank {} but x has rank {}", w.size(), x.size());
-  const size_t rank = x.size() - 2;
-  ConvGeometry g;
-  g.batch = x[0];
-  g.channels = x[1];
-  g.maps = w[0];
-  g.group = attrs.group;
-  if (w[1] * g.group != g.channels) {
-    context.fail("x has {} channels but w expects {} per group x group {} = {}", g.channels, w[1],
-                 g.group, w[1] * g.group);
-  }
-  if (g.maps % g.group != 0) {
-    context.fail("w has {} output channels, not divisible by group {}", g.maps, g.group);
-  }
-  g.in.assign(x.begin() + 2, x.end());
-  g.kernel.assign(w.begin() + 2, w.end());
-  if (!attrs.kernel_shape.empty() && Shape(attrs.kernel_shape) != g.kernel) {
-    context.fail("kernel_shape {} does not match w's spatial dims {}",
-                 shape_to_string(attrs.kernel_shape), shape_to_string(g.kernel));
-  }
-  auto check = [&](const std::vector<int64_t>& values, size_t want, const char* name) {
-    if (!values.empty() && values.size() != want) {
-      context.fail("{} has {} values but x has {} spatial dims (needs {})", name, values.size(),
-                   rank, want);
-    }
-  };
-  check(attrs.strides, rank, "strides");
-  check(attrs.dilations, rank, "dilations");
-  check(attrs.pads, 2 * rank, "pads");
-  g.strides = attrs.strides.empty() ? std::vector<int64_t>(rank, 1) : attrs.strides;
-  g.dilations = attrs.dilations.empty() ? std::vector<int64_t>(rank, 1) : attrs.dilations;
-  g.pad_begin.assign(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t extent = (g.kernel[d] - 1) * g.dilations[d] + 1;
-    const int64_t in = g.in[d], stride = g.strides[d];
-    int64_t begin = 0, end = 0;
-    if (attrs.auto_pad == AutoPad::kNotSet && !attrs.pads.empty()) {
-      begin = attrs.pads[d];
-      end = attrs.pads[rank + d];
-    } else if (attrs.auto_pad == AutoPad::kSameUpper || attrs.auto_pad == AutoPad::kSameLower) {
-      const int64_t out = (in + stride - 1) / stride;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
-      begin = attrs.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-      end = total - begin;
-    }
-    if (in + begin + end < extent) {
-      context.fail("kernel extent {} on spatial axis {} exceeds the padded input size {}", extent,
-                   d, in + begin + end);
-    }
-    g.pad_begin[d] = begin;
-    g.out.push_back((in + begin + end - extent) / stride + 1);
-  }
-  g.in_size = shape_numel(g.in);
-  g.out_size = shape_numel(g.out);
-  g.kernel_size = shape_numel(g.kernel);
-  g.out_shape = {g.batch, g.maps};
-  g.out_shape.insert(g.out_shape.end(), g.out.begin(), g.out.end());
-  return g;
-}
-
 // y[N, M, out...] = conv(x, w) in int32; x and w already have their zero points
 // subtracted, so padding (the zero point in the quantized domain) is 0 here.
 std::vector<int32_t> integer_conv(const ConvGeometry& g, const std::vector<int32_t>& x,
@@ -665,7 +556,7 @@ class ConvIntegerKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& w = context.input(1);
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
+    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape(), "x", "w");
     int32_t x_zp = 0;
     if (context.has_input(2)) {
       const Tensor& zp = context.input(2);
@@ -698,7 +589,7 @@ class QLinearConvKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& w = context.input(3);
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
+    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape(), "x", "w");
     const float x_scale = read_float_scalar(context, 1, "x_scale");
     const Tensor& x_zp = context.input(2);
     require_type(context, x_zp, x.dtype(), "x_zero_point", "x");
