@@ -173,7 +173,7 @@ class DnnlConvKernel : public OpKernel {
                        : std::nullopt),
         reference_(std::move(reference)) {
     if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
-      activation_ = FusedActivation::parse(context);
+      activation_ = parse_fused_activation(context);
       own_activation_ = dnnl_util::computed_activation(activation_);
       if (own_activation_) {
         float zero = 0.0f;
@@ -732,8 +732,8 @@ class DnnlConvKernel : public OpKernel {
 
   ConvKind kind_;
   ConvAttributes attrs_;
-  FusedActivation activation_;
   std::optional<ConvTransposeAttributes> transpose_;  // kConvTranspose
+  ActivationFunction activation_;
   std::optional<Activation> own_activation_;  // applied after the primitive, not as a post-op
   bool own_activation_keeps_zero_ = true;     // maps 0 to 0 (blocked Y's padding stays zero)
   bool has_residual_ = false;

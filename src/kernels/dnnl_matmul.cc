@@ -214,7 +214,7 @@ struct MatMulSpec {
   bool trans_a = false, trans_b = false;
   float alpha = 1;
   float sum_scale = 1;  // for Addend::kSum
-  FusedActivation activation;
+  ActivationFunction activation;
 };
 
 class DnnlMatMul {
@@ -557,7 +557,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
         trans_a_(context.attr_int("trans_a", 0) != 0),
         trans_b_(context.attr_int("trans_b", 0) != 0),
         matmul_(MatMulSpec{trans_a_, trans_b_, context.attr_float("alpha", 1.0f), 1.0f,
-                           FusedActivation::parse(context)},
+                           parse_fused_activation(context)},
                 constant_input(context, 1)) {
     const auto& inputs = context.node().inputs();
     const bool has_bias = inputs.size() > 2 && inputs[2];

@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <limits>
+
+#include "ops/fused_activation.h"
 
 namespace onnxkit {
 
@@ -87,25 +88,32 @@ const VectorKernels& vector_kernels() {
   return vector_kernels(active_simd_level());
 }
 
-std::optional<Activation> activation_from_name(std::string_view name,
-                                               std::span<const float> params) {
-  const auto param = [&](size_t i, float fallback) {
-    return i < params.size() ? params[i] : fallback;
-  };
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  if (name == "Relu") return Activation{UnaryOp::kRelu};
-  if (name == "LeakyRelu") return Activation{UnaryOp::kLeakyRelu, param(0, 0.01f)};
-  if (name == "Clip") return Activation{UnaryOp::kClip, param(0, -kInf), param(1, kInf)};
-  if (name == "Sigmoid") return Activation{UnaryOp::kSigmoid};
-  if (name == "Tanh") return Activation{UnaryOp::kTanh};
-  if (name == "HardSigmoid") {
-    return Activation{UnaryOp::kHardSigmoid, param(0, 0.2f), param(1, 0.5f)};
+std::optional<Activation> vector_activation(const ActivationFunction& activation) {
+  const auto map = [&](UnaryOp op) { return Activation{op, activation.alpha, activation.beta}; };
+  switch (activation.kind) {
+    case ActivationKind::kRelu:
+      return map(UnaryOp::kRelu);
+    case ActivationKind::kLeakyRelu:
+      return map(UnaryOp::kLeakyRelu);
+    case ActivationKind::kClip:
+      return map(UnaryOp::kClip);
+    case ActivationKind::kSigmoid:
+      return map(UnaryOp::kSigmoid);
+    case ActivationKind::kTanh:
+      return map(UnaryOp::kTanh);
+    case ActivationKind::kHardSigmoid:
+      return map(UnaryOp::kHardSigmoid);
+    case ActivationKind::kHardSwish:
+      return map(UnaryOp::kHardSwish);
+    case ActivationKind::kSilu:
+      return map(UnaryOp::kSilu);
+    case ActivationKind::kGelu:
+      return map(UnaryOp::kGelu);
+    case ActivationKind::kGeluTanh:
+      return map(UnaryOp::kGeluTanh);
+    default:
+      return std::nullopt;
   }
-  if (name == "HardSwish") return Activation{UnaryOp::kHardSwish};
-  if (name == "Silu") return Activation{UnaryOp::kSilu};
-  if (name == "Gelu") return Activation{UnaryOp::kGelu};
-  if (name == "GeluTanh") return Activation{UnaryOp::kGeluTanh};
-  return std::nullopt;
 }
 
 void apply_activation(const Activation& activation, const float* x, float* y, int64_t n) {

@@ -25,7 +25,7 @@ namespace {
 class FusedConvKernel : public OpKernel {
  public:
   explicit FusedConvKernel(const KernelCreateContext& context)
-      : conv_(reference_conv(context)), activation_(FusedActivation::parse(context)) {}
+      : conv_(reference_conv(context)), activation_(parse_fused_activation(context)) {}
 
   void compute(KernelContext& context) const override {
     // Conv's own kernel reads X, W, B and Conv's attributes of this node; its errors name
@@ -73,7 +73,7 @@ class FusedConvKernel : public OpKernel {
   }
 
   std::unique_ptr<OpKernel> conv_;
-  FusedActivation activation_;
+  ActivationFunction activation_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ class FusedMatMulKernel : public OpKernel {
       : trans_a_(context.attr_int("trans_a", 0) != 0),
         trans_b_(context.attr_int("trans_b", 0) != 0),
         alpha_(context.attr_float("alpha", 1.0f)),
-        activation_(FusedActivation::parse(context)) {}
+        activation_(parse_fused_activation(context)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
@@ -161,7 +161,7 @@ class FusedMatMulKernel : public OpKernel {
   bool trans_a_;
   bool trans_b_;
   float alpha_;
-  FusedActivation activation_;
+  ActivationFunction activation_;
 };
 
 }  // namespace
