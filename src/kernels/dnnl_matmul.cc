@@ -629,12 +629,7 @@ class GemmKernel : public DnnlMatMulKernelBase {
     if (!has_c && c_required_) context.fail("input C is required before opset 11");
     const Tensor* c = has_c ? &context.input(2) : nullptr;
     if (c) {
-      bool ok = c->rank() <= 2;
-      for (size_t d = 0; ok && d < c->rank(); ++d) {
-        const int64_t dim = c->shape()[d];
-        ok = dim == 1 || dim == dims.out_shape[2 - c->rank() + d];
-      }
-      if (!ok) {
+      if (!broadcasts_to(c->shape(), dims.out_shape)) {
         context.fail("C of shape {} does not broadcast to the output shape {}",
                      shape_to_string(c->shape()), shape_to_string(dims.out_shape));
       }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <utility>
 
 #include "ops/fused_activation.h"
 
@@ -89,31 +90,21 @@ const VectorKernels& vector_kernels() {
 }
 
 std::optional<Activation> vector_activation(const ActivationFunction& activation) {
-  const auto map = [&](UnaryOp op) { return Activation{op, activation.alpha, activation.beta}; };
-  switch (activation.kind) {
-    case ActivationKind::kRelu:
-      return map(UnaryOp::kRelu);
-    case ActivationKind::kLeakyRelu:
-      return map(UnaryOp::kLeakyRelu);
-    case ActivationKind::kClip:
-      return map(UnaryOp::kClip);
-    case ActivationKind::kSigmoid:
-      return map(UnaryOp::kSigmoid);
-    case ActivationKind::kTanh:
-      return map(UnaryOp::kTanh);
-    case ActivationKind::kHardSigmoid:
-      return map(UnaryOp::kHardSigmoid);
-    case ActivationKind::kHardSwish:
-      return map(UnaryOp::kHardSwish);
-    case ActivationKind::kSilu:
-      return map(UnaryOp::kSilu);
-    case ActivationKind::kGelu:
-      return map(UnaryOp::kGelu);
-    case ActivationKind::kGeluTanh:
-      return map(UnaryOp::kGeluTanh);
-    default:
-      return std::nullopt;
+  constexpr std::pair<ActivationKind, UnaryOp> kMaps[] = {
+      {ActivationKind::kRelu, UnaryOp::kRelu},
+      {ActivationKind::kLeakyRelu, UnaryOp::kLeakyRelu},
+      {ActivationKind::kClip, UnaryOp::kClip},
+      {ActivationKind::kSigmoid, UnaryOp::kSigmoid},
+      {ActivationKind::kTanh, UnaryOp::kTanh},
+      {ActivationKind::kHardSigmoid, UnaryOp::kHardSigmoid},
+      {ActivationKind::kHardSwish, UnaryOp::kHardSwish},
+      {ActivationKind::kSilu, UnaryOp::kSilu},
+      {ActivationKind::kGelu, UnaryOp::kGelu},
+      {ActivationKind::kGeluTanh, UnaryOp::kGeluTanh}};
+  for (const auto& [kind, op] : kMaps) {
+    if (kind == activation.kind) return Activation{op, activation.alpha, activation.beta};
   }
+  return std::nullopt;
 }
 
 void apply_activation(const Activation& activation, const float* x, float* y, int64_t n) {

@@ -114,12 +114,7 @@ class PReluKernel : public OpKernel {
       channel[0] = slope_shape[0];
       return channel;
     }
-    bool ok = slope_shape.size() <= x_shape.size();
-    for (size_t i = 0; ok && i < slope_shape.size(); ++i) {
-      const int64_t s = slope_shape[slope_shape.size() - 1 - i];
-      ok = s == 1 || s == x_shape[x_shape.size() - 1 - i];
-    }
-    if (!ok) {
+    if (!broadcasts_to(slope_shape, x_shape)) {
       context.fail("slope shape {} does not broadcast to X shape {}", shape_to_string(slope_shape),
                    shape_to_string(x_shape));
     }

@@ -151,74 +151,117 @@ void finish(Tensor& out, const std::vector<C>& result, const Tensor* bias, int64
 
 // ---------------------------------------------------------------------------------------
 
+// Y = conv(X, W) by im2col + GEMM, per batch entry and group, in chunks of whole rows.
+template <typename C>
+void conv_columns(const ConvGeometry& g, const C* x, const C* w, C* y) {
+  const int64_t batch = g.batch, channels = g.channels, maps = g.maps;
+  const int64_t group = g.group;
+  const int64_t group_channels = channels / group;
+  const int64_t group_maps = maps / group;
+  const int64_t rows = group_channels * g.kernel_size;
+  bool pointwise = g.kernel_size == 1 && g.in == g.out;
+  for (size_t d = 0; d < g.rank(); ++d) pointwise = pointwise && g.strides[d] == 1;
+  const int64_t out_last = g.out.back();
+  const int64_t outer_total = g.out_size / out_last;
+  // Whole rows of the last spatial dim per chunk, within the column budget.
+  const int64_t chunk = std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, rows * out_last));
+  std::vector<C> col;
+  if (!pointwise) col.resize(static_cast<size_t>(rows * std::min(chunk, outer_total) * out_last));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const C* xg = x + (n * channels + gi * group_channels) * g.in_size;
+      const C* wg = w + gi * group_maps * rows;
+      C* yg = y + (n * maps + gi * group_maps) * g.out_size;
+      if (pointwise) {  // 1x1, stride 1, no padding: X is already the column matrix
+        gemm<C>(false, false, group_maps, g.out_size, group_channels, C(1), wg, rows, xg, g.in_size,
+                C(0), yg, g.out_size);
+        continue;
+      }
+      for (int64_t o = 0; o < outer_total; o += chunk) {
+        const int64_t o_end = std::min(outer_total, o + chunk);
+        const int64_t cols = (o_end - o) * out_last;
+        im2col(g, xg, group_channels, o, o_end, col.data());
+        gemm<C>(false, false, group_maps, cols, rows, C(1), wg, rows, col.data(), cols, C(0),
+                yg + o * out_last, g.out_size);
+      }
+    }
+  }
+}
+
+// Y += the columns of W^T X scattered back (col2im), per batch entry and group.
+template <typename C>
+void conv_transpose_columns(const ConvGeometry& g, const C* x, const C* w, C* y) {
+  const int64_t batch = g.batch, channels = g.channels, maps = g.maps;
+  const int64_t group = g.group;
+  const int64_t group_channels = channels / group;
+  const int64_t group_maps = maps / group;
+  const int64_t rows = group_maps * g.kernel_size;
+  const int64_t in_last = g.in.back();
+  const int64_t outer_total = g.in_size / std::max<int64_t>(1, in_last);
+  if (g.in_size == 0) return;
+  const int64_t chunk = std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, rows * in_last));
+  std::vector<C> col(static_cast<size_t>(rows * std::min(chunk, outer_total) * in_last));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const C* xg = x + (n * channels + gi * group_channels) * g.in_size;
+      // W is [C, M/group, k...]: this group's rows form a (C/group) x rows matrix.
+      const C* wg = w + gi * group_channels * rows;
+      C* yg = y + (n * maps + gi * group_maps) * g.out_size;
+      for (int64_t o = 0; o < outer_total; o += chunk) {
+        const int64_t o_end = std::min(outer_total, o + chunk);
+        const int64_t cols = (o_end - o) * in_last;
+        gemm<C>(true, false, rows, cols, group_channels, C(1), wg, rows, xg + o * in_last,
+                g.in_size, C(0), col.data(), cols);
+        col2im(g, col.data(), group_maps, o, o_end, yg);
+      }
+    }
+  }
+}
+
+// Conv and ConvTranspose alike: checks X and W, lays out the geometry (`geometry(x, w)`)
+// and computes Y in the compute type, plus B per output channel.
+template <typename Geometry>
+void compute_conv(KernelContext& context, Geometry&& geometry, bool transposed) {
+  const Tensor& x = context.input(0);
+  const Tensor& w = context.input(1);
+  if (x.dtype() != w.dtype()) {
+    context.fail("X has type {} but W has type {}", dtype_name(x.dtype()), dtype_name(w.dtype()));
+  }
+  const ConvGeometry g = geometry(x.shape(), w.shape());
+  const Tensor* bias = read_bias(context, g.maps, x.dtype());
+  Tensor& out = context.allocate_output(0, x.dtype(), g.out_shape);
+  if (out.numel() == 0) return;
+
+  dispatch_conv(x.dtype(), context, [&]<typename T, typename C>() {
+    std::vector<C> x_store, w_store;
+    const C* px = elements_as<T, C>(x, x_store);
+    const C* pw = elements_as<T, C>(w, w_store);
+    std::vector<C> result(static_cast<size_t>(out.numel()), C(0));
+    if (transposed) {
+      conv_transpose_columns(g, px, pw, result.data());
+    } else {
+      conv_columns(g, px, pw, result.data());
+    }
+    finish<T, C>(out, result, bias, g.batch, g.maps, g.out_size);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const KernelCreateContext& context) : attrs_(context) {}
 
   void compute(KernelContext& context) const override {
-    const Tensor& x = context.input(0);
-    const Tensor& w = context.input(1);
-    if (x.dtype() != w.dtype()) {
-      context.fail("X has type {} but W has type {}", dtype_name(x.dtype()), dtype_name(w.dtype()));
-    }
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
-    const int64_t batch = g.batch, channels = g.channels, maps = g.maps;
-    const Tensor* bias = read_bias(context, maps, x.dtype());
-    Tensor& out = context.allocate_output(0, x.dtype(), g.out_shape);
-    if (out.numel() == 0) return;
-
-    dispatch_conv(x.dtype(), context, [&]<typename T, typename C>() {
-      std::vector<C> x_store, w_store;
-      const C* px = elements_as<T, C>(x, x_store);
-      const C* pw = elements_as<T, C>(w, w_store);
-      std::vector<C> result(static_cast<size_t>(out.numel()));
-      run<C>(g, px, pw, result.data(), batch, channels, maps);
-      finish<T, C>(out, result, bias, batch, maps, g.out_size);
-    });
+    compute_conv(
+        context,
+        [&](const Shape& x, const Shape& w) { return conv_geometry(context, attrs_, x, w); },
+        false);
   }
 
  private:
-  template <typename C>
-  void run(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t batch, int64_t channels,
-           int64_t maps) const {
-    const int64_t group = attrs_.group;
-    const int64_t group_channels = channels / group;
-    const int64_t group_maps = maps / group;
-    const int64_t rows = group_channels * g.kernel_size;
-    bool pointwise = g.kernel_size == 1 && g.in == g.out;
-    for (size_t d = 0; d < g.rank(); ++d) pointwise = pointwise && g.strides[d] == 1;
-    const int64_t out_last = g.out.back();
-    const int64_t outer_total = g.out_size / out_last;
-    // Whole rows of the last spatial dim per chunk, within the column budget.
-    const int64_t chunk =
-        std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, rows * out_last));
-    std::vector<C> col;
-    if (!pointwise) col.resize(static_cast<size_t>(rows * std::min(chunk, outer_total) * out_last));
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t gi = 0; gi < group; ++gi) {
-        const C* xg = x + (n * channels + gi * group_channels) * g.in_size;
-        const C* wg = w + gi * group_maps * rows;
-        C* yg = y + (n * maps + gi * group_maps) * g.out_size;
-        if (pointwise) {  // 1x1, stride 1, no padding: X is already the column matrix
-          gemm<C>(false, false, group_maps, g.out_size, group_channels, C(1), wg, rows, xg,
-                  g.in_size, C(0), yg, g.out_size);
-          continue;
-        }
-        for (int64_t o = 0; o < outer_total; o += chunk) {
-          const int64_t o_end = std::min(outer_total, o + chunk);
-          const int64_t cols = (o_end - o) * out_last;
-          im2col(g, xg, group_channels, o, o_end, col.data());
-          gemm<C>(false, false, group_maps, cols, rows, C(1), wg, rows, col.data(), cols, C(0),
-                  yg + o * out_last, g.out_size);
-        }
-      }
-    }
-  }
-
   ConvAttributes attrs_;
 };
-
-// ---------------------------------------------------------------------------------------
 
 class ConvTransposeKernel : public OpKernel {
  public:
@@ -226,59 +269,15 @@ class ConvTransposeKernel : public OpKernel {
       : attrs_(context), transpose_(context) {}
 
   void compute(KernelContext& context) const override {
-    const Tensor& x = context.input(0);
-    const Tensor& w = context.input(1);
-    if (x.dtype() != w.dtype()) {
-      context.fail("X has type {} but W has type {}", dtype_name(x.dtype()), dtype_name(w.dtype()));
-    }
-    const ConvGeometry g =
-        conv_transpose_geometry(context, attrs_, transpose_, x.shape(), w.shape());
-    const int64_t batch = g.batch, channels = g.channels, maps = g.maps;
-    const Tensor* bias = read_bias(context, maps, x.dtype());
-    Tensor& out = context.allocate_output(0, x.dtype(), g.out_shape);
-    if (out.numel() == 0) return;
-
-    dispatch_conv(x.dtype(), context, [&]<typename T, typename C>() {
-      std::vector<C> x_store, w_store;
-      const C* px = elements_as<T, C>(x, x_store);
-      const C* pw = elements_as<T, C>(w, w_store);
-      std::vector<C> result(static_cast<size_t>(out.numel()), C(0));
-      run<C>(g, px, pw, result.data(), batch, channels, maps);
-      finish<T, C>(out, result, bias, batch, maps, g.out_size);
-    });
+    compute_conv(
+        context,
+        [&](const Shape& x, const Shape& w) {
+          return conv_transpose_geometry(context, attrs_, transpose_, x, w);
+        },
+        true);
   }
 
  private:
-  template <typename C>
-  void run(const ConvGeometry& g, const C* x, const C* w, C* y, int64_t batch, int64_t channels,
-           int64_t maps) const {
-    const int64_t group = attrs_.group;
-    const int64_t group_channels = channels / group;
-    const int64_t group_maps = maps / group;
-    const int64_t rows = group_maps * g.kernel_size;
-    const int64_t in_last = g.in.back();
-    const int64_t outer_total = g.in_size / std::max<int64_t>(1, in_last);
-    if (g.in_size == 0) return;
-    const int64_t chunk =
-        std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, rows * in_last));
-    std::vector<C> col(static_cast<size_t>(rows * std::min(chunk, outer_total) * in_last));
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t gi = 0; gi < group; ++gi) {
-        const C* xg = x + (n * channels + gi * group_channels) * g.in_size;
-        // W is [C, M/group, k...]: this group's rows form a (C/group) x rows matrix.
-        const C* wg = w + gi * group_channels * rows;
-        C* yg = y + (n * maps + gi * group_maps) * g.out_size;
-        for (int64_t o = 0; o < outer_total; o += chunk) {
-          const int64_t o_end = std::min(outer_total, o + chunk);
-          const int64_t cols = (o_end - o) * in_last;
-          gemm<C>(true, false, rows, cols, group_channels, C(1), wg, rows, xg + o * in_last,
-                  g.in_size, C(0), col.data(), cols);
-          col2im(g, col.data(), group_maps, o, o_end, yg);
-        }
-      }
-    }
-  }
-
   ConvAttributes attrs_;
   ConvTransposeAttributes transpose_;
 };

@@ -158,12 +158,7 @@ class GemmKernel : public OpKernel {
         context.fail("C has type {} but A has type {}", dtype_name(c->dtype()),
                      dtype_name(a.dtype()));
       }
-      bool ok = exact_c_ ? c->shape() == out_shape : c->rank() <= 2;
-      for (size_t d = 0; ok && d < c->rank(); ++d) {
-        const int64_t dim = c->shape()[d];
-        ok = dim == 1 || dim == out_shape[2 - c->rank() + d];
-      }
-      if (!ok) {
+      if (exact_c_ ? c->shape() != out_shape : !broadcasts_to(c->shape(), out_shape)) {
         context.fail("C of shape {} does not broadcast to the output shape {}{}",
                      shape_to_string(c->shape()), shape_to_string(out_shape),
                      exact_c_ ? " (broadcast=0 needs the exact shape)" : "");

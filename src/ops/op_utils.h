@@ -10,6 +10,7 @@
 #include "core/dtype_dispatch.h"
 #include "core/status.h"
 #include "ir/tensor.h"
+#include "ops/kernel.h"
 
 namespace onnxkit {
 
@@ -37,6 +38,10 @@ std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
 // Multidirectional (numpy) broadcasting; fails naming the shapes when impossible.
 Shape broadcast_shapes(std::span<const Shape> shapes);
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// Whether `shape` broadcasts to `target` one way (numpy rules, `target` unchanged): no
+// longer than it, each dim (aligned right) 1 or equal.
+bool broadcasts_to(std::span<const int64_t> shape, std::span<const int64_t> target);
 
 // Strides of `shape` read as if it had `out_shape` (0 where a dim is broadcast).
 std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out_shape);
@@ -96,6 +101,17 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what);
 std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what);
 // A scalar (or one-element) tensor of any numeric type, as double.
 double read_scalar(const Tensor& tensor, std::string_view what);
+
+// The elements of a floating-point tensor as doubles (`what` names it in the error).
+std::vector<double> read_doubles(const KernelContext& context, const Tensor& tensor,
+                                 std::string_view what);
+// A new output of floating-point type `dtype` holding `values`.
+Tensor& write_doubles(KernelContext& context, size_t output, DType dtype, Shape shape,
+                      const std::vector<double>& values);
+// For each element of `shape`, the offset of the element of `tensor` it reads when
+// `tensor` broadcasts to `shape` one way (numpy rules); fails naming `what` when it does not.
+std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& tensor,
+                                       const Shape& shape, std::string_view what);
 
 // ---- data movement for any dtype (strings included) ----
 

@@ -105,12 +105,7 @@ float read_float_scalar(const KernelContext& context, size_t index, std::string_
 template <typename V>
 std::vector<V> broadcast_to(const KernelContext& context, const std::vector<V>& values,
                             const Shape& shape, const Shape& target, std::string_view what) {
-  bool ok = shape.size() <= target.size();
-  for (size_t i = 0; ok && i < shape.size(); ++i) {
-    const int64_t dim = shape[shape.size() - 1 - i];
-    ok = dim == 1 || dim == target[target.size() - 1 - i];
-  }
-  if (!ok) {
+  if (!broadcasts_to(shape, target)) {
     context.fail("{} has shape {}, which does not broadcast to {}", what, shape_to_string(shape),
                  shape_to_string(target));
   }
