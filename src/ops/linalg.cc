@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/gemm.h"
@@ -37,14 +38,6 @@ void finish_output(Tensor& out, const std::vector<C>& storage) {
 template <typename F>
 void dispatch_matmul(DType dtype, const KernelContext& context, F&& f) {
   switch (dtype) {
-    case DType::kFloat:
-      return f(TypeTag<float>{});
-    case DType::kDouble:
-      return f(TypeTag<double>{});
-    case DType::kFloat16:
-      return f(TypeTag<Float16>{});
-    case DType::kBFloat16:
-      return f(TypeTag<BFloat16>{});
     case DType::kInt32:
       return f(TypeTag<int32_t>{});
     case DType::kInt64:
@@ -54,10 +47,13 @@ void dispatch_matmul(DType dtype, const KernelContext& context, F&& f) {
     case DType::kUInt64:
       return f(TypeTag<uint64_t>{});
     default:
-      context.fail(
-          "type {} is not supported (needs float, double, float16, bfloat16, int32, "
-          "int64, uint32 or uint64)",
-          dtype_name(dtype));
+      if (!dtype_is_float(dtype)) {
+        context.fail(
+            "type {} is not supported (needs float, double, float16, bfloat16, int32, "
+            "int64, uint32 or uint64)",
+            dtype_name(dtype));
+      }
+      return dispatch_float(dtype, context.node().op_type(), std::forward<F>(f));
   }
 }
 

@@ -19,6 +19,9 @@ struct PoolGeometry {
   Shape out;
   std::vector<int64_t> pad_begin;
   std::vector<int64_t> pad_end;
+  int64_t planes = 0;                 // N * C
+  int64_t in_size = 0, out_size = 0;  // elements of one input / output plane
+  Shape y_shape;                      // [N, C, out...]
 };
 
 // The windows of MaxPool / AveragePool / LpPool (attributes from ConvAttributes::pool)
@@ -44,6 +47,11 @@ PoolGeometry pool_geometry(const KernelContext& context, const ConvAttributes& a
     g.pad_begin.push_back(axis.pad_begin);
     g.pad_end.push_back(axis.pad_end);
   }
+  g.planes = x_shape[0] * x_shape[1];
+  g.in_size = shape_numel(g.in);
+  g.out_size = shape_numel(g.out);
+  g.y_shape = {x_shape[0], x_shape[1]};
+  g.y_shape.insert(g.y_shape.end(), g.out.begin(), g.out.end());
   return g;
 }
 
@@ -119,10 +127,15 @@ class WindowWalker {
   std::vector<int64_t> row_strides_, col_strides_, first_, count_, index_, out_coord_;
 };
 
-Shape pooled_shape(const Shape& x_shape, const PoolGeometry& g) {
-  Shape shape{x_shape[0], x_shape[1]};
-  shape.insert(shape.end(), g.out.begin(), g.out.end());
-  return shape;
+// Calls pool(walker, c, xc, yc) for each plane c of X (N x C of them): xc its input
+// elements, yc its output elements in Y.
+template <typename T, typename F>
+void for_each_plane(const ConvAttributes& attrs, const PoolGeometry& g, const Tensor& x, Tensor& y,
+                    F&& pool) {
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  WindowWalker walker(attrs, g);
+  for (int64_t c = 0; c < g.planes; ++c) pool(walker, c, px + c * g.in_size, py + c * g.out_size);
 }
 
 class MaxPoolKernel : public OpKernel {
@@ -140,7 +153,7 @@ class MaxPoolKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
-    const Shape y_shape = pooled_shape(x.shape(), g);
+    const Shape& y_shape = g.y_shape;
     const DType dtype = x.dtype();
     if (dtype_is_integer(dtype) && dtype != DType::kInt8 && dtype != DType::kUInt8) {
       context.fail("type {} is not supported (needs float16, float, double, int8 or uint8)",
@@ -159,14 +172,8 @@ class MaxPoolKernel : public OpKernel {
     dispatch_numeric(dtype, "MaxPool", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = ComputeType<T>;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      const int64_t in_size = g.in_size, out_size = g.out_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t c, const T* xc, T* yc) {
         C best = std::numeric_limits<C>::lowest();
         int64_t best_index = -1;
         bool seen = false;
@@ -185,12 +192,12 @@ class MaxPoolKernel : public OpKernel {
                        best = std::numeric_limits<C>::lowest();
                        best_index = -1;
                      }
-                     py[c * out_size + o] = static_cast<T>(best);
+                     yc[o] = static_cast<T>(best);
                      if (indices) {
                        indices[c * out_size + o] = best_index < 0 ? -1 : c * in_size + best_index;
                      }
                    });
-      }
+      });
     });
   }
 
@@ -209,17 +216,10 @@ class AveragePoolKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
-    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    Tensor& y = context.allocate_output(0, x.dtype(), g.y_shape);
     dispatch_float(x.dtype(), "AveragePool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t, const T* xc, T* yc) {
         double sum = 0;
         int64_t count = 0;
         walker.run([&] { sum = 0, count = 0; },
@@ -229,11 +229,10 @@ class AveragePoolKernel : public OpKernel {
                    },
                    [&](int64_t o, int64_t padded) {
                      const int64_t divisor = count_include_pad_ ? padded : count;
-                     py[c * out_size + o] =
-                         static_cast<T>(divisor > 0 ? sum / static_cast<double>(divisor)
-                                                    : std::numeric_limits<double>::quiet_NaN());
+                     yc[o] = static_cast<T>(divisor > 0 ? sum / static_cast<double>(divisor)
+                                                        : std::numeric_limits<double>::quiet_NaN());
                    });
-      }
+      });
     });
   }
 
@@ -272,23 +271,15 @@ class LpPoolKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
-    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    Tensor& y = context.allocate_output(0, x.dtype(), g.y_shape);
     dispatch_float(x.dtype(), "LpPool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t, const T* xc, T* yc) {
         double sum = 0;
-        walker.run(
-            [&] { sum = 0; },
-            [&](int64_t row, int64_t) { sum += lp_term(static_cast<double>(xc[row]), p_); },
-            [&](int64_t o, int64_t) { py[c * out_size + o] = static_cast<T>(lp_root(sum, p_)); });
-      }
+        walker.run([&] { sum = 0; },
+                   [&](int64_t row, int64_t) { sum += lp_term(static_cast<double>(xc[row]), p_); },
+                   [&](int64_t o, int64_t) { yc[o] = static_cast<T>(lp_root(sum, p_)); });
+      });
     });
   }
 
