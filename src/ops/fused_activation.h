@@ -63,8 +63,9 @@ inline constexpr std::array<ActivationSpec, 18> kActivationSpecs{{
     {"Tanh", ActivationKind::kTanh},
     {"Softplus", ActivationKind::kSoftplus},
     {"Softsign", ActivationKind::kSoftsign},
+    // The fused ops' Clip [min, max], unbounded by default (the Clip op has its own kernel).
     {"Clip", ActivationKind::kClip, 2, -std::numeric_limits<float>::infinity(),
-     std::numeric_limits<float>::infinity(), "min", "max"},
+     std::numeric_limits<float>::infinity()},
     {"Affine", ActivationKind::kAffine, 2, 1.0f, 0.0f},
     {"ScaledTanh", ActivationKind::kScaledTanh, 2, 1.0f, 1.0f},
     {"Silu", ActivationKind::kSilu},
