@@ -159,7 +159,10 @@ class KernelCreateContext {
   }
 
  private:
+  // The attribute `name` when present (nullptr when absent); fails when it has another type.
   const Attribute* typed(std::string_view name, AttrType type) const;
+  // The same for a required attribute: fails when it is absent.
+  const Attribute& required(std::string_view name, AttrType type) const;
   const Node& node_;
   int64_t opset_;
   const OpRegistry& registry_;
