@@ -159,19 +159,11 @@ bool has_activation(const Node* node) {
 }
 
 void set_int_attribute(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
+  node->set_attribute(int_attribute(name, value));
 }
 
 void set_float_attribute(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
+  node->set_attribute(onnxkit::float_attribute(name, value));
 }
 
 float float_attribute(const Node* node, std::string_view name, float fallback) {
