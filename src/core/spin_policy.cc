@@ -5,10 +5,16 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/enum_names.h"
+
 namespace onnxkit {
 namespace {
 
 constexpr const char* kReexecMarker = "ONNXKIT_SPIN_POLICY_APPLIED";
+
+// The names --spin takes.
+constexpr EnumName<SpinPolicy> kSpinPolicyNames[] = {
+    {SpinPolicy::kDefault, "default"}, {SpinPolicy::kSpin, "on"}, {SpinPolicy::kSleep, "off"}};
 
 std::string lower(std::string_view text) {
   std::string out;
@@ -19,21 +25,11 @@ std::string lower(std::string_view text) {
 }  // namespace
 
 std::optional<SpinPolicy> parse_spin_policy(std::string_view name) {
-  if (name == "default") return SpinPolicy::kDefault;
-  if (name == "on") return SpinPolicy::kSpin;
-  if (name == "off") return SpinPolicy::kSleep;
-  return std::nullopt;
+  return enum_from_name<SpinPolicy>(kSpinPolicyNames, name);
 }
 
 std::string_view spin_policy_name(SpinPolicy policy) {
-  switch (policy) {
-    case SpinPolicy::kSpin:
-      return "on";
-    case SpinPolicy::kSleep:
-      return "off";
-    default:
-      return "default";
-  }
+  return enum_name<SpinPolicy>(kSpinPolicyNames, policy, "default");
 }
 
 SpinPolicy process_spin_policy() {

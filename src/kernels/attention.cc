@@ -334,12 +334,7 @@ class AttentionKernel : public OpKernel {
     const Shape scores_shape{batch, heads, sq, sk};
     auto strides_of = [&](const Tensor* t, const char* name) -> std::vector<int64_t> {
       if (!t) return {};
-      bool ok = t->rank() <= 4;
-      for (size_t i = 0; ok && i < t->rank(); ++i) {
-        const int64_t dim = t->shape()[i];
-        ok = dim == 1 || dim == scores_shape[4 - t->rank() + i];
-      }
-      if (!ok) {
+      if (!broadcasts_to(t->shape(), scores_shape)) {
         context.fail("{} of shape {} does not broadcast to the scores' shape {}", name,
                      shape_to_string(t->shape()), shape_to_string(scores_shape));
       }

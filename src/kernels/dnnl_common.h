@@ -73,9 +73,9 @@ struct OwnedMemory {
 };
 OwnedMemory owned_memory(const dnnl::memory::desc& desc);
 
-// Appends FusedConv / FusedMatMul's activation (parsed and checked by FusedActivation, as
-// the reference kernels do) as eltwise post-ops.
-void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activation);
+// Appends FusedConv / FusedMatMul's activation (parse_fused_activation, as the reference
+// kernels parse it) as eltwise post-ops.
+void append_activation(dnnl::post_ops& post_ops, const ActivationFunction& activation);
 
 // The activations built on exp / erf (Sigmoid, Tanh, SiLU, both GELUs) as onnxkit's vector
 // kernel, which the conv and matmul kernels run over their output after the primitive
@@ -83,7 +83,7 @@ void append_activation(dnnl::post_ops& post_ops, const FusedActivation& activati
 // product itself on memory-bound shapes (EfficientNet-B0's depthwise conv + SiLU took 231 us
 // where the conv alone takes 68 and a separate Sigmoid and Mul 91; AVX-512, one thread).
 // nullopt for the others (Relu, Clip, ...), which stay cheap post-ops.
-std::optional<Activation> computed_activation(const FusedActivation& activation);
+std::optional<Activation> computed_activation(const ActivationFunction& activation);
 // y = act(y) over n floats, split across the intra-op threads.
 void apply_activation_in_place(const Activation& activation, float* y, int64_t n);
 

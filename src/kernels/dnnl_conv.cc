@@ -25,6 +25,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/vector_math.h"
 #include "ops/blocked_ops.h"
+#include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 
@@ -70,140 +71,55 @@ using dnnl_util::ScratchRole;
 using dnnl_util::to_dims;
 using dnnl_util::wrap;
 
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
-
-// Conv / ConvTranspose attributes. The reference kernel built beside each optimized one
-// has already validated them (its constructor fails naming the node).
-struct ConvAttributes {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  int64_t group = 1;
-  std::vector<int64_t> kernel_shape, strides, dilations, pads;
-
-  explicit ConvAttributes(const KernelCreateContext& context)
-      : group(context.attr_int("group", 1)),
-        kernel_shape(context.attr_ints("kernel_shape")),
-        strides(context.attr_ints("strides")),
-        dilations(context.attr_ints("dilations")),
-        pads(context.attr_ints("pads")) {
-    const std::string value = context.attr_string("auto_pad", "NOTSET");
-    if (value == "SAME_UPPER") auto_pad = AutoPad::kSameUpper;
-    if (value == "SAME_LOWER") auto_pad = AutoPad::kSameLower;
-    if (value == "VALID") auto_pad = AutoPad::kValid;
-  }
-
-  // Whether the attribute lists fit X (rank) and W; the reference kernel explains a misfit.
-  bool fits(const Shape& x, const Shape& w) const {
-    if (x.size() < 3 || w.size() != x.size()) return false;
-    const size_t rank = x.size() - 2;
-    if (!kernel_shape.empty() &&
-        !std::equal(kernel_shape.begin(), kernel_shape.end(), w.begin() + 2, w.end())) {
-      return false;
-    }
-    if (!kernel_shape.empty() && kernel_shape.size() != rank) return false;
-    if (!strides.empty() && strides.size() != rank) return false;
-    if (!dilations.empty() && dilations.size() != rank) return false;
-    if (!pads.empty() && pads.size() != 2 * rank) return false;
-    return true;
-  }
-  int64_t stride(size_t d) const { return strides.empty() ? 1 : strides[d]; }
-  int64_t dilation(size_t d) const { return dilations.empty() ? 1 : dilations[d]; }
-};
-
 // Where one convolution's windows lie, in oneDNN's terms (dilation 0 = dense).
 struct Window {
   memory::dims strides, dilations, pad_begin, pad_end;
   Shape y_shape;
 };
 
-// Conv: the output and padding for X and W, or nullopt when they do not fit.
+// Conv: the output and padding for X and W, or nullopt when they do not fit (the
+// reference kernel then says why).
 std::optional<Window> conv_window(const ConvAttributes& a, const Shape& x, const Shape& w) {
-  if (!a.fits(x, w)) return std::nullopt;
+  if (!a.shape_error(x, w).empty()) return std::nullopt;
   const size_t rank = x.size() - 2;
-  const int64_t maps = w[0];
-  if (w[1] * a.group != x[1] || maps % a.group != 0) return std::nullopt;
   Window win;
-  win.y_shape = {x[0], maps};
+  win.y_shape = {x[0], w[0]};
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t stride = a.stride(d), dilation = a.dilation(d);
-    const int64_t extent = (w[d + 2] - 1) * dilation + 1;
+    const int64_t stride = a.stride(d);
+    const int64_t extent = a.extent(d, w[d + 2]);
     const int64_t in = x[d + 2];
-    int64_t begin = 0, end = 0;
-    switch (a.auto_pad) {
-      case AutoPad::kNotSet:
-        if (!a.pads.empty()) begin = a.pads[d], end = a.pads[rank + d];
-        break;
-      case AutoPad::kValid:
-        break;
-      case AutoPad::kSameUpper:
-      case AutoPad::kSameLower: {
-        const int64_t out = (in + stride - 1) / stride;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
-        begin = a.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-        end = total - begin;
-        break;
-      }
-    }
-    if (in + begin + end < extent) return std::nullopt;
-    const int64_t out = (in + begin + end - extent) / stride + 1;
+    const WindowAxis axis = a.window(d, in, w[d + 2]);
+    if (axis.padded < extent) return std::nullopt;
     win.strides.push_back(stride);
-    win.dilations.push_back(dilation - 1);
-    win.pad_begin.push_back(begin);
+    win.dilations.push_back(a.dilation(d) - 1);
+    win.pad_begin.push_back(axis.pad_begin);
     // oneDNN wants the padding the last window actually reaches into.
-    win.pad_end.push_back((out - 1) * stride + extent - in - begin);
-    win.y_shape.push_back(out);
+    win.pad_end.push_back((axis.out - 1) * stride + extent - in - axis.pad_begin);
+    win.y_shape.push_back(axis.out);
   }
   return win;
 }
 
-// ConvTranspose's output geometry (as the reference kernel works it out).
-struct TransposeAttributes {
-  std::vector<int64_t> output_padding, output_shape;
-  bool extra_pad_at_end = true;  // opset 11 moved the odd padding unit to the end
-};
-
-std::optional<Window> conv_transpose_window(const ConvAttributes& a, const TransposeAttributes& t,
-                                            const Shape& x, const Shape& w) {
-  if (!a.fits(x, w)) return std::nullopt;
+std::optional<Window> conv_transpose_window(const ConvAttributes& a,
+                                            const ConvTransposeAttributes& t, const Shape& x,
+                                            const Shape& w) {
+  if (!a.shape_error(x, w, true).empty()) return std::nullopt;
   const size_t rank = x.size() - 2;
-  const int64_t channels = x[1];
-  if (w[0] != channels || channels % a.group != 0) return std::nullopt;
-  if (!t.output_padding.empty() && t.output_padding.size() != rank) return std::nullopt;
-  std::vector<int64_t> wanted;
-  if (!t.output_shape.empty()) {
-    if (t.output_shape.size() != rank && t.output_shape.size() != rank + 2) return std::nullopt;
-    wanted.assign(t.output_shape.end() - static_cast<int64_t>(rank), t.output_shape.end());
-  }
+  if (!t.shape_error(rank).empty()) return std::nullopt;
   Window win;
   win.y_shape = {x[0], w[1] * a.group};
-  const bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t stride = a.stride(d), dilation = a.dilation(d);
-    const int64_t extent = (w[d + 2] - 1) * dilation + 1;
+    const int64_t stride = a.stride(d);
+    const int64_t extent = a.extent(d, w[d + 2]);
     const int64_t in = x[d + 2];
-    const int64_t adjust = t.output_padding.empty() ? 0 : t.output_padding[d];
-    const int64_t full = stride * (in - 1) + adjust + extent;
-    int64_t begin = 0, end = 0, out = 0;
-    if (!wanted.empty() || same) {
-      out = wanted.empty() ? in * stride : wanted[d];
-      const int64_t total = std::max<int64_t>(0, full - out);
-      const bool small_begin = wanted.empty() || t.extra_pad_at_end
-                                   ? a.auto_pad == AutoPad::kSameUpper
-                                   : a.auto_pad != AutoPad::kSameUpper;
-      begin = small_begin ? total / 2 : total - total / 2;
-    } else {
-      if (a.auto_pad == AutoPad::kNotSet && !a.pads.empty()) {
-        begin = a.pads[d];
-        end = a.pads[rank + d];
-      }
-      out = full - begin - end;
-    }
-    if (out <= 0) return std::nullopt;
+    const WindowAxis axis = t.window(a, d, rank, in, w[d + 2]);
+    if (axis.out <= 0) return std::nullopt;
     win.strides.push_back(stride);
-    win.dilations.push_back(dilation - 1);
-    win.pad_begin.push_back(begin);
+    win.dilations.push_back(a.dilation(d) - 1);
+    win.pad_begin.push_back(axis.pad_begin);
     // Negative when output_padding / output_shape extends the output past the last tap.
-    win.pad_end.push_back(stride * (in - 1) + extent - begin - out);
-    win.y_shape.push_back(out);
+    win.pad_end.push_back(stride * (in - 1) + extent - axis.pad_begin - axis.out);
+    win.y_shape.push_back(axis.out);
   }
   return win;
 }
@@ -250,14 +166,14 @@ class DnnlConvKernel : public OpKernel {
  public:
   DnnlConvKernel(const KernelCreateContext& context, ConvKind kind,
                  std::unique_ptr<OpKernel> reference)
-      : kind_(kind), attrs_(context), reference_(std::move(reference)) {
-    if (kind == ConvKind::kConvTranspose) {
-      transpose_.output_padding = context.attr_ints("output_padding");
-      transpose_.output_shape = context.attr_ints("output_shape");
-      transpose_.extra_pad_at_end = context.opset() >= 11;
-    }
+      : kind_(kind),
+        attrs_(context),
+        transpose_(kind == ConvKind::kConvTranspose
+                       ? std::optional<ConvTransposeAttributes>(context)
+                       : std::nullopt),
+        reference_(std::move(reference)) {
     if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
-      activation_ = FusedActivation::parse(context);
+      activation_ = parse_fused_activation(context);
       own_activation_ = dnnl_util::computed_activation(activation_);
       if (own_activation_) {
         float zero = 0.0f;
@@ -511,7 +427,7 @@ class DnnlConvKernel : public OpKernel {
   bool blocked() const { return kind_ == ConvKind::kBlockedConv; }
 
   std::optional<Window> window(const Shape& x, const Shape& w) const {
-    return kind_ == ConvKind::kConvTranspose ? conv_transpose_window(attrs_, transpose_, x, w)
+    return kind_ == ConvKind::kConvTranspose ? conv_transpose_window(attrs_, *transpose_, x, w)
                                              : conv_window(attrs_, x, w);
   }
 
@@ -816,8 +732,8 @@ class DnnlConvKernel : public OpKernel {
 
   ConvKind kind_;
   ConvAttributes attrs_;
-  TransposeAttributes transpose_;
-  FusedActivation activation_;
+  std::optional<ConvTransposeAttributes> transpose_;  // kConvTranspose
+  ActivationFunction activation_;
   std::optional<Activation> own_activation_;  // applied after the primitive, not as a post-op
   bool own_activation_keeps_zero_ = true;     // maps 0 to 0 (blocked Y's padding stays zero)
   bool has_residual_ = false;

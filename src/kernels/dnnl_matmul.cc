@@ -29,6 +29,7 @@
 #include "core/parallel.h"
 #include "kernels/vector_math.h"
 #include "ops/fused_ops.h"
+#include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -162,46 +163,21 @@ struct MatMulDims {
   bool rows_probed = false;  // A's unknown dims were read as 1 (static_dims)
 };
 
-// Fails naming the node on shapes MatMul's rules reject. `trans_*` swap the last two dims
-// of operands of rank >= 2.
-template <typename Context>
-MatMulDims matmul_dims(const Context& context, const Shape& a, const Shape& b, bool trans_a,
+// Fails naming `node` on shapes MatMul's rules reject (matmul_shape). `trans_*` swap the
+// last two dims of operands of rank >= 2.
+MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b, bool trans_a,
                        bool trans_b) {
-  if (a.empty() || b.empty()) {
-    context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a),
-                 shape_to_string(b));
-  }
+  MatMulShape shape = matmul_shape(node, a, b, trans_a, trans_b);
   MatMulDims dims;
-  Shape a_shape = a, b_shape = b;
-  const bool vector_a = a.size() == 1, vector_b = b.size() == 1;
-  if (vector_a) a_shape.insert(a_shape.begin(), 1);
-  if (vector_b) b_shape.push_back(1);
-  dims.src_transposed = trans_a && !vector_a;
-  dims.weights_transposed = trans_b && !vector_b;
-  if (dims.src_transposed) std::swap(a_shape[a_shape.size() - 1], a_shape[a_shape.size() - 2]);
-  if (dims.weights_transposed) {
-    std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);
-  }
-  dims.m = a_shape[a_shape.size() - 2];
-  dims.k = a_shape.back();
-  dims.n = b_shape.back();
-  if (b_shape[b_shape.size() - 2] != dims.k) {
-    context.fail("inner dimensions differ: op(A) is {} and op(B) is {} ({} vs {})",
-                 shape_to_string(a_shape), shape_to_string(b_shape), dims.k,
-                 b_shape[b_shape.size() - 2]);
-  }
-  const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
-  const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes(a_batch, b_batch);
-  } catch (const Error&) {
-    context.fail("batch dimensions of shapes {} and {} do not broadcast", shape_to_string(a),
-                 shape_to_string(b));
-  }
-  dims.out_shape = batch;
-  if (!vector_a) dims.out_shape.push_back(dims.m);
-  if (!vector_b) dims.out_shape.push_back(dims.n);
+  dims.out_shape = std::move(shape.out);
+  dims.m = shape.m;
+  dims.k = shape.k;
+  dims.n = shape.n;
+  dims.src_transposed = shape.trans_a;
+  dims.weights_transposed = shape.trans_b;
+  const Shape& a_batch = shape.a_batch;
+  const Shape& b_batch = shape.b_batch;
+  const Shape& batch = shape.batch;
 
   const int64_t a_count = shape_numel(a_batch), b_count = shape_numel(b_batch);
   if (b_count == 1 && (a_count == 1 || !dims.src_transposed)) {
@@ -238,7 +214,7 @@ struct MatMulSpec {
   bool trans_a = false, trans_b = false;
   float alpha = 1;
   float sum_scale = 1;  // for Addend::kSum
-  FusedActivation activation;
+  ActivationFunction activation;
 };
 
 class DnnlMatMul {
@@ -524,7 +500,7 @@ class DnnlMatMulKernelBase : public OpKernel {
       return {};
     }
     try {
-      MatMulDims dims = matmul_dims(context, *a, *b, trans_a, trans_b);
+      MatMulDims dims = matmul_dims(context.node(), *a, *b, trans_a, trans_b);
       if (dims.k == 0 || shape_numel(dims.out_shape) == 0) return {};
       dims.rows_probed = !static_shape(context, 0);
       return dims;
@@ -560,7 +536,7 @@ class MatMulKernel : public DnnlMatMulKernelBase {
       handled_here(context, false, nullptr);
       return;
     }
-    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), false, false);
+    const MatMulDims dims = matmul_dims(context.node(), a.shape(), b.shape(), false, false);
     if (shape_numel(dims.out_shape) > 0 && !handled_here(context, true, &dims)) return;
     Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, dims.out_shape);
     if (out.numel() == 0) return;
@@ -581,7 +557,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
         trans_a_(context.attr_int("trans_a", 0) != 0),
         trans_b_(context.attr_int("trans_b", 0) != 0),
         matmul_(MatMulSpec{trans_a_, trans_b_, context.attr_float("alpha", 1.0f), 1.0f,
-                           FusedActivation::parse(context)},
+                           parse_fused_activation(context)},
                 constant_input(context, 1)) {
     const auto& inputs = context.node().inputs();
     const bool has_bias = inputs.size() > 2 && inputs[2];
@@ -597,7 +573,7 @@ class FusedMatMulKernel : public DnnlMatMulKernelBase {
       handled_here(context, false, nullptr);
       return;
     }
-    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), trans_a_, trans_b_);
+    const MatMulDims dims = matmul_dims(context.node(), a.shape(), b.shape(), trans_a_, trans_b_);
     const Tensor* bias = context.has_input(2) ? &context.input(2) : nullptr;
     if (bias) {
       const Shape& shape = bias->shape();
@@ -648,17 +624,12 @@ class GemmKernel : public DnnlMatMulKernelBase {
       context.fail("A and B must be 2-D, got shapes {} and {}", shape_to_string(a.shape()),
                    shape_to_string(b.shape()));
     }
-    const MatMulDims dims = matmul_dims(context, a.shape(), b.shape(), trans_a_, trans_b_);
+    const MatMulDims dims = matmul_dims(context.node(), a.shape(), b.shape(), trans_a_, trans_b_);
     const bool has_c = context.has_input(2);
     if (!has_c && c_required_) context.fail("input C is required before opset 11");
     const Tensor* c = has_c ? &context.input(2) : nullptr;
     if (c) {
-      bool ok = c->rank() <= 2;
-      for (size_t d = 0; ok && d < c->rank(); ++d) {
-        const int64_t dim = c->shape()[d];
-        ok = dim == 1 || dim == dims.out_shape[2 - c->rank() + d];
-      }
-      if (!ok) {
+      if (!broadcasts_to(c->shape(), dims.out_shape)) {
         context.fail("C of shape {} does not broadcast to the output shape {}",
                      shape_to_string(c->shape()), shape_to_string(dims.out_shape));
       }

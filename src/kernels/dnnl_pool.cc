@@ -16,6 +16,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "ops/blocked_ops.h"
+#include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
 
@@ -33,73 +34,39 @@ struct PoolWindow {
   bool window_in_padding = false;  // some window may lie entirely in the padding
 };
 
-// MaxPool / AveragePool attributes (validated by the reference kernel built beside) and
-// the geometry the reference kernel gives them.
-class PoolAttributes {
- public:
-  PoolAttributes(const KernelCreateContext& context, bool with_dilations, bool with_ceil_mode)
-      : kernel_(context.attr_ints("kernel_shape")) {
-    const size_t rank = kernel_.size();
-    strides_ = context.attr_ints("strides", std::vector<int64_t>(rank, 1));
-    pads_ = context.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
-    dilations_ = with_dilations ? context.attr_ints("dilations", std::vector<int64_t>(rank, 1))
-                                : std::vector<int64_t>(rank, 1);
-    if (strides_.empty()) strides_.assign(rank, 1);
-    if (pads_.empty()) pads_.assign(2 * rank, 0);
-    if (dilations_.empty()) dilations_.assign(rank, 1);
-    const std::string auto_pad = context.attr_string("auto_pad", "NOTSET");
-    same_upper_ = auto_pad == "SAME_UPPER";
-    same_lower_ = auto_pad == "SAME_LOWER";
-    valid_ = auto_pad == "VALID";
-    ceil_mode_ = with_ceil_mode && context.attr_int("ceil_mode", 0) != 0;
+// Where the windows of X lie for oneDNN, as the reference kernel places them; nullopt when
+// X does not fit (the reference kernel then says why).
+std::optional<PoolWindow> pool_window(const ConvAttributes& attrs, const Shape& x) {
+  const size_t rank = attrs.kernel_shape.size();
+  if (rank == 0 || x.size() != rank + 2) return std::nullopt;
+  PoolWindow win;
+  win.y_shape = {x[0], x[1]};
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t in = x[i + 2];
+    const int64_t kernel = attrs.kernel_shape[i];
+    const int64_t span = attrs.extent(i, kernel);
+    const int64_t stride = attrs.strides[i];
+    const WindowAxis axis = attrs.window(i, in, kernel);
+    if (!attrs.same_padding() && axis.padded < span) return std::nullopt;
+    const int64_t begin = axis.pad_begin, out = axis.out;
+    // The padding the last window actually reaches into (negative: it stops short).
+    const int64_t reach = (out - 1) * stride + span - in - begin;
+    win.kernel.push_back(kernel);
+    win.strides.push_back(stride);
+    win.dilations.push_back(attrs.dilations[i] - 1);
+    win.pad_begin.push_back(begin);
+    win.pad_end.push_back(reach);
+    win.extends_padding = win.extends_padding || reach > axis.pad_end;
+    win.window_in_padding = win.window_in_padding || begin >= span || reach >= span;
+    win.y_shape.push_back(out);
   }
-
-  // nullopt when X does not fit (the reference kernel then says why).
-  std::optional<PoolWindow> window(const Shape& x) const {
-    const size_t rank = kernel_.size();
-    if (rank == 0 || x.size() != rank + 2) return std::nullopt;
-    PoolWindow win;
-    win.y_shape = {x[0], x[1]};
-    for (size_t i = 0; i < rank; ++i) {
-      const int64_t in = x[i + 2];
-      const int64_t span = (kernel_[i] - 1) * dilations_[i] + 1;
-      const int64_t stride = strides_[i];
-      int64_t begin = 0, end = 0, out = 0;
-      if (same_upper_ || same_lower_) {
-        out = (in + stride - 1) / stride;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + span - in);
-        begin = same_upper_ ? total / 2 : total - total / 2;
-        end = total - begin;
-      } else {
-        if (!valid_) begin = pads_[i], end = pads_[i + rank];
-        const int64_t room = in + begin + end - span;
-        if (room < 0) return std::nullopt;
-        out = (ceil_mode_ ? (room + stride - 1) / stride : room / stride) + 1;
-        if (ceil_mode_ && out > 1 && (out - 1) * stride >= in + begin) --out;
-      }
-      // The padding the last window actually reaches into (negative: it stops short).
-      const int64_t reach = (out - 1) * stride + span - in - begin;
-      win.kernel.push_back(kernel_[i]);
-      win.strides.push_back(stride);
-      win.dilations.push_back(dilations_[i] - 1);
-      win.pad_begin.push_back(begin);
-      win.pad_end.push_back(reach);
-      win.extends_padding = win.extends_padding || reach > end;
-      win.window_in_padding = win.window_in_padding || begin >= span || reach >= span;
-      win.y_shape.push_back(out);
-    }
-    return win;
-  }
-
- private:
-  std::vector<int64_t> kernel_, strides_, pads_, dilations_;
-  bool same_upper_ = false, same_lower_ = false, valid_ = false, ceil_mode_ = false;
-};
+  return win;
+}
 
 class DnnlPoolKernel : public OpKernel {
  public:
   // `blocked`: X and Y in the blocked layout (BlockedMaxPool / BlockedAveragePool).
-  DnnlPoolKernel(dnnl::algorithm algorithm, PoolAttributes attrs,
+  DnnlPoolKernel(dnnl::algorithm algorithm, ConvAttributes attrs,
                  std::unique_ptr<OpKernel> reference, bool blocked = false)
       : algorithm_(algorithm),
         attrs_(std::move(attrs)),
@@ -112,7 +79,7 @@ class DnnlPoolKernel : public OpKernel {
       return reference_->compute(context);
     }
     const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
-    std::optional<PoolWindow> win = attrs_.window(x_shape);
+    std::optional<PoolWindow> win = pool_window(attrs_, x_shape);
     if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
         (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
       return reference_->compute(context);
@@ -172,7 +139,7 @@ class DnnlPoolKernel : public OpKernel {
   }
 
   dnnl::algorithm algorithm_;
-  PoolAttributes attrs_;
+  ConvAttributes attrs_;
   std::unique_ptr<OpKernel> reference_;
   bool blocked_;
   dnnl_util::PlanCache<Plan> plans_;
@@ -291,8 +258,8 @@ std::unique_ptr<OpKernel> make_max_pool(const KernelCreateContext& context) {
   if (outputs.size() > 1 && outputs[1] != nullptr) return nullptr;  // Indices wanted
   auto reference = context.reference_kernel();
   const bool v10 = context.opset() >= 10;
-  return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
-                                          PoolAttributes(context, v10, v10), std::move(reference));
+  return std::make_unique<DnnlPoolKernel>(
+      dnnl::algorithm::pooling_max, ConvAttributes::pool(context, v10, v10), std::move(reference));
 }
 
 std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) {
@@ -301,13 +268,13 @@ std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) 
   return std::make_unique<DnnlPoolKernel>(
       include_pad ? dnnl::algorithm::pooling_avg_include_padding
                   : dnnl::algorithm::pooling_avg_exclude_padding,
-      PoolAttributes(context, false, context.opset() >= 10), std::move(reference));
+      ConvAttributes::pool(context, false, context.opset() >= 10), std::move(reference));
 }
 
 // The blocked pools take MaxPool's opset-12 and AveragePool's opset-11 attributes.
 std::unique_ptr<OpKernel> make_blocked_max_pool(const KernelCreateContext& context) {
   return std::make_unique<DnnlPoolKernel>(dnnl::algorithm::pooling_max,
-                                          PoolAttributes(context, true, true),
+                                          ConvAttributes::pool(context, true, true),
                                           context.reference_kernel(), true);
 }
 
@@ -316,7 +283,7 @@ std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& c
   return std::make_unique<DnnlPoolKernel>(
       include_pad ? dnnl::algorithm::pooling_avg_include_padding
                   : dnnl::algorithm::pooling_avg_exclude_padding,
-      PoolAttributes(context, false, true), context.reference_kernel(), true);
+      ConvAttributes::pool(context, false, true), context.reference_kernel(), true);
 }
 
 }  // namespace

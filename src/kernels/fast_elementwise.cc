@@ -13,6 +13,7 @@
 #include "core/parallel.h"
 #include "kernels/fast_kernel_util.h"
 #include "kernels/vector_math.h"
+#include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 
@@ -193,19 +194,11 @@ class FastUnaryKernel : public OpKernel {
 KernelFactory unary_factory(UnaryOp op) {
   return [op](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
     if (known_non_float(context, 0)) return nullptr;
-    float p0 = 0, p1 = 0;
-    switch (op) {
-      case UnaryOp::kLeakyRelu:
-        p0 = context.attr_float("alpha", 0.01f);
-        break;
-      case UnaryOp::kHardSigmoid:
-        p0 = context.attr_float("alpha", 0.2f);
-        p1 = context.attr_float("beta", 0.5f);
-        break;
-      default:
-        break;
-    }
-    return std::make_unique<FastUnaryKernel>(context, op, p0, p1);
+    // The parameters the standalone op has, with its defaults.
+    ActivationFunction params;
+    if (op == UnaryOp::kLeakyRelu) params = activation_op(context, ActivationKind::kLeakyRelu);
+    if (op == UnaryOp::kHardSigmoid) params = activation_op(context, ActivationKind::kHardSigmoid);
+    return std::make_unique<FastUnaryKernel>(context, op, params.alpha, params.beta);
   };
 }
 

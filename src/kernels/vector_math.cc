@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <limits>
+#include <utility>
+
+#include "ops/fused_activation.h"
+
+#include "core/enum_names.h"
 
 namespace onnxkit {
 
@@ -14,6 +18,9 @@ const VectorKernels& avx2_vector_kernels();
 const VectorKernels& avx512_vector_kernels();
 
 namespace {
+
+constexpr EnumName<SimdLevel> kSimdLevelNames[] = {
+    {SimdLevel::kScalar, "scalar"}, {SimdLevel::kAvx2, "avx2"}, {SimdLevel::kAvx512, "avx512"}};
 
 constexpr int kNoOverride = -1;
 std::atomic<int> forced_level{kNoOverride};
@@ -31,15 +38,7 @@ SimdLevel detect() {
 }  // namespace
 
 std::string_view simd_level_name(SimdLevel level) {
-  switch (level) {
-    case SimdLevel::kScalar:
-      return "scalar";
-    case SimdLevel::kAvx2:
-      return "avx2";
-    case SimdLevel::kAvx512:
-      return "avx512";
-  }
-  return "?";
+  return enum_name<SimdLevel>(kSimdLevelNames, level);
 }
 
 SimdLevel detected_simd_level() {
@@ -48,8 +47,8 @@ SimdLevel detected_simd_level() {
     // ONNXKIT_SIMD_LEVEL=scalar|avx2 caps the level for a whole process (benchmarks, the
     // conformance suite on the fallbacks); anything else is ignored.
     if (const char* cap = std::getenv("ONNXKIT_SIMD_LEVEL")) {
-      for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-        if (simd_level_name(l) == cap) best = std::min(best, l);
+      if (auto capped = enum_from_name<SimdLevel>(kSimdLevelNames, cap)) {
+        best = std::min(best, *capped);
       }
     }
     return best;
@@ -87,24 +86,21 @@ const VectorKernels& vector_kernels() {
   return vector_kernels(active_simd_level());
 }
 
-std::optional<Activation> activation_from_name(std::string_view name,
-                                               std::span<const float> params) {
-  const auto param = [&](size_t i, float fallback) {
-    return i < params.size() ? params[i] : fallback;
-  };
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  if (name == "Relu") return Activation{UnaryOp::kRelu};
-  if (name == "LeakyRelu") return Activation{UnaryOp::kLeakyRelu, param(0, 0.01f)};
-  if (name == "Clip") return Activation{UnaryOp::kClip, param(0, -kInf), param(1, kInf)};
-  if (name == "Sigmoid") return Activation{UnaryOp::kSigmoid};
-  if (name == "Tanh") return Activation{UnaryOp::kTanh};
-  if (name == "HardSigmoid") {
-    return Activation{UnaryOp::kHardSigmoid, param(0, 0.2f), param(1, 0.5f)};
+std::optional<Activation> vector_activation(const ActivationFunction& activation) {
+  constexpr std::pair<ActivationKind, UnaryOp> kMaps[] = {
+      {ActivationKind::kRelu, UnaryOp::kRelu},
+      {ActivationKind::kLeakyRelu, UnaryOp::kLeakyRelu},
+      {ActivationKind::kClip, UnaryOp::kClip},
+      {ActivationKind::kSigmoid, UnaryOp::kSigmoid},
+      {ActivationKind::kTanh, UnaryOp::kTanh},
+      {ActivationKind::kHardSigmoid, UnaryOp::kHardSigmoid},
+      {ActivationKind::kHardSwish, UnaryOp::kHardSwish},
+      {ActivationKind::kSilu, UnaryOp::kSilu},
+      {ActivationKind::kGelu, UnaryOp::kGelu},
+      {ActivationKind::kGeluTanh, UnaryOp::kGeluTanh}};
+  for (const auto& [kind, op] : kMaps) {
+    if (kind == activation.kind) return Activation{op, activation.alpha, activation.beta};
   }
-  if (name == "HardSwish") return Activation{UnaryOp::kHardSwish};
-  if (name == "Silu") return Activation{UnaryOp::kSilu};
-  if (name == "Gelu") return Activation{UnaryOp::kGelu};
-  if (name == "GeluTanh") return Activation{UnaryOp::kGeluTanh};
   return std::nullopt;
 }
 

@@ -19,6 +19,11 @@
 
 namespace onnxkit {
 
+// This header stays free of other onnxkit headers: it is compiled into the per-ISA files
+// (vector_math_avx2.cc, ...), where an inline function from a shared header could be built
+// with instructions other CPUs lack and then chosen by the linker for every caller.
+struct ActivationFunction;  // ops/fused_activation.h
+
 // The exp pieces every vectorized exp shares (vector_math_simd.h, attention.cc): x = n ln2 + r
 // with |r| <= ln2 / 2 and ln2 split in two (n * kLn2Hi is exact), then a polynomial in r.
 namespace exp_coefficients {
@@ -130,17 +135,16 @@ const VectorKernels& vector_kernels();
 // The loops of one level (clamped to what the CPU supports).
 const VectorKernels& vector_kernels(SimdLevel level);
 
-// A fused-op activation (ops/fused_ops.h: kActivations and their activation_params) as a
-// unary map, for kernels that apply it to their output in place (FusedConv, FusedMatMul).
+// An activation (ops/fused_activation.h) as a unary map, for kernels that apply it to their
+// output in place (FusedConv, FusedMatMul).
 struct Activation {
   UnaryOp op;
-  float p0 = 0;
-  float p1 = 0;
+  float p0 = 0;  // alpha
+  float p1 = 0;  // beta
 };
-// nullopt for a name that is not in kActivations; missing parameters take ONNX's defaults
-// (LeakyRelu alpha 0.01, HardSigmoid 0.2 / 0.5, Clip -inf / +inf).
-std::optional<Activation> activation_from_name(std::string_view name,
-                                               std::span<const float> params);
+// nullopt for the kinds without a unary map here (Softplus, Elu, ...); every kind of
+// ops/fused_ops.h's kActivations has one.
+std::optional<Activation> vector_activation(const ActivationFunction& activation);
 // y[i] = act(x[i]) for i < n at the active level (y may be x). Single-threaded: callers
 // apply it to the block they just computed, while it is in cache.
 void apply_activation(const Activation& activation, const float* x, float* y, int64_t n);

@@ -7,27 +7,12 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/fused_activation.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
 namespace {
-
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type a T element is computed in.
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
-
-template <typename T>
-T from_compute(ComputeType<T> value) {
-  if constexpr (kIsHalf<T>) {
-    return T(value);
-  } else {
-    return value;
-  }
-}
 
 // y[i] = f(x[i]) computed in ComputeType<T>.
 template <typename T, typename F>
@@ -36,45 +21,20 @@ void map_elements(const Tensor& x, Tensor& y, F f) {
   T* py = y.mutable_data<T>();
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
-    py[i] = from_compute<T>(f(static_cast<ComputeType<T>>(px[i])));
+    py[i] = convert_element<T>(f(static_cast<ComputeType<T>>(px[i])));
   }
 }
 
-enum class Act {
-  kRelu,
-  kLeakyRelu,
-  kElu,
-  kSelu,
-  kCelu,
-  kThresholdedRelu,
-  kHardSigmoid,
-  kHardSwish,
-  kSigmoid,
-  kTanh,
-  kSoftplus,
-  kSoftsign,
-};
+using Act = ActivationKind;
 
-// Activations of one element with up to two float attributes (alpha, beta/gamma).
+// The activations of one element with up to two float attributes (ops/fused_activation.h).
 template <Act kOp>
 class ActivationKernel : public OpKernel {
  public:
-  explicit ActivationKernel(const KernelCreateContext& context) {
-    if constexpr (kOp == Act::kLeakyRelu) alpha_ = context.attr_float("alpha", 0.01f);
-    if constexpr (kOp == Act::kElu || kOp == Act::kThresholdedRelu) {
-      alpha_ = context.attr_float("alpha", 1.0f);
-    }
-    if constexpr (kOp == Act::kCelu) {
-      alpha_ = context.attr_float("alpha", 1.0f);
-      if (alpha_ == 0.0f) context.fail("alpha must not be 0 (Celu divides by it)");
-    }
-    if constexpr (kOp == Act::kSelu) {
-      alpha_ = context.attr_float("alpha", 1.67326319217681884765625f);
-      beta_ = context.attr_float("gamma", 1.05070102214813232421875f);
-    }
-    if constexpr (kOp == Act::kHardSigmoid) {
-      alpha_ = context.attr_float("alpha", 0.2f);
-      beta_ = context.attr_float("beta", 0.5f);
+  explicit ActivationKernel(const KernelCreateContext& context)
+      : activation_(activation_op(context, kOp)) {
+    if (kOp == Act::kCelu && activation_.alpha == 0.0f) {
+      context.fail("alpha must not be 0 (Celu divides by it)");
     }
   }
 
@@ -89,7 +49,10 @@ class ActivationKernel : public OpKernel {
     Tensor& y = context.allocate_output(0, dtype, x.shape());
     const auto run = [&](auto tag) {
       using T = typename decltype(tag)::type;
-      map_elements<T>(x, y, [this](auto v) { return apply(v); });
+      using C = ComputeType<T>;
+      const C alpha = static_cast<C>(activation_.alpha);
+      const C beta = static_cast<C>(activation_.beta);
+      map_elements<T>(x, y, [alpha, beta](C v) { return activate<kOp>(v, alpha, beta); });
     };
     if constexpr (kOp == Act::kRelu) {
       dispatch_numeric(dtype, "Relu", run);
@@ -99,43 +62,7 @@ class ActivationKernel : public OpKernel {
   }
 
  private:
-  template <typename C>
-  C apply(C v) const {
-    if constexpr (kOp == Act::kRelu) {
-      return v > C(0) ? v : C(0);
-    } else {
-      const C alpha = static_cast<C>(alpha_);
-      const C beta = static_cast<C>(beta_);
-      if constexpr (kOp == Act::kLeakyRelu) return v < C(0) ? alpha * v : v;
-      if constexpr (kOp == Act::kElu) return v < C(0) ? alpha * std::expm1(v) : v;
-      if constexpr (kOp == Act::kSelu) return beta * (v > C(0) ? v : alpha * std::expm1(v));
-      if constexpr (kOp == Act::kCelu) {
-        return std::max(C(0), v) + std::min(C(0), alpha * std::expm1(v / alpha));
-      }
-      if constexpr (kOp == Act::kThresholdedRelu) return v > alpha ? v : C(0);
-      if constexpr (kOp == Act::kHardSigmoid) {
-        return std::max(C(0), std::min(C(1), alpha * v + beta));
-      }
-      if constexpr (kOp == Act::kHardSwish) {
-        return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
-      }
-      if constexpr (kOp == Act::kSigmoid) {
-        // Either branch exponentiates a non-positive number: no overflow.
-        if (v >= C(0)) return C(1) / (C(1) + std::exp(-v));
-        const C e = std::exp(v);
-        return e / (C(1) + e);
-      }
-      if constexpr (kOp == Act::kTanh) return std::tanh(v);
-      if constexpr (kOp == Act::kSoftplus) {
-        // log(1 + exp(v)) without overflow for large v.
-        return v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
-      }
-      if constexpr (kOp == Act::kSoftsign) return v / (C(1) + std::abs(v));
-    }
-  }
-
-  float alpha_ = 0.0f;
-  float beta_ = 0.0f;  // beta (HardSigmoid) or gamma (Selu)
+  ActivationFunction activation_;
 };
 
 // PRelu: slope broadcasts unidirectionally to X (opset 7+). Opset 6 models (Caffe2,
@@ -163,15 +90,15 @@ class PReluKernel : public OpKernel {
       const int64_t n = x.numel();
       if (slope.numel() == 1) {
         const C s = static_cast<C>(ps[0]);
-        for (int64_t i = 0; i < n; ++i) py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), s));
+        for (int64_t i = 0; i < n; ++i) py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), s));
       } else if (slope_shape == x.shape()) {
         for (int64_t i = 0; i < n; ++i) {
-          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[i])));
+          py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[i])));
         }
       } else {
         const std::vector<std::vector<int64_t>> strides{broadcast_strides(slope_shape, x.shape())};
         for_each_broadcast(x.shape(), strides, [&](int64_t i, const int64_t* offsets) {
-          py[i] = from_compute<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[offsets[0]])));
+          py[i] = convert_element<T>(prelu(static_cast<C>(px[i]), static_cast<C>(ps[offsets[0]])));
         });
       }
     });
@@ -187,12 +114,7 @@ class PReluKernel : public OpKernel {
       channel[0] = slope_shape[0];
       return channel;
     }
-    bool ok = slope_shape.size() <= x_shape.size();
-    for (size_t i = 0; ok && i < slope_shape.size(); ++i) {
-      const int64_t s = slope_shape[slope_shape.size() - 1 - i];
-      ok = s == 1 || s == x_shape[x_shape.size() - 1 - i];
-    }
-    if (!ok) {
+    if (!broadcasts_to(slope_shape, x_shape)) {
       context.fail("slope shape {} does not broadcast to X shape {}", shape_to_string(slope_shape),
                    shape_to_string(x_shape));
     }

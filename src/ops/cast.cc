@@ -26,9 +26,6 @@ namespace onnxkit {
 namespace {
 
 template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
 constexpr bool kIsFloat = kIsHalf<T> || std::is_floating_point_v<T>;
 
 // ---- number -> number ----

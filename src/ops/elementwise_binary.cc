@@ -17,18 +17,6 @@
 namespace onnxkit {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type arithmetic is done in: float for the 16-bit floats, T otherwise.
-template <typename T>
-using Compute = std::conditional_t<kIsHalf<T>, float, T>;
-
-template <typename T>
-Compute<T> widen(T value) {
-  return static_cast<Compute<T>>(value);
-}
-
 // Integer arithmetic that wraps instead of overflowing (signed overflow is UB in C++, and
 // small types promote to int, where uint16 * uint16 could overflow).
 template <typename T>
@@ -139,7 +127,7 @@ class ArithmeticKernel : public OpKernel {
         if constexpr (std::is_integral_v<T>) {
           return apply_integer(context, x, y);
         } else {
-          return T(apply_float(widen(x), widen(y)));
+          return T(apply_float(to_compute(x), to_compute(y)));
         }
       });
     });
@@ -187,7 +175,7 @@ std::vector<double> exponent_values(const Tensor& tensor, std::string_view what)
   dispatch_numeric(tensor.dtype(), what, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = tensor.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(widen(data[i]));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(to_compute(data[i]));
   });
   return values;
 }
@@ -243,7 +231,7 @@ class PowKernel : public OpKernel {
         } else if constexpr (std::is_same_v<T, float>) {
           return std::pow(x, static_cast<float>(y));  // as numpy's float32 power
         } else {
-          return T(static_cast<Compute<T>>(std::pow(static_cast<double>(widen(x)), y)));
+          return T(static_cast<ComputeType<T>>(std::pow(static_cast<double>(to_compute(x)), y)));
         }
       });
     });
@@ -280,8 +268,8 @@ class ModKernel : public OpKernel {
             return static_cast<T>(x % y);
           }
         } else {
-          using F = Compute<T>;
-          F fx = widen(x), fy = widen(y);
+          using F = ComputeType<T>;
+          F fx = to_compute(x), fy = to_compute(y);
           F r = std::fmod(fx, fy);
           if (!fmod_) {
             if (r != 0 && ((r < 0) != (fy < 0))) {
@@ -392,7 +380,7 @@ class CompareKernel : public OpKernel {
     if constexpr (std::is_same_v<T, std::string>) {
       return apply(x, y);
     } else {
-      return apply(widen(x), widen(y));
+      return apply(to_compute(x), to_compute(y));
     }
   }
   template <typename V>
@@ -415,29 +403,7 @@ class CompareKernel : public OpKernel {
 
 // ---- Where ----
 
-// Elements are copied as opaque values of their byte size (complex64 is 8, complex128 16).
-struct Bytes16 {
-  uint64_t low, high;
-};
-
-template <typename F>
-void dispatch_by_size(DType dtype, F&& f) {
-  if (dtype == DType::kString) return f(TypeTag<std::string>{});
-  switch (dtype_size(dtype)) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    case 16:
-      return f(TypeTag<Bytes16>{});
-    default:
-      fail("Where: type {} is not supported", dtype_name(dtype));
-  }
-}
+// Elements are copied as opaque values of their byte size (dispatch_storage).
 
 class WhereKernel : public OpKernel {
  public:
@@ -456,7 +422,7 @@ class WhereKernel : public OpKernel {
         broadcast_strides(condition.shape(), out.shape()),
         broadcast_strides(x.shape(), out.shape()), broadcast_strides(y.shape(), out.shape())};
     const bool* pc = condition.data<bool>();
-    dispatch_by_size(x.dtype(), [&](auto tag) {
+    dispatch_storage(x.dtype(), "Where", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = tensor_elements<T>(x);
       const T* py = tensor_elements<T>(y);
@@ -506,7 +472,7 @@ class VariadicKernel : public OpKernel {
         const std::vector<std::vector<int64_t>> strides{
             broadcast_strides(inputs[k]->shape(), out.shape())};
         for_each_broadcast(out.shape(), strides, [&](int64_t i, const int64_t* offsets) {
-          const Acc v = static_cast<Acc>(widen(p[offsets[0]]));
+          const Acc v = static_cast<Acc>(to_compute(p[offsets[0]]));
           acc[i] = k == 0 ? v : combine(acc[i], v);
         });
       }
@@ -514,7 +480,7 @@ class VariadicKernel : public OpKernel {
       const auto n = static_cast<Acc>(inputs.size());
       for (size_t i = 0; i < acc.size(); ++i) {
         Acc v = kOp == Variadic::kMean ? static_cast<Acc>(acc[i] / n) : acc[i];
-        po[i] = static_cast<T>(static_cast<Compute<T>>(v));
+        po[i] = static_cast<T>(static_cast<ComputeType<T>>(v));
       }
     });
   }

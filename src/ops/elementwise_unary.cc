@@ -12,13 +12,6 @@
 namespace onnxkit {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type a T element is computed in.
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
-
 // y[i] = f(x[i]) with half types going through float.
 template <typename T, typename U, typename F>
 void map_elements(const Tensor& x, Tensor& y, F f) {

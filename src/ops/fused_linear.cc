@@ -12,28 +12,12 @@
 #include "core/gemm.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
+#include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
 namespace {
-
-// The element type arithmetic runs in.
-template <typename T>
-using ComputeOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// The tensor's elements as C: the tensor's own data when the types match, else a copy.
-template <typename T, typename C>
-const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
-  if constexpr (std::is_same_v<T, C>) {
-    return tensor.data<T>();
-  } else {
-    const T* src = tensor.data<T>();
-    storage.resize(static_cast<size_t>(tensor.numel()));
-    for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<C>(src[i]);
-    return storage.data();
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // FusedConv(X, W, B?, Z?) -> act(Conv(X, W, B) + Z)
@@ -41,7 +25,7 @@ const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
 class FusedConvKernel : public OpKernel {
  public:
   explicit FusedConvKernel(const KernelCreateContext& context)
-      : conv_(reference_conv(context)), activation_(FusedActivation::parse(context)) {}
+      : conv_(reference_conv(context)), activation_(parse_fused_activation(context)) {}
 
   void compute(KernelContext& context) const override {
     // Conv's own kernel reads X, W, B and Conv's attributes of this node; its errors name
@@ -66,7 +50,7 @@ class FusedConvKernel : public OpKernel {
     if (z || !activation_.none()) {
       dispatch_float(y.dtype(), context.node().describe(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using C = ComputeOf<T>;
+        using C = ComputeType<T>;
         T* py = y.mutable_data<T>();
         const T* pz = z ? z->data<T>() : nullptr;
         const int64_t n = y.numel();
@@ -89,7 +73,7 @@ class FusedConvKernel : public OpKernel {
   }
 
   std::unique_ptr<OpKernel> conv_;
-  FusedActivation activation_;
+  ActivationFunction activation_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -101,7 +85,7 @@ class FusedMatMulKernel : public OpKernel {
       : trans_a_(context.attr_int("trans_a", 0) != 0),
         trans_b_(context.attr_int("trans_b", 0) != 0),
         alpha_(context.attr_float("alpha", 1.0f)),
-        activation_(FusedActivation::parse(context)) {}
+        activation_(parse_fused_activation(context)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
@@ -109,41 +93,10 @@ class FusedMatMulKernel : public OpKernel {
     if (a.dtype() != b.dtype()) {
       context.fail("input types differ: {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
     }
-    if (a.rank() == 0 || b.rank() == 0) {
-      context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a.shape()),
-                   shape_to_string(b.shape()));
-    }
-    // op(X) as a logical shape; 1-D operands are promoted as MatMul does (no transpose).
-    const bool trans_a = trans_a_ && a.rank() >= 2;
-    const bool trans_b = trans_b_ && b.rank() >= 2;
-    Shape a_shape = a.shape();
-    Shape b_shape = b.shape();
-    if (trans_a) std::swap(a_shape[a_shape.size() - 1], a_shape[a_shape.size() - 2]);
-    if (trans_b) std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);
-    const bool vector_a = a_shape.size() == 1;
-    const bool vector_b = b_shape.size() == 1;
-    if (vector_a) a_shape.insert(a_shape.begin(), 1);
-    if (vector_b) b_shape.push_back(1);
-    const int64_t m = a_shape[a_shape.size() - 2];
-    const int64_t k = a_shape.back();
-    const int64_t n = b_shape.back();
-    if (b_shape[b_shape.size() - 2] != k) {
-      context.fail("inner dimensions differ: A{} has shape {} and B{} has shape {} ({} vs {})",
-                   trans_a ? "^T" : "", shape_to_string(a.shape()), trans_b ? "^T" : "",
-                   shape_to_string(b.shape()), k, b_shape[b_shape.size() - 2]);
-    }
-    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
-    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
-    Shape batch;
-    try {
-      batch = broadcast_shapes(a_batch, b_batch);
-    } catch (const Error&) {
-      context.fail("batch dimensions of shapes {} and {} do not broadcast",
-                   shape_to_string(a.shape()), shape_to_string(b.shape()));
-    }
-    Shape out_shape = batch;
-    if (!vector_a) out_shape.push_back(m);
-    if (!vector_b) out_shape.push_back(n);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape(), trans_a_, trans_b_);
+    const Shape& out_shape = s.out;
+    const bool trans_a = s.trans_a, trans_b = s.trans_b;
+    const int64_t m = s.m, k = s.k, n = s.n;
 
     const Tensor* bias = context.has_input(2) ? &context.input(2) : nullptr;
     const int64_t last = out_shape.empty() ? 1 : out_shape.back();
@@ -161,7 +114,7 @@ class FusedMatMulKernel : public OpKernel {
 
     dispatch_float(a.dtype(), context.node().describe(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = ComputeOf<T>;
+      using C = ComputeType<T>;
       std::vector<C> a_store, b_store, bias_store, result;
       const C* pa = elements_as<T, C>(a, a_store);
       const C* pb = elements_as<T, C>(b, b_store);
@@ -176,17 +129,14 @@ class FusedMatMulKernel : public OpKernel {
       const int64_t lda = trans_a ? m : k;
       const int64_t ldb = trans_b ? k : n;
       const C alpha = static_cast<C>(alpha_);
-      if (shape_numel(b_batch) == 1 && !trans_a) {
+      if (shape_numel(s.b_batch) == 1 && !trans_a) {
         // B is one matrix and A's rows are contiguous: one tall product.
-        gemm<C>(false, trans_b, shape_numel(a_batch) * m, n, k, alpha, pa, k, pb, ldb, C(0), po, n);
+        gemm<C>(false, trans_b, shape_numel(s.a_batch) * m, n, k, alpha, pa, k, pb, ldb, C(0), po,
+                n);
       } else {
-        std::vector<std::vector<int64_t>> strides{broadcast_strides(a_batch, batch),
-                                                  broadcast_strides(b_batch, batch)};
-        for (auto& s : strides[0]) s *= m * k;
-        for (auto& s : strides[1]) s *= k * n;
-        for_each_broadcast(batch, strides, [&](int64_t index, const int64_t* offsets) {
-          gemm<C>(trans_a, trans_b, m, n, k, alpha, pa + offsets[0], lda, pb + offsets[1], ldb,
-                  C(0), po + index * m * n, n);
+        s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
+          gemm<C>(trans_a, trans_b, m, n, k, alpha, pa + a_matrix * m * k, lda,
+                  pb + b_matrix * k * n, ldb, C(0), po + index * m * n, n);
         });
       }
       const C* pbias = bias ? elements_as<T, C>(*bias, bias_store) : nullptr;
@@ -211,7 +161,7 @@ class FusedMatMulKernel : public OpKernel {
   bool trans_a_;
   bool trans_b_;
   float alpha_;
-  FusedActivation activation_;
+  ActivationFunction activation_;
 };
 
 }  // namespace

@@ -18,50 +18,6 @@
 namespace onnxkit {
 namespace {
 
-std::vector<double> read_doubles(const KernelContext& context, const Tensor& t,
-                                 std::string_view what) {
-  if (!dtype_is_float(t.dtype())) {
-    context.fail("{} has type {}; it needs a floating-point type", what, dtype_name(t.dtype()));
-  }
-  std::vector<double> values(static_cast<size_t>(t.numel()));
-  dispatch_float(t.dtype(), what, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
-  });
-  return values;
-}
-
-void write_doubles(KernelContext& context, size_t output, DType dtype, const Shape& shape,
-                   const std::vector<double>& values) {
-  Tensor& t = context.allocate_output(output, dtype, shape);
-  dispatch_float(dtype, context.node().op_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = t.mutable_data<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
-  });
-}
-
-// For each element of `shape`, the offset of the element of `t` it reads when `t` is
-// broadcast to `shape` (numpy rules, `t` may not grow `shape`).
-std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& t,
-                                       const Shape& shape, std::string_view what) {
-  bool fits = t.rank() <= shape.size();
-  for (size_t i = 0; fits && i < t.rank(); ++i) {
-    const int64_t d = t.shape()[t.rank() - 1 - i];
-    fits = d == 1 || d == shape[shape.size() - 1 - i];
-  }
-  if (!fits) {
-    context.fail("{} of shape {} does not broadcast to {}", what, shape_to_string(t.shape()),
-                 shape_to_string(shape));
-  }
-  std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(shape)));
-  if (offsets.empty()) return offsets;
-  for_each_broadcast(shape, {broadcast_strides(t.shape(), shape)},
-                     [&](int64_t i, const int64_t* o) { offsets[i] = o[0]; });
-  return offsets;
-}
-
 // Normalizes `row` (n values) in place: (x - mean) / sqrt(var + epsilon), biased variance.
 void normalize(double* row, int64_t n, double epsilon) {
   double mean = 0;

@@ -111,15 +111,19 @@ const Attribute* KernelCreateContext::typed(std::string_view name, AttrType type
   return attribute;
 }
 
+const Attribute& KernelCreateContext::required(std::string_view name, AttrType type) const {
+  const Attribute* attribute = typed(name, type);
+  if (!attribute) fail("required attribute '{}' is missing", name);
+  return *attribute;
+}
+
 int64_t KernelCreateContext::attr_int(std::string_view name, int64_t fallback) const {
   const Attribute* a = typed(name, AttrType::kInt);
   return a ? a->i : fallback;
 }
 
 int64_t KernelCreateContext::attr_int(std::string_view name) const {
-  const Attribute* a = typed(name, AttrType::kInt);
-  if (!a) fail("required attribute '{}' is missing", name);
-  return a->i;
+  return required(name, AttrType::kInt).i;
 }
 
 float KernelCreateContext::attr_float(std::string_view name, float fallback) const {
@@ -128,9 +132,7 @@ float KernelCreateContext::attr_float(std::string_view name, float fallback) con
 }
 
 float KernelCreateContext::attr_float(std::string_view name) const {
-  const Attribute* a = typed(name, AttrType::kFloat);
-  if (!a) fail("required attribute '{}' is missing", name);
-  return a->f;
+  return required(name, AttrType::kFloat).f;
 }
 
 std::string KernelCreateContext::attr_string(std::string_view name, std::string fallback) const {
@@ -139,9 +141,7 @@ std::string KernelCreateContext::attr_string(std::string_view name, std::string 
 }
 
 std::string KernelCreateContext::attr_string(std::string_view name) const {
-  const Attribute* a = typed(name, AttrType::kString);
-  if (!a) fail("required attribute '{}' is missing", name);
-  return a->s;
+  return required(name, AttrType::kString).s;
 }
 
 std::vector<int64_t> KernelCreateContext::attr_ints(std::string_view name,

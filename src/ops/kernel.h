@@ -42,6 +42,13 @@ class SubgraphRunner {
   virtual bool release_weights_after_use() const { return false; }
 };
 
+// Throws Error prefixed with the node's description: "[Gather] node 'g1': ...". Kernels
+// call their context's fail(); this serves helpers that see only the node.
+template <typename... Args>
+[[noreturn]] void fail_at(const Node& node, fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(node.describe() + ": " + fmt::format(format, std::forward<Args>(args)...));
+}
+
 class KernelContext {
  public:
   // Bit i of `donatable_inputs` set: this step is input i's last reader, so its storage may
@@ -92,7 +99,7 @@ class KernelContext {
   // Throws Error prefixed with the node's description: "[Gather] node 'g1': ...".
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    throw Error(node_.describe() + ": " + fmt::format(format, std::forward<Args>(args)...));
+    fail_at(node_, format, std::forward<Args>(args)...);
   }
 
  private:
@@ -148,11 +155,14 @@ class KernelCreateContext {
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    throw Error(node_.describe() + ": " + fmt::format(format, std::forward<Args>(args)...));
+    fail_at(node_, format, std::forward<Args>(args)...);
   }
 
  private:
+  // The attribute `name` when present (nullptr when absent); fails when it has another type.
   const Attribute* typed(std::string_view name, AttrType type) const;
+  // The same for a required attribute: fails when it is absent.
+  const Attribute& required(std::string_view name, AttrType type) const;
   const Node& node_;
   int64_t opset_;
   const OpRegistry& registry_;

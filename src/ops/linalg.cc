@@ -4,42 +4,16 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/gemm.h"
+#include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
 namespace {
-
-// The element type arithmetic runs in: half types compute in float.
-template <typename T>
-struct ComputeOf {
-  using type = T;
-};
-template <>
-struct ComputeOf<Float16> {
-  using type = float;
-};
-template <>
-struct ComputeOf<BFloat16> {
-  using type = float;
-};
-
-// The tensor's elements as C: a pointer into the tensor when the types match, else a
-// converted copy kept in `storage`.
-template <typename T, typename C>
-const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
-  if constexpr (std::is_same_v<T, C>) {
-    return tensor.data<T>();
-  } else {
-    const T* src = tensor.data<T>();
-    storage.resize(static_cast<size_t>(tensor.numel()));
-    for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<C>(src[i]);
-    return storage.data();
-  }
-}
 
 // A writable C buffer for `out`: the tensor itself when the types match, else `storage`;
 // finish_output() copies `storage` back.
@@ -64,14 +38,6 @@ void finish_output(Tensor& out, const std::vector<C>& storage) {
 template <typename F>
 void dispatch_matmul(DType dtype, const KernelContext& context, F&& f) {
   switch (dtype) {
-    case DType::kFloat:
-      return f(TypeTag<float>{});
-    case DType::kDouble:
-      return f(TypeTag<double>{});
-    case DType::kFloat16:
-      return f(TypeTag<Float16>{});
-    case DType::kBFloat16:
-      return f(TypeTag<BFloat16>{});
     case DType::kInt32:
       return f(TypeTag<int32_t>{});
     case DType::kInt64:
@@ -81,10 +47,13 @@ void dispatch_matmul(DType dtype, const KernelContext& context, F&& f) {
     case DType::kUInt64:
       return f(TypeTag<uint64_t>{});
     default:
-      context.fail(
-          "type {} is not supported (needs float, double, float16, bfloat16, int32, "
-          "int64, uint32 or uint64)",
-          dtype_name(dtype));
+      if (!dtype_is_float(dtype)) {
+        context.fail(
+            "type {} is not supported (needs float, double, float16, bfloat16, int32, "
+            "int64, uint32 or uint64)",
+            dtype_name(dtype));
+      }
+      return dispatch_float(dtype, context.node().op_type(), std::forward<F>(f));
   }
 }
 
@@ -123,58 +92,26 @@ class MatMulKernel : public OpKernel {
     if (a.dtype() != b.dtype()) {
       context.fail("input types differ: {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
     }
-    if (a.rank() == 0 || b.rank() == 0) {
-      context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a.shape()),
-                   shape_to_string(b.shape()));
-    }
-    Shape a_shape = a.shape();
-    Shape b_shape = b.shape();
-    const bool vector_a = a_shape.size() == 1;
-    const bool vector_b = b_shape.size() == 1;
-    if (vector_a) a_shape.insert(a_shape.begin(), 1);
-    if (vector_b) b_shape.push_back(1);
-    const int64_t m = a_shape[a_shape.size() - 2];
-    const int64_t k = a_shape.back();
-    const int64_t n = b_shape.back();
-    if (b_shape[b_shape.size() - 2] != k) {
-      context.fail("inner dimensions differ: A has shape {} and B has shape {} ({} vs {})",
-                   shape_to_string(a.shape()), shape_to_string(b.shape()), k,
-                   b_shape[b_shape.size() - 2]);
-    }
-    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
-    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
-    Shape batch;
-    try {
-      batch = broadcast_shapes(a_batch, b_batch);
-    } catch (const Error&) {
-      context.fail("batch dimensions of shapes {} and {} do not broadcast",
-                   shape_to_string(a.shape()), shape_to_string(b.shape()));
-    }
-    Shape out_shape = batch;
-    if (!vector_a) out_shape.push_back(m);
-    if (!vector_b) out_shape.push_back(n);
-    Tensor& out = context.allocate_output(0, a.dtype(), out_shape);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
+    Tensor& out = context.allocate_output(0, a.dtype(), s.out);
     if (out.numel() == 0) return;
 
     dispatch_matmul(a.dtype(), context, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = typename ComputeOf<T>::type;
+      using C = ComputeType<T>;
       std::vector<C> a_store, b_store, out_store;
       const C* pa = elements_as<T, C>(a, a_store);
       const C* pb = elements_as<T, C>(b, b_store);
       C* po = output_as<T, C>(out, out_store);
-      if (shape_numel(b_batch) == 1) {
+      const int64_t m = s.m, k = s.k, n = s.n;
+      if (shape_numel(s.b_batch) == 1) {
         // B is one matrix: A's batches stack into one tall product.
-        const int64_t rows = shape_numel(a_batch) * m;
+        const int64_t rows = shape_numel(s.a_batch) * m;
         gemm<C>(false, false, rows, n, k, C(1), pa, k, pb, n, C(0), po, n);
       } else {
-        std::vector<std::vector<int64_t>> strides{broadcast_strides(a_batch, batch),
-                                                  broadcast_strides(b_batch, batch)};
-        for (auto& s : strides[0]) s *= m * k;
-        for (auto& s : strides[1]) s *= k * n;
-        for_each_broadcast(batch, strides, [&](int64_t index, const int64_t* offsets) {
-          gemm<C>(false, false, m, n, k, C(1), pa + offsets[0], k, pb + offsets[1], n, C(0),
-                  po + index * m * n, n);
+        s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
+          gemm<C>(false, false, m, n, k, C(1), pa + a_matrix * m * k, k, pb + b_matrix * k * n, n,
+                  C(0), po + index * m * n, n);
         });
       }
       finish_output<T, C>(out, out_store);
@@ -206,15 +143,8 @@ class GemmKernel : public OpKernel {
     if (a.dtype() != b.dtype()) {
       context.fail("input types differ: {} and {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
     }
-    const int64_t m = trans_a_ ? a.shape()[1] : a.shape()[0];
-    const int64_t k = trans_a_ ? a.shape()[0] : a.shape()[1];
-    const int64_t kb = trans_b_ ? b.shape()[1] : b.shape()[0];
-    const int64_t n = trans_b_ ? b.shape()[0] : b.shape()[1];
-    if (k != kb) {
-      context.fail("inner dimensions differ: A{} has shape {} and B{} has shape {} ({} vs {})",
-                   trans_a_ ? "^T" : "", shape_to_string(a.shape()), trans_b_ ? "^T" : "",
-                   shape_to_string(b.shape()), k, kb);
-    }
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape(), trans_a_, trans_b_);
+    const int64_t m = s.m, k = s.k, n = s.n;
     const bool has_c = context.has_input(2);
     if (!has_c && c_required_) context.fail("input C is required before opset 11");
     const Tensor* c = has_c ? &context.input(2) : nullptr;
@@ -224,12 +154,7 @@ class GemmKernel : public OpKernel {
         context.fail("C has type {} but A has type {}", dtype_name(c->dtype()),
                      dtype_name(a.dtype()));
       }
-      bool ok = exact_c_ ? c->shape() == out_shape : c->rank() <= 2;
-      for (size_t d = 0; ok && d < c->rank(); ++d) {
-        const int64_t dim = c->shape()[d];
-        ok = dim == 1 || dim == out_shape[2 - c->rank() + d];
-      }
-      if (!ok) {
+      if (exact_c_ ? c->shape() != out_shape : !broadcasts_to(c->shape(), out_shape)) {
         context.fail("C of shape {} does not broadcast to the output shape {}{}",
                      shape_to_string(c->shape()), shape_to_string(out_shape),
                      exact_c_ ? " (broadcast=0 needs the exact shape)" : "");
@@ -240,7 +165,7 @@ class GemmKernel : public OpKernel {
 
     dispatch_matmul(a.dtype(), context, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = typename ComputeOf<T>::type;
+      using C = ComputeType<T>;
       std::vector<C> a_store, b_store, c_store, out_store;
       const C* pa = elements_as<T, C>(a, a_store);
       const C* pb = elements_as<T, C>(b, b_store);
@@ -402,24 +327,13 @@ class EinsumKernel : public OpKernel {
 
     auto run = [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = std::conditional_t<std::is_integral_v<T>, uint64_t, typename ComputeOf<T>::type>;
+      using C = std::conditional_t<std::is_integral_v<T>, uint64_t, ComputeType<T>>;
       contract_all<T, C>(context, input_labels, out_labels, out);
     };
-    switch (dtype) {
-      case DType::kFloat:
-        return run(TypeTag<float>{});
-      case DType::kDouble:
-        return run(TypeTag<double>{});
-      case DType::kFloat16:
-        return run(TypeTag<Float16>{});
-      case DType::kBFloat16:
-        return run(TypeTag<BFloat16>{});
-      default:
-        if (!dtype_is_integer(dtype)) {
-          context.fail("type {} is not supported (needs a numeric type)", dtype_name(dtype));
-        }
-        dispatch_integer(dtype, "Einsum", run);
+    if (!dtype_is_float(dtype) && !dtype_is_integer(dtype)) {
+      context.fail("type {} is not supported (needs a numeric type)", dtype_name(dtype));
     }
+    dispatch_numeric(dtype, "Einsum", run);
   }
 
  private:

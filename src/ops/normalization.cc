@@ -13,29 +13,6 @@
 namespace onnxkit {
 namespace {
 
-// The elements of a floating-point tensor as doubles.
-std::vector<double> read_doubles(const Tensor& t, std::string_view what) {
-  std::vector<double> values(static_cast<size_t>(t.numel()));
-  dispatch_float(t.dtype(), what, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
-  });
-  return values;
-}
-
-// A new tensor of floating type `dtype` holding `values`.
-Tensor& write_doubles(KernelContext& context, size_t output, DType dtype, Shape shape,
-                      const std::vector<double>& values) {
-  Tensor& t = context.allocate_output(output, dtype, std::move(shape));
-  dispatch_float(dtype, context.node().op_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = t.mutable_data<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
-  });
-  return t;
-}
-
 // y[i] = x[i] * a[g] + b[g] where g = (i / inner) % groups: per-channel affine maps.
 void affine_by_group(const Tensor& x, Tensor& y, int64_t groups, int64_t inner,
                      const std::vector<double>& a, const std::vector<double>& b) {
@@ -54,9 +31,9 @@ void affine_by_group(const Tensor& x, Tensor& y, int64_t groups, int64_t inner,
 }
 
 // Mean and biased variance of each group of elements (i / inner) % groups.
-void group_moments(const Tensor& x, int64_t groups, int64_t inner, std::vector<double>& mean,
-                   std::vector<double>& var) {
-  const std::vector<double> v = read_doubles(x, "normalization");
+void group_moments(const KernelContext& context, const Tensor& x, int64_t groups, int64_t inner,
+                   std::vector<double>& mean, std::vector<double>& var) {
+  const std::vector<double> v = read_doubles(context, x, "X");
   mean.assign(groups, 0);
   var.assign(groups, 0);
   std::vector<int64_t> count(groups, 0);
@@ -108,7 +85,7 @@ class BatchNormalizationKernel : public OpKernel {
         context.fail("input {} ({}) has shape {}, needs {} values for input shape {}", i, kNames[i],
                      shape_to_string(t.shape()), groups, shape_to_string(x.shape()));
       }
-      params[i] = read_doubles(t, kNames[i]);
+      params[i] = read_doubles(context, t, kNames[i]);
     }
     const std::vector<double>& scale = params[1];
     const std::vector<double>& bias = params[2];
@@ -116,7 +93,7 @@ class BatchNormalizationKernel : public OpKernel {
     std::vector<double> var = params[4];
     std::vector<double> batch_mean, batch_var;
     if (training_) {
-      group_moments(x, groups, inner, batch_mean, batch_var);
+      group_moments(context, x, groups, inner, batch_mean, batch_var);
       mean = batch_mean;
       var = batch_var;
     }
@@ -171,10 +148,10 @@ class InstanceNormalizationKernel : public OpKernel {
                    shape_to_string(scale_t.shape()), shape_to_string(bias_t.shape()), channels,
                    shape_to_string(x.shape()));
     }
-    const std::vector<double> scale = read_doubles(scale_t, "scale");
-    const std::vector<double> bias = read_doubles(bias_t, "B");
+    const std::vector<double> scale = read_doubles(context, scale_t, "scale");
+    const std::vector<double> bias = read_doubles(context, bias_t, "B");
     std::vector<double> mean, var;
-    group_moments(x, groups, inner, mean, var);
+    group_moments(context, x, groups, inner, mean, var);
     std::vector<double> a(groups), b(groups);
     for (int64_t g = 0; g < groups; ++g) {
       a[g] = scale[g % channels] / std::sqrt(var[g] + static_cast<double>(epsilon_));
@@ -187,24 +164,6 @@ class InstanceNormalizationKernel : public OpKernel {
  private:
   float epsilon_;
 };
-
-// Offsets of `t` read with numpy broadcasting against `shape` (t must broadcast to it).
-std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& t,
-                                       const Shape& shape, std::string_view what) {
-  bool fits = t.rank() <= shape.size();
-  for (size_t i = 0; fits && i < t.rank(); ++i) {
-    const int64_t dim = t.shape()[t.rank() - 1 - i];
-    fits = dim == 1 || dim == shape[shape.size() - 1 - i];
-  }
-  if (!fits) {
-    context.fail("{} of shape {} does not broadcast to {}", what, shape_to_string(t.shape()),
-                 shape_to_string(shape));
-  }
-  std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(shape)));
-  for_each_broadcast(shape, {broadcast_strides(t.shape(), shape)},
-                     [&](int64_t i, const int64_t* o) { offsets[i] = o[0]; });
-  return offsets;
-}
 
 class LayerNormalizationKernel : public OpKernel {
  public:
@@ -229,12 +188,12 @@ class LayerNormalizationKernel : public OpKernel {
     const int64_t rows = shape_numel(std::span(shape).first(static_cast<size_t>(axis)));
     // Scale and B broadcast to the normalized dims (a row's worth of values).
     const Tensor& scale_t = context.input(1);
-    const std::vector<double> scale = read_doubles(scale_t, "Scale");
+    const std::vector<double> scale = read_doubles(context, scale_t, "Scale");
     const std::vector<int64_t> scale_at = broadcast_offsets(context, scale_t, norm_shape, "Scale");
     std::vector<double> bias;
     std::vector<int64_t> bias_at;
     if (context.has_input(2)) {
-      bias = read_doubles(context.input(2), "B");
+      bias = read_doubles(context, context.input(2), "B");
       bias_at = broadcast_offsets(context, context.input(2), norm_shape, "B");
     }
     Shape stat_shape(shape.begin(), shape.begin() + axis);
@@ -299,7 +258,7 @@ class MeanVarianceNormalizationKernel : public OpKernel {
     const std::vector<int64_t> group_strides = broadcast_strides(kept_shape, x.shape());
     const int64_t groups = shape_numel(kept_shape);
     const int64_t per_group = groups > 0 ? x.numel() / std::max<int64_t>(groups, 1) : 0;
-    const std::vector<double> v = read_doubles(x, "MeanVarianceNormalization");
+    const std::vector<double> v = read_doubles(context, x, "X");
     std::vector<double> mean(groups, 0), var(groups, 0);
     std::vector<int64_t> slot(v.size());
     for_each_broadcast(x.shape(), {group_strides},
@@ -338,7 +297,7 @@ class LrnKernel : public OpKernel {
     const int64_t inner = shape_numel(std::span(x.shape()).subspan(2));
     const int64_t before = (size_ - 1) / 2;
     const int64_t after = size_ - 1 - before;  // ceil((size - 1) / 2)
-    const std::vector<double> v = read_doubles(x, "LRN");
+    const std::vector<double> v = read_doubles(context, x, "X");
     std::vector<double> out(v.size());
     // Prefix sums of x^2 over channels make each window sum O(1).
     std::vector<double> prefix(static_cast<size_t>((channels + 1) * inner));

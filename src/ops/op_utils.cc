@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace onnxkit {
 
@@ -193,6 +194,54 @@ Tensor stack_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::strin
                            : Tensor::from_buffer(t.dtype(), shape, t.buffer()));
   }
   return concat_tensors(expanded, axis, what);
+}
+
+bool broadcasts_to(std::span<const int64_t> shape, std::span<const int64_t> target) {
+  if (shape.size() > target.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t dim = shape[shape.size() - 1 - i];
+    if (dim != 1 && dim != target[target.size() - 1 - i]) return false;
+  }
+  return true;
+}
+
+std::vector<double> read_doubles(const KernelContext& context, const Tensor& tensor,
+                                 std::string_view what) {
+  if (!dtype_is_float(tensor.dtype())) {
+    context.fail("{} has type {}; it needs a floating-point type", what,
+                 dtype_name(tensor.dtype()));
+  }
+  std::vector<double> values(static_cast<size_t>(tensor.numel()));
+  dispatch_float(tensor.dtype(), what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = tensor.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(p[i]);
+  });
+  return values;
+}
+
+Tensor& write_doubles(KernelContext& context, size_t output, DType dtype, Shape shape,
+                      const std::vector<double>& values) {
+  Tensor& tensor = context.allocate_output(output, dtype, std::move(shape));
+  dispatch_float(dtype, context.node().op_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = tensor.mutable_data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return tensor;
+}
+
+std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& tensor,
+                                       const Shape& shape, std::string_view what) {
+  if (!broadcasts_to(tensor.shape(), shape)) {
+    context.fail("{} of shape {} does not broadcast to {}", what, shape_to_string(tensor.shape()),
+                 shape_to_string(shape));
+  }
+  std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(shape)));
+  if (offsets.empty()) return offsets;
+  for_each_broadcast(shape, {broadcast_strides(tensor.shape(), shape)},
+                     [&](int64_t i, const int64_t* o) { offsets[i] = o[0]; });
+  return offsets;
 }
 
 }  // namespace onnxkit

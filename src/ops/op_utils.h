@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype_dispatch.h"
 #include "core/status.h"
 #include "onnxkit/tensor.h"
+#include "ops/kernel.h"
 
 namespace onnxkit {
 
@@ -36,6 +38,10 @@ std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
 // Multidirectional (numpy) broadcasting; fails naming the shapes when impossible.
 Shape broadcast_shapes(std::span<const Shape> shapes);
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// Whether `shape` broadcasts to `target` one way (numpy rules, `target` unchanged): no
+// longer than it, each dim (aligned right) 1 or equal.
+bool broadcasts_to(std::span<const int64_t> shape, std::span<const int64_t> target);
 
 // Strides of `shape` read as if it had `out_shape` (0 where a dim is broadcast).
 std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out_shape);
@@ -96,6 +102,17 @@ std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what);
 // A scalar (or one-element) tensor of any numeric type, as double.
 double read_scalar(const Tensor& tensor, std::string_view what);
 
+// The elements of a floating-point tensor as doubles (`what` names it in the error).
+std::vector<double> read_doubles(const KernelContext& context, const Tensor& tensor,
+                                 std::string_view what);
+// A new output of floating-point type `dtype` holding `values`.
+Tensor& write_doubles(KernelContext& context, size_t output, DType dtype, Shape shape,
+                      const std::vector<double>& values);
+// For each element of `shape`, the offset of the element of `tensor` it reads when
+// `tensor` broadcasts to `shape` one way (numpy rules); fails naming `what` when it does not.
+std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tensor& tensor,
+                                       const Shape& shape, std::string_view what);
+
 // ---- data movement for any dtype (strings included) ----
 
 // Elements [start, start + length) of `axis`, as a new tensor (same rank).
@@ -106,6 +123,19 @@ Tensor select_along_axis(const Tensor& input, int64_t axis, int64_t index);
 Tensor concat_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::string_view what);
 // Stacks tensors of identical shape along a new `axis`.
 Tensor stack_tensors(const std::vector<Tensor>& inputs, int64_t axis, std::string_view what);
+
+// Float16 and BFloat16: arithmetic on them runs in float.
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic on T elements runs in: float for the 16-bit floats, T otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
+
+template <typename T>
+ComputeType<T> to_compute(T value) {
+  return static_cast<ComputeType<T>>(value);
+}
 
 // Converts between element types as ONNX Cast does for numbers (float -> int truncates).
 template <typename To, typename From>
@@ -118,6 +148,20 @@ To convert_element(From value) {
     return static_cast<To>(static_cast<float>(value));
   } else {
     return static_cast<To>(value);
+  }
+}
+
+// The elements of a T tensor as C: the tensor's own memory when the types match, else a
+// converted copy kept in `storage`.
+template <typename T, typename C>
+const C* elements_as(const Tensor& tensor, std::vector<C>& storage) {
+  if constexpr (std::is_same_v<T, C>) {
+    return tensor.data<T>();
+  } else {
+    const T* src = tensor.data<T>();
+    storage.resize(static_cast<size_t>(tensor.numel()));
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = convert_element<C>(src[i]);
+    return storage.data();
   }
 }
 

@@ -6,13 +6,12 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
 namespace {
-
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 // Where the windows of one spatial layout lie.
 struct PoolGeometry {
@@ -20,112 +19,41 @@ struct PoolGeometry {
   Shape out;
   std::vector<int64_t> pad_begin;
   std::vector<int64_t> pad_end;
+  int64_t planes = 0;                 // N * C
+  int64_t in_size = 0, out_size = 0;  // elements of one input / output plane
+  Shape y_shape;                      // [N, C, out...]
 };
 
-// The window attributes of MaxPool / AveragePool / LpPool, parsed once.
-class PoolAttributes {
- public:
-  PoolAttributes(const KernelCreateContext& context, bool with_dilations, bool with_ceil_mode) {
-    kernel_ = context.attr_ints("kernel_shape");
-    if (kernel_.empty()) context.fail("required attribute 'kernel_shape' is missing or empty");
-    const size_t rank = kernel_.size();
-    for (size_t i = 0; i < rank; ++i) {
-      if (kernel_[i] < 1) context.fail("kernel_shape[{}] is {}, must be >= 1", i, kernel_[i]);
-    }
-    strides_ = context.attr_ints("strides", std::vector<int64_t>(rank, 1));
-    pads_ = context.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
-    dilations_ = with_dilations ? context.attr_ints("dilations", std::vector<int64_t>(rank, 1))
-                                : std::vector<int64_t>(rank, 1);
-    if (strides_.empty()) strides_.assign(rank, 1);
-    if (pads_.empty()) pads_.assign(2 * rank, 0);
-    if (dilations_.empty()) dilations_.assign(rank, 1);
-    if (strides_.size() != rank) {
-      context.fail("strides has {} values, kernel_shape has {}", strides_.size(), rank);
-    }
-    if (pads_.size() != 2 * rank) {
-      context.fail("pads has {} values, needs {} (2 per spatial dim)", pads_.size(), 2 * rank);
-    }
-    if (dilations_.size() != rank) {
-      context.fail("dilations has {} values, kernel_shape has {}", dilations_.size(), rank);
-    }
-    for (size_t i = 0; i < rank; ++i) {
-      if (strides_[i] < 1) context.fail("strides[{}] is {}, must be >= 1", i, strides_[i]);
-      if (dilations_[i] < 1) context.fail("dilations[{}] is {}, must be >= 1", i, dilations_[i]);
-    }
-    for (size_t i = 0; i < pads_.size(); ++i) {
-      if (pads_[i] < 0) context.fail("pads[{}] is {}, must be >= 0", i, pads_[i]);
-    }
-    const std::string auto_pad = context.attr_string("auto_pad", "NOTSET");
-    if (auto_pad == "NOTSET" || auto_pad.empty()) {
-      auto_pad_ = AutoPad::kNotSet;
-    } else if (auto_pad == "SAME_UPPER") {
-      auto_pad_ = AutoPad::kSameUpper;
-    } else if (auto_pad == "SAME_LOWER") {
-      auto_pad_ = AutoPad::kSameLower;
-    } else if (auto_pad == "VALID") {
-      auto_pad_ = AutoPad::kValid;
-    } else {
-      context.fail("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad);
-    }
-    ceil_mode_ = with_ceil_mode && context.attr_int("ceil_mode", 0) != 0;
+// The windows of MaxPool / AveragePool / LpPool (attributes from ConvAttributes::pool)
+// over X of shape `x_shape`.
+PoolGeometry pool_geometry(const KernelContext& context, const ConvAttributes& attrs,
+                           const Shape& x_shape) {
+  const size_t rank = attrs.kernel_shape.size();
+  if (x_shape.size() != rank + 2) {
+    context.fail("input has rank {}, kernel_shape has {} dims so the input needs rank {}",
+                 x_shape.size(), rank, rank + 2);
   }
-
-  size_t rank() const { return kernel_.size(); }
-  const std::vector<int64_t>& kernel() const { return kernel_; }
-  const std::vector<int64_t>& strides() const { return strides_; }
-  const std::vector<int64_t>& dilations() const { return dilations_; }
-
-  PoolGeometry geometry(const KernelContext& context, const Shape& x_shape) const {
-    const size_t rank = kernel_.size();
-    if (x_shape.size() != rank + 2) {
-      context.fail("input has rank {}, kernel_shape has {} dims so the input needs rank {}",
-                   x_shape.size(), rank, rank + 2);
+  PoolGeometry g;
+  g.in.assign(x_shape.begin() + 2, x_shape.end());
+  for (size_t i = 0; i < rank; ++i) {
+    const WindowAxis axis = attrs.window(i, g.in[i], attrs.kernel_shape[i]);
+    const int64_t extent = attrs.extent(i, attrs.kernel_shape[i]);
+    // SAME padding leaves an empty axis without windows rather than failing.
+    if (!attrs.same_padding() && axis.padded < extent) {
+      context.fail("kernel extent {} of spatial dim {} exceeds its padded size {}", extent, i,
+                   axis.padded);
     }
-    PoolGeometry g;
-    g.in.assign(x_shape.begin() + 2, x_shape.end());
-    g.out.resize(rank);
-    g.pad_begin.resize(rank);
-    g.pad_end.resize(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      const int64_t in = g.in[i];
-      const int64_t span = (kernel_[i] - 1) * dilations_[i] + 1;  // dilated kernel extent
-      const int64_t stride = strides_[i];
-      int64_t begin = 0, end = 0;
-      if (auto_pad_ == AutoPad::kSameUpper || auto_pad_ == AutoPad::kSameLower) {
-        const int64_t out = (in + stride - 1) / stride;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + span - in);
-        begin = auto_pad_ == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-        end = total - begin;
-        g.out[i] = out;
-      } else {
-        if (auto_pad_ == AutoPad::kNotSet) {
-          begin = pads_[i];
-          end = pads_[i + rank];
-        }
-        const int64_t room = in + begin + end - span;
-        if (room < 0) {
-          context.fail("kernel extent {} of spatial dim {} exceeds its padded size {}", span, i,
-                       in + begin + end);
-        }
-        int64_t out = (ceil_mode_ ? (room + stride - 1) / stride : room / stride) + 1;
-        // A window may not start in the end padding (as PyTorch and ONNX Runtime do).
-        if (ceil_mode_ && out > 1 && (out - 1) * stride >= in + begin) --out;
-        g.out[i] = out;
-      }
-      g.pad_begin[i] = begin;
-      g.pad_end[i] = end;
-    }
-    return g;
+    g.out.push_back(axis.out);
+    g.pad_begin.push_back(axis.pad_begin);
+    g.pad_end.push_back(axis.pad_end);
   }
-
- private:
-  std::vector<int64_t> kernel_;
-  std::vector<int64_t> strides_;
-  std::vector<int64_t> pads_;
-  std::vector<int64_t> dilations_;
-  AutoPad auto_pad_ = AutoPad::kNotSet;
-  bool ceil_mode_ = false;
-};
+  g.planes = x_shape[0] * x_shape[1];
+  g.in_size = shape_numel(g.in);
+  g.out_size = shape_numel(g.out);
+  g.y_shape = {x_shape[0], x_shape[1]};
+  g.y_shape.insert(g.y_shape.end(), g.out.begin(), g.out.end());
+  return g;
+}
 
 // Walks the windows of one channel. For each output position: begin(), then
 // visit(row_major_offset, column_major_offset) for every window element inside the
@@ -133,7 +61,7 @@ class PoolAttributes {
 // the window's elements inside the padded input (count_include_pad's divisor).
 class WindowWalker {
  public:
-  WindowWalker(const PoolAttributes& attrs, const PoolGeometry& g) : attrs_(attrs), g_(g) {
+  WindowWalker(const ConvAttributes& attrs, const PoolGeometry& g) : attrs_(attrs), g_(g) {
     const size_t rank = g.in.size();
     row_strides_ = contiguous_strides(g.in);
     col_strides_.assign(rank, 1);
@@ -152,9 +80,9 @@ class WindowWalker {
     for (int64_t o = 0; o < outputs; ++o) {
       int64_t row = 0, col = 0, total = 1, padded = 1;
       for (size_t d = 0; d < rank; ++d) {
-        const int64_t start = out_coord_[d] * attrs_.strides()[d] - g_.pad_begin[d];
-        const int64_t step = attrs_.dilations()[d];
-        const int64_t k = attrs_.kernel()[d];
+        const int64_t start = out_coord_[d] * attrs_.strides[d] - g_.pad_begin[d];
+        const int64_t step = attrs_.dilations[d];
+        const int64_t k = attrs_.kernel_shape[d];
         // First kernel tap at or after 0, and how many taps land before g_.in[d].
         const int64_t skip = start < 0 ? (-start + step - 1) / step : 0;
         const int64_t first = start + skip * step;
@@ -174,7 +102,7 @@ class WindowWalker {
       for (int64_t t = 0; t < total; ++t) {
         visit(row, col);
         for (size_t d = rank; d-- > 0;) {
-          const int64_t step = attrs_.dilations()[d];
+          const int64_t step = attrs_.dilations[d];
           if (++index_[d] < count_[d]) {
             row += step * row_strides_[d];
             col += step * col_strides_[d];
@@ -194,26 +122,26 @@ class WindowWalker {
   }
 
  private:
-  const PoolAttributes& attrs_;
+  const ConvAttributes& attrs_;
   const PoolGeometry& g_;
   std::vector<int64_t> row_strides_, col_strides_, first_, count_, index_, out_coord_;
 };
 
-Shape pooled_shape(const Shape& x_shape, const PoolGeometry& g) {
-  Shape shape{x_shape[0], x_shape[1]};
-  shape.insert(shape.end(), g.out.begin(), g.out.end());
-  return shape;
+// Calls pool(walker, c, xc, yc) for each plane c of X (N x C of them): xc its input
+// elements, yc its output elements in Y.
+template <typename T, typename F>
+void for_each_plane(const ConvAttributes& attrs, const PoolGeometry& g, const Tensor& x, Tensor& y,
+                    F&& pool) {
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  WindowWalker walker(attrs, g);
+  for (int64_t c = 0; c < g.planes; ++c) pool(walker, c, px + c * g.in_size, py + c * g.out_size);
 }
-
-// Float16/BFloat16 compute in float; others in their own type for max, double for sums.
-template <typename T>
-using Compute =
-    std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
 
 class MaxPoolKernel : public OpKernel {
  public:
   explicit MaxPoolKernel(const KernelCreateContext& context)
-      : attrs_(context, context.opset() >= 10, context.opset() >= 10),
+      : attrs_(ConvAttributes::pool(context, context.opset() >= 10, context.opset() >= 10)),
         storage_order_(context.opset() >= 8 ? context.attr_int("storage_order", 0) : 0),
         opset_(context.opset()) {
     if (storage_order_ != 0 && storage_order_ != 1) {
@@ -224,8 +152,8 @@ class MaxPoolKernel : public OpKernel {
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    const PoolGeometry g = attrs_.geometry(context, x.shape());
-    const Shape y_shape = pooled_shape(x.shape(), g);
+    const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
+    const Shape& y_shape = g.y_shape;
     const DType dtype = x.dtype();
     if (dtype_is_integer(dtype) && dtype != DType::kInt8 && dtype != DType::kUInt8) {
       context.fail("type {} is not supported (needs float16, float, double, int8 or uint8)",
@@ -243,15 +171,9 @@ class MaxPoolKernel : public OpKernel {
     }
     dispatch_numeric(dtype, "MaxPool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = Compute<T>;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      using C = ComputeType<T>;
+      const int64_t in_size = g.in_size, out_size = g.out_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t c, const T* xc, T* yc) {
         C best = std::numeric_limits<C>::lowest();
         int64_t best_index = -1;
         bool seen = false;
@@ -270,17 +192,17 @@ class MaxPoolKernel : public OpKernel {
                        best = std::numeric_limits<C>::lowest();
                        best_index = -1;
                      }
-                     py[c * out_size + o] = static_cast<T>(best);
+                     yc[o] = static_cast<T>(best);
                      if (indices) {
                        indices[c * out_size + o] = best_index < 0 ? -1 : c * in_size + best_index;
                      }
                    });
-      }
+      });
     });
   }
 
  private:
-  PoolAttributes attrs_;
+  ConvAttributes attrs_;
   int64_t storage_order_;
   int64_t opset_;
 };
@@ -288,23 +210,16 @@ class MaxPoolKernel : public OpKernel {
 class AveragePoolKernel : public OpKernel {
  public:
   explicit AveragePoolKernel(const KernelCreateContext& context)
-      : attrs_(context, false, context.opset() >= 10),
+      : attrs_(ConvAttributes::pool(context, false, context.opset() >= 10)),
         count_include_pad_(context.opset() >= 7 && context.attr_int("count_include_pad", 0) != 0) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    const PoolGeometry g = attrs_.geometry(context, x.shape());
-    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
+    Tensor& y = context.allocate_output(0, x.dtype(), g.y_shape);
     dispatch_float(x.dtype(), "AveragePool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t, const T* xc, T* yc) {
         double sum = 0;
         int64_t count = 0;
         walker.run([&] { sum = 0, count = 0; },
@@ -314,16 +229,15 @@ class AveragePoolKernel : public OpKernel {
                    },
                    [&](int64_t o, int64_t padded) {
                      const int64_t divisor = count_include_pad_ ? padded : count;
-                     py[c * out_size + o] =
-                         static_cast<T>(divisor > 0 ? sum / static_cast<double>(divisor)
-                                                    : std::numeric_limits<double>::quiet_NaN());
+                     yc[o] = static_cast<T>(divisor > 0 ? sum / static_cast<double>(divisor)
+                                                        : std::numeric_limits<double>::quiet_NaN());
                    });
-      }
+      });
     });
   }
 
  private:
-  PoolAttributes attrs_;
+  ConvAttributes attrs_;
   bool count_include_pad_;
 };
 
@@ -352,33 +266,25 @@ double lp_root(double sum, double p) {
 class LpPoolKernel : public OpKernel {
  public:
   explicit LpPoolKernel(const KernelCreateContext& context)
-      : attrs_(context, false, false), p_(read_p(context)) {}
+      : attrs_(ConvAttributes::pool(context, false, false)), p_(read_p(context)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    const PoolGeometry g = attrs_.geometry(context, x.shape());
-    Tensor& y = context.allocate_output(0, x.dtype(), pooled_shape(x.shape(), g));
+    const PoolGeometry g = pool_geometry(context, attrs_, x.shape());
+    Tensor& y = context.allocate_output(0, x.dtype(), g.y_shape);
     dispatch_float(x.dtype(), "LpPool", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      const int64_t channels = x.shape()[0] * x.shape()[1];
-      const int64_t in_size = shape_numel(g.in);
-      const int64_t out_size = shape_numel(g.out);
-      WindowWalker walker(attrs_, g);
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* xc = px + c * in_size;
+      for_each_plane<T>(attrs_, g, x, y, [&](WindowWalker& walker, int64_t, const T* xc, T* yc) {
         double sum = 0;
-        walker.run(
-            [&] { sum = 0; },
-            [&](int64_t row, int64_t) { sum += lp_term(static_cast<double>(xc[row]), p_); },
-            [&](int64_t o, int64_t) { py[c * out_size + o] = static_cast<T>(lp_root(sum, p_)); });
-      }
+        walker.run([&] { sum = 0; },
+                   [&](int64_t row, int64_t) { sum += lp_term(static_cast<double>(xc[row]), p_); },
+                   [&](int64_t o, int64_t) { yc[o] = static_cast<T>(lp_root(sum, p_)); });
+      });
     });
   }
 
  private:
-  PoolAttributes attrs_;
+  ConvAttributes attrs_;
   double p_;
 };
 
@@ -410,9 +316,9 @@ class GlobalPoolKernel : public OpKernel {
       for (int64_t c = 0; c < channels; ++c) {
         const T* xc = px + c * size;
         if constexpr (kKind == GlobalPool::kMax) {
-          Compute<T> best = static_cast<Compute<T>>(xc[0]);
+          ComputeType<T> best = static_cast<ComputeType<T>>(xc[0]);
           for (int64_t i = 1; i < size; ++i) {
-            const Compute<T> v = static_cast<Compute<T>>(xc[i]);
+            const ComputeType<T> v = static_cast<ComputeType<T>>(xc[i]);
             if (v > best || v != v) best = v;
             if (best != best) break;
           }

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "ops/conv_attributes.h"
+#include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -103,12 +105,7 @@ float read_float_scalar(const KernelContext& context, size_t index, std::string_
 template <typename V>
 std::vector<V> broadcast_to(const KernelContext& context, const std::vector<V>& values,
                             const Shape& shape, const Shape& target, std::string_view what) {
-  bool ok = shape.size() <= target.size();
-  for (size_t i = 0; ok && i < shape.size(); ++i) {
-    const int64_t dim = shape[shape.size() - 1 - i];
-    ok = dim == 1 || dim == target[target.size() - 1 - i];
-  }
-  if (!ok) {
+  if (!broadcasts_to(shape, target)) {
     context.fail("{} has shape {}, which does not broadcast to {}", what, shape_to_string(shape),
                  shape_to_string(target));
   }
@@ -292,51 +289,11 @@ class DynamicQuantizeLinearKernel : public OpKernel {
 // Integer matrix products (MatMulInteger, QLinearMatMul): numpy matmul broadcasting, with
 // a zero point (and scale) per tensor, per row of A or per column of B.
 
-// Shapes of one matmul: A [..., M, K] x B [..., K, N] (1-D operands promoted).
-struct MatMulShapes {
-  Shape a, b;              // promoted shapes
-  Shape a_batch, b_batch;  // leading dims
-  Shape batch;             // broadcast batch dims
-  Shape out;               // the output shape (promoted dims squeezed away)
-  int64_t m = 0, k = 0, n = 0;
-};
-
-MatMulShapes matmul_shapes(const KernelContext& context, const Tensor& a, const Tensor& b) {
-  if (a.rank() == 0 || b.rank() == 0) {
-    context.fail("inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a.shape()),
-                 shape_to_string(b.shape()));
-  }
-  MatMulShapes s;
-  s.a = a.shape();
-  s.b = b.shape();
-  if (a.rank() == 1) s.a.insert(s.a.begin(), 1);
-  if (b.rank() == 1) s.b.push_back(1);
-  s.m = s.a[s.a.size() - 2];
-  s.k = s.a.back();
-  s.n = s.b.back();
-  if (s.b[s.b.size() - 2] != s.k) {
-    context.fail("inner dimensions differ: A has shape {} and B has shape {} ({} vs {})",
-                 shape_to_string(a.shape()), shape_to_string(b.shape()), s.k, s.b[s.b.size() - 2]);
-  }
-  s.a_batch.assign(s.a.begin(), s.a.end() - 2);
-  s.b_batch.assign(s.b.begin(), s.b.end() - 2);
-  try {
-    s.batch = broadcast_shapes(s.a_batch, s.b_batch);
-  } catch (const Error&) {
-    context.fail("batch dimensions of shapes {} and {} do not broadcast",
-                 shape_to_string(a.shape()), shape_to_string(b.shape()));
-  }
-  s.out = s.batch;
-  if (a.rank() > 1) s.out.push_back(s.m);
-  if (b.rank() > 1) s.out.push_back(s.n);
-  return s;
-}
-
 // A parameter of A expanded to one value per row: [a_batch..., M]. It may be a scalar,
 // a 1-D [M], or [..., M, 1] broadcastable to A's rows.
 template <typename V>
 std::vector<V> per_row(const KernelContext& context, const std::vector<V>& values,
-                       const Tensor& param, const MatMulShapes& s, std::string_view what) {
+                       const Tensor& param, const MatMulShape& s, std::string_view what) {
   Shape rows = s.a_batch;
   rows.push_back(s.m);
   if (param.numel() == 1) return std::vector<V>(static_cast<size_t>(shape_numel(rows)), values[0]);
@@ -355,7 +312,7 @@ std::vector<V> per_row(const KernelContext& context, const std::vector<V>& value
 // a 1-D [N], or [..., 1, N] broadcastable to B's columns.
 template <typename V>
 std::vector<V> per_column(const KernelContext& context, const std::vector<V>& values,
-                          const Tensor& param, const MatMulShapes& s, std::string_view what) {
+                          const Tensor& param, const MatMulShape& s, std::string_view what) {
   Shape cols = s.b_batch;
   cols.push_back(s.n);
   if (param.numel() == 1) return std::vector<V>(static_cast<size_t>(shape_numel(cols)), values[0]);
@@ -376,7 +333,7 @@ std::vector<V> per_column(const KernelContext& context, const std::vector<V>& va
 // matrices), so callers can find the rows' and columns' parameters.
 template <typename F>
 std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& a, const Tensor& b,
-                                    const MatMulShapes& s, const std::vector<int32_t>& a_zp,
+                                    const MatMulShape& s, const std::vector<int32_t>& a_zp,
                                     const std::vector<int32_t>& b_zp, F&& per_matrix) {
   const std::vector<int32_t> a_values = read_int32s(context, a, "A");
   const std::vector<int32_t> b_values = read_int32s(context, b, "B");
@@ -390,13 +347,11 @@ std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& 
   }
   std::vector<int32_t> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
   if (acc.empty()) return acc;
-  std::vector<std::vector<int64_t>> strides{broadcast_strides(s.a_batch, s.batch),
-                                            broadcast_strides(s.b_batch, s.batch)};
-  for_each_broadcast(s.batch, strides, [&](int64_t index, const int64_t* offsets) {
+  s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
     int32_t* out = acc.data() + index * s.m * s.n;
-    gemm<int32_t>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + offsets[0] * s.m * s.k, s.k,
-                  b_shifted.data() + offsets[1] * s.k * s.n, s.n, 0, out, s.n);
-    per_matrix(index, offsets[0], offsets[1]);
+    gemm<int32_t>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + a_matrix * s.m * s.k, s.k,
+                  b_shifted.data() + b_matrix * s.k * s.n, s.n, 0, out, s.n);
+    per_matrix(index, a_matrix, b_matrix);
   });
   return acc;
 }
@@ -408,7 +363,7 @@ class MatMulIntegerKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
-    const MatMulShapes s = matmul_shapes(context, a, b);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
     auto zero_points = [&](size_t index, const Tensor& of, std::string_view name, bool rows) {
       if (!context.has_input(index)) {
         return std::vector<int32_t>(
@@ -437,7 +392,7 @@ class QLinearMatMulKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(3);
-    const MatMulShapes s = matmul_shapes(context, a, b);
+    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
     // Scale and zero point of one operand, expanded per row (A) or per column (B).
     auto params = [&](size_t index, const Tensor& of, std::string_view scale_name,
                       std::string_view zp_name, bool rows) {
@@ -495,116 +450,6 @@ class QLinearMatMulKernel : public OpKernel {
 
 // ---------------------------------------------------------------------------------------
 // Integer convolution (ConvInteger, QLinearConv): Conv's attributes, im2col + int32 GEMM.
-
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
-
-struct ConvAttributes {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  int64_t group = 1;
-  std::vector<int64_t> kernel_shape, strides, dilations, pads;
-
-  explicit ConvAttributes(const KernelCreateContext& context)
-      : group(context.attr_int("group", 1)),
-        kernel_shape(context.attr_ints("kernel_shape")),
-        strides(context.attr_ints("strides")),
-        dilations(context.attr_ints("dilations")),
-        pads(context.attr_ints("pads")) {
-    const std::string pad = context.attr_string("auto_pad", "NOTSET");
-    if (pad == "SAME_UPPER") {
-      auto_pad = AutoPad::kSameUpper;
-    } else if (pad == "SAME_LOWER") {
-      auto_pad = AutoPad::kSameLower;
-    } else if (pad == "VALID") {
-      auto_pad = AutoPad::kValid;
-    } else if (pad != "NOTSET" && !pad.empty()) {
-      context.fail("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", pad);
-    }
-    if (group < 1) context.fail("group must be >= 1, got {}", group);
-    for (int64_t v : strides) {
-      if (v < 1) context.fail("strides must be >= 1, got {}", v);
-    }
-    for (int64_t v : dilations) {
-      if (v < 1) context.fail("dilations must be >= 1, got {}", v);
-    }
-    for (int64_t v : pads) {
-      if (v < 0) context.fail("pads must be >= 0, got {}", v);
-    }
-  }
-};
-
-// Everything one integer convolution needs to know about its shapes.
-struct ConvGeometry {
-  int64_t batch = 0, channels = 0, maps = 0, group = 1;
-  Shape in, out, kernel;  // spatial dims
-  std::vector<int64_t> strides, dilations, pad_begin;
-  int64_t in_size = 1, out_size = 1, kernel_size = 1;
-  Shape out_shape;  // [N, M, out...]
-};
-
-ConvGeometry conv_geometry(const KernelContext& context, const ConvAttributes& attrs,
-                           const Shape& x, const Shape& w) {
-  if (x.size() < 3) {
-    context.fail("x must have rank >= 3 (N, C, spatial...), got shape {}", shape_to_string(x));
-  }
-  if (w.size() != x.size()) context.fail("w has rank {} but x has rank {}", w.size(), x.size());
-  const size_t rank = x.size() - 2;
-  ConvGeometry g;
-  g.batch = x[0];
-  g.channels = x[1];
-  g.maps = w[0];
-  g.group = attrs.group;
-  if (w[1] * g.group != g.channels) {
-    context.fail("x has {} channels but w expects {} per group x group {} = {}", g.channels, w[1],
-                 g.group, w[1] * g.group);
-  }
-  if (g.maps % g.group != 0) {
-    context.fail("w has {} output channels, not divisible by group {}", g.maps, g.group);
-  }
-  g.in.assign(x.begin() + 2, x.end());
-  g.kernel.assign(w.begin() + 2, w.end());
-  if (!attrs.kernel_shape.empty() && Shape(attrs.kernel_shape) != g.kernel) {
-    context.fail("kernel_shape {} does not match w's spatial dims {}",
-                 shape_to_string(attrs.kernel_shape), shape_to_string(g.kernel));
-  }
-  auto check = [&](const std::vector<int64_t>& values, size_t want, const char* name) {
-    if (!values.empty() && values.size() != want) {
-      context.fail("{} has {} values but x has {} spatial dims (needs {})", name, values.size(),
-                   rank, want);
-    }
-  };
-  check(attrs.strides, rank, "strides");
-  check(attrs.dilations, rank, "dilations");
-  check(attrs.pads, 2 * rank, "pads");
-  g.strides = attrs.strides.empty() ? std::vector<int64_t>(rank, 1) : attrs.strides;
-  g.dilations = attrs.dilations.empty() ? std::vector<int64_t>(rank, 1) : attrs.dilations;
-  g.pad_begin.assign(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t extent = (g.kernel[d] - 1) * g.dilations[d] + 1;
-    const int64_t in = g.in[d], stride = g.strides[d];
-    int64_t begin = 0, end = 0;
-    if (attrs.auto_pad == AutoPad::kNotSet && !attrs.pads.empty()) {
-      begin = attrs.pads[d];
-      end = attrs.pads[rank + d];
-    } else if (attrs.auto_pad == AutoPad::kSameUpper || attrs.auto_pad == AutoPad::kSameLower) {
-      const int64_t out = (in + stride - 1) / stride;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
-      begin = attrs.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-      end = total - begin;
-    }
-    if (in + begin + end < extent) {
-      context.fail("kernel extent {} on spatial axis {} exceeds the padded input size {}", extent,
-                   d, in + begin + end);
-    }
-    g.pad_begin[d] = begin;
-    g.out.push_back((in + begin + end - extent) / stride + 1);
-  }
-  g.in_size = shape_numel(g.in);
-  g.out_size = shape_numel(g.out);
-  g.kernel_size = shape_numel(g.kernel);
-  g.out_shape = {g.batch, g.maps};
-  g.out_shape.insert(g.out_shape.end(), g.out.begin(), g.out.end());
-  return g;
-}
 
 // y[N, M, out...] = conv(x, w) in int32; x and w already have their zero points
 // subtracted, so padding (the zero point in the quantized domain) is 0 here.
@@ -706,7 +551,7 @@ class ConvIntegerKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& w = context.input(1);
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
+    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape(), "x", "w");
     int32_t x_zp = 0;
     if (context.has_input(2)) {
       const Tensor& zp = context.input(2);
@@ -739,7 +584,7 @@ class QLinearConvKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& w = context.input(3);
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
+    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape(), "x", "w");
     const float x_scale = read_float_scalar(context, 1, "x_scale");
     const Tensor& x_zp = context.input(2);
     require_type(context, x_zp, x.dtype(), "x_zero_point", "x");

@@ -9,13 +9,13 @@
 // direction starts each entry at its own last valid step.
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <type_traits>
 
 #include "core/gemm.h"
+#include "ops/fused_activation.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -33,98 +33,12 @@ constexpr size_t activation_count(CellKind kind) {
   return kind == CellKind::kRnn ? 1 : kind == CellKind::kGru ? 2 : 3;
 }
 
-enum class ActKind {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus,
-};
-
-struct ActInfo {
-  const char* name;
-  ActKind kind;
-  bool has_alpha, has_beta;
-  float default_alpha, default_beta;  // those of the ONNX operator of the same name
-};
-
-constexpr std::array<ActInfo, 11> kActivations{{
-    {"relu", ActKind::kRelu, false, false, 0.0f, 0.0f},
-    {"tanh", ActKind::kTanh, false, false, 0.0f, 0.0f},
-    {"sigmoid", ActKind::kSigmoid, false, false, 0.0f, 0.0f},
-    {"affine", ActKind::kAffine, true, true, 1.0f, 0.0f},
-    {"leakyrelu", ActKind::kLeakyRelu, true, false, 0.01f, 0.0f},
-    {"thresholdedrelu", ActKind::kThresholdedRelu, true, false, 1.0f, 0.0f},
-    {"scaledtanh", ActKind::kScaledTanh, true, true, 1.0f, 1.0f},
-    {"hardsigmoid", ActKind::kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", ActKind::kElu, true, false, 1.0f, 0.0f},
-    {"softsign", ActKind::kSoftsign, false, false, 0.0f, 0.0f},
-    {"softplus", ActKind::kSoftplus, false, false, 0.0f, 0.0f},
-}};
-
-struct Activation {
-  ActKind kind = ActKind::kTanh;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-
-  // v[i] = act(v[i]); the switch sits outside the loops.
-  template <typename C>
-  void apply(C* v, int64_t n) const {
-    const C a = static_cast<C>(alpha);
-    const C b = static_cast<C>(beta);
-    switch (kind) {
-      case ActKind::kRelu:
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] > C(0) ? v[i] : C(0);
-        break;
-      case ActKind::kTanh:
-        for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
-        break;
-      case ActKind::kSigmoid:
-        // Written so exp never overflows.
-        for (int64_t i = 0; i < n; ++i) {
-          if (v[i] >= C(0)) {
-            v[i] = C(1) / (C(1) + std::exp(-v[i]));
-          } else {
-            const C e = std::exp(v[i]);
-            v[i] = e / (C(1) + e);
-          }
-        }
-        break;
-      case ActKind::kAffine:
-        for (int64_t i = 0; i < n; ++i) v[i] = a * v[i] + b;
-        break;
-      case ActKind::kLeakyRelu:
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= C(0) ? v[i] : a * v[i];
-        break;
-      case ActKind::kThresholdedRelu:
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] > a ? v[i] : C(0);
-        break;
-      case ActKind::kScaledTanh:
-        for (int64_t i = 0; i < n; ++i) v[i] = a * std::tanh(b * v[i]);
-        break;
-      case ActKind::kHardSigmoid:
-        for (int64_t i = 0; i < n; ++i) v[i] = std::clamp(a * v[i] + b, C(0), C(1));
-        break;
-      case ActKind::kElu:
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= C(0) ? v[i] : a * std::expm1(v[i]);
-        break;
-      case ActKind::kSoftsign:
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] / (C(1) + std::abs(v[i]));
-        break;
-      case ActKind::kSoftplus:
-        // log(1 + e^x) = max(x, 0) + log1p(e^-|x|), stable for large |x|.
-        for (int64_t i = 0; i < n; ++i)
-          v[i] = std::max(v[i], C(0)) + std::log1p(std::exp(-std::abs(v[i])));
-        break;
-    }
-  }
-};
+// The activations ONNX's recurrent ops accept (names compared ignoring case).
+constexpr std::array<ActivationKind, 11> kRecurrentActivations = {
+    ActivationKind::kRelu,       ActivationKind::kTanh,        ActivationKind::kSigmoid,
+    ActivationKind::kAffine,     ActivationKind::kLeakyRelu,   ActivationKind::kThresholdedRelu,
+    ActivationKind::kScaledTanh, ActivationKind::kHardSigmoid, ActivationKind::kElu,
+    ActivationKind::kSoftsign,   ActivationKind::kSoftplus};
 
 // Inputs of one run, converted to the compute type C and laid out sequence-major.
 template <typename C>
@@ -142,19 +56,6 @@ struct RunData {
   C* y_h = nullptr;              // [directions, batch, hidden]
   C* y_c = nullptr;              // [directions, batch, hidden] or null (LSTM)
 };
-
-// A tensor's elements as C: the tensor's own memory when no conversion is needed.
-template <typename T, typename C>
-const C* as_compute(const Tensor& tensor, std::vector<C>& storage) {
-  if constexpr (std::is_same_v<T, C>) {
-    return tensor.data<T>();
-  } else {
-    const T* src = tensor.data<T>();
-    storage.resize(static_cast<size_t>(tensor.numel()));
-    for (int64_t i = 0; i < tensor.numel(); ++i) storage[i] = convert_element<C>(src[i]);
-    return storage.data();
-  }
-}
 
 // dst [b, a, k] = src [a, b, k], converting elements (the batch-major layout <-> ours).
 template <typename From, typename To>
@@ -284,22 +185,21 @@ class RecurrentKernel final : public OpKernel {
     size_t next_alpha = 0;
     size_t next_beta = 0;
     for (const std::string& name : names) {
-      std::string lower = name;
-      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      const auto info = std::find_if(kActivations.begin(), kActivations.end(),
-                                     [&](const ActInfo& a) { return lower == a.name; });
-      if (info == kActivations.end()) context.fail("activation '{}' is not supported", name);
-      Activation act;
-      act.kind = info->kind;
+      const ActivationSpec* spec = find_activation(name, true);
+      if (!spec ||
+          std::ranges::find(kRecurrentActivations, spec->kind) == kRecurrentActivations.end()) {
+        context.fail("activation '{}' is not supported", name);
+      }
+      ActivationFunction act{spec->kind};
       // alpha / beta values are consumed in order by the functions that take them.
-      if (info->has_alpha)
-        act.alpha = next_alpha < alphas.size() ? alphas[next_alpha++] : info->default_alpha;
-      if (info->has_beta)
-        act.beta = next_beta < betas.size() ? betas[next_beta++] : info->default_beta;
+      if (spec->params >= 1) {
+        act.alpha = next_alpha < alphas.size() ? alphas[next_alpha++] : spec->alpha;
+      }
+      if (spec->params >= 2) act.beta = next_beta < betas.size() ? betas[next_beta++] : spec->beta;
       activations_.push_back(act);
     }
     if (activations_.size() < wanted) {
-      const std::vector<Activation> forward = activations_;
+      const std::vector<ActivationFunction> forward = activations_;
       activations_.insert(activations_.end(), forward.begin(), forward.end());
     }
   }
@@ -329,15 +229,15 @@ class RecurrentKernel final : public OpKernel {
       swap_leading(x.data<T>(), batch, seq, input, x_buf.data());
       data.x = x_buf.data();
     } else {
-      data.x = as_compute<T>(x, x_buf);
+      data.x = elements_as<T>(x, x_buf);
     }
-    data.w = as_compute<T>(context.input(1), w_buf);
-    data.r = as_compute<T>(context.input(2), r_buf);
-    if (context.has_input(3)) data.b = as_compute<T>(context.input(3), b_buf);
+    data.w = elements_as<T>(context.input(1), w_buf);
+    data.r = elements_as<T>(context.input(2), r_buf);
+    if (context.has_input(3)) data.b = elements_as<T>(context.input(3), b_buf);
     auto state = [&](size_t index, std::vector<C>& buf) -> const C* {
       if (!context.has_input(index)) return nullptr;
       const Tensor& tensor = context.input(index);
-      if (!layout_) return as_compute<T>(tensor, buf);
+      if (!layout_) return elements_as<T>(tensor, buf);
       buf.resize(static_cast<size_t>(tensor.numel()));
       swap_leading(tensor.data<T>(), batch, directions_, hidden, buf.data());
       return buf.data();
@@ -345,7 +245,7 @@ class RecurrentKernel final : public OpKernel {
     data.h0 = state(5, h0_buf);
     if constexpr (kKind == CellKind::kLstm) {
       data.c0 = state(6, c0_buf);
-      if (context.has_input(7)) data.p = as_compute<T>(context.input(7), p_buf);
+      if (context.has_input(7)) data.p = elements_as<T>(context.input(7), p_buf);
     }
 
     const int64_t state_size = directions_ * batch * hidden;
@@ -388,7 +288,7 @@ class RecurrentKernel final : public OpKernel {
     const int64_t gh = kGates * hidden;
     const C* w = data.w + d * gh * data.input;
     const C* r = data.r + d * gh * hidden;
-    const Activation* act = &activations_[static_cast<size_t>(d) * kActs];
+    const ActivationFunction* act = &activations_[static_cast<size_t>(d) * kActs];
     const bool lbr = linear_before_reset_;
     const C limit = clip_ ? static_cast<C>(*clip_) : C(0);
 
@@ -558,7 +458,7 @@ class RecurrentKernel final : public OpKernel {
   int64_t layout_ = 0;
   bool linear_before_reset_ = false;
   bool input_forget_ = false;
-  std::vector<Activation> activations_;  // kActs per direction, forward first
+  std::vector<ActivationFunction> activations_;  // kActs per direction, forward first
 };
 
 }  // namespace

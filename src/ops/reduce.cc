@@ -17,19 +17,7 @@ namespace onnxkit {
 namespace {
 
 template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
 constexpr bool kIsFloating = kIsHalf<T> || std::is_floating_point_v<T>;
-
-// The type values are compared in: float for the 16-bit floats, T otherwise.
-template <typename T>
-using Compute = std::conditional_t<kIsHalf<T>, float, T>;
-
-template <typename T>
-Compute<T> to_compute(T value) {
-  return static_cast<Compute<T>>(value);
-}
 
 // The type sums accumulate in: double for floats; 64-bit integers (wrapping, like the
 // narrow type would after truncation) for integers.
@@ -183,7 +171,7 @@ struct LogSumExpOp {
 // comparison: -inf/+inf for floats, the type's lowest/highest value for integers.
 template <typename T>
 struct MaxOp {
-  using Acc = Compute<T>;
+  using Acc = ComputeType<T>;
   static Acc init() {
     if constexpr (kIsFloating<T>) return -std::numeric_limits<Acc>::infinity();
     return std::numeric_limits<Acc>::lowest();
@@ -197,7 +185,7 @@ struct MaxOp {
 
 template <typename T>
 struct MinOp {
-  using Acc = Compute<T>;
+  using Acc = ComputeType<T>;
   static Acc init() {
     if constexpr (kIsFloating<T>) return std::numeric_limits<Acc>::infinity();
     return std::numeric_limits<Acc>::max();
@@ -438,7 +426,7 @@ class ArgExtremeKernel : public OpKernel {
     int64_t* y = out.mutable_data<int64_t>();
     dispatch_numeric(data.dtype(), context.node().op_type(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = Compute<T>;
+      using C = ComputeType<T>;
       const T* x = data.data<T>();
       // "v replaces the best so far": strictly better, or equal when the last index wins.
       auto better = [&](C v, C best) {
@@ -514,7 +502,7 @@ class TopKKernel : public OpKernel {
     int64_t* yi = indices.mutable_data<int64_t>();
     dispatch_numeric(data.dtype(), context.node().op_type(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = Compute<T>;
+      using C = ComputeType<T>;
       const T* x = data.data<T>();
       T* yv = values.mutable_data<T>();
       std::vector<C> lane(static_cast<size_t>(view.n));

@@ -591,20 +591,6 @@ Shape shape_from_scales(const KernelContext& context, const Tensor& x,
   return out;
 }
 
-std::vector<double> read_doubles(const KernelContext& context, const Tensor& t,
-                                 std::string_view what) {
-  std::vector<double> values(static_cast<size_t>(t.numel()));
-  if (!dtype_is_float(t.dtype())) {
-    context.fail("{} must be a floating-point tensor, got {}", what, dtype_name(t.dtype()));
-  }
-  dispatch_float(t.dtype(), what, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = convert_element<double>(p[i]);
-  });
-  return values;
-}
-
 // Upsample-7 (scales attribute) and Upsample-9 (scales input): asymmetric coordinates.
 class UpsampleKernel : public OpKernel {
  public:

@@ -170,189 +170,179 @@ std::optional<Tensor> static_shape_result(const Node& node, const PassContext& c
   return Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(sliced.size())}, sliced);
 }
 
-class ConstantFoldingPass : public GraphPass {
- public:
-  std::string_view name() const override { return "constant_folding"; }
+constexpr double kSharedWeightBytes = 16 << 20;
+constexpr double kSessionWeightBytes = 1 << 20;
 
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    for (Node* node : graph.topological_order()) {
-      if (fold(graph, *node, context)) ++changes;
-    }
-    return changes;
+// A Transpose of a big weight that something else also reads (GPT-2's LM head is the
+// token embedding, transposed) would become a second copy of it; when every reader is a
+// MatMul / Gemm, which read a transposed operand for free (Gemm's transB, runtimes'
+// fused transposes), the Transpose stays and the model stays that much smaller. In a
+// session (keep_weight_transposes) any weight's Transpose stays for such readers: the
+// kernels pack their own copy, and a folded one would be held beside it.
+std::optional<std::string> transpose_left_for_matmul(const Node& node, double freed,
+                                                     const PassContext& context) {
+  if (node.op_type() != "Transpose" || !node.output(0)) return std::nullopt;
+  const Tensor& weight = node.input(0)->initializer();
+  const bool shared = freed == 0;
+  if (tensor_bytes(weight) < (shared ? kSharedWeightBytes : kSessionWeightBytes)) {
+    return std::nullopt;
   }
-
- private:
-  // A Transpose of a big weight that something else also reads (GPT-2's LM head is the
-  // token embedding, transposed) would become a second copy of it; when every reader is a
-  // MatMul / Gemm, which read a transposed operand for free (Gemm's transB, runtimes'
-  // fused transposes), the Transpose stays and the model stays that much smaller. In a
-  // session (keep_weight_transposes) any weight's Transpose stays for such readers: the
-  // kernels pack their own copy, and a folded one would be held beside it.
-  static std::optional<std::string> transpose_left_for_matmul(const Node& node, double freed,
-                                                              const PassContext& context) {
-    if (node.op_type() != "Transpose" || !node.output(0)) return std::nullopt;
-    const Tensor& weight = node.input(0)->initializer();
-    const bool shared = freed == 0;
-    if (tensor_bytes(weight) < (shared ? kSharedWeightBytes : kSessionWeightBytes)) {
+  if (!shared && !context.keep_weight_transposes) return std::nullopt;
+  for (const Use& use : node.output(0)->uses()) {
+    const std::string& reader = use.node->op_type();
+    if (!use.node->domain().empty() || (reader != "MatMul" && reader != "Gemm")) {
       return std::nullopt;
     }
-    if (!shared && !context.keep_weight_transposes) return std::nullopt;
-    for (const Use& use : node.output(0)->uses()) {
-      const std::string& reader = use.node->op_type();
-      if (!use.node->domain().empty() || (reader != "MatMul" && reader != "Gemm")) {
-        return std::nullopt;
-      }
-    }
-    if (is_graph_output(node.output(0))) return std::nullopt;
-    if (!shared) return std::string("a session's MatMul/Gemm reads the weight transposed");
-    return fmt::format(
-        "would copy the shared weight '{}' ({:.0f} bytes) that its MatMul/Gemm readers can "
-        "read transposed",
-        node.input(0)->name(), tensor_bytes(weight));
   }
-  static constexpr double kSharedWeightBytes = 16 << 20;
-  static constexpr double kSessionWeightBytes = 1 << 20;
+  if (is_graph_output(node.output(0))) return std::nullopt;
+  if (!shared) return std::string("a session's MatMul/Gemm reads the weight transposed");
+  return fmt::format(
+      "would copy the shared weight '{}' ({:.0f} bytes) that its MatMul/Gemm readers can "
+      "read transposed",
+      node.input(0)->name(), tensor_bytes(weight));
+}
 
-  // Folds `node` when it can; returns whether it did.
-  static bool fold(Graph& graph, Node& node, PassContext& context) {
-    if (!node.domain().empty() || node.op_type() == "Constant") return false;
-    if (!constant_value(node.input(0), context) && is_used(node.output(0))) {
-      if (std::optional<Tensor> shape = static_shape_result(node, context)) {
-        std::vector<RuntimeValue> outputs{RuntimeValue(std::move(*shape))};
-        context.not_folded.erase(node.output(0)->name());
-        replace_by_initializers(graph, node, outputs);
-        return true;
-      }
-    }
-    std::vector<const Tensor*> inputs;
-    for (const Value* input : node.inputs()) {
-      if (!input) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      const Tensor* tensor = constant_value(input, context);
-      if (!tensor) return false;
-      inputs.push_back(tensor);
-    }
-    const Value* first = nullptr;
-    bool any_used = false;
-    for (const Value* output : node.outputs()) {
-      if (output && !first) first = output;
-      any_used = any_used || is_used(output);
-    }
-    if (!first || !any_used) return false;  // dead code is another pass's job
-    auto keep = [&](std::string why) {
-      context.not_folded[first->name()] = std::move(why);
-      return false;
-    };
-
-    const std::string& op = node.op_type();
-    if (!node.subgraphs().empty()) return keep("has a subgraph");
-    const OpTraits& traits = context.traits(&node);
-    if (traits.quantization) return keep("quantization op kept");
-    if (!traits.deterministic) return keep("non-deterministic op");
-    if (op == "Dropout" && context.opset(node.domain()) >= 12 && inputs.size() > 2 && inputs[2]) {
-      const Tensor& training = *inputs[2];
-      if (training.dtype() != DType::kBool || training.numel() != 1 || training.data<bool>()[0]) {
-        return keep("non-deterministic op");
-      }
-    }
-    for (const Value* output : node.outputs()) {
-      if (is_used(output) && output->type().kind != ValueType::Kind::kNone &&
-          !output->type().is_tensor()) {
-        return keep("non-tensor output");
-      }
-    }
-
-    // Input constants that only this node reads go away with it.
-    double freed = 0;
-    std::set<const Value*> counted;
-    for (const Value* input : node.inputs()) {
-      if (!input || !counted.insert(input).second || is_graph_output(input)) continue;
-      bool only_here = std::all_of(input->uses().begin(), input->uses().end(),
-                                   [&](const Use& use) { return use.node == &node; });
-      if (only_here) freed += tensor_bytes(input->initializer());
-    }
-    if (auto why = transpose_left_for_matmul(node, freed, context)) return keep(*why);
-    const double threshold = static_cast<double>(context.tensor_size_threshold);
-    auto over_threshold = [&](const std::vector<double>& bytes) -> std::optional<std::string> {
-      double total = 0;
-      for (double b : bytes) {
-        if (b > threshold) {
-          return fmt::format("output of {:.0f} bytes is over the size threshold", b);
-        }
-        total += b;
-      }
-      if (total - freed > threshold) {
-        return fmt::format("folding grows the model by {:.0f} bytes, over the size threshold",
-                           total - freed);
-      }
-      return std::nullopt;
-    };
-
-    std::vector<double> estimates;
-    for (size_t i = 0; i < node.outputs().size(); ++i) {
-      if (!is_used(node.output(i))) continue;
-      if (auto bytes = estimated_output_bytes(node, i, inputs)) estimates.push_back(*bytes);
-    }
-    if (auto why = over_threshold(estimates)) return keep(*why);
-
-    std::string error;
-    std::optional<std::vector<RuntimeValue>> outputs = evaluate(node, inputs, context, error);
-    if (!outputs) return keep(error);
-    std::vector<double> actual;
-    for (size_t i = 0; i < node.outputs().size(); ++i) {
-      if (!is_used(node.output(i))) continue;
-      if (!(*outputs)[i].is_tensor()) return keep("non-tensor output");
-      actual.push_back(tensor_bytes((*outputs)[i].tensor()));
-    }
-    if (auto why = over_threshold(actual)) return keep(*why);
-
-    context.not_folded.erase(first->name());
-    replace_by_initializers(graph, node, *outputs);
-    return true;
+// Each used output becomes an initializer of the same name; the node goes.
+void replace_by_initializers(Graph& graph, Node& node, std::vector<RuntimeValue>& values) {
+  // A value cannot be computed and an initializer at once: readers (and graph output
+  // slots) move to temporary initializers first, which take the names once the node is gone.
+  std::vector<std::pair<Value*, std::string>> renames;
+  for (size_t i = 0; i < node.outputs().size(); ++i) {
+    Value* output = node.output(i);
+    if (!is_used(output)) continue;
+    Tensor tensor = std::move(values[i].mutable_tensor());
+    tensor.set_name("");
+    std::vector<Dim> dims;
+    for (int64_t d : tensor.shape()) dims.push_back(Dim::known(d));
+    Value* init =
+        graph.add_initializer(graph.unique_name(output->name() + "__folded"), std::move(tensor));
+    init->set_type(ValueType::tensor(init->initializer().dtype(), dims));
+    init->set_doc_string(output->doc_string());
+    graph.replace_all_uses(output, init);
+    renames.emplace_back(init, output->name());
   }
-
-  // Each used output becomes an initializer of the same name; the node goes.
-  static void replace_by_initializers(Graph& graph, Node& node, std::vector<RuntimeValue>& values) {
-    // A value cannot be computed and an initializer at once: readers (and graph output
-    // slots) move to temporary initializers first, which take the names once the node is gone.
-    std::vector<std::pair<Value*, std::string>> renames;
-    for (size_t i = 0; i < node.outputs().size(); ++i) {
-      Value* output = node.output(i);
-      if (!is_used(output)) continue;
-      Tensor tensor = std::move(values[i].mutable_tensor());
-      tensor.set_name("");
-      std::vector<Dim> dims;
-      for (int64_t d : tensor.shape()) dims.push_back(Dim::known(d));
-      Value* init =
-          graph.add_initializer(graph.unique_name(output->name() + "__folded"), std::move(tensor));
-      init->set_type(ValueType::tensor(init->initializer().dtype(), dims));
-      init->set_doc_string(output->doc_string());
-      graph.replace_all_uses(output, init);
-      renames.emplace_back(init, output->name());
-    }
-    std::vector<Value*> inputs(node.inputs().begin(), node.inputs().end());
-    graph.remove_node(&node);
-    for (auto& [init, name] : renames) graph.rename_value(init, name);
-    // A mapped weight nothing reads any more (the source of a folded Transpose) leaves the
-    // resident set now rather than when remove_unused_initializers drops it, so a big
-    // model never holds every source beside every folded copy.
-    for (const Value* input : inputs) {
-      if (!input || !input->has_initializer() || !input->uses().empty()) continue;
-      const Tensor& tensor = input->initializer();
-      if (const FileRegion* region = tensor.file_region()) {
-        region->file->release_pages(region->offset, tensor.nbytes());
-      }
+  std::vector<Value*> inputs(node.inputs().begin(), node.inputs().end());
+  graph.remove_node(&node);
+  for (auto& [init, name] : renames) graph.rename_value(init, name);
+  // A mapped weight nothing reads any more (the source of a folded Transpose) leaves the
+  // resident set now rather than when remove_unused_initializers drops it, so a big
+  // model never holds every source beside every folded copy.
+  for (const Value* input : inputs) {
+    if (!input || !input->has_initializer() || !input->uses().empty()) continue;
+    const Tensor& tensor = input->initializer();
+    if (const FileRegion* region = tensor.file_region()) {
+      region->file->release_pages(region->offset, tensor.nbytes());
     }
   }
-};
+}
+
+// Folds `node` when it can; returns whether it did.
+bool fold(Graph& graph, Node& node, PassContext& context) {
+  if (!node.domain().empty() || node.op_type() == "Constant") return false;
+  if (!constant_value(node.input(0), context) && is_used(node.output(0))) {
+    if (std::optional<Tensor> shape = static_shape_result(node, context)) {
+      std::vector<RuntimeValue> outputs{RuntimeValue(std::move(*shape))};
+      context.not_folded.erase(node.output(0)->name());
+      replace_by_initializers(graph, node, outputs);
+      return true;
+    }
+  }
+  std::vector<const Tensor*> inputs;
+  for (const Value* input : node.inputs()) {
+    if (!input) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Tensor* tensor = constant_value(input, context);
+    if (!tensor) return false;
+    inputs.push_back(tensor);
+  }
+  const Value* first = nullptr;
+  bool any_used = false;
+  for (const Value* output : node.outputs()) {
+    if (output && !first) first = output;
+    any_used = any_used || is_used(output);
+  }
+  if (!first || !any_used) return false;  // dead code is another pass's job
+  auto keep = [&](std::string why) {
+    context.not_folded[first->name()] = std::move(why);
+    return false;
+  };
+
+  const std::string& op = node.op_type();
+  if (!node.subgraphs().empty()) return keep("has a subgraph");
+  const OpTraits& traits = context.traits(&node);
+  if (traits.quantization) return keep("quantization op kept");
+  if (!traits.deterministic) return keep("non-deterministic op");
+  if (op == "Dropout" && context.opset(node.domain()) >= 12 && inputs.size() > 2 && inputs[2]) {
+    const Tensor& training = *inputs[2];
+    if (training.dtype() != DType::kBool || training.numel() != 1 || training.data<bool>()[0]) {
+      return keep("non-deterministic op");
+    }
+  }
+  for (const Value* output : node.outputs()) {
+    if (is_used(output) && output->type().kind != ValueType::Kind::kNone &&
+        !output->type().is_tensor()) {
+      return keep("non-tensor output");
+    }
+  }
+
+  // Input constants that only this node reads go away with it.
+  double freed = 0;
+  std::set<const Value*> counted;
+  for (const Value* input : node.inputs()) {
+    if (!input || !counted.insert(input).second || is_graph_output(input)) continue;
+    bool only_here = std::all_of(input->uses().begin(), input->uses().end(),
+                                 [&](const Use& use) { return use.node == &node; });
+    if (only_here) freed += tensor_bytes(input->initializer());
+  }
+  if (auto why = transpose_left_for_matmul(node, freed, context)) return keep(*why);
+  const double threshold = static_cast<double>(context.tensor_size_threshold);
+  auto over_threshold = [&](const std::vector<double>& bytes) -> std::optional<std::string> {
+    double total = 0;
+    for (double b : bytes) {
+      if (b > threshold) {
+        return fmt::format("output of {:.0f} bytes is over the size threshold", b);
+      }
+      total += b;
+    }
+    if (total - freed > threshold) {
+      return fmt::format("folding grows the model by {:.0f} bytes, over the size threshold",
+                         total - freed);
+    }
+    return std::nullopt;
+  };
+
+  std::vector<double> estimates;
+  for (size_t i = 0; i < node.outputs().size(); ++i) {
+    if (!is_used(node.output(i))) continue;
+    if (auto bytes = estimated_output_bytes(node, i, inputs)) estimates.push_back(*bytes);
+  }
+  if (auto why = over_threshold(estimates)) return keep(*why);
+
+  std::string error;
+  std::optional<std::vector<RuntimeValue>> outputs = evaluate(node, inputs, context, error);
+  if (!outputs) return keep(error);
+  std::vector<double> actual;
+  for (size_t i = 0; i < node.outputs().size(); ++i) {
+    if (!is_used(node.output(i))) continue;
+    if (!(*outputs)[i].is_tensor()) return keep("non-tensor output");
+    actual.push_back(tensor_bytes((*outputs)[i].tensor()));
+  }
+  if (auto why = over_threshold(actual)) return keep(*why);
+
+  context.not_folded.erase(first->name());
+  replace_by_initializers(graph, node, *outputs);
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_constant_folding_pass() {
-  return std::make_unique<ConstantFoldingPass>();
+  return make_rule_pass(
+      "constant_folding", {},
+      [](Graph& graph, Node* node, PassContext& context) { return fold(graph, *node, context); },
+      NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

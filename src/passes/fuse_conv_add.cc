@@ -10,80 +10,51 @@
 namespace onnxkit {
 namespace {
 
-class FuseConvAddPass : public GraphPass {
- public:
-  std::string_view name() const override { return "fuse_conv_add"; }
-
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    // Only the Add visited is removed, so the snapshot stays valid.
-    for (Node* add : graph.nodes()) changes += fuse(graph, add, context) ? 1 : 0;
-    return changes;
+bool fuse_conv_add(Graph& graph, Node* add, const PassContext& context) {
+  auto match = match_conv_with_constant(graph, add, context);
+  if (!match) return false;
+  Node* conv = match->conv;
+  // W gives the output rank, channels and dtype; its values are not needed, so its
+  // static type will do when it is not a constant.
+  const Value* w_value = conv->input(1);
+  if (!w_value) return false;
+  DType dtype = DType::kUndefined;
+  size_t rank = 0;
+  int64_t channels = -1;
+  if (const Tensor* w = constant_value(w_value, context)) {
+    dtype = w->dtype();
+    rank = w->rank();
+    channels = rank > 0 ? w->shape()[0] : -1;
+  } else if (w_value->type().is_tensor() && w_value->type().shape) {
+    const auto& dims = *w_value->type().shape;
+    dtype = w_value->type().elem_type;
+    rank = dims.size();
+    channels = rank > 0 ? dims[0].value : -1;
   }
-
- private:
-  static bool fuse(Graph& graph, Node* add, const PassContext& context) {
-    if (!is_onnx_op(add, "Add") || add->inputs().size() != 2 || !add->output(0)) return false;
-    for (size_t side = 0; side < 2; ++side) {
-      Value* x = add->input(side);
-      Node* conv = x ? x->producer() : nullptr;
-      if (!is_onnx_op(conv, "Conv") || conv->graph() != &graph) continue;
-      const Tensor* c = constant_value(add->input(1 - side), context);
-      if (c) return fold(graph, conv, add, x, *c, context);
-    }
-    return false;
+  const Tensor& c = *match->constant;
+  if (!dtype_is_float(dtype) || rank < 3 || channels <= 0 || c.dtype() != dtype) return false;
+  const Tensor* b = nullptr;
+  if (conv->input(2)) {
+    b = constant_value(conv->input(2), context);
+    if (!b || b->dtype() != dtype || b->numel() != channels) return false;
   }
+  auto shift = per_channel(c, rank, channels);
+  if (!shift) return false;
 
-  static bool fold(Graph& graph, Node* conv, Node* add, Value* x, const Tensor& c,
-                   const PassContext& context) {
-    Value* y = add->output(0);
-    // The Conv's output changes meaning, so nothing else may read it.
-    if (x->uses().size() != 1 || is_graph_output(x) || kept(context, x) || kept(context, y)) {
-      return false;
-    }
-    if (!can_replace(y, x)) return false;
-    // W gives the output rank, channels and dtype; its values are not needed, so its
-    // static type will do when it is not a constant.
-    const Value* w_value = conv->input(1);
-    if (!w_value) return false;
-    DType dtype = DType::kUndefined;
-    size_t rank = 0;
-    int64_t channels = -1;
-    if (const Tensor* w = constant_value(w_value, context)) {
-      dtype = w->dtype();
-      rank = w->rank();
-      channels = rank > 0 ? w->shape()[0] : -1;
-    } else if (w_value->type().is_tensor() && w_value->type().shape) {
-      const auto& dims = *w_value->type().shape;
-      dtype = w_value->type().elem_type;
-      rank = dims.size();
-      channels = rank > 0 ? dims[0].value : -1;
-    }
-    if (!dtype_is_float(dtype) || rank < 3 || channels <= 0 || c.dtype() != dtype) return false;
-    const Tensor* b = nullptr;
-    if (conv->input(2)) {
-      b = constant_value(conv->input(2), context);
-      if (!b || b->dtype() != dtype || b->numel() != channels) return false;
-    }
-    auto shift = per_channel(c, rank, channels);
-    if (!shift) return false;
-
-    std::vector<double> bias = b ? to_doubles(*b) : std::vector<double>(channels, 0.0);
-    for (int64_t i = 0; i < channels; ++i) bias[i] += (*shift)[i];
-    const std::string base = conv->input(2) ? conv->input(2)->name() : w_value->name() + "_bias";
-    Value* new_b = graph.add_initializer(graph.unique_name(base + "_add"),
-                                         from_doubles(dtype, {channels}, bias));
-    graph.set_node_input(conv, 2, new_b);
-    replace_value(graph, y, x);
-    graph.remove_node(add);
-    return true;
-  }
-};
+  std::vector<double> bias = b ? to_doubles(*b) : std::vector<double>(channels, 0.0);
+  for (int64_t i = 0; i < channels; ++i) bias[i] += (*shift)[i];
+  const std::string base = conv->input(2) ? conv->input(2)->name() : w_value->name() + "_bias";
+  Value* new_b = graph.add_initializer(graph.unique_name(base + "_add"),
+                                       from_doubles(dtype, {channels}, bias));
+  graph.set_node_input(conv, 2, new_b);
+  remove_folded_binary(graph, add, match->conv_output);
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_fuse_conv_add_pass() {
-  return std::make_unique<FuseConvAddPass>();
+  return make_rule_pass("fuse_conv_add", {"Add"}, fuse_conv_add);
 }
 
 }  // namespace onnxkit

@@ -51,96 +51,78 @@ std::optional<PadSpec> read_pad(const Node* pad, const PassContext& context) {
   return spec;
 }
 
-class FusePadIntoConvPass : public GraphPass {
- public:
-  std::string_view name() const override { return "fuse_pad_into_conv"; }
-
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    // Only the Pad visited is removed, so the snapshot stays valid.
-    for (Node* pad : graph.nodes()) changes += fuse(graph, pad, context) ? 1 : 0;
-    return changes;
+// True when `op`, reading a Pad filled with `value`, pads the same way itself.
+bool pads_alike(const Node* op, double value, int64_t opset) {
+  if (op->op_type() == "Conv") return value == 0;
+  if (op->op_type() == "AveragePool") {
+    // count_include_pad exists from opset 7; ceil_mode windows past the end are left alone.
+    return value == 0 && opset >= 7 && int_attr(op, "count_include_pad", 0) == 1 &&
+           int_attr(op, "ceil_mode", 0) == 0;
   }
+  if (op->op_type() == "MaxPool") {
+    const bool indices = op->outputs().size() > 1 && op->output(1);
+    return std::isinf(value) && value < 0 && !indices;
+  }
+  return false;
+}
 
- private:
-  // True when `op`, reading a Pad filled with `value`, pads the same way itself.
-  static bool pads_alike(const Node* op, double value, int64_t opset) {
-    if (op->op_type() == "Conv") return value == 0;
-    if (op->op_type() == "AveragePool") {
-      // count_include_pad exists from opset 7; ceil_mode windows past the end are left alone.
-      return value == 0 && opset >= 7 && int_attr(op, "count_include_pad", 0) == 1 &&
-             int_attr(op, "ceil_mode", 0) == 0;
-    }
-    if (op->op_type() == "MaxPool") {
-      const bool indices = op->outputs().size() > 1 && op->output(1);
-      return std::isinf(value) && value < 0 && !indices;
-    }
+bool fuse(Graph& graph, Node* pad, const PassContext& context) {
+  Value* x = pad->input(0);
+  Value* padded = pad->output(0);
+  if (!x || !padded || padded->uses().size() != 1 || is_graph_output(padded) ||
+      kept(context, padded)) {
     return false;
   }
-
-  static bool fuse(Graph& graph, Node* pad, const PassContext& context) {
-    if (!is_onnx_op(pad, "Pad")) return false;
-    Value* x = pad->input(0);
-    Value* padded = pad->output(0);
-    if (!x || !padded || padded->uses().size() != 1 || is_graph_output(padded) ||
-        kept(context, padded)) {
-      return false;
-    }
-    const Use use = padded->uses()[0];
-    Node* op = use.node;
-    if (use.input != 0 || op->graph() != &graph) return false;
-    if (!is_onnx_op(op, "Conv") && !is_onnx_op(op, "AveragePool") && !is_onnx_op(op, "MaxPool")) {
-      return false;
-    }
-    if (string_attr(op, "auto_pad", "NOTSET") != "NOTSET") return false;
-    auto spec = read_pad(pad, context);
-    if (!spec || !pads_alike(op, spec->value, context.opset(""))) return false;
-
-    // pads cover N, C and the spatial dims; only the spatial ones, never negative (a crop).
-    const std::vector<int64_t>& pads = spec->pads;
-    if (pads.size() % 2 != 0 || pads.size() < 6) return false;
-    const size_t rank = pads.size() / 2;
-    if (pads[0] != 0 || pads[1] != 0 || pads[rank] != 0 || pads[rank + 1] != 0) return false;
-    for (int64_t p : pads) {
-      if (p < 0) return false;
-    }
-    if (x->type().is_tensor() && x->type().shape && x->type().shape->size() != rank) return false;
-    const size_t spatial = rank - 2;
-    std::vector<int64_t> merged(2 * spatial, 0);
-    if (const Attribute* own = op->find_attribute("pads")) {
-      if (own->type != AttrType::kInts || own->ints.size() != merged.size()) return false;
-      merged = own->ints;
-    }
-    for (size_t i = 0; i < spatial; ++i) {
-      merged[i] += pads[2 + i];
-      merged[spatial + i] += pads[rank + 2 + i];
-    }
-    if (op->op_type() != "Conv") {
-      // Pools require pads smaller than the kernel (a window must see some input).
-      const Attribute* kernel = op->find_attribute("kernel_shape");
-      if (!kernel || kernel->type != AttrType::kInts || kernel->ints.size() != spatial) {
-        return false;
-      }
-      for (size_t i = 0; i < 2 * spatial; ++i) {
-        if (merged[i] >= kernel->ints[i % spatial]) return false;
-      }
-    }
-
-    Attribute attr;
-    attr.name = "pads";
-    attr.type = AttrType::kInts;
-    attr.ints = std::move(merged);
-    op->set_attribute(std::move(attr));
-    graph.set_node_input(op, 0, x);
-    graph.remove_node(pad);
-    return true;
+  const Use use = padded->uses()[0];
+  Node* op = use.node;
+  if (use.input != 0 || op->graph() != &graph) return false;
+  if (!is_onnx_op(op, "Conv") && !is_onnx_op(op, "AveragePool") && !is_onnx_op(op, "MaxPool")) {
+    return false;
   }
-};
+  if (string_attr(op, "auto_pad", "NOTSET") != "NOTSET") return false;
+  auto spec = read_pad(pad, context);
+  if (!spec || !pads_alike(op, spec->value, context.opset(""))) return false;
+
+  // pads cover N, C and the spatial dims; only the spatial ones, never negative (a crop).
+  const std::vector<int64_t>& pads = spec->pads;
+  if (pads.size() % 2 != 0 || pads.size() < 6) return false;
+  const size_t rank = pads.size() / 2;
+  if (pads[0] != 0 || pads[1] != 0 || pads[rank] != 0 || pads[rank + 1] != 0) return false;
+  for (int64_t p : pads) {
+    if (p < 0) return false;
+  }
+  if (x->type().is_tensor() && x->type().shape && x->type().shape->size() != rank) return false;
+  const size_t spatial = rank - 2;
+  std::vector<int64_t> merged(2 * spatial, 0);
+  if (const Attribute* own = op->find_attribute("pads")) {
+    if (own->type != AttrType::kInts || own->ints.size() != merged.size()) return false;
+    merged = own->ints;
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    merged[i] += pads[2 + i];
+    merged[spatial + i] += pads[rank + 2 + i];
+  }
+  if (op->op_type() != "Conv") {
+    // Pools require pads smaller than the kernel (a window must see some input).
+    const Attribute* kernel = op->find_attribute("kernel_shape");
+    if (!kernel || kernel->type != AttrType::kInts || kernel->ints.size() != spatial) {
+      return false;
+    }
+    for (size_t i = 0; i < 2 * spatial; ++i) {
+      if (merged[i] >= kernel->ints[i % spatial]) return false;
+    }
+  }
+
+  op->set_attribute(ints_attribute("pads", std::move(merged)));
+  graph.set_node_input(op, 0, x);
+  graph.remove_node(pad);
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_fuse_pad_into_conv_pass() {
-  return std::make_unique<FusePadIntoConvPass>();
+  return make_rule_pass("fuse_pad_into_conv", {"Pad"}, fuse);
 }
 
 }  // namespace onnxkit

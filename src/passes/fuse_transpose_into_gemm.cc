@@ -15,46 +15,29 @@ bool swaps_matrix_axes(const Node* transpose) {
   return x && x->type().is_tensor() && x->type().shape && x->type().shape->size() == 2;
 }
 
-class FuseTransposeIntoGemmPass : public GraphPass {
- public:
-  std::string_view name() const override { return "fuse_transpose_into_gemm"; }
-
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    // Only the Transpose visited is removed, so the snapshot stays valid.
-    for (Node* transpose : graph.nodes()) changes += fuse(graph, transpose, context) ? 1 : 0;
-    return changes;
+bool fuse(Graph& graph, Node* transpose, const PassContext& context) {
+  if (!swaps_matrix_axes(transpose)) return false;
+  Value* x = transpose->input(0);
+  Value* t = transpose->output(0);
+  if (!x || !t || t->uses().size() != 1 || is_graph_output(t) || kept(context, t)) {
+    return false;
   }
-
- private:
-  static bool fuse(Graph& graph, Node* transpose, const PassContext& context) {
-    if (!is_onnx_op(transpose, "Transpose") || !swaps_matrix_axes(transpose)) return false;
-    Value* x = transpose->input(0);
-    Value* t = transpose->output(0);
-    if (!x || !t || t->uses().size() != 1 || is_graph_output(t) || kept(context, t)) {
-      return false;
-    }
-    const Use use = t->uses()[0];
-    Node* gemm = use.node;
-    if (!is_onnx_op(gemm, "Gemm") || gemm->graph() != &graph || use.input > 1) return false;
-    const char* flag = use.input == 0 ? "transA" : "transB";
-    const Attribute* current = gemm->find_attribute(flag);
-    if (current && current->type != AttrType::kInt) return false;
-    Attribute toggled;
-    toggled.name = flag;
-    toggled.type = AttrType::kInt;
-    toggled.i = current && current->i != 0 ? 0 : 1;
-    gemm->set_attribute(std::move(toggled));
-    graph.set_node_input(gemm, use.input, x);
-    graph.remove_node(transpose);
-    return true;
-  }
-};
+  const Use use = t->uses()[0];
+  Node* gemm = use.node;
+  if (!is_onnx_op(gemm, "Gemm") || gemm->graph() != &graph || use.input > 1) return false;
+  const char* flag = use.input == 0 ? "transA" : "transB";
+  const Attribute* current = gemm->find_attribute(flag);
+  if (current && current->type != AttrType::kInt) return false;
+  gemm->set_attribute(int_attribute(flag, current && current->i != 0 ? 0 : 1));
+  graph.set_node_input(gemm, use.input, x);
+  graph.remove_node(transpose);
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_fuse_transpose_into_gemm_pass() {
-  return std::make_unique<FuseTransposeIntoGemmPass>();
+  return make_rule_pass("fuse_transpose_into_gemm", {"Transpose"}, fuse);
 }
 
 }  // namespace onnxkit

@@ -77,6 +77,30 @@ std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int
   return values;
 }
 
+std::optional<ConvWithConstant> match_conv_with_constant(Graph& graph, Node* binary,
+                                                         const PassContext& context) {
+  if (binary->inputs().size() != 2 || !binary->output(0)) return std::nullopt;
+  for (size_t side = 0; side < 2; ++side) {
+    Value* x = binary->input(side);
+    Node* conv = x ? x->producer() : nullptr;
+    if (!is_onnx_op(conv, "Conv") || conv->graph() != &graph) continue;
+    const Tensor* c = constant_value(binary->input(1 - side), context);
+    if (!c) continue;
+    Value* y = binary->output(0);
+    if (x->uses().size() != 1 || is_graph_output(x) || kept(context, x) || kept(context, y) ||
+        !can_replace(y, x)) {
+      return std::nullopt;
+    }
+    return ConvWithConstant{conv, x, c};
+  }
+  return std::nullopt;
+}
+
+void remove_folded_binary(Graph& graph, Node* binary, Value* conv_output) {
+  replace_value(graph, binary->output(0), conv_output);
+  graph.remove_node(binary);
+}
+
 std::optional<std::vector<float>> clip_bounds(const Node* clip, const PassContext& context) {
   float lo = std::numeric_limits<float>::lowest();
   float hi = std::numeric_limits<float>::max();

@@ -28,6 +28,19 @@ std::optional<std::vector<double>> channel_param(const Value* value, int64_t n,
 // `channels` channels, leaves the output's shape alone and varies only along axis 1.
 std::optional<std::vector<double>> per_channel(const Tensor& c, size_t rank, int64_t channels);
 
+// A binary node (Add, Mul) of a Conv output and a constant that a fold into the Conv may
+// replace: the Conv is of this graph, and its output has no other reader, is no graph output
+// and is not kept (it changes meaning).
+struct ConvWithConstant {
+  Node* conv = nullptr;
+  Value* conv_output = nullptr;
+  const Tensor* constant = nullptr;
+};
+std::optional<ConvWithConstant> match_conv_with_constant(Graph& graph, Node* binary,
+                                                         const PassContext& context);
+// Ends such a fold: the binary node's readers read the Conv's output, and the node goes.
+void remove_folded_binary(Graph& graph, Node* binary, Value* conv_output);
+
 // Clip's bounds (attributes before opset 11, constant inputs after) as [min, max], a missing
 // bound as the float range's end; nullopt when a bound is not a constant scalar.
 std::optional<std::vector<float>> clip_bounds(const Node* clip, const PassContext& context);

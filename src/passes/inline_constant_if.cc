@@ -111,26 +111,17 @@ void inline_branch(Graph& graph, Node& node, Graph& branch) {
   graph.remove_node(&node);
 }
 
-class InlineConstantIfPass : public GraphPass {
- public:
-  std::string_view name() const override { return "inline_constant_if"; }
-
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    for (Node* node : graph.nodes()) {
-      Graph* branch = chosen_branch(*node, context);
-      if (!branch) continue;
-      inline_branch(graph, *node, *branch);
-      ++changes;
-    }
-    return changes;
-  }
-};
+size_t inline_constant_if(Graph& graph, Node* node, PassContext& context) {
+  Graph* branch = chosen_branch(*node, context);
+  if (!branch) return 0;
+  inline_branch(graph, *node, *branch);
+  return 1;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_inline_constant_if_pass() {
-  return std::make_unique<InlineConstantIfPass>();
+  return make_rule_pass("inline_constant_if", {"If"}, inline_constant_if);
 }
 
 }  // namespace onnxkit

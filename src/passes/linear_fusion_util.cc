@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ir/graph_clone.h"
+#include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 #include "passes/fusion_util.h"
 
@@ -67,12 +68,12 @@ std::optional<ActivationMatch> match_activation(const Value* x, const PassContex
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") {
       return ActivationMatch{op, {}, {node}};
     }
-    if (op == "LeakyRelu") {
-      return ActivationMatch{op, {float_attribute(node, "alpha", 0.01f)}, {node}};
-    }
-    if (op == "HardSigmoid") {
-      return ActivationMatch{
-          op, {float_attribute(node, "alpha", 0.2f), float_attribute(node, "beta", 0.5f)}, {node}};
+    if (op == "LeakyRelu" || op == "HardSigmoid") {
+      // The op's parameters, with its defaults, become the fused op's activation_params.
+      const ActivationSpec& spec = *find_activation(op);
+      std::vector<float> params{float_attribute(node, spec.alpha_name, spec.alpha)};
+      if (spec.params == 2) params.push_back(float_attribute(node, spec.beta_name, spec.beta));
+      return ActivationMatch{op, std::move(params), {node}};
     }
     if (op == "Clip") {
       auto bounds = clip_bounds(node, context);
@@ -158,19 +159,11 @@ bool has_activation(const Node* node) {
 }
 
 void set_int_attribute(Node* node, const std::string& name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kInt;
-  a.i = value;
-  node->set_attribute(std::move(a));
+  node->set_attribute(int_attribute(name, value));
 }
 
 void set_float_attribute(Node* node, const std::string& name, float value) {
-  Attribute a;
-  a.name = name;
-  a.type = AttrType::kFloat;
-  a.f = value;
-  node->set_attribute(std::move(a));
+  node->set_attribute(onnxkit::float_attribute(name, value));
 }
 
 float float_attribute(const Node* node, std::string_view name, float fallback) {

@@ -39,71 +39,57 @@ bool same_axis(int64_t a, int64_t b, std::optional<int64_t> rank) {
   return a == b;
 }
 
-class MergeConcatsPass : public GraphPass {
- public:
-  std::string_view name() const override { return "merge_concats"; }
+size_t merge_concats(Graph& graph, Node* outer, PassContext& context) {
+  const int64_t opset = context.opset("");
+  if (outer->outputs().size() != 1 || !outer->output(0)) return 0;
+  auto outer_axis = concat_axis(outer, opset);
+  if (!outer_axis) return 0;
+  const std::optional<int64_t> rank = concat_rank(outer);
 
-  size_t run(Graph& graph, PassContext& context) override {
-    const int64_t opset = context.opset("");
-    size_t changes = 0;
-    std::unordered_set<const Node*> removed;
-    for (Node* outer : graph.topological_order()) {
-      if (removed.count(outer) || !is_onnx_op(outer, "Concat")) continue;
-      if (outer->outputs().size() != 1 || !outer->output(0)) continue;
-      auto outer_axis = concat_axis(outer, opset);
-      if (!outer_axis) continue;
-      const std::optional<int64_t> rank = concat_rank(outer);
-
-      // The inner Concats to inline: read by `outer` only, same axis, ours to remove.
-      std::unordered_set<Node*> inner;
-      for (Value* input : outer->inputs()) {
-        if (!input) {
-          inner.clear();
-          break;
-        }
-        Node* producer = input->producer();
-        if (!is_onnx_op(producer, "Concat") || producer->graph() != &graph) continue;
-        if (is_graph_output(input) || kept(input, context)) continue;
-        bool only_outer = true;
-        for (const Use& use : input->uses()) only_outer = only_outer && use.node == outer;
-        if (!only_outer) continue;
-        auto axis = concat_axis(producer, opset);
-        if (!axis || !same_axis(*axis, *outer_axis, rank)) continue;
-        bool complete = true;
-        for (const Value* v : producer->inputs()) complete = complete && v;
-        if (complete && !producer->inputs().empty()) inner.insert(producer);
-      }
-      if (inner.empty()) continue;
-
-      std::vector<Value*> inputs;
-      for (Value* input : outer->inputs()) {
-        if (inner.count(input->producer())) {
-          for (Value* v : input->producer()->inputs()) inputs.push_back(v);
-        } else {
-          inputs.push_back(input);
-        }
-      }
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        if (i < outer->inputs().size()) {
-          graph.set_node_input(outer, i, inputs[i]);
-        } else {
-          graph.add_node_input(outer, inputs[i]);
-        }
-      }
-      for (Node* node : inner) {
-        graph.remove_node(node);
-        removed.insert(node);
-        ++changes;
-      }
+  // The inner Concats to inline: read by `outer` only, same axis, ours to remove.
+  std::unordered_set<Node*> inner;
+  for (Value* input : outer->inputs()) {
+    if (!input) {
+      inner.clear();
+      break;
     }
-    return changes;
+    Node* producer = input->producer();
+    if (!is_onnx_op(producer, "Concat") || producer->graph() != &graph) continue;
+    if (is_graph_output(input) || kept(input, context)) continue;
+    bool only_outer = true;
+    for (const Use& use : input->uses()) only_outer = only_outer && use.node == outer;
+    if (!only_outer) continue;
+    auto axis = concat_axis(producer, opset);
+    if (!axis || !same_axis(*axis, *outer_axis, rank)) continue;
+    bool complete = true;
+    for (const Value* v : producer->inputs()) complete = complete && v;
+    if (complete && !producer->inputs().empty()) inner.insert(producer);
   }
-};
+  if (inner.empty()) return 0;
+
+  std::vector<Value*> inputs;
+  for (Value* input : outer->inputs()) {
+    if (inner.count(input->producer())) {
+      for (Value* v : input->producer()->inputs()) inputs.push_back(v);
+    } else {
+      inputs.push_back(input);
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i < outer->inputs().size()) {
+      graph.set_node_input(outer, i, inputs[i]);
+    } else {
+      graph.add_node_input(outer, inputs[i]);
+    }
+  }
+  for (Node* node : inner) graph.remove_node(node);
+  return inner.size();
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_merge_concats_pass() {
-  return std::make_unique<MergeConcatsPass>();
+  return make_rule_pass("merge_concats", {"Concat"}, merge_concats, NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

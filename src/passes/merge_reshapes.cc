@@ -109,63 +109,51 @@ std::optional<std::vector<int64_t>> flatten_target(const Node* flatten, const Va
   return std::nullopt;
 }
 
-class MergeReshapesPass : public GraphPass {
- public:
-  std::string_view name() const override { return "merge_reshapes"; }
+size_t merge_reshapes(Graph& graph, Node* second, PassContext& context) {
+  const int64_t opset = context.opset("");
+  if (opset < 5) return 0;  // no Reshape with a shape input to rewrite to
+  const bool second_is_reshape = is_onnx_op(second, "Reshape");
+  if (!second_is_reshape && !is_onnx_op(second, "Flatten")) return 0;
+  Value* middle = second->input(0);
+  if (!middle || second->outputs().size() != 1 || !second->output(0)) return 0;
+  Node* first = middle->producer();
+  // Only nodes of this graph may be removed; the middle value must have no other reader.
+  if (!is_reshape_like(first, opset) || first->graph() != &graph) return 0;
+  if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) return 0;
+  Value* x = first->input(0);
+  if (!x) return 0;
 
-  size_t run(Graph& graph, PassContext& context) override {
-    const int64_t opset = context.opset("");
-    if (opset < 5) return 0;  // no Reshape with a shape input to rewrite to
-    size_t changes = 0;
-    std::unordered_set<const Node*> removed;
-    for (Node* second : graph.topological_order()) {
-      if (removed.count(second)) continue;
-      const bool second_is_reshape = is_onnx_op(second, "Reshape");
-      if (!second_is_reshape && !is_onnx_op(second, "Flatten")) continue;
-      Value* middle = second->input(0);
-      if (!middle || second->outputs().size() != 1 || !second->output(0)) continue;
-      Node* first = middle->producer();
-      // Only nodes of this graph may be removed; the middle value must have no other reader.
-      if (!is_reshape_like(first, opset) || first->graph() != &graph) continue;
-      if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) continue;
-      Value* x = first->input(0);
-      if (!x) continue;
-
-      if (second_is_reshape) {
-        if (!second->input(1)) continue;
-        auto target = reshape_target(first, second, middle, context);
-        if (!target) continue;
-        auto old_target = constant_ints(second->input(1), context);
-        if (*target != *old_target) {
-          graph.set_node_input(second, 1,
-                               add_shape_initializer(graph, middle->name() + "_shape", *target));
-        }
-        graph.set_node_input(second, 0, x);
-      } else {
-        auto target = flatten_target(second, middle);
-        if (!target) continue;
-        Value* y = second->output(0);
-        if (kept(y, context)) continue;
-        Value* shape = add_shape_initializer(graph, y->name() + "_shape", *target);
-        Node* reshape = graph.add_node("Reshape", {x, shape}, {graph.unique_name(y->name())}, "",
-                                       second->name(), second);
-        reshape->output(0)->set_type(y->type());
-        replace_value(graph, y, reshape->output(0));  // always possible: a fresh value
-        graph.remove_node(second);
-        removed.insert(second);
-      }
-      graph.remove_node(first);
-      removed.insert(first);
-      ++changes;
+  if (second_is_reshape) {
+    if (!second->input(1)) return 0;
+    auto target = reshape_target(first, second, middle, context);
+    if (!target) return 0;
+    auto old_target = constant_ints(second->input(1), context);
+    if (*target != *old_target) {
+      graph.set_node_input(second, 1,
+                           add_shape_initializer(graph, middle->name() + "_shape", *target));
     }
-    return changes;
+    graph.set_node_input(second, 0, x);
+  } else {
+    auto target = flatten_target(second, middle);
+    if (!target) return 0;
+    Value* y = second->output(0);
+    if (kept(y, context)) return 0;
+    Value* shape = add_shape_initializer(graph, y->name() + "_shape", *target);
+    Node* reshape = graph.add_node("Reshape", {x, shape}, {graph.unique_name(y->name())}, "",
+                                   second->name(), second);
+    reshape->output(0)->set_type(y->type());
+    replace_value(graph, y, reshape->output(0));  // always possible: a fresh value
+    graph.remove_node(second);
   }
-};
+  graph.remove_node(first);
+  return 1;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_merge_reshapes_pass() {
-  return std::make_unique<MergeReshapesPass>();
+  return make_rule_pass("merge_reshapes", {"Reshape", "Flatten"}, merge_reshapes,
+                        NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

@@ -144,65 +144,53 @@ void write_slice(Graph& graph, Node* node, const std::map<int64_t, AxisSlice>& s
   }
 }
 
-class MergeSlicesPass : public GraphPass {
- public:
-  std::string_view name() const override { return "merge_slices"; }
+size_t merge_slices(Graph& graph, Node* second, PassContext& context) {
+  const int64_t opset = context.opset("");
+  Value* middle = second->input(0);
+  if (!middle || second->outputs().size() != 1 || !second->output(0)) return 0;
+  Node* first = middle->producer();
+  if (!is_onnx_op(first, "Slice") || first->graph() != &graph) return 0;
+  if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) return 0;
+  Value* x = first->input(0);
+  if (!x) return 0;
 
-  size_t run(Graph& graph, PassContext& context) override {
-    const int64_t opset = context.opset("");
-    size_t changes = 0;
-    std::unordered_set<const Node*> removed;
-    for (Node* second : graph.topological_order()) {
-      if (removed.count(second) || !is_onnx_op(second, "Slice")) continue;
-      Value* middle = second->input(0);
-      if (!middle || second->outputs().size() != 1 || !second->output(0)) continue;
-      Node* first = middle->producer();
-      if (!is_onnx_op(first, "Slice") || first->graph() != &graph) continue;
-      if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) continue;
-      Value* x = first->input(0);
-      if (!x) continue;
+  std::optional<int64_t> rank = known_rank(x);
+  if (!rank) rank = known_rank(middle);
+  auto slice1 = read_slice(first, opset, rank, context);
+  auto slice2 = read_slice(second, opset, rank, context);
+  if (!slice1 || !slice2) return 0;
 
-      std::optional<int64_t> rank = known_rank(x);
-      if (!rank) rank = known_rank(middle);
-      auto slice1 = read_slice(first, opset, rank, context);
-      auto slice2 = read_slice(second, opset, rank, context);
-      if (!slice1 || !slice2) continue;
-
-      std::map<int64_t, AxisSlice> merged = *slice1;
-      bool ok = true;
-      for (const auto& [axis, s2] : *slice2) {
-        auto it = merged.find(axis);
-        if (it == merged.end()) {
-          merged.emplace(axis, s2);
-          continue;
-        }
-        // The same axis twice: exact only for steps 1 and a known dim.
-        const ValueType& type = x->type();
-        const bool dim_known = type.is_tensor() && type.shape &&
-                               axis < static_cast<int64_t>(type.shape->size()) &&
-                               (*type.shape)[static_cast<size_t>(axis)].is_known();
-        if (!dim_known || it->second.step != 1 || s2.step != 1) {
-          ok = false;
-          break;
-        }
-        it->second = compose(it->second, s2, (*type.shape)[static_cast<size_t>(axis)].value);
-      }
-      if (!ok) continue;
-
-      write_slice(graph, second, merged, opset);
-      graph.set_node_input(second, 0, x);
-      graph.remove_node(first);
-      removed.insert(first);
-      ++changes;
+  std::map<int64_t, AxisSlice> merged = *slice1;
+  bool ok = true;
+  for (const auto& [axis, s2] : *slice2) {
+    auto it = merged.find(axis);
+    if (it == merged.end()) {
+      merged.emplace(axis, s2);
+      continue;
     }
-    return changes;
+    // The same axis twice: exact only for steps 1 and a known dim.
+    const ValueType& type = x->type();
+    const bool dim_known = type.is_tensor() && type.shape &&
+                           axis < static_cast<int64_t>(type.shape->size()) &&
+                           (*type.shape)[static_cast<size_t>(axis)].is_known();
+    if (!dim_known || it->second.step != 1 || s2.step != 1) {
+      ok = false;
+      break;
+    }
+    it->second = compose(it->second, s2, (*type.shape)[static_cast<size_t>(axis)].value);
   }
-};
+  if (!ok) return 0;
+
+  write_slice(graph, second, merged, opset);
+  graph.set_node_input(second, 0, x);
+  graph.remove_node(first);
+  return 1;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_merge_slices_pass() {
-  return std::make_unique<MergeSlicesPass>();
+  return make_rule_pass("merge_slices", {"Slice"}, merge_slices, NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

@@ -123,90 +123,69 @@ void set_axes(Graph& graph, Node* node, const std::vector<int64_t>& axes, int64_
   }
 }
 
-class MergeSqueezeUnsqueezePass : public GraphPass {
- public:
-  std::string_view name() const override { return "merge_squeeze_unsqueeze"; }
+size_t merge_squeeze_unsqueeze(Graph& graph, Node* second, PassContext& context) {
+  const int64_t opset = context.opset("");
+  const bool second_squeeze = is_onnx_op(second, "Squeeze");
+  if (!second_squeeze && !is_onnx_op(second, "Unsqueeze")) return 0;
+  Value* middle = second->input(0);
+  if (!middle || second->outputs().size() != 1 || !second->output(0)) return 0;
+  Node* first = middle->producer();
+  if (!first || first->graph() != &graph) return 0;  // outer nodes are not ours to edit
+  const bool first_squeeze = is_onnx_op(first, "Squeeze");
+  if (!first_squeeze && !is_onnx_op(first, "Unsqueeze")) return 0;
+  Value* x = first->input(0);
+  if (!x) return 0;
+  auto axes1 = raw_axes(first, opset, context);
+  auto axes2 = raw_axes(second, opset, context);
+  if (!axes1 || !axes2) return 0;
 
-  size_t run(Graph& graph, PassContext& context) override {
-    const int64_t opset = context.opset("");
-    size_t changes = 0;
-    std::unordered_set<const Node*> removed;
-    for (Node* second : graph.topological_order()) {
-      if (removed.count(second)) continue;
-      const bool second_squeeze = is_onnx_op(second, "Squeeze");
-      if (!second_squeeze && !is_onnx_op(second, "Unsqueeze")) continue;
-      Value* middle = second->input(0);
-      if (!middle || second->outputs().size() != 1 || !second->output(0)) continue;
-      Node* first = middle->producer();
-      if (!first || first->graph() != &graph) continue;  // outer nodes are not ours to edit
-      const bool first_squeeze = is_onnx_op(first, "Squeeze");
-      if (!first_squeeze && !is_onnx_op(first, "Unsqueeze")) continue;
-      Value* x = first->input(0);
-      if (!x) continue;
-      auto axes1 = raw_axes(first, opset, context);
-      auto axes2 = raw_axes(second, opset, context);
-      if (!axes1 || !axes2) continue;
+  std::optional<int64_t> x_rank = known_rank(x);
+  std::optional<int64_t> middle_rank = known_rank(middle);
+  const int64_t n1 = static_cast<int64_t>(axes1->size());
+  if (!middle_rank && x_rank) middle_rank = first_squeeze ? *x_rank - n1 : *x_rank + n1;
+  if (!x_rank && middle_rank) x_rank = first_squeeze ? *middle_rank + n1 : *middle_rank - n1;
 
-      std::optional<int64_t> x_rank = known_rank(x);
-      std::optional<int64_t> middle_rank = known_rank(middle);
-      const int64_t n1 = static_cast<int64_t>(axes1->size());
-      if (!middle_rank && x_rank) middle_rank = first_squeeze ? *x_rank - n1 : *x_rank + n1;
-      if (!x_rank && middle_rank) x_rank = first_squeeze ? *middle_rank + n1 : *middle_rank - n1;
-
-      if (first_squeeze != second_squeeze) {
-        // Cancelling pair: Unsqueeze -> Squeeze compares axes of the middle value; Squeeze ->
-        // Unsqueeze those of x (the Unsqueeze's output has x's rank when the counts match).
-        if (axes1->size() != axes2->size()) continue;
-        if (!same_axes(*axes1, *axes2, first_squeeze ? x_rank : middle_rank)) continue;
-        Value* y = second->output(0);
-        if (kept(y, context)) continue;
-        if (can_replace(y, x)) {
-          replace_value(graph, y, x);
-        } else {
-          // y is a graph output and x an input/output/outer value: keep the interface.
-          Node* identity = graph.add_node("Identity", {x}, {graph.unique_name(y->name())}, "",
-                                          second->name(), second);
-          identity->output(0)->set_type(y->type());
-          replace_value(graph, y, identity->output(0));
-        }
-        graph.remove_node(second);
-        removed.insert(second);
-      } else {
-        // Same kind: one node with the composed axes, worth it only when the first goes.
-        if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) {
-          continue;
-        }
-        std::vector<int64_t> axes;
-        if (first_squeeze) {
-          auto b1 = normalized(*axes1, x_rank);
-          auto b2 = normalized(*axes2, middle_rank);
-          if (!b1 || !b2) continue;
-          axes = compose_squeeze(*b1, *b2);
-        } else {
-          std::optional<int64_t> out_rank;
-          if (middle_rank) out_rank = *middle_rank + static_cast<int64_t>(axes2->size());
-          auto a1 = normalized(*axes1, middle_rank);
-          auto a2 = normalized(*axes2, out_rank);
-          if (!a1 || !a2) continue;
-          axes = compose_unsqueeze(*a1, *a2);
-        }
-        set_axes(graph, second, axes, opset);
-        graph.set_node_input(second, 0, x);
-      }
-      if (is_unused(middle) && !kept(middle, context)) {
-        graph.remove_node(first);
-        removed.insert(first);
-      }
-      ++changes;
+  if (first_squeeze != second_squeeze) {
+    // Cancelling pair: Unsqueeze -> Squeeze compares axes of the middle value; Squeeze ->
+    // Unsqueeze those of x (the Unsqueeze's output has x's rank when the counts match).
+    if (axes1->size() != axes2->size()) return 0;
+    if (!same_axes(*axes1, *axes2, first_squeeze ? x_rank : middle_rank)) return 0;
+    Value* y = second->output(0);
+    if (kept(y, context)) return 0;
+    bypass_node(graph, second, y, x, y->name());
+  } else {
+    // Same kind: one node with the composed axes, worth it only when the first goes.
+    if (middle->uses().size() != 1 || is_graph_output(middle) || kept(middle, context)) {
+      return 0;
     }
-    return changes;
+    std::vector<int64_t> axes;
+    if (first_squeeze) {
+      auto b1 = normalized(*axes1, x_rank);
+      auto b2 = normalized(*axes2, middle_rank);
+      if (!b1 || !b2) return 0;
+      axes = compose_squeeze(*b1, *b2);
+    } else {
+      std::optional<int64_t> out_rank;
+      if (middle_rank) out_rank = *middle_rank + static_cast<int64_t>(axes2->size());
+      auto a1 = normalized(*axes1, middle_rank);
+      auto a2 = normalized(*axes2, out_rank);
+      if (!a1 || !a2) return 0;
+      axes = compose_unsqueeze(*a1, *a2);
+    }
+    set_axes(graph, second, axes, opset);
+    graph.set_node_input(second, 0, x);
   }
-};
+  if (is_unused(middle) && !kept(middle, context)) {
+    graph.remove_node(first);
+  }
+  return 1;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_merge_squeeze_unsqueeze_pass() {
-  return std::make_unique<MergeSqueezeUnsqueezePass>();
+  return make_rule_pass("merge_squeeze_unsqueeze", {"Squeeze", "Unsqueeze"},
+                        merge_squeeze_unsqueeze, NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

@@ -12,78 +12,56 @@
 namespace onnxkit {
 namespace {
 
-class MergeTransposesPass : public GraphPass {
- public:
-  std::string_view name() const override { return "merge_transposes"; }
+size_t merge_transposes(Graph& graph, Node* second, PassContext& context) {
+  Value* middle = second->input(0);
+  if (!middle || second->outputs().size() != 1 || !second->output(0)) return 0;
+  Node* first = middle->producer();
+  // The first node must be ours to edit: values of enclosing graphs are read-only here.
+  if (!is_onnx_op(first, "Transpose") || first->graph() != &graph) return 0;
+  Value* x = first->input(0);
+  if (!x) return 0;
 
-  size_t run(Graph& graph, PassContext& context) override {
-    size_t changes = 0;
-    std::unordered_set<const Node*> removed;
-    for (Node* second : graph.topological_order()) {
-      if (removed.count(second) || !is_onnx_op(second, "Transpose")) continue;
-      Value* middle = second->input(0);
-      if (!middle || second->outputs().size() != 1 || !second->output(0)) continue;
-      Node* first = middle->producer();
-      // The first node must be ours to edit: values of enclosing graphs are read-only here.
-      if (!is_onnx_op(first, "Transpose") || first->graph() != &graph) continue;
-      Value* x = first->input(0);
-      if (!x) continue;
-
-      const bool both_default = !first->find_attribute("perm") && !second->find_attribute("perm");
-      std::vector<int64_t> composed;
-      if (!both_default) {
-        // The rank, from whichever perm is given (or the types when one is absent).
-        std::optional<int64_t> rank = known_rank(x);
-        if (!rank) rank = known_rank(middle);
-        if (const Attribute* a = first->find_attribute("perm"))
-          rank = static_cast<int64_t>(a->ints.size());
-        if (const Attribute* a = second->find_attribute("perm"))
-          rank = static_cast<int64_t>(a->ints.size());
-        auto perm1 = transpose_permutation(first, rank);
-        auto perm2 = transpose_permutation(second, rank);
-        if (!perm1 || !perm2 || perm1->size() != perm2->size()) continue;
-        composed = compose_permutations(*perm1, *perm2);
-      }
-      const bool first_removable =
-          middle->uses().size() == 1 && !is_graph_output(middle) && !kept(middle, context);
-
-      if (both_default || is_identity_permutation(composed)) {
-        // x comes back unchanged: drop the second node (and the first when nothing else
-        // reads it), keeping the graph's output names.
-        Value* y = second->output(0);
-        if (kept(y, context)) continue;
-        if (can_replace(y, x)) {
-          replace_value(graph, y, x);
-        } else {
-          // y is a graph output and x is an input/output/outer value: an Identity keeps
-          // the interface.
-          std::string temp = graph.unique_name(y->name() + "_identity");
-          Node* identity = graph.add_node("Identity", {x}, {temp}, "", second->name(), second);
-          identity->output(0)->set_type(y->type());
-          replace_value(graph, y, identity->output(0));
-        }
-        graph.remove_node(second);
-        removed.insert(second);
-      } else {
-        // Only worth it when the first node goes away.
-        if (!first_removable) continue;
-        second->set_attribute(ints_attribute("perm", composed));
-        graph.set_node_input(second, 0, x);
-      }
-      if (is_unused(middle) && !kept(middle, context)) {
-        graph.remove_node(first);
-        removed.insert(first);
-      }
-      ++changes;
-    }
-    return changes;
+  const bool both_default = !first->find_attribute("perm") && !second->find_attribute("perm");
+  std::vector<int64_t> composed;
+  if (!both_default) {
+    // The rank, from whichever perm is given (or the types when one is absent).
+    std::optional<int64_t> rank = known_rank(x);
+    if (!rank) rank = known_rank(middle);
+    if (const Attribute* a = first->find_attribute("perm"))
+      rank = static_cast<int64_t>(a->ints.size());
+    if (const Attribute* a = second->find_attribute("perm"))
+      rank = static_cast<int64_t>(a->ints.size());
+    auto perm1 = transpose_permutation(first, rank);
+    auto perm2 = transpose_permutation(second, rank);
+    if (!perm1 || !perm2 || perm1->size() != perm2->size()) return 0;
+    composed = compose_permutations(*perm1, *perm2);
   }
-};
+  const bool first_removable =
+      middle->uses().size() == 1 && !is_graph_output(middle) && !kept(middle, context);
+
+  if (both_default || is_identity_permutation(composed)) {
+    // x comes back unchanged: drop the second node (and the first when nothing else
+    // reads it), keeping the graph's output names.
+    Value* y = second->output(0);
+    if (kept(y, context)) return 0;
+    bypass_node(graph, second, y, x, y->name() + "_identity");
+  } else {
+    // Only worth it when the first node goes away.
+    if (!first_removable) return 0;
+    second->set_attribute(ints_attribute("perm", composed));
+    graph.set_node_input(second, 0, x);
+  }
+  if (is_unused(middle) && !kept(middle, context)) {
+    graph.remove_node(first);
+  }
+  return 1;
+}
 
 }  // namespace
 
 std::unique_ptr<GraphPass> make_merge_transposes_pass() {
-  return std::make_unique<MergeTransposesPass>();
+  return make_rule_pass("merge_transposes", {"Transpose"}, merge_transposes,
+                        NodeOrder::kTopological);
 }
 
 }  // namespace onnxkit

@@ -15,6 +15,47 @@ const OpTraits& PassContext::traits(const Node* node) const {
   return ops().traits(*node, opset(node->domain()));
 }
 
+namespace {
+
+class RulePass final : public GraphPass {
+ public:
+  RulePass(std::string_view name, std::vector<std::string_view> op_types, NodeRewrite rewrite,
+           NodeOrder order)
+      : name_(name), op_types_(std::move(op_types)), rewrite_(std::move(rewrite)), order_(order) {}
+
+  std::string_view name() const override { return name_; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    const std::vector<Node*> nodes =
+        order_ == NodeOrder::kTopological ? graph.topological_order() : graph.nodes();
+    size_t changes = 0;
+    for (Node* node : nodes) {
+      if (targets(node)) changes += rewrite_(graph, node, context);
+    }
+    return changes;
+  }
+
+ private:
+  bool targets(const Node* node) const {
+    if (op_types_.empty()) return true;
+    return std::any_of(op_types_.begin(), op_types_.end(),
+                       [&](std::string_view op_type) { return is_onnx_op(node, op_type); });
+  }
+
+  std::string_view name_;
+  std::vector<std::string_view> op_types_;
+  NodeRewrite rewrite_;
+  NodeOrder order_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphPass> make_rule_pass(std::string_view name,
+                                          std::vector<std::string_view> op_types,
+                                          NodeRewrite rewrite, NodeOrder order) {
+  return std::make_unique<RulePass>(name, std::move(op_types), std::move(rewrite), order);
+}
+
 const Tensor* constant_value(const Value* value, const PassContext& context) {
   if (!value || !value->has_initializer()) return nullptr;
   if (value->graph()->is_input(value)) return nullptr;
@@ -59,52 +100,46 @@ void replace_value(Graph& graph, Value* from, Value* to) {
   graph.rename_value(to, name);
 }
 
-Attribute float_attribute(std::string name, float value) {
+namespace {
+
+// An attribute `name` of `type`, its value filled in by `set_value`.
+template <typename SetValue>
+Attribute make_attribute(std::string name, AttrType type, SetValue set_value) {
   Attribute a;
   a.name = std::move(name);
-  a.type = AttrType::kFloat;
-  a.f = value;
+  a.type = type;
+  set_value(a);
   return a;
+}
+
+}  // namespace
+
+Attribute float_attribute(std::string name, float value) {
+  return make_attribute(std::move(name), AttrType::kFloat, [&](Attribute& a) { a.f = value; });
 }
 
 Attribute int_attribute(std::string name, int64_t value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInt;
-  a.i = value;
-  return a;
+  return make_attribute(std::move(name), AttrType::kInt, [&](Attribute& a) { a.i = value; });
 }
 
 Attribute ints_attribute(std::string name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kInts;
-  a.ints = std::move(values);
-  return a;
+  return make_attribute(std::move(name), AttrType::kInts,
+                        [&](Attribute& a) { a.ints = std::move(values); });
 }
 
 Attribute string_attribute(std::string name, std::string value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kString;
-  a.s = std::move(value);
-  return a;
+  return make_attribute(std::move(name), AttrType::kString,
+                        [&](Attribute& a) { a.s = std::move(value); });
 }
 
 Attribute tensor_attribute(std::string name, Tensor value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kTensor;
-  a.t = std::move(value);
-  return a;
+  return make_attribute(std::move(name), AttrType::kTensor,
+                        [&](Attribute& a) { a.t = std::move(value); });
 }
 
 Attribute graph_attribute(std::string name, std::unique_ptr<Graph> graph) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttrType::kGraph;
-  a.g = std::move(graph);
-  return a;
+  return make_attribute(std::move(name), AttrType::kGraph,
+                        [&](Attribute& a) { a.g = std::move(graph); });
 }
 
 std::optional<std::vector<int64_t>> transpose_permutation(const Node* node,
@@ -148,6 +183,18 @@ bool is_identity_permutation(const std::vector<int64_t>& perm) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
   }
   return true;
+}
+
+void bypass_node(Graph& graph, Node* node, Value* y, Value* x, const std::string& identity_stem) {
+  if (can_replace(y, x)) {
+    replace_value(graph, y, x);
+  } else {
+    Node* identity =
+        graph.add_node("Identity", {x}, {graph.unique_name(identity_stem)}, "", node->name(), node);
+    identity->output(0)->set_type(y->type());
+    replace_value(graph, y, identity->output(0));
+  }
+  graph.remove_node(node);
 }
 
 }  // namespace onnxkit

@@ -59,6 +59,23 @@ class GraphPass {
   virtual size_t run(Graph& graph, PassContext& context) = 0;
 };
 
+// In which order a rule pass visits the nodes (a snapshot taken before its first rewrite).
+enum class NodeOrder { kListed, kTopological };
+
+// A rule's rewrite: applies the rule at `node` when it matches and returns how many changes
+// that made (0: it did not apply). It may remove `node` and nodes visited before it, not
+// nodes still ahead.
+using NodeRewrite = std::function<size_t(Graph& graph, Node* node, PassContext& context)>;
+
+// A pass that is one rule: `rewrite` tried at each node of the standard (ai.onnx) op types
+// `op_types` (empty: at every node), counting the changes. Most passes are one rule; they
+// state their name (a literal: the pass keeps a view of it), their targets and their
+// rewrite, and leave the visit to this.
+std::unique_ptr<GraphPass> make_rule_pass(std::string_view name,
+                                          std::vector<std::string_view> op_types,
+                                          NodeRewrite rewrite,
+                                          NodeOrder order = NodeOrder::kListed);
+
 // ---- helpers passes share ----
 
 // The constant tensor `value` holds: an initializer that is not also a graph input (graph
@@ -103,5 +120,9 @@ std::optional<int64_t> known_rank(const Value* value);
 // Replaces every use of `from` with `to`. When `from` is a graph output, `to` takes over its
 // name, so the model's inputs and outputs keep their names. Requires can_replace.
 void replace_value(Graph& graph, Value* from, Value* to);
+// Removes `node`, whose output `y` computes the value `x` again: y's readers read x. Where
+// can_replace(y, x) says no (y is a graph output), an Identity of x placed at `node` and
+// named graph.unique_name(identity_stem) keeps the interface.
+void bypass_node(Graph& graph, Node* node, Value* y, Value* x, const std::string& identity_stem);
 
 }  // namespace onnxkit

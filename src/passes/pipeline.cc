@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/enum_names.h"
 #include "onnx/onnx_checks.h"
 #include "passes/passes.h"
 
@@ -86,29 +87,22 @@ std::vector<std::vector<std::unique_ptr<GraphPass>>> pass_lists_for_level(Optimi
   return lists;
 }
 
+namespace {
+
+constexpr EnumName<OptimizationLevel> kLevelNames[] = {{OptimizationLevel::kNone, "none"},
+                                                       {OptimizationLevel::kBasic, "basic"},
+                                                       {OptimizationLevel::kExtended, "extended"},
+                                                       {OptimizationLevel::kLayout, "layout"},
+                                                       {OptimizationLevel::kAll, "all"}};
+
+}  // namespace
+
 std::string_view optimization_level_name(OptimizationLevel level) {
-  switch (level) {
-    case OptimizationLevel::kNone:
-      return "none";
-    case OptimizationLevel::kBasic:
-      return "basic";
-    case OptimizationLevel::kExtended:
-      return "extended";
-    case OptimizationLevel::kLayout:
-      return "layout";
-    case OptimizationLevel::kAll:
-      return "all";
-  }
-  return "?";
+  return enum_name<OptimizationLevel>(kLevelNames, level);
 }
 
 std::optional<OptimizationLevel> parse_optimization_level(std::string_view name) {
-  for (auto level :
-       {OptimizationLevel::kNone, OptimizationLevel::kBasic, OptimizationLevel::kExtended,
-        OptimizationLevel::kLayout, OptimizationLevel::kAll}) {
-    if (optimization_level_name(level) == name) return level;
-  }
-  return std::nullopt;
+  return enum_from_name<OptimizationLevel>(kLevelNames, name);
 }
 
 std::vector<std::string> all_pass_names() {

@@ -41,6 +41,30 @@ size_t fuse_everywhere(Graph& graph, const std::function<bool(Node*)>& fuse) {
   return fusions;
 }
 
+namespace {
+
+class FusionPass final : public GraphPass {
+ public:
+  FusionPass(std::string_view name, FusionRule fuse) : name_(name), fuse_(std::move(fuse)) {}
+
+  std::string_view name() const override { return name_; }
+
+  size_t run(Graph& graph, PassContext& context) override {
+    FusionScope scope(graph, context);
+    return fuse_everywhere(graph, [&](Node* node) { return fuse_(scope, node); });
+  }
+
+ private:
+  std::string_view name_;
+  FusionRule fuse_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphPass> make_fusion_pass(std::string_view name, FusionRule fuse) {
+  return std::make_unique<FusionPass>(name, std::move(fuse));
+}
+
 std::optional<double> scalar_constant(const Value* value, const PassContext& context) {
   const Tensor* t = constant_value(value, context);
   if (!t || t->numel() != 1 || !dtype_is_float(t->dtype())) return std::nullopt;

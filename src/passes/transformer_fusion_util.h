@@ -41,6 +41,11 @@ class FusionScope {
 // graph is left in topological order.
 size_t fuse_everywhere(Graph& graph, const std::function<bool(Node*)>& fuse);
 
+// A transformer fusion: tries to fuse the subgraph around `node`; true when it did.
+using FusionRule = std::function<bool(const FusionScope& scope, Node* node)>;
+// A pass named `name` (a literal) that is one fusion rule, run by fuse_everywhere.
+std::unique_ptr<GraphPass> make_fusion_pass(std::string_view name, FusionRule fuse);
+
 // The value of a one-element float constant, or nullopt.
 std::optional<double> scalar_constant(const Value* value, const PassContext& context);
 // True when `value` is within a relative `tolerance` of `expected` (exporters round their

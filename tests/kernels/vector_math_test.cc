@@ -3,6 +3,7 @@
 // aliasing, special values, rows (softmax, layer norm) and the 2-D transpose.
 #include "kernels/vector_math.h"
 
+#include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 
 #include <gtest/gtest.h>
@@ -319,7 +320,9 @@ TEST(VectorMath, TransposeMovesEveryElement) {
 
 TEST(VectorMath, EveryFusedActivationHasAUnaryMap) {
   for (std::string_view name : kActivations) {
-    const auto activation = activation_from_name(name, {});
+    const ActivationSpec* spec = find_activation(name);
+    ASSERT_TRUE(spec) << name;
+    const auto activation = vector_activation(ActivationFunction::with_defaults(spec->kind));
     ASSERT_TRUE(activation) << name;
     std::vector<float> x = {-3.0f, -0.5f, 0.0f, 0.25f, 4.0f}, y(x.size());
     apply_activation(*activation, x.data(), y.data(), static_cast<int64_t>(x.size()));
@@ -328,15 +331,15 @@ TEST(VectorMath, EveryFusedActivationHasAUnaryMap) {
                                                              activation->p0, activation->p1);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(same_float(y[i], direct[i])) << name;
   }
-  EXPECT_FALSE(activation_from_name("Softplus", {}));
-  const std::vector<float> bounds = {0.0f, 6.0f};
-  const auto clip = activation_from_name("Clip", bounds);
+  EXPECT_FALSE(vector_activation(ActivationFunction::with_defaults(ActivationKind::kSoftplus)));
+  const auto clip = vector_activation({ActivationKind::kClip, 0.0f, 6.0f});
   float values[] = {-1.0f, 3.0f, 9.0f};
   apply_activation(*clip, values, values, 3);
   EXPECT_EQ(values[0], 0.0f);
   EXPECT_EQ(values[1], 3.0f);
   EXPECT_EQ(values[2], 6.0f);
-  const auto leaky = activation_from_name("LeakyRelu", {});
+  const auto leaky =
+      vector_activation(ActivationFunction::with_defaults(ActivationKind::kLeakyRelu));
   EXPECT_EQ(leaky->p0, 0.01f);
 }
 

@@ -183,9 +183,9 @@ TEST(InlineConstantIf, NestedSubgraphsMoveAlong) {
   for (Graph* sub : inner->subgraphs()) EXPECT_EQ(sub->parent(), &g);
   Value* b = g.find_value("b");
   ASSERT_TRUE(b && b->producer());
-  // b is read by the Mul inside the inner If and the Sub two levels down, and by nothing
-  // left over from the old branch.
-  ASSERT_EQ(b->uses().size(), 2u);
+  // b is read by the Mul inside the inner If, the Sub two levels down and the output of the
+  // deepest else branch, and by nothing left over from the old branch.
+  ASSERT_EQ(b->uses().size(), 3u);
   for (const Use& use : b->uses()) EXPECT_TRUE(use.node->graph()->is_within(&g));
   EXPECT_TRUE(g.find_value("inner_cond")->has_initializer());
   EXPECT_TRUE(same_outputs(before, model));
