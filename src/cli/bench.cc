@@ -134,7 +134,9 @@ NamedValues make_feeds(const Session& session, const BenchArgs& args) {
 }
 
 void run_once(const Session& session, const NamedValues& feeds, Profiler* profiler = nullptr) {
-  auto outputs = session.run(feeds, RunOptions{profiler});
+  RunOptions options;
+  options.profiler = profiler;
+  auto outputs = session.run(feeds, options);
   if (!outputs) fail("{}", outputs.error());
 }
 
