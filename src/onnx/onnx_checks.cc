@@ -19,8 +19,7 @@ constexpr size_t kOmitDataBytes = 1 << 20;
 // half of its session creation). The checker needs a value field on every tensor.
 constexpr size_t kOmitDataBytesForShapeInference = 4096;
 
-onnx::ModelProto to_proto_for_checks(const Model& model,
-                                     size_t omit_data_bytes = kOmitDataBytes) {
+onnx::ModelProto to_proto_for_checks(const Model& model, size_t omit_data_bytes = kOmitDataBytes) {
   onnx::ModelProto proto;
   onnx_io::WriteContext context;
   context.omit_data_threshold = omit_data_bytes;

@@ -7,6 +7,12 @@
 namespace onnxkit {
 namespace {
 
+// Registrations are keyed by (canonical domain, op type): "ai.onnx" and "" are one domain.
+std::pair<std::string, std::string> registry_key(std::string_view domain,
+                                                 std::string_view op_type) {
+  return {std::string(canonical_domain(domain)), std::string(op_type)};
+}
+
 template <typename Registration>
 void insert_sorted(std::vector<Registration>& versions, Registration registration,
                    std::string_view op_type) {
@@ -24,8 +30,7 @@ void insert_sorted(std::vector<Registration>& versions, Registration registratio
 template <typename Table>
 const typename Table::mapped_type::value_type* lookup(const Table& table, std::string_view domain,
                                                       std::string_view op_type, int64_t opset) {
-  auto it =
-      table.find(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type)));
+  auto it = table.find(registry_key(domain, op_type));
   if (it == table.end()) return nullptr;
   const typename Table::mapped_type::value_type* best = nullptr;
   for (const auto& registration : it->second) {
@@ -38,9 +43,8 @@ const typename Table::mapped_type::value_type* lookup(const Table& table, std::s
 
 void OpRegistry::add(std::string domain, std::string op_type, int64_t since_version,
                      OpDefinition definition) {
-  domain = std::string(canonical_domain(domain));
-  auto& versions = ops_[{domain, op_type}];
-  insert_sorted(versions, OpRegistration{domain, op_type, since_version, std::move(definition)},
+  auto key = registry_key(domain, op_type);
+  insert_sorted(ops_[key], OpRegistration{key.first, op_type, since_version, std::move(definition)},
                 op_type);
 }
 
@@ -51,7 +55,7 @@ void OpRegistry::add(std::string op_type, std::initializer_list<int64_t> since_v
 
 void OpRegistry::add_optimized(std::string domain, std::string op_type, int64_t since_version,
                                KernelFactory factory) {
-  auto& versions = optimized_[{std::string(canonical_domain(domain)), op_type}];
+  auto& versions = optimized_[registry_key(domain, op_type)];
   insert_sorted(versions, OptimizedRegistration{since_version, std::move(factory)}, op_type);
 }
 
@@ -82,7 +86,7 @@ const OpTraits& OpRegistry::traits(const Node& node, int64_t opset) const {
 }
 
 bool OpRegistry::knows(std::string_view domain, std::string_view op_type) const {
-  return ops_.count(std::make_pair(std::string(canonical_domain(domain)), std::string(op_type))) > 0;
+  return ops_.count(registry_key(domain, op_type)) > 0;
 }
 
 std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& context,

@@ -441,7 +441,6 @@ TEST(ReverseSequence, ErrorsNameTheProblem) {
   EXPECT_NE(message.find("batch_axis 1 and time_axis 1"), std::string::npos) << message;
 }
 
-
 // Shape-vector rules, read from the op definitions as shape folding reads them: each value is
 // an initializer or its producer's rule applied to its inputs' vectors.
 namespace shape_vector_test {
