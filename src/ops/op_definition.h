@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "ops/kernel.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 
@@ -98,6 +99,21 @@ struct OpDefinition {
   // How its output's shape vector follows from its inputs'; nullptr when the op is no part of
   // shape computations.
   ShapeVectorRule shape_vector = nullptr;
+  // How its outputs' types follow from its inputs' (ops/type_inference.h); nullptr while the
+  // op has no rule (its outputs stay unknown where libonnx does not know the op either).
+  TypeInferenceRule infer_types = nullptr;
+
+  // The same definition with `rule` as its type inference: registry.add("Relu", {6, 13, 14},
+  // OpDefinition(kernel_factory<ReluKernel>(), kElementwiseOp).with_types(infer_same_as_input)).
+  OpDefinition with_types(TypeInferenceRule rule) const& {
+    OpDefinition copy = *this;
+    copy.infer_types = rule;
+    return copy;
+  }
+  OpDefinition with_types(TypeInferenceRule rule) && {
+    infer_types = rule;
+    return std::move(*this);
+  }
 };
 
 }  // namespace onnxkit
