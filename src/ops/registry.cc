@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/status.h"
 #include "ir/domain.h"
 
 namespace onnxkit {
@@ -51,6 +52,15 @@ void OpRegistry::add(std::string domain, std::string op_type, int64_t since_vers
 void OpRegistry::add(std::string op_type, std::initializer_list<int64_t> since_versions,
                      const OpDefinition& definition) {
   for (int64_t version : since_versions) add("", op_type, version, definition);
+}
+
+void OpRegistry::set_type_rule(std::string_view domain, std::string_view op_type,
+                               TypeInferenceRule rule) {
+  auto it = ops_.find(registry_key(domain, op_type));
+  if (it == ops_.end()) fail("set_type_rule: {} is not registered", op_type);
+  for (OpRegistration& registration : it->second) {
+    if (!registration.definition.infer_types) registration.definition.infer_types = rule;
+  }
 }
 
 void OpRegistry::add_optimized(std::string domain, std::string op_type, int64_t since_version,

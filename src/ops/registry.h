@@ -57,6 +57,10 @@ class OpRegistry {
     add(std::move(op_type), since_versions,
         OpDefinition(std::move(reference_kernel), traits, shape_vector));
   }
+  // Sets `rule` as the type inference of every registered version of `op_type` of `domain`
+  // that has none yet (a rule that differs across versions asks TypeInferenceContext::opset).
+  // Fails when the op is not registered.
+  void set_type_rule(std::string_view domain, std::string_view op_type, TypeInferenceRule rule);
   // An optimized kernel for `op_type` of `domain` from `since_version` on.
   void add_optimized(std::string domain, std::string op_type, int64_t since_version,
                      KernelFactory factory);
