@@ -823,7 +823,7 @@ void register_dnnl_reorder_kernels(OpRegistry& registry) {
 }  // namespace
 
 void register_dnnl_conv_kernels(OpRegistry& registry) {
-  for (int64_t since : {1, 11}) {
+  for (int64_t since : {1, 11, 22}) {
     registry.add_optimized("", "Conv", since, conv_factory(ConvKind::kConv));
     registry.add_optimized("", "ConvTranspose", since, conv_factory(ConvKind::kConvTranspose));
   }

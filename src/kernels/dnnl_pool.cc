@@ -257,9 +257,8 @@ std::unique_ptr<OpKernel> make_max_pool(const KernelCreateContext& context) {
   const auto& outputs = context.node().outputs();
   if (outputs.size() > 1 && outputs[1] != nullptr) return nullptr;  // Indices wanted
   auto reference = context.reference_kernel();
-  const bool v10 = context.opset() >= 10;
   return std::make_unique<DnnlPoolKernel>(
-      dnnl::algorithm::pooling_max, ConvAttributes::pool(context, v10, v10), std::move(reference));
+      dnnl::algorithm::pooling_max, ConvAttributes::pool_of_version(context), std::move(reference));
 }
 
 std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) {
@@ -268,7 +267,7 @@ std::unique_ptr<OpKernel> make_average_pool(const KernelCreateContext& context) 
   return std::make_unique<DnnlPoolKernel>(
       include_pad ? dnnl::algorithm::pooling_avg_include_padding
                   : dnnl::algorithm::pooling_avg_exclude_padding,
-      ConvAttributes::pool(context, false, context.opset() >= 10), std::move(reference));
+      ConvAttributes::pool_of_version(context), std::move(reference));
 }
 
 // The blocked pools take MaxPool's opset-12 and AveragePool's opset-11 attributes.
@@ -290,17 +289,20 @@ std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& c
 
 void register_dnnl_pool_kernels(OpRegistry& registry) {
   // The reference registrations' since-versions, so every opset finds the optimized one.
-  for (int64_t since : {1, 8, 10, 11, 12})
+  for (int64_t since : {1, 8, 10, 11, 12, 22}) {
     registry.add_optimized("", "MaxPool", since, make_max_pool);
-  for (int64_t since : {1, 7, 10, 11}) {
+  }
+  for (int64_t since : {1, 7, 10, 11, 19, 22}) {
     registry.add_optimized("", "AveragePool", since, make_average_pool);
   }
-  registry.add_optimized("", "GlobalAveragePool", 1, [](const KernelCreateContext& context) {
-    return std::make_unique<GlobalPoolKernel<false>>(context.reference_kernel());
-  });
-  registry.add_optimized("", "GlobalMaxPool", 1, [](const KernelCreateContext& context) {
-    return std::make_unique<GlobalPoolKernel<true>>(context.reference_kernel());
-  });
+  for (int64_t since : {1, 22}) {
+    registry.add_optimized("", "GlobalAveragePool", since, [](const KernelCreateContext& context) {
+      return std::make_unique<GlobalPoolKernel<false>>(context.reference_kernel());
+    });
+    registry.add_optimized("", "GlobalMaxPool", since, [](const KernelCreateContext& context) {
+      return std::make_unique<GlobalPoolKernel<true>>(context.reference_kernel());
+    });
+  }
   const std::string domain(kOnnxkitDomain);
   registry.add_optimized(domain, "BlockedMaxPool", 1, make_blocked_max_pool);
   registry.add_optimized(domain, "BlockedAveragePool", 1, make_blocked_average_pool);

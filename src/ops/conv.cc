@@ -1,14 +1,18 @@
-// Op family: conv — Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im), 1-D to N-D.
+// Op family: conv — Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im), 1-D to N-D; Col2Im
+// and DeformConv.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/gemm.h"
+#include "core/status.h"
 #include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -282,11 +286,290 @@ class ConvTransposeKernel : public OpKernel {
   ConvTransposeAttributes transpose_;
 };
 
+// ---------------------------------------------------------------------------------------
+// Col2Im (opset 18): ConvTranspose's scatter on its own: the columns of (N, C * prod(block),
+// L) summed into an image of image_shape, L the sliding blocks a convolution would read.
+
+class Col2ImKernel : public OpKernel {
+ public:
+  explicit Col2ImKernel(const KernelCreateContext& context)
+      : dilations_(context.attr_ints("dilations")),
+        pads_(context.attr_ints("pads")),
+        strides_(context.attr_ints("strides")) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Shape image = read_int64s(context.input(1), "Col2Im image_shape");
+    const Shape block = read_int64s(context.input(2), "Col2Im block_shape");
+    const size_t rank = image.size();
+    if (rank == 0 || block.size() != rank) {
+      context.fail(
+          "image_shape ({} values) and block_shape ({} values) must name the same "
+          "spatial dims",
+          image.size(), block.size());
+    }
+    if (x.rank() != 3) {
+      context.fail("input must have rank 3 (N, C * prod(block_shape), L), got {}",
+                   shape_to_string(x.shape()));
+    }
+    const std::vector<int64_t> dilations = list_or(dilations_, rank, 1, "dilations", context);
+    const std::vector<int64_t> strides = list_or(strides_, rank, 1, "strides", context);
+    const std::vector<int64_t> pads = list_or(pads_, 2 * rank, 0, "pads", context);
+    const int64_t kernel_size = shape_numel(block);
+    if (kernel_size <= 0 || x.shape()[1] % kernel_size != 0) {
+      context.fail("input dim 1 ({}) is not divisible by the block size {}", x.shape()[1],
+                   kernel_size);
+    }
+    Shape blocks(rank);  // sliding blocks along each axis
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t extent = (block[d] - 1) * dilations[d] + 1;
+      blocks[d] = (image[d] + pads[d] + pads[d + rank] - extent) / strides[d] + 1;
+      if (image[d] < 0 || block[d] < 1 || blocks[d] < 1) {
+        context.fail("image_shape {} with block_shape {} leaves no sliding block on axis {}",
+                     shape_to_string(image), shape_to_string(block), d);
+      }
+    }
+    const int64_t count = shape_numel(blocks);
+    if (x.shape()[2] != count) {
+      context.fail("input dim 2 is {}, but image_shape {} has {} sliding blocks of {}",
+                   x.shape()[2], shape_to_string(image), count, shape_to_string(block));
+    }
+    const int64_t n = x.shape()[0], channels = x.shape()[1] / kernel_size;
+    Shape out_shape{n, channels};
+    out_shape.insert(out_shape.end(), image.begin(), image.end());
+    Tensor& y = context.allocate_output(0, x.dtype(), out_shape);
+    const std::vector<int64_t> image_strides = contiguous_strides(image);
+    const int64_t image_size = shape_numel(image);
+    // For each (kernel position, block) pair, the image offset it adds to (-1: padding).
+    std::vector<int64_t> target(static_cast<size_t>(kernel_size * count));
+    std::vector<int64_t> k(rank), b(rank);
+    for (int64_t kf = 0; kf < kernel_size; ++kf) {
+      unravel(kf, block, k);
+      for (int64_t bf = 0; bf < count; ++bf) {
+        unravel(bf, blocks, b);
+        int64_t offset = 0;
+        for (size_t d = 0; d < rank && offset >= 0; ++d) {
+          const int64_t pos = b[d] * strides[d] - pads[d] + k[d] * dilations[d];
+          offset = pos < 0 || pos >= image[d] ? -1 : offset + pos * image_strides[d];
+        }
+        target[static_cast<size_t>(kf * count + bf)] = offset;
+      }
+    }
+    dispatch_numeric(x.dtype(), "Col2Im", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      std::vector<C> sum(static_cast<size_t>(image_size));
+      for (int64_t plane = 0; plane < n * channels; ++plane) {
+        std::fill(sum.begin(), sum.end(), C{});
+        const T* col = px + plane * kernel_size * count;
+        for (int64_t i = 0; i < kernel_size * count; ++i) {
+          const int64_t t = target[static_cast<size_t>(i)];
+          if (t >= 0) sum[static_cast<size_t>(t)] += static_cast<C>(col[i]);
+        }
+        for (int64_t i = 0; i < image_size; ++i) {
+          py[plane * image_size + i] = static_cast<T>(sum[static_cast<size_t>(i)]);
+        }
+      }
+    });
+  }
+
+ private:
+  static std::vector<int64_t> list_or(const std::vector<int64_t>& values, size_t size, int64_t fill,
+                                      std::string_view name, const KernelContext& context) {
+    if (values.empty()) return std::vector<int64_t>(size, fill);
+    if (values.size() != size) {
+      context.fail("{} has {} values, expected {}", name, values.size(), size);
+    }
+    for (int64_t v : values) {
+      if (v < (fill == 0 ? 0 : 1)) context.fail("{} has value {}, must be >= {}", name, v, fill);
+    }
+    return values;
+  }
+
+  std::vector<int64_t> dilations_, pads_, strides_;
+};
+
+// output: input's dtype, [N, C, image_shape...] with C = dim 1 / prod(block_shape).
+void infer_col2im(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::optional<std::vector<int64_t>> image = input_ints(context, 1);
+  const std::optional<std::vector<int64_t>> block = input_ints(context, 2);
+  if (x && x->size() != 3) fail("input must have rank 3, got rank {}", x->size());
+  std::vector<Dim> dims{x ? (*x)[0] : Dim{}, Dim{}};
+  if (x && block && (*x)[1].is_known()) {
+    const int64_t kernel_size = shape_numel(*block);
+    if (kernel_size > 0) dims[1] = Dim::known((*x)[1].value / kernel_size);
+  }
+  if (image) {
+    for (int64_t v : *image) dims.push_back(Dim::known(v));
+  } else if (const std::vector<Dim>* image_dims = input_dims(context, 1);
+             image_dims && image_dims->size() == 1 && (*image_dims)[0].is_known()) {
+    dims.resize(2 + static_cast<size_t>((*image_dims)[0].value));
+  } else {
+    context.set_output(0, tensor_type(dtype, std::nullopt));
+    return;
+  }
+  context.set_output(0, tensor_type(dtype, dims));
+}
+
+// ---------------------------------------------------------------------------------------
+// DeformConv (opset 19): a convolution whose kernel taps read X at per-output learned
+// offsets (bilinear interpolation, zero outside X), each tap optionally scaled by a mask.
+
+class DeformConvKernel : public OpKernel {
+ public:
+  explicit DeformConvKernel(const KernelCreateContext& context)
+      : attrs_(context), offset_group_(context.attr_int("offset_group", 1)) {
+    if (offset_group_ < 1) context.fail("offset_group must be >= 1, got {}", offset_group_);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& w = context.input(1);
+    const Tensor& offset = context.input(2);
+    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape());
+    const size_t rank = g.rank();
+    const int64_t groups = offset_group_;
+    if (g.channels % groups != 0) {
+      context.fail("X has {} channels, not divisible by offset_group {}", g.channels, groups);
+    }
+    Shape offset_shape{g.batch, groups * g.kernel_size * static_cast<int64_t>(rank)};
+    offset_shape.insert(offset_shape.end(), g.out.begin(), g.out.end());
+    if (offset.shape() != offset_shape) {
+      context.fail("offset has shape {}, expected {}", shape_to_string(offset.shape()),
+                   shape_to_string(offset_shape));
+    }
+    const bool has_bias = context.has_input(3) && context.input(3).numel() > 0;
+    const bool has_mask = context.has_input(4) && context.input(4).numel() > 0;
+    if (has_bias && context.input(3).shape() != Shape{g.maps}) {
+      context.fail("B has shape {}, expected [{}]", shape_to_string(context.input(3).shape()),
+                   g.maps);
+    }
+    Shape mask_shape{g.batch, groups * g.kernel_size};
+    mask_shape.insert(mask_shape.end(), g.out.begin(), g.out.end());
+    if (has_mask && context.input(4).shape() != mask_shape) {
+      context.fail("mask has shape {}, expected {}", shape_to_string(context.input(4).shape()),
+                   shape_to_string(mask_shape));
+    }
+    const std::vector<double> xs = read_doubles(context, x, "X");
+    const std::vector<double> ws = read_doubles(context, w, "W");
+    const std::vector<double> offsets = read_doubles(context, offset, "offset");
+    const std::vector<double> bias =
+        has_bias ? read_doubles(context, context.input(3), "B") : std::vector<double>();
+    const std::vector<double> mask =
+        has_mask ? read_doubles(context, context.input(4), "mask") : std::vector<double>();
+
+    // The sampled columns: col[c][k][o] = mask * X_c(o * s - p + k * dl + offset), so the
+    // convolution is then one matrix product per group, as Conv's im2col.
+    const int64_t per_group = g.channels / groups;
+    const int64_t corners = int64_t{1} << rank;
+    const std::vector<int64_t> in_strides = contiguous_strides(g.in);
+    std::vector<double> col(static_cast<size_t>(g.channels * g.kernel_size * g.out_size));
+    std::vector<double> result(static_cast<size_t>(g.batch * g.maps * g.out_size));
+    std::vector<int64_t> k(rank), o(rank);
+    std::vector<double> pos(rank);
+    const int64_t in_channels_per_group = g.channels / g.group;
+    const int64_t maps_per_group = g.maps / g.group;
+    for (int64_t b = 0; b < g.batch; ++b) {
+      for (int64_t og = 0; og < groups; ++og) {
+        for (int64_t kf = 0; kf < g.kernel_size; ++kf) {
+          unravel(kf, g.kernel, k);
+          for (int64_t of = 0; of < g.out_size; ++of) {
+            unravel(of, g.out, o);
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t channel =
+                  (og * g.kernel_size + kf) * static_cast<int64_t>(rank) + static_cast<int64_t>(d);
+              const double shift = offsets[static_cast<size_t>(
+                  (b * groups * g.kernel_size * static_cast<int64_t>(rank) + channel) * g.out_size +
+                  of)];
+              pos[d] = static_cast<double>(o[d] * g.strides[d] - g.pad_begin[d] +
+                                           k[d] * g.dilations[d]) +
+                       shift;
+            }
+            const double scale =
+                has_mask
+                    ? mask[static_cast<size_t>(
+                          (b * groups * g.kernel_size + og * g.kernel_size + kf) * g.out_size + of)]
+                    : 1.0;
+            for (int64_t c = og * per_group; c < (og + 1) * per_group; ++c) {
+              const double* xc = xs.data() + (b * g.channels + c) * g.in_size;
+              double value = 0;
+              for (int64_t corner = 0; corner < corners; ++corner) {
+                double weight = 1;
+                int64_t at = 0;
+                for (size_t d = 0; d < rank && weight != 0; ++d) {
+                  const double floor = std::floor(pos[d]);
+                  const bool upper = (corner >> d) & 1;
+                  const double i = floor + (upper ? 1 : 0);
+                  weight *= upper ? pos[d] - floor : 1 - (pos[d] - floor);
+                  if (i < 0 || i >= static_cast<double>(g.in[d])) weight = 0;
+                  at += static_cast<int64_t>(i) * in_strides[d];
+                }
+                if (weight != 0) value += weight * xc[at];
+              }
+              col[static_cast<size_t>((c * g.kernel_size + kf) * g.out_size + of)] = value * scale;
+            }
+          }
+        }
+      }
+      // result[m][o] = sum over the group's (c, k) of W[m][c % per group][k] * col[c][k][o].
+      for (int64_t m = 0; m < g.maps; ++m) {
+        const int64_t grp = m / maps_per_group;
+        double* out = result.data() + (b * g.maps + m) * g.out_size;
+        std::fill_n(out, g.out_size, has_bias ? bias[static_cast<size_t>(m)] : 0.0);
+        for (int64_t ci = 0; ci < in_channels_per_group; ++ci) {
+          const int64_t c = grp * in_channels_per_group + ci;
+          for (int64_t kf = 0; kf < g.kernel_size; ++kf) {
+            const double wv =
+                ws[static_cast<size_t>((m * in_channels_per_group + ci) * g.kernel_size + kf)];
+            if (wv == 0) continue;
+            const double* row = col.data() + (c * g.kernel_size + kf) * g.out_size;
+            for (int64_t i = 0; i < g.out_size; ++i) out[i] += wv * row[i];
+          }
+        }
+      }
+    }
+    write_doubles(context, 0, x.dtype(), g.out_shape, result);
+  }
+
+ private:
+  ConvAttributes attrs_;
+  int64_t offset_group_;
+};
+
+// Y: X's dtype, [N, M, offset's spatial dims].
+void infer_deform_conv(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* w = input_dims(context, 1);
+  const std::vector<Dim>* offset = input_dims(context, 2);
+  if (!offset && !x) {
+    context.set_output(0, tensor_type(dtype, std::nullopt));
+    return;
+  }
+  const size_t rank = offset ? offset->size() : x->size();
+  if (rank < 3) fail("X and offset must have rank >= 3, got rank {}", rank);
+  std::vector<Dim> dims(rank);
+  dims[0] = x ? (*x)[0] : (*offset)[0];
+  if (w && w->size() == rank) dims[1] = (*w)[0];
+  if (offset) std::copy(offset->begin() + 2, offset->end(), dims.begin() + 2);
+  context.set_output(0, tensor_type(dtype, dims));
+}
+
 }  // namespace
 
 void register_conv_ops(OpRegistry& registry) {
-  registry.add("Conv", {1, 11}, kernel_factory<ConvKernel>());
-  registry.add("ConvTranspose", {1, 11}, kernel_factory<ConvTransposeKernel>());
+  registry.add("Conv", {1, 11, 22}, kernel_factory<ConvKernel>());
+  registry.add("ConvTranspose", {1, 11, 22}, kernel_factory<ConvTransposeKernel>());
+  registry.add("Col2Im", {18},
+               OpDefinition(kernel_factory<Col2ImKernel>()).with_types(infer_col2im));
+  registry.add("DeformConv", {19, 22},
+               OpDefinition(kernel_factory<DeformConvKernel>()).with_types(infer_deform_conv));
 }
 
 }  // namespace onnxkit

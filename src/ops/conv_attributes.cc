@@ -101,6 +101,14 @@ ConvAttributes ConvAttributes::pool(const KernelCreateContext& context, bool wit
   return a;
 }
 
+ConvAttributes ConvAttributes::pool_of_version(const KernelCreateContext& context) {
+  const std::string_view op = context.node().op_type();
+  const int64_t opset = context.opset();
+  if (op == "AveragePool") return pool(context, opset >= 19, opset >= 10);
+  if (op == "LpPool") return pool(context, opset >= 18, opset >= 18);
+  return pool(context, opset >= 10, opset >= 10);  // MaxPool
+}
+
 std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool transposed,
                                         std::string_view x_name, std::string_view w_name) const {
   if (x.size() < 3) {

@@ -39,6 +39,10 @@ struct ConvAttributes {
   // dilations and ceil_mode where the op's version has them.
   static ConvAttributes pool(const KernelCreateContext& context, bool with_dilations,
                              bool with_ceil_mode);
+  // The same for MaxPool, AveragePool or LpPool (the node's op type) at the node's opset:
+  // dilations from MaxPool-10, AveragePool-19 and LpPool-18; ceil_mode from MaxPool-10,
+  // AveragePool-10 and LpPool-18.
+  static ConvAttributes pool_of_version(const KernelCreateContext& context);
 
   bool same_padding() const {
     return auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower;

@@ -1,5 +1,5 @@
-// Op family: normalization (BatchNormalization, InstanceNormalization, LayerNormalization,
-// MeanVarianceNormalization, LRN) and Dropout.
+// Op family: normalization (BatchNormalization, InstanceNormalization, GroupNormalization,
+// LayerNormalization, LpNormalization, MeanVarianceNormalization, LRN) and Dropout.
 //
 // Statistics are accumulated in double whatever the element type; Float16/BFloat16
 // elements are read and written through float.
@@ -9,6 +9,7 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -163,6 +164,101 @@ class InstanceNormalizationKernel : public OpKernel {
 
  private:
   float epsilon_;
+};
+
+// GroupNormalization-18 (scale and bias per group) and -21 (per channel; stash_type, the
+// precision of the statistics, which are double here whatever it says): the statistics of
+// each instance's group of C / num_groups channels.
+class GroupNormalizationKernel : public OpKernel {
+ public:
+  explicit GroupNormalizationKernel(const KernelCreateContext& context)
+      : epsilon_(context.attr_float("epsilon", 1e-5f)),
+        num_groups_(context.attr_int("num_groups")),
+        per_channel_(context.opset() >= 21) {
+    if (num_groups_ < 1) context.fail("num_groups is {}, must be >= 1", num_groups_);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() < 2) context.fail("input has rank {}, needs at least 2 (N, C, ...)", x.rank());
+    const int64_t batch = x.shape()[0], channels = x.shape()[1];
+    if (channels % num_groups_ != 0) {
+      context.fail("{} channels are not divisible by num_groups {}", channels, num_groups_);
+    }
+    const int64_t per_group = channels / num_groups_;
+    const int64_t inner = shape_numel(std::span(x.shape()).subspan(2));
+    const int64_t params = per_channel_ ? channels : num_groups_;
+    const Tensor& scale_t = context.input(1);
+    const Tensor& bias_t = context.input(2);
+    if (scale_t.numel() != params || bias_t.numel() != params) {
+      context.fail("scale {} and bias {} need {} values each (one per {})",
+                   shape_to_string(scale_t.shape()), shape_to_string(bias_t.shape()), params,
+                   per_channel_ ? "channel" : "group");
+    }
+    const std::vector<double> scale = read_doubles(context, scale_t, "scale");
+    const std::vector<double> bias = read_doubles(context, bias_t, "bias");
+    std::vector<double> mean, var;
+    group_moments(context, x, batch * num_groups_, per_group * inner, mean, var);
+    std::vector<double> a(batch * channels), b(batch * channels);
+    for (int64_t i = 0; i < batch * channels; ++i) {
+      const int64_t c = i % channels;
+      const int64_t g = (i / channels) * num_groups_ + c / per_group;
+      const int64_t p = per_channel_ ? c : c / per_group;
+      a[i] = scale[p] / std::sqrt(var[g] + static_cast<double>(epsilon_));
+      b[i] = bias[p] - mean[g] * a[i];
+    }
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    affine_by_group(x, y, batch * channels, inner, a, b);
+  }
+
+ private:
+  float epsilon_;
+  int64_t num_groups_;
+  bool per_channel_;
+};
+
+// x divided by its L1 or L2 norm along `axis` (0 where the norm is 0).
+class LpNormalizationKernel : public OpKernel {
+ public:
+  explicit LpNormalizationKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)), p_(context.attr_int("p", 2)) {
+    if (p_ != 1 && p_ != 2) context.fail("p is {}, must be 1 or 2", p_);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(axis_, rank, "LpNormalization axis");
+    const std::span<const int64_t> shape(x.shape());
+    const int64_t outer = shape_numel(shape.subspan(0, static_cast<size_t>(axis)));
+    const int64_t length = rank == 0 ? 1 : shape[static_cast<size_t>(axis)];
+    const int64_t inner = rank == 0 ? 1 : shape_numel(shape.subspan(static_cast<size_t>(axis) + 1));
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_float(x.dtype(), "LpNormalization", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t base = o * length * inner + i;
+          double norm = 0;
+          for (int64_t k = 0; k < length; ++k) {
+            const double v = static_cast<double>(px[base + k * inner]);
+            norm += p_ == 1 ? std::fabs(v) : v * v;
+          }
+          if (p_ == 2) norm = std::sqrt(norm);
+          for (int64_t k = 0; k < length; ++k) {
+            const double v = static_cast<double>(px[base + k * inner]);
+            py[base + k * inner] = static_cast<T>(norm == 0 ? 0.0 : v / norm);
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  int64_t p_;
 };
 
 class LayerNormalizationKernel : public OpKernel {
@@ -416,7 +512,13 @@ void register_normalization_ops(OpRegistry& registry) {
   // One kernel per op reads the attributes its opset defines (spatial up to 7, is_test at
   // 6, training_mode from 14; Dropout's ratio moved from attribute to input at 12).
   registry.add("BatchNormalization", {6, 7, 9, 14, 15}, kernel_factory<BatchNormalizationKernel>());
-  registry.add("InstanceNormalization", {6}, kernel_factory<InstanceNormalizationKernel>());
+  registry.add("InstanceNormalization", {1, 6, 22}, kernel_factory<InstanceNormalizationKernel>());
+  registry.add(
+      "GroupNormalization", {18, 21},
+      OpDefinition(kernel_factory<GroupNormalizationKernel>()).with_types(infer_same_as_input));
+  registry.add(
+      "LpNormalization", {1, 22},
+      OpDefinition(kernel_factory<LpNormalizationKernel>()).with_types(infer_same_as_input));
   registry.add("LayerNormalization", {17}, kernel_factory<LayerNormalizationKernel>());
   registry.add("MeanVarianceNormalization", {9, 13},
                kernel_factory<MeanVarianceNormalizationKernel>());

@@ -322,7 +322,7 @@ class RoiAlignKernel : public OpKernel {
 
 void register_object_detection_ops(OpRegistry& registry) {
   registry.add("NonMaxSuppression", {10, 11}, kernel_factory<NonMaxSuppressionKernel>());
-  registry.add("RoiAlign", {10, 16}, kernel_factory<RoiAlignKernel>());
+  registry.add("RoiAlign", {10, 16, 22}, kernel_factory<RoiAlignKernel>());
 }
 
 }  // namespace onnxkit

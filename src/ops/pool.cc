@@ -1,4 +1,5 @@
-// Op family: pooling (MaxPool, AveragePool, LpPool and their Global forms, MaxUnpool).
+// Op family: pooling (MaxPool, AveragePool, LpPool and their Global forms, MaxUnpool,
+// MaxRoiPool).
 //
 // Every windowed pool shares one geometry (kernel, strides, pads, dilations, auto_pad,
 // ceil_mode) and one window walker; the ops differ only in how they reduce a window.
@@ -9,6 +10,7 @@
 #include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -141,7 +143,7 @@ void for_each_plane(const ConvAttributes& attrs, const PoolGeometry& g, const Te
 class MaxPoolKernel : public OpKernel {
  public:
   explicit MaxPoolKernel(const KernelCreateContext& context)
-      : attrs_(ConvAttributes::pool(context, context.opset() >= 10, context.opset() >= 10)),
+      : attrs_(ConvAttributes::pool_of_version(context)),
         storage_order_(context.opset() >= 8 ? context.attr_int("storage_order", 0) : 0),
         opset_(context.opset()) {
     if (storage_order_ != 0 && storage_order_ != 1) {
@@ -210,7 +212,7 @@ class MaxPoolKernel : public OpKernel {
 class AveragePoolKernel : public OpKernel {
  public:
   explicit AveragePoolKernel(const KernelCreateContext& context)
-      : attrs_(ConvAttributes::pool(context, false, context.opset() >= 10)),
+      : attrs_(ConvAttributes::pool_of_version(context)),
         count_include_pad_(context.opset() >= 7 && context.attr_int("count_include_pad", 0) != 0) {}
 
   void compute(KernelContext& context) const override {
@@ -266,7 +268,7 @@ double lp_root(double sum, double p) {
 class LpPoolKernel : public OpKernel {
  public:
   explicit LpPoolKernel(const KernelCreateContext& context)
-      : attrs_(ConvAttributes::pool(context, false, false)), p_(read_p(context)) {}
+      : attrs_(ConvAttributes::pool_of_version(context)), p_(read_p(context)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -438,18 +440,123 @@ class MaxUnpoolKernel : public OpKernel {
   std::vector<int64_t> pads_;
 };
 
+// MaxRoiPool (Fast R-CNN's RoI pooling): each region of interest (batch index, x1, y1, x2,
+// y2, scaled by spatial_scale and rounded) split into pooled_shape bins, each the maximum of
+// its elements (0 for an empty bin), as Caffe and ONNX Runtime compute it.
+class MaxRoiPoolKernel : public OpKernel {
+ public:
+  explicit MaxRoiPoolKernel(const KernelCreateContext& context)
+      : pooled_(context.attr_ints("pooled_shape")),
+        spatial_scale_(context.attr_float("spatial_scale", 1.0f)) {
+    if (pooled_.size() != 2 || pooled_[0] < 1 || pooled_[1] < 1) {
+      context.fail("pooled_shape must be two positive values, got {}", shape_to_string(pooled_));
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& rois_t = context.input(1);
+    if (x.rank() != 4)
+      context.fail("X must be 4-D (N, C, H, W), got {}", shape_to_string(x.shape()));
+    if (rois_t.rank() != 2 || rois_t.shape()[1] != 5) {
+      context.fail("rois must have shape [num_rois, 5], got {}", shape_to_string(rois_t.shape()));
+    }
+    const int64_t batch = x.shape()[0], channels = x.shape()[1];
+    const int64_t h = x.shape()[2], w = x.shape()[3];
+    const int64_t num_rois = rois_t.shape()[0];
+    const int64_t ph = pooled_[0], pw = pooled_[1];
+    const std::vector<double> rois = read_doubles(context, rois_t, "rois");
+    Tensor& y = context.allocate_output(0, x.dtype(), {num_rois, channels, ph, pw});
+    dispatch_float(x.dtype(), "MaxRoiPool", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for (int64_t r = 0; r < num_rois; ++r) {
+        const double* roi = rois.data() + r * 5;
+        const auto b = static_cast<int64_t>(roi[0]);
+        if (b < 0 || b >= batch) {
+          context.fail("roi {} names batch index {}, X has {}", r, roi[0], batch);
+        }
+        auto scaled = [&](double v) {
+          return static_cast<int64_t>(std::round(v * spatial_scale_));
+        };
+        const int64_t start_w = scaled(roi[1]), start_h = scaled(roi[2]);
+        const int64_t end_w = scaled(roi[3]), end_h = scaled(roi[4]);
+        const double bin_h = static_cast<double>(std::max<int64_t>(end_h - start_h + 1, 1)) /
+                             static_cast<double>(ph);
+        const double bin_w = static_cast<double>(std::max<int64_t>(end_w - start_w + 1, 1)) /
+                             static_cast<double>(pw);
+        for (int64_t c = 0; c < channels; ++c) {
+          const T* xc = px + (b * channels + c) * h * w;
+          T* yc = py + (r * channels + c) * ph * pw;
+          for (int64_t i = 0; i < ph; ++i) {
+            auto clamp_h = [&](double v) {
+              return std::clamp<int64_t>(static_cast<int64_t>(v) + start_h, 0, h);
+            };
+            const int64_t hs = clamp_h(std::floor(static_cast<double>(i) * bin_h));
+            const int64_t he = clamp_h(std::ceil(static_cast<double>(i + 1) * bin_h));
+            for (int64_t j = 0; j < pw; ++j) {
+              auto clamp_w = [&](double v) {
+                return std::clamp<int64_t>(static_cast<int64_t>(v) + start_w, 0, w);
+              };
+              const int64_t ws = clamp_w(std::floor(static_cast<double>(j) * bin_w));
+              const int64_t we = clamp_w(std::ceil(static_cast<double>(j + 1) * bin_w));
+              ComputeType<T> best = 0;
+              if (he > hs && we > ws) {
+                best = std::numeric_limits<ComputeType<T>>::lowest();
+                for (int64_t yy = hs; yy < he; ++yy) {
+                  for (int64_t xx = ws; xx < we; ++xx) {
+                    best = std::max(best, static_cast<ComputeType<T>>(xc[yy * w + xx]));
+                  }
+                }
+              }
+              yc[i * pw + j] = static_cast<T>(best);
+            }
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  std::vector<int64_t> pooled_;
+  float spatial_scale_;
+};
+
+// Y: X's dtype, [num_rois, C, pooled_shape...].
+void infer_max_roi_pool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* rois = input_dims(context, 1);
+  const Attribute* pooled = context.node().find_attribute("pooled_shape");
+  std::vector<Dim> dims{rois && rois->size() == 2 ? (*rois)[0] : Dim{},
+                        x && x->size() == 4 ? (*x)[1] : Dim{}};
+  if (pooled && pooled->ints.size() == 2) {
+    for (int64_t v : pooled->ints) dims.push_back(Dim::known(v));
+  } else {
+    dims.resize(4);
+  }
+  context.set_output(0, tensor_type(dtype, dims));
+}
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
   // Since-versions as the schemas define them; one kernel reads the attributes its opset
   // has (dilations and ceil_mode from 10, storage_order from 8, int8/uint8 from 12).
-  registry.add("MaxPool", {1, 8, 10, 11, 12}, kernel_factory<MaxPoolKernel>());
-  registry.add("AveragePool", {1, 7, 10, 11}, kernel_factory<AveragePoolKernel>());
-  registry.add("LpPool", {1, 2, 11}, kernel_factory<LpPoolKernel>());
-  registry.add("GlobalAveragePool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kAverage>>());
-  registry.add("GlobalMaxPool", {1}, kernel_factory<GlobalPoolKernel<GlobalPool::kMax>>());
-  registry.add("GlobalLpPool", {1, 2}, kernel_factory<GlobalPoolKernel<GlobalPool::kLp>>());
-  registry.add("MaxUnpool", {9, 11}, kernel_factory<MaxUnpoolKernel>());
+  // dilations and ceil_mode from 10 (AveragePool's dilations from 19, LpPool's dilations and
+  // ceil_mode from 18: ConvAttributes::pool_of_version); 22 adds bfloat16.
+  registry.add("MaxPool", {1, 8, 10, 11, 12, 22}, kernel_factory<MaxPoolKernel>());
+  registry.add("AveragePool", {1, 7, 10, 11, 19, 22}, kernel_factory<AveragePoolKernel>());
+  registry.add("LpPool", {1, 2, 11, 18, 22}, kernel_factory<LpPoolKernel>());
+  registry.add("GlobalAveragePool", {1, 22},
+               kernel_factory<GlobalPoolKernel<GlobalPool::kAverage>>());
+  registry.add("GlobalMaxPool", {1, 22}, kernel_factory<GlobalPoolKernel<GlobalPool::kMax>>());
+  registry.add("GlobalLpPool", {1, 2, 22}, kernel_factory<GlobalPoolKernel<GlobalPool::kLp>>());
+  registry.add("MaxUnpool", {9, 11, 22}, kernel_factory<MaxUnpoolKernel>());
+  registry.add("MaxRoiPool", {1, 22},
+               OpDefinition(kernel_factory<MaxRoiPoolKernel>()).with_types(infer_max_roi_pool));
 }
 
 }  // namespace onnxkit

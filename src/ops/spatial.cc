@@ -1,5 +1,5 @@
-// Op family: spatial data movement and resampling (Pad, Resize, Upsample, DepthToSpace,
-// SpaceToDepth).
+// Op family: spatial data movement and resampling (Pad, CenterCropPad, Resize, Upsample,
+// DepthToSpace, SpaceToDepth, GridSample, AffineGrid).
 //
 // Pure data movement (Pad, DepthToSpace, SpaceToDepth, nearest resampling) works on element
 // storage of the dtype's byte size, so every dtype the schemas allow (complex and string
@@ -9,8 +9,10 @@
 #include <cmath>
 #include <limits>
 
+#include "core/status.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -92,21 +94,41 @@ void permute_elements(const Tensor& in, Tensor& out, const Shape& view_shape,
 // ---------------------------------------------------------------------------------------
 // Pad
 
-enum class PadMode { kConstant, kReflect, kEdge };
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
+// 'wrap' from Pad-19 on.
 PadMode parse_pad_mode(const KernelCreateContext& context) {
   const std::string mode = context.attr_string("mode", "constant");
   if (mode == "constant") return PadMode::kConstant;
   if (mode == "reflect") return PadMode::kReflect;
   if (mode == "edge") return PadMode::kEdge;
-  context.fail("mode '{}' is not one of constant, reflect, edge", mode);
+  if (mode == "wrap" && context.opset() >= 19) return PadMode::kWrap;
+  context.fail("mode '{}' is not one of constant, reflect, edge{}", mode,
+               context.opset() >= 19 ? ", wrap" : "");
 }
 
-// Pad-1 and Pad-2 take pads and value as attributes; Pad-11 and later take inputs.
+std::string_view pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::kConstant:
+      return "constant";
+    case PadMode::kReflect:
+      return "reflect";
+    case PadMode::kEdge:
+      return "edge";
+    case PadMode::kWrap:
+      return "wrap";
+  }
+  return "";
+}
+
+// Pad-1 and Pad-2 take pads and value as attributes; Pad-11 and later take inputs, and
+// Pad-18 and later an optional axes input that the pads refer to (default: every axis).
 class PadKernel : public OpKernel {
  public:
   explicit PadKernel(const KernelCreateContext& context)
-      : mode_(parse_pad_mode(context)), pads_from_input_(context.opset() >= 11) {
+      : mode_(parse_pad_mode(context)),
+        pads_from_input_(context.opset() >= 11),
+        axes_input_(context.opset() >= 18) {
     if (!pads_from_input_) {
       const char* name = context.opset() >= 2 ? "pads" : "paddings";
       auto pads = context.attr_ints_opt(name);
@@ -121,6 +143,7 @@ class PadKernel : public OpKernel {
     const int64_t rank = static_cast<int64_t>(data.rank());
     std::vector<int64_t> pads = pads_;
     if (pads_from_input_) pads = read_int64s(context.input(1), "Pad pads");
+    if (axes_input_ && context.has_input(3)) pads = pads_of_axes(context, pads, rank);
     if (static_cast<int64_t>(pads.size()) != 2 * rank) {
       context.fail("pads has {} values, expected 2 * rank = {} for input shape {}", pads.size(),
                    2 * rank, shape_to_string(data.shape()));
@@ -144,7 +167,7 @@ class PadKernel : public OpKernel {
       const int64_t out_dim = kept + before + std::max<int64_t>(0, end);
       if (kept == 0 && out_dim > 0 && mode_ != PadMode::kConstant) {
         context.fail("{} mode cannot pad dim {}, which is empty after cropping",
-                     mode_ == PadMode::kEdge ? "edge" : "reflect", d);
+                     pad_mode_name(mode_), d);
       }
       out_shape[d] = out_dim;
       std::vector<int64_t>& axis = offsets[d];
@@ -157,7 +180,13 @@ class PadKernel : public OpKernel {
             needs_fill = true;
             continue;
           }
-          j = mode_ == PadMode::kEdge ? std::clamp<int64_t>(j, 0, kept - 1) : reflect(j, kept);
+          if (mode_ == PadMode::kEdge) {
+            j = std::clamp<int64_t>(j, 0, kept - 1);
+          } else if (mode_ == PadMode::kWrap) {
+            j = ((j % kept) + kept) % kept;
+          } else {
+            j = reflect(j, kept);
+          }
         }
         axis[o] = (first + j) * strides[d];
       }
@@ -170,6 +199,26 @@ class PadKernel : public OpKernel {
   }
 
  private:
+  // Pads given for the axes input's axes only, spread to 2 * rank values (0 elsewhere).
+  static std::vector<int64_t> pads_of_axes(const KernelContext& context,
+                                           const std::vector<int64_t>& pads, int64_t rank) {
+    const std::vector<int64_t> axes = read_int64s(context.input(3), "Pad axes");
+    const size_t n = axes.size();
+    if (pads.size() != 2 * n) {
+      context.fail("pads has {} values, expected 2 * {} for the {} axes given", pads.size(), n, n);
+    }
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t axis = normalize_axis(axes[i], rank, "Pad axes");
+      if (seen[axis]) context.fail("axes names axis {} twice", axis);
+      seen[axis] = true;
+      full[axis] = pads[i];
+      full[axis + rank] = pads[n + i];
+    }
+    return full;
+  }
+
   // numpy's 'reflect': mirrored on the first and last values, repeating as needed.
   static int64_t reflect(int64_t j, int64_t size) {
     if (size == 1) return 0;
@@ -212,6 +261,7 @@ class PadKernel : public OpKernel {
 
   PadMode mode_;
   bool pads_from_input_;
+  bool axes_input_;
   std::vector<int64_t> pads_;
   float value_ = 0.0f;
 };
@@ -264,10 +314,15 @@ class DepthToSpaceKernel : public OpKernel {
   bool crd_ = false;
 };
 
+// SpaceToDepth-28 adds DepthToSpace's mode attribute; before, the order is always DCR.
 class SpaceToDepthKernel : public OpKernel {
  public:
   explicit SpaceToDepthKernel(const KernelCreateContext& context)
-      : blocksize_(parse_blocksize(context)) {}
+      : blocksize_(parse_blocksize(context)) {
+    const std::string mode = context.opset() >= 28 ? context.attr_string("mode", "DCR") : "DCR";
+    if (mode != "DCR" && mode != "CRD") context.fail("mode '{}' is not DCR or CRD", mode);
+    crd_ = mode == "CRD";
+  }
 
   void compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
@@ -280,12 +335,16 @@ class SpaceToDepthKernel : public OpKernel {
     const int64_t h = s[2] / b;
     const int64_t w = s[3] / b;
     Tensor& out = context.allocate_output(0, input.dtype(), {s[0], s[1] * b * b, h, w});
-    // (N, C, H', b, W', b) -> (N, b, b, C, H', W')
-    permute_elements(input, out, {s[0], s[1], h, b, w, b}, {0, 3, 5, 1, 2, 4}, "SpaceToDepth");
+    if (crd_) {  // (N, C, H', b, W', b) -> (N, C, b, b, H', W')
+      permute_elements(input, out, {s[0], s[1], h, b, w, b}, {0, 1, 3, 5, 2, 4}, "SpaceToDepth");
+    } else {  // (N, C, H', b, W', b) -> (N, b, b, C, H', W')
+      permute_elements(input, out, {s[0], s[1], h, b, w, b}, {0, 3, 5, 1, 2, 4}, "SpaceToDepth");
+    }
   }
 
  private:
   int64_t blocksize_;
+  bool crd_ = false;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -294,6 +353,7 @@ class SpaceToDepthKernel : public OpKernel {
 enum class InterpMode { kNearest, kLinear, kCubic };
 enum class CoordMode {
   kHalfPixel,
+  kHalfPixelSymmetric,
   kPytorchHalfPixel,
   kAlignCorners,
   kAsymmetric,
@@ -310,6 +370,8 @@ struct ResizeOptions {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
+  // Resize-18: linear and cubic downsampling widen their filter by 1 / scale.
+  bool antialias = false;
 };
 
 InterpMode parse_interp_mode(const KernelCreateContext& context, bool allow_cubic) {
@@ -320,15 +382,20 @@ InterpMode parse_interp_mode(const KernelCreateContext& context, bool allow_cubi
   context.fail("mode '{}' is not one of nearest, linear{}", mode, allow_cubic ? ", cubic" : "");
 }
 
-// Where output coordinate x of an axis samples the input (spec of Resize-11/13).
+// Where output coordinate x of an axis samples the input (spec of Resize-11/13/19).
 // `length_resized` is the output length, or input length * scale when scales are given
-// (what the ONNX reference and its test data use).
+// (what the ONNX reference and its test data use); `out` is the integer output length.
 double original_coordinate(CoordMode coord, double x, double scale, double length_resized,
-                           int64_t length_original, double roi_start, double roi_end) {
+                           int64_t out, int64_t length_original, double roi_start, double roi_end) {
   const double original = static_cast<double>(length_original);
   switch (coord) {
     case CoordMode::kHalfPixel:
       return (x + 0.5) / scale - 0.5;
+    case CoordMode::kHalfPixelSymmetric: {
+      // Centres the sampled span when the output length was rounded down.
+      const double adjustment = static_cast<double>(out) / length_resized;
+      return original / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+    }
     case CoordMode::kPytorchHalfPixel:
       return length_resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
     case CoordMode::kAlignCorners:
@@ -378,6 +445,14 @@ void cubic_coefficients(double ratio, double a, double* c) {
   c[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
 }
 
+// Keys' cubic convolution kernel at distance x.
+double cubic_kernel(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
 // How one axis is resampled: for each output index, `taps` input indices and weights.
 struct AxisPlan {
   int64_t out = 0;
@@ -387,13 +462,56 @@ struct AxisPlan {
   std::vector<double> weight;  // out * taps
 };
 
+// With antialias, a linear or cubic filter stretched by 1 / scale when downsampling: the
+// taps at integer distance k from floor(x) for k in [start, 1 - start], each weighted by the
+// kernel at (i - x) * scale, normalized to sum 1 (as the ONNX reference computes them).
+void antialias_taps(const ResizeOptions& options, double x, double scale, int64_t in, int taps,
+                    int64_t* index, double* weight) {
+  const double s = std::min(scale, 1.0);
+  const auto x0 = static_cast<int64_t>(std::floor(x));
+  // An integral x sits at ratio 1 of the cell left of it.
+  const int64_t base = x == std::floor(x) ? x0 - 1 : x0;
+  const int64_t start = 1 - taps / 2;
+  double total = 0;
+  for (int t = 0; t < taps; ++t) {
+    const int64_t i = base + start + t;
+    const double d = (static_cast<double>(i) - x) * s;
+    weight[t] = options.mode == InterpMode::kLinear ? std::clamp(1 - std::fabs(d), 0.0, 1.0)
+                                                    : cubic_kernel(d, options.cubic_a);
+    total += weight[t];
+    index[t] = i;
+  }
+  if (total != 0) {
+    for (int t = 0; t < taps; ++t) weight[t] /= total;
+  }
+  total = 0;
+  for (int t = 0; t < taps; ++t) {
+    if (options.exclude_outside && (index[t] < 0 || index[t] >= in)) weight[t] = 0;
+    total += weight[t];
+    index[t] = std::clamp<int64_t>(index[t], 0, in - 1);  // outside samples repeat the edge
+  }
+  if (options.exclude_outside && total != 0) {
+    for (int t = 0; t < taps; ++t) weight[t] /= total;
+  }
+}
+
+// The taps per output of an antialiased filter: 2 - 2 * start, start = floor(-r / s) + 1
+// for a kernel of radius r (linear 1, cubic 2) and s = min(scale, 1).
+int antialias_tap_count(const ResizeOptions& options, double scale) {
+  const double radius = options.mode == InterpMode::kLinear ? 1.0 : 2.0;
+  const auto start = static_cast<int64_t>(std::floor(-radius / std::min(scale, 1.0)) + 1);
+  return static_cast<int>(2 - 2 * start);
+}
+
 AxisPlan plan_axis(const ResizeOptions& options, int64_t in, int64_t out, double scale,
                    double length_resized, double roi_start, double roi_end) {
   AxisPlan plan;
   plan.out = out;
-  plan.taps = options.mode == InterpMode::kNearest  ? 1
-              : options.mode == InterpMode::kLinear ? 2
-                                                    : 4;
+  const bool antialias = options.antialias && options.mode != InterpMode::kNearest;
+  plan.taps = antialias                              ? antialias_tap_count(options, scale)
+              : options.mode == InterpMode::kNearest ? 1
+              : options.mode == InterpMode::kLinear  ? 2
+                                                     : 4;
   plan.identity = in == out;
   plan.index.resize(static_cast<size_t>(out * plan.taps));
   plan.weight.assign(static_cast<size_t>(out * plan.taps), 0.0);
@@ -401,12 +519,17 @@ AxisPlan plan_axis(const ResizeOptions& options, int64_t in, int64_t out, double
     int64_t* index = &plan.index[static_cast<size_t>(o * plan.taps)];
     double* weight = &plan.weight[static_cast<size_t>(o * plan.taps)];
     const double x = original_coordinate(options.coord, static_cast<double>(o), scale,
-                                         length_resized, in, roi_start, roi_end);
+                                         length_resized, out, in, roi_start, roi_end);
     if (x != static_cast<double>(o)) plan.identity = false;
     if (options.coord == CoordMode::kTfCropAndResize &&
         (x < 0 || x > static_cast<double>(in - 1))) {
       std::fill_n(index, plan.taps, -1);
       plan.identity = false;
+      continue;
+    }
+    if (antialias) {
+      antialias_taps(options, x, scale, in, plan.taps, index, weight);
+      if (scale < 1) plan.identity = false;
       continue;
     }
     if (options.mode == InterpMode::kNearest || x == std::floor(x)) {
@@ -497,6 +620,16 @@ void resize_tensor(KernelContext& context, const ResizeOptions& options, const T
         from_sizes ? static_cast<double>(out_shape[d]) : scales[d] * static_cast<double>(in);
     const double roi_start = roi.empty() ? 0.0 : roi[d];
     const double roi_end = roi.empty() ? 1.0 : roi[d + rank];
+    // An axis kept as it is (scale 1, whole roi) is not resampled, whatever the coordinate
+    // mode would make of it (the reference skips it too).
+    if (out_shape[d] == in && std::fabs(scales[d] - 1) < 1e-12 && roi_start == 0 && roi_end == 1) {
+      AxisPlan& plan = plans.emplace_back();
+      plan.out = in;
+      plan.index.resize(static_cast<size_t>(in));
+      for (int64_t i = 0; i < in; ++i) plan.index[static_cast<size_t>(i)] = i;
+      plan.weight.assign(static_cast<size_t>(in), 1.0);
+      continue;
+    }
     plans.push_back(
         plan_axis(options, in, out_shape[d], scales[d], length_resized, roi_start, roi_end));
   }
@@ -617,8 +750,11 @@ class UpsampleKernel : public OpKernel {
   std::vector<double> scales_;
 };
 
-// Resize-10 (X, scales; Upsample's sampling), Resize-11 (X, roi, scales, sizes?) and
-// Resize-13 (roi and scales optional).
+enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
+
+// Resize-10 (X, scales; Upsample's sampling), Resize-11 (X, roi, scales, sizes?),
+// Resize-13 (roi and scales optional), Resize-18 (antialias, axes, keep_aspect_ratio_policy)
+// and Resize-19 (half_pixel_symmetric).
 class ResizeKernel : public OpKernel {
  public:
   explicit ResizeKernel(const KernelCreateContext& context) : opset_(context.opset()) {
@@ -627,6 +763,8 @@ class ResizeKernel : public OpKernel {
     const std::string coord = context.attr_string("coordinate_transformation_mode", "half_pixel");
     if (coord == "half_pixel") {
       options_.coord = CoordMode::kHalfPixel;
+    } else if (coord == "half_pixel_symmetric" && opset_ >= 19) {
+      options_.coord = CoordMode::kHalfPixelSymmetric;
     } else if (coord == "pytorch_half_pixel") {
       options_.coord = CoordMode::kPytorchHalfPixel;
     } else if (coord == "align_corners") {
@@ -655,6 +793,20 @@ class ResizeKernel : public OpKernel {
     options_.cubic_a = context.attr_float("cubic_coeff_a", -0.75f);
     options_.exclude_outside = context.attr_int("exclude_outside", 0) != 0;
     options_.extrapolation = context.attr_float("extrapolation_value", 0.0f);
+    if (opset_ < 18) return;
+    options_.antialias = context.attr_int("antialias", 0) != 0;
+    if (context.has_attribute("axes")) axes_ = context.attr_ints("axes");
+    const std::string policy = context.attr_string("keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      policy_ = AspectPolicy::kStretch;
+    } else if (policy == "not_larger") {
+      policy_ = AspectPolicy::kNotLarger;
+    } else if (policy == "not_smaller") {
+      policy_ = AspectPolicy::kNotSmaller;
+    } else {
+      context.fail("keep_aspect_ratio_policy '{}' is not stretch, not_larger or not_smaller",
+                   policy);
+    }
   }
 
   void compute(KernelContext& context) const override {
@@ -668,47 +820,94 @@ class ResizeKernel : public OpKernel {
     }
     // Omitted and empty inputs both mean "not given".
     auto given = [&](size_t i) { return context.has_input(i) && context.input(i).numel() > 0; };
+    // The axes that roi, scales and sizes describe (all of them unless axes says otherwise).
+    std::vector<size_t> axes;
+    std::vector<bool> resized(rank, axes_.empty());
+    if (axes_.empty()) {
+      for (size_t d = 0; d < rank; ++d) axes.push_back(d);
+    } else {
+      for (int64_t a : axes_) {
+        const auto d = static_cast<size_t>(normalize_axis(a, static_cast<int64_t>(rank), "axes"));
+        if (resized[d]) context.fail("axes names axis {} twice", d);
+        resized[d] = true;
+        axes.push_back(d);
+      }
+    }
+    const size_t n = axes.size();
     std::vector<double> roi;
     if (options_.coord == CoordMode::kTfCropAndResize) {
       if (!given(1)) context.fail("tf_crop_and_resize needs the roi input");
-      roi = read_doubles(context, context.input(1), "roi");
-      if (roi.size() != 2 * rank) {
-        context.fail("roi has {} values, expected 2 * rank = {}", roi.size(), 2 * rank);
+      const std::vector<double> values = read_doubles(context, context.input(1), "roi");
+      if (values.size() != 2 * n) {
+        context.fail("roi has {} values, expected 2 * {} (starts and ends of the resized axes)",
+                     values.size(), n);
+      }
+      roi.assign(rank, 0.0);
+      roi.resize(2 * rank, 1.0);
+      for (size_t i = 0; i < n; ++i) {
+        roi[axes[i]] = values[i];
+        roi[axes[i] + rank] = values[i + n];
       }
     }
     const bool has_scales = given(2);
     const bool has_sizes = given(3);
     if (has_scales && has_sizes) context.fail("scales and sizes are both given; give only one");
     if (!has_scales && !has_sizes) context.fail("one of scales and sizes must be given");
+    std::vector<double> scales(rank, 1.0);
     if (has_scales) {
-      std::vector<double> scales = read_doubles(context, context.input(2), "scales");
+      const std::vector<double> values = read_doubles(context, context.input(2), "scales");
+      if (values.size() != n) {
+        context.fail("scales has {} values, expected one per resized axis ({})", values.size(), n);
+      }
+      for (size_t i = 0; i < n; ++i) scales[axes[i]] = values[i];
       const Shape out_shape = shape_from_scales(context, x, scales, false);
       resize_tensor(context, options_, x, out_shape, scales, false, roi);
       return;
     }
     const std::vector<int64_t> sizes = read_int64s(context.input(3), "Resize sizes");
-    if (sizes.size() != rank) {
-      context.fail("sizes has {} values, expected one per axis of the rank-{} input", sizes.size(),
-                   rank);
+    if (sizes.size() != n) {
+      context.fail("sizes has {} values, expected one per resized axis ({})", sizes.size(), n);
     }
-    std::vector<double> scales(rank);
-    for (size_t d = 0; d < rank; ++d) {
-      if (sizes[d] < 0) context.fail("sizes value {} of axis {} is negative", sizes[d], d);
+    Shape out_shape = x.shape();
+    for (size_t i = 0; i < n; ++i) {
+      const size_t d = axes[i];
+      if (sizes[i] < 0) context.fail("sizes value {} of axis {} is negative", sizes[i], d);
       const int64_t in = x.shape()[d];
-      scales[d] = in == 0 ? 1.0 : static_cast<double>(sizes[d]) / static_cast<double>(in);
+      out_shape[d] = sizes[i];
+      scales[d] = in == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(in);
     }
-    resize_tensor(context, options_, x, Shape(sizes.begin(), sizes.end()), scales, true, roi);
+    if (policy_ == AspectPolicy::kStretch) {
+      resize_tensor(context, options_, x, out_shape, scales, true, roi);
+      return;
+    }
+    // One scale for every resized axis: the smallest (the output fits inside sizes) or the
+    // largest (it covers sizes); each length rounds half up.
+    double scale = scales[axes[0]];
+    for (size_t d : axes) {
+      scale = policy_ == AspectPolicy::kNotLarger ? std::min(scale, scales[d])
+                                                  : std::max(scale, scales[d]);
+    }
+    for (size_t d : axes) {
+      scales[d] = scale;
+      out_shape[d] =
+          static_cast<int64_t>(std::floor(scale * static_cast<double>(x.shape()[d]) + 0.5));
+    }
+    resize_tensor(context, options_, x, out_shape, scales, false, roi);
   }
 
  private:
   int64_t opset_;
   ResizeOptions options_;
+  std::vector<int64_t> axes_;  // Resize-18's axes attribute; empty: every axis
+  AspectPolicy policy_ = AspectPolicy::kStretch;
 };
 
 // ---------------------------------------------------------------------------------------
 // GridSample
 
 enum class GridMode { kBilinear, kNearest, kBicubic };
+// The spatial dims GridSample takes (a grid of more would not fit in memory anyway).
+constexpr size_t kMaxGridRank = 8;
 enum class GridPadding { kZeros, kBorder, kReflection };
 
 // Reflects x into [lo, hi] (repeatedly, as a mirror at each bound does).
@@ -724,25 +923,30 @@ double reflect_coordinate(double x, double lo, double hi) {
   return even ? hi - r : lo + r;
 }
 
-// One input element (offset in the channel plane, or -1 for a zero) and its weight.
+// One input element (offset in the channel's volume, or -1 for a zero) and its weight.
 struct GridTap {
   int64_t offset;
   double weight;
 };
 
+// GridSample-16 (4-D X; modes bilinear, nearest, bicubic) and GridSample-20 and later (X of
+// rank >= 3, any number of spatial dims; the modes renamed linear, nearest, cubic).
 class GridSampleKernel : public OpKernel {
  public:
   explicit GridSampleKernel(const KernelCreateContext& context)
-      : align_corners_(context.attr_int("align_corners", 0) != 0) {
-    const std::string mode = context.attr_string("mode", "bilinear");
-    if (mode == "bilinear") {
+      : align_corners_(context.attr_int("align_corners", 0) != 0), nd_(context.opset() >= 20) {
+    const std::string linear = nd_ ? "linear" : "bilinear";
+    const std::string cubic = nd_ ? "cubic" : "bicubic";
+    const std::string mode = context.attr_string("mode", linear);
+    mode_name_ = mode;
+    if (mode == linear) {
       mode_ = GridMode::kBilinear;
     } else if (mode == "nearest") {
       mode_ = GridMode::kNearest;
-    } else if (mode == "bicubic") {
+    } else if (mode == cubic) {
       mode_ = GridMode::kBicubic;
     } else {
-      context.fail("mode is '{}', must be 'bilinear', 'nearest' or 'bicubic'", mode);
+      context.fail("mode is '{}', must be '{}', 'nearest' or '{}'", mode, linear, cubic);
     }
     const std::string padding = context.attr_string("padding_mode", "zeros");
     if (padding == "zeros") {
@@ -759,23 +963,33 @@ class GridSampleKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& grid = context.input(1);
-    if (x.rank() != 4)
-      context.fail("X must be 4-D (N, C, H, W), got {}", shape_to_string(x.shape()));
-    if (grid.rank() != 4 || grid.shape()[3] != 2 || grid.shape()[0] != x.shape()[0]) {
-      context.fail("grid must have shape [{}, H_out, W_out, 2], got {}", x.shape()[0],
+    if (nd_ ? x.rank() < 3 : x.rank() != 4) {
+      context.fail("X must be {}, got {}", nd_ ? "(N, C, D1, ...)" : "4-D (N, C, H, W)",
+                   shape_to_string(x.shape()));
+    }
+    const size_t rank = x.rank() - 2;  // spatial dims
+    if (rank > kMaxGridRank) {
+      context.fail("X has {} spatial dims; at most {} are supported", rank, kMaxGridRank);
+    }
+    if (grid.rank() != x.rank() || grid.shape()[0] != x.shape()[0] ||
+        grid.shape().back() != static_cast<int64_t>(rank)) {
+      const char* out_dims = rank == 2   ? "H_out, W_out"
+                             : rank == 3 ? "D_out, H_out, W_out"
+                                         : "the output's spatial dims";
+      context.fail("grid must have shape [{}, {}, {}], got {}", x.shape()[0], out_dims, rank,
                    shape_to_string(grid.shape()));
     }
     const int64_t n = x.shape()[0], channels = x.shape()[1];
-    const int64_t h = x.shape()[2], w = x.shape()[3];
-    const int64_t out_h = grid.shape()[1], out_w = grid.shape()[2];
+    const Shape in(x.shape().begin() + 2, x.shape().end());
+    Shape y_shape{n, channels};
+    y_shape.insert(y_shape.end(), grid.shape().begin() + 1, grid.shape().end() - 1);
     const DType dtype = x.dtype();
     const bool interpolates = mode_ != GridMode::kNearest;
     if (interpolates &&
         (dtype == DType::kString || dtype == DType::kComplex64 || dtype == DType::kComplex128)) {
-      context.fail("{} mode needs a real number type, got {}",
-                   mode_ == GridMode::kBilinear ? "bilinear" : "bicubic", dtype_name(dtype));
+      context.fail("{} mode needs a real number type, got {}", mode_name_, dtype_name(dtype));
     }
-    Tensor& y = context.allocate_output(0, dtype, {n, channels, out_h, out_w});
+    Tensor& y = context.allocate_output(0, dtype, y_shape);
     if (y.numel() == 0) return;
     std::vector<double> coords(static_cast<size_t>(grid.numel()));
     dispatch_float(grid.dtype(), "GridSample grid", [&](auto tag) {
@@ -783,25 +997,25 @@ class GridSampleKernel : public OpKernel {
       const G* pg = grid.data<G>();
       for (size_t i = 0; i < coords.size(); ++i) coords[i] = static_cast<double>(pg[i]);
     });
-    const int64_t points = out_h * out_w;
-    const size_t per_point = mode_ == GridMode::kNearest    ? 1
-                             : mode_ == GridMode::kBilinear ? 4
-                                                            : 16;
-    const int64_t plane = h * w;
+    const int64_t points = shape_numel(std::span(y_shape).subspan(2));
+    const int64_t volume = shape_numel(in);
+    const size_t per_axis = taps_per_axis();
+    size_t per_point = 1;
+    for (size_t d = 0; d < rank; ++d) per_point *= per_axis;
     std::vector<GridTap> taps(static_cast<size_t>(points) * per_point);
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t p = 0; p < points; ++p) {
-        const double* g = coords.data() + (b * points + p) * 2;
-        plan_point(g[0], g[1], h, w, taps.data() + static_cast<size_t>(p) * per_point);
+        const double* g = coords.data() + (b * points + p) * static_cast<int64_t>(rank);
+        plan_point(g, in, taps.data() + static_cast<size_t>(p) * per_point);
       }
-      const int64_t in_base = b * channels * plane, out_base = b * channels * points;
+      const int64_t in_base = b * channels * volume, out_base = b * channels * points;
       if (interpolates) {
         dispatch_numeric_bool(dtype, "GridSample", [&](auto tag) {
           using T = typename decltype(tag)::type;
           const T* px = x.data<T>() + in_base;
           T* py = y.mutable_data<T>() + out_base;
           for (int64_t c = 0; c < channels; ++c) {
-            const T* xc = px + c * plane;
+            const T* xc = px + c * volume;
             for (int64_t p = 0; p < points; ++p) {
               const GridTap* t = taps.data() + static_cast<size_t>(p) * per_point;
               double sum = 0;
@@ -818,7 +1032,7 @@ class GridSampleKernel : public OpKernel {
           const S* px = tensor_elements<S>(x) + in_base;
           S* py = mutable_tensor_elements<S>(y) + out_base;
           for (int64_t c = 0; c < channels; ++c) {
-            const S* xc = px + c * plane;
+            const S* xc = px + c * volume;
             for (int64_t p = 0; p < points; ++p) {
               const int64_t offset = taps[static_cast<size_t>(p)].offset;
               py[c * points + p] = offset >= 0 ? xc[offset] : S{};
@@ -830,6 +1044,10 @@ class GridSampleKernel : public OpKernel {
   }
 
  private:
+  size_t taps_per_axis() const {
+    return mode_ == GridMode::kNearest ? 1 : mode_ == GridMode::kBilinear ? 2 : 4;
+  }
+
   // Input coordinate of a normalized grid value on an axis of `size` elements.
   double denormalize(double v, int64_t size) const {
     const double n = static_cast<double>(size);
@@ -848,77 +1066,282 @@ class GridSampleKernel : public OpKernel {
     return std::clamp<int64_t>(i, 0, size - 1);
   }
 
-  void add_tap(int64_t row, int64_t col, int64_t h, int64_t w, double weight, GridTap* tap) const {
-    const int64_t r = tap_index(row, h), c = tap_index(col, w);
-    *tap = r < 0 || c < 0 ? GridTap{-1, 0.0} : GridTap{r * w + c, weight};
-  }
-
-  // The taps of the output point whose grid value is (gx, gy).
-  void plan_point(double gx, double gy, int64_t h, int64_t w, GridTap* taps) const {
-    double x = denormalize(gx, w), y = denormalize(gy, h);
-    if (mode_ == GridMode::kNearest) {
-      x = std::nearbyint(x);  // ties to even
-      y = std::nearbyint(y);
-    }
-    // Coordinates outside the image move inside first (border: clamp; reflection: mirror).
+  // The taps of one axis for a grid value `v` (index -1: a zero), taps_per_axis() of them;
+  // false when the coordinate is not a number (the point reads zeros).
+  bool axis_taps(double v, int64_t size, int64_t* index, double* weight) const {
+    double x = denormalize(v, size);
+    if (mode_ == GridMode::kNearest) x = std::nearbyint(x);  // ties to even
+    // A coordinate outside the image moves inside first (border: clamp; reflection: mirror).
     const double lo = align_corners_ ? 0.0 : -0.5;
-    const double x_hi = static_cast<double>(w - 1) - lo, y_hi = static_cast<double>(h - 1) - lo;
-    if (x < lo || x > x_hi || y < lo || y > y_hi) {
+    const double hi = static_cast<double>(size - 1) - lo;
+    if (x < lo || x > hi) {
       if (padding_ == GridPadding::kBorder) {
-        x = std::clamp(x, 0.0, std::max(0.0, static_cast<double>(w - 1)));
-        y = std::clamp(y, 0.0, std::max(0.0, static_cast<double>(h - 1)));
+        x = std::clamp(x, 0.0, std::max(0.0, static_cast<double>(size - 1)));
       } else if (padding_ == GridPadding::kReflection) {
-        x = reflect_coordinate(x, lo, x_hi);
-        y = reflect_coordinate(y, lo, y_hi);
+        x = reflect_coordinate(x, lo, hi);
       }
     }
-    if (!std::isfinite(x) || !std::isfinite(y)) {  // NaN grid values read zeros
-      const size_t count = mode_ == GridMode::kNearest ? 1 : mode_ == GridMode::kBilinear ? 4 : 16;
-      std::fill_n(taps, count, GridTap{-1, 0.0});
-      return;
-    }
+    if (!std::isfinite(x)) return false;
     // Far outside (zeros padding) every tap reads zero anyway; clamping keeps the integer
     // conversions below defined.
-    x = std::clamp(x, -8.0, static_cast<double>(w) + 8);
-    y = std::clamp(y, -8.0, static_cast<double>(h) + 8);
+    x = std::clamp(x, -8.0, static_cast<double>(size) + 8);
     if (mode_ == GridMode::kNearest) {
-      add_tap(static_cast<int64_t>(y), static_cast<int64_t>(x), h, w, 1.0, taps);
-      return;
+      index[0] = tap_index(static_cast<int64_t>(x), size);
+      weight[0] = 1.0;
+      return true;
     }
-    const double fx = std::floor(x), fy = std::floor(y);
-    const int64_t x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
-    const double dx = x - fx, dy = y - fy;
+    const double fx = std::floor(x);
+    const auto x0 = static_cast<int64_t>(fx);
+    const double dx = x - fx;
     if (mode_ == GridMode::kBilinear) {
-      add_tap(y0, x0, h, w, (1 - dy) * (1 - dx), taps);
-      add_tap(y0, x0 + 1, h, w, (1 - dy) * dx, taps + 1);
-      add_tap(y0 + 1, x0, h, w, dy * (1 - dx), taps + 2);
-      add_tap(y0 + 1, x0 + 1, h, w, dy * dx, taps + 3);
-      return;
+      index[0] = tap_index(x0, size);
+      index[1] = tap_index(x0 + 1, size);
+      weight[0] = 1 - dx;
+      weight[1] = dx;
+      return true;
     }
-    double cx[4], cy[4];
-    cubic_coefficients(dx, -0.75, cx);
-    cubic_coefficients(dy, -0.75, cy);
-    for (int64_t i = 0; i < 4; ++i) {
-      for (int64_t j = 0; j < 4; ++j) {
-        add_tap(y0 - 1 + i, x0 - 1 + j, h, w, cy[i] * cx[j], taps + i * 4 + j);
+    cubic_coefficients(dx, -0.75, weight);
+    for (int64_t i = 0; i < 4; ++i) index[i] = tap_index(x0 - 1 + i, size);
+    return true;
+  }
+
+  // The taps of the output point whose grid values are g[0 .. rank) (g[0] is the innermost
+  // axis, as x before y): the product of each axis's taps, the innermost axis fastest.
+  void plan_point(const double* g, const Shape& in, GridTap* taps) const {
+    const size_t rank = in.size();
+    const size_t per_axis = taps_per_axis();
+    int64_t index[kMaxGridRank][4];
+    double weight[kMaxGridRank][4];
+    size_t count = 1;
+    for (size_t d = 0; d < rank; ++d) count *= per_axis;
+    for (size_t d = 0; d < rank; ++d) {
+      if (!axis_taps(g[rank - 1 - d], in[d], index[d], weight[d])) {  // NaN reads zeros
+        std::fill_n(taps, count, GridTap{-1, 0.0});
+        return;
       }
+    }
+    for (size_t t = 0; t < count; ++t) {
+      int64_t offset = 0;
+      double w = 1;
+      size_t rest = t;
+      for (size_t d = rank; d-- > 0;) {
+        const size_t k = rest % per_axis;
+        rest /= per_axis;
+        if (index[d][k] < 0) {
+          offset = -1;
+          break;
+        }
+        // Row-major offset: axis d's index times the product of the dims after it.
+        int64_t stride = 1;
+        for (size_t e = d + 1; e < rank; ++e) stride *= in[e];
+        offset += index[d][k] * stride;
+        w *= weight[d][k];
+      }
+      taps[t] = offset < 0 ? GridTap{-1, 0.0} : GridTap{offset, w};
     }
   }
 
   bool align_corners_;
+  bool nd_;  // GridSample-20 and later
+  std::string mode_name_;
   GridMode mode_ = GridMode::kBilinear;
   GridPadding padding_ = GridPadding::kZeros;
 };
 
+// ---------------------------------------------------------------------------------------
+// AffineGrid (opset 20): the sampling grid GridSample reads for an affine map theta.
+
+// The normalized coordinate of index i of an axis of `size` points.
+double affine_grid_coordinate(int64_t i, int64_t size, bool align_corners) {
+  const double n = static_cast<double>(size);
+  if (align_corners) return size == 1 ? -1.0 : -1 + 2.0 * static_cast<double>(i) / (n - 1);
+  return -1 + (2.0 * static_cast<double>(i) + 1) / n;
+}
+
+class AffineGridKernel : public OpKernel {
+ public:
+  explicit AffineGridKernel(const KernelCreateContext& context)
+      : align_corners_(context.attr_int("align_corners", 0) != 0) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& theta = context.input(0);
+    const std::vector<int64_t> size = read_int64s(context.input(1), "AffineGrid size");
+    if (size.size() != 4 && size.size() != 5) {
+      context.fail("size must be (N, C, H, W) or (N, C, D, H, W), got {} values", size.size());
+    }
+    const size_t rank = size.size() - 2;  // 2 or 3 spatial dims
+    const auto r = static_cast<int64_t>(rank);
+    const int64_t n = size[0];
+    if (theta.rank() != 3 || theta.shape()[0] != n || theta.shape()[1] != r ||
+        theta.shape()[2] != r + 1) {
+      context.fail("theta must have shape [{}, {}, {}] for size {}, got {}", n, r, r + 1,
+                   shape_to_string(size), shape_to_string(theta.shape()));
+    }
+    Shape out_shape{n};
+    for (size_t d = 0; d < rank; ++d) {
+      if (size[d + 2] < 0) context.fail("size[{}] is {}, must be >= 0", d + 2, size[d + 2]);
+      out_shape.push_back(size[d + 2]);
+    }
+    out_shape.push_back(r);
+    const Shape spatial(out_shape.begin() + 1, out_shape.end() - 1);
+    const int64_t points = shape_numel(spatial);
+    const std::vector<double> t = read_doubles(context, theta, "theta");
+    std::vector<double> grid(static_cast<size_t>(n * points * r));
+    // The homogeneous base point (x, y[, z], 1), x along the innermost axis.
+    std::vector<double> base(rank + 1, 1.0);
+    std::vector<int64_t> coord(rank, 0);
+    size_t out = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const double* tb = t.data() + b * r * (r + 1);
+      std::fill(coord.begin(), coord.end(), 0);
+      for (int64_t p = 0; p < points; ++p) {
+        for (size_t d = 0; d < rank; ++d) {
+          base[rank - 1 - d] = affine_grid_coordinate(coord[d], spatial[d], align_corners_);
+        }
+        for (int64_t k = 0; k < r; ++k) {
+          double sum = 0;
+          for (int64_t j = 0; j <= r; ++j) sum += tb[k * (r + 1) + j] * base[j];
+          grid[out++] = sum;
+        }
+        for (size_t d = rank; d-- > 0;) {
+          if (++coord[d] < spatial[d]) break;
+          coord[d] = 0;
+        }
+      }
+    }
+    write_doubles(context, 0, theta.dtype(), out_shape, grid);
+  }
+
+ private:
+  bool align_corners_;
+};
+
+// grid: theta's dtype, [N, D1, ..., r] with the spatial dims from size when it is constant.
+void infer_affine_grid(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* theta = input_dims(context, 0);
+  std::optional<std::vector<int64_t>> size = input_ints(context, 1);
+  if (size && size->size() != 4 && size->size() != 5) {
+    fail("size must have 4 or 5 values, got {}", size->size());
+  }
+  if (size) {
+    std::vector<Dim> dims{theta ? (*theta)[0] : Dim::known((*size)[0])};
+    for (size_t d = 2; d < size->size(); ++d) dims.push_back(Dim::known((*size)[d]));
+    dims.push_back(Dim::known(static_cast<int64_t>(size->size()) - 2));
+    context.set_output(0, tensor_type(dtype, dims));
+    return;
+  }
+  // Without size, theta's [N, r, r + 1] still gives the rank.
+  if (theta && theta->size() == 3 && (*theta)[1].is_known()) {
+    const int64_t r = (*theta)[1].value;
+    std::vector<Dim> dims{(*theta)[0]};
+    dims.resize(static_cast<size_t>(r) + 1);
+    dims.push_back(Dim::known(r));
+    context.set_output(0, tensor_type(dtype, dims));
+    return;
+  }
+  context.set_output(0, tensor_type(dtype, std::nullopt));
+}
+
+// ---------------------------------------------------------------------------------------
+// CenterCropPad (opset 18): each named axis cropped or zero-padded to its length, centred
+// (the odd element goes to the end).
+
+class CenterCropPadKernel : public OpKernel {
+ public:
+  explicit CenterCropPadKernel(const KernelCreateContext& context)
+      : axes_(context.attr_ints("axes")) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& data = context.input(0);
+    const std::vector<int64_t> shape = read_int64s(context.input(1), "CenterCropPad shape");
+    const auto rank = static_cast<int64_t>(data.rank());
+    std::vector<int64_t> axes = axes_;
+    if (axes.empty()) {
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    }
+    if (shape.size() != axes.size()) {
+      context.fail("shape has {} values, expected one per axis ({})", shape.size(), axes.size());
+    }
+    Shape out_shape = data.shape();
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t axis = normalize_axis(axes[i], rank, "CenterCropPad axes");
+      if (seen[axis]) context.fail("axes names axis {} twice", axis);
+      seen[axis] = true;
+      if (shape[i] < 0) context.fail("shape[{}] is {}, must be >= 0", i, shape[i]);
+      out_shape[axis] = shape[i];
+    }
+    const std::vector<int64_t> strides = contiguous_strides(data.shape());
+    std::vector<std::vector<int64_t>> offsets(data.rank());
+    bool needs_fill = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t in = data.shape()[d], out = out_shape[d];
+      // Output index o reads input o + shift: a crop starts inside, a pad before the input.
+      const int64_t shift = in >= out ? (in - out) / 2 : -((out - in) / 2);
+      std::vector<int64_t>& axis = offsets[d];
+      axis.resize(static_cast<size_t>(out));
+      for (int64_t o = 0; o < out; ++o) {
+        const int64_t i = o + shift;
+        if (i < 0 || i >= in) {
+          axis[o] = -1;
+          needs_fill = true;
+        } else {
+          axis[o] = i * strides[d];
+        }
+      }
+    }
+    Tensor& out = context.allocate_output(0, data.dtype(), out_shape);
+    gather_elements(data, out, offsets, needs_fill ? Tensor(data.dtype(), {}) : Tensor(),
+                    "CenterCropPad");
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
+// output: input's dtype and rank; the named axes take shape's values when it is constant.
+void infer_center_crop_pad(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype, std::nullopt));
+    return;
+  }
+  const auto rank = static_cast<int64_t>(dims->size());
+  std::vector<int64_t> axes;
+  if (const Attribute* a = context.node().find_attribute("axes")) axes = a->ints;
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const std::optional<std::vector<int64_t>> shape = input_ints(context, 1);
+  if (shape && shape->size() != axes.size()) {
+    fail("shape has {} values, expected one per axis ({})", shape->size(), axes.size());
+  }
+  std::vector<Dim> out = *dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalize_axis(axes[i], rank, "CenterCropPad axes");
+    out[axis] = shape ? Dim::known((*shape)[i]) : Dim{};
+  }
+  context.set_output(0, tensor_type(dtype, out));
+}
+
 }  // namespace
 
 void register_spatial_ops(OpRegistry& registry) {
-  registry.add("Pad", {1, 2, 11, 13}, kernel_factory<PadKernel>());
-  registry.add("DepthToSpace", {1, 11, 13}, kernel_factory<DepthToSpaceKernel>());
-  registry.add("SpaceToDepth", {1, 13}, kernel_factory<SpaceToDepthKernel>());
+  registry.add("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}, kernel_factory<PadKernel>());
+  registry.add("DepthToSpace", {1, 11, 13, 28}, kernel_factory<DepthToSpaceKernel>());
+  registry.add("SpaceToDepth", {1, 13, 28}, kernel_factory<SpaceToDepthKernel>());
   registry.add("Upsample", {7, 9}, kernel_factory<UpsampleKernel>());
-  registry.add("Resize", {10, 11, 13}, kernel_factory<ResizeKernel>());
-  registry.add("GridSample", {16}, kernel_factory<GridSampleKernel>());
+  registry.add("Resize", {10, 11, 13, 18, 19}, kernel_factory<ResizeKernel>());
+  registry.add("GridSample", {16, 20, 22}, kernel_factory<GridSampleKernel>());
+  registry.add("AffineGrid", {20},
+               OpDefinition(kernel_factory<AffineGridKernel>()).with_types(infer_affine_grid));
+  registry.add(
+      "CenterCropPad", {18},
+      OpDefinition(kernel_factory<CenterCropPadKernel>()).with_types(infer_center_crop_pad));
 }
 
 }  // namespace onnxkit

@@ -12,6 +12,7 @@ void register_control_flow_ops(OpRegistry& registry);
 void register_conv_ops(OpRegistry& registry);
 void register_elementwise_binary_ops(OpRegistry& registry);
 void register_elementwise_unary_ops(OpRegistry& registry);
+void register_image_ops(OpRegistry& registry);
 void register_indexing_ops(OpRegistry& registry);
 void register_linalg_ops(OpRegistry& registry);
 void register_loss_ops(OpRegistry& registry);
@@ -46,6 +47,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_conv_ops(registry);
   register_elementwise_binary_ops(registry);
   register_elementwise_unary_ops(registry);
+  register_image_ops(registry);
   register_indexing_ops(registry);
   register_linalg_ops(registry);
   register_loss_ops(registry);

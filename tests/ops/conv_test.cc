@@ -8,6 +8,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -399,6 +400,67 @@ TEST(ConvTranspose, Errors) {
                       [](Node* n) { set_string(n, "auto_pad", "SAME"); });
             }).find("auto_pad 'SAME' is not one of"),
             std::string::npos);
+}
+
+// ---- Col2Im and DeformConv (values from the ONNX reference, onnx 1.23) ----
+
+TEST(Col2Im, SumsOverlappingBlocks) {
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  // 2x2 blocks over a 3x4 image: 2x3 sliding blocks.
+  Tensor out =
+      run_one("Col2Im", {floats({1, 4, 6}, v), int64s({2}, {3, 4}), int64s({2}, {2, 2})}, 18);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 4}));
+  expect_near(out, {1, 9, 11, 9, 17, 48, 52, 33, 16, 39, 41, 24});
+  // Pads and strides: blocks falling in the padding are dropped.
+  out = run_one(
+      "Col2Im",
+      {floats({1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), int64s({2}, {2, 3}), int64s({2}, {1, 2})}, 18,
+      with_ints("pads", {0, 1, 0, 1}, with_ints("strides", {2, 1})));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 3}));
+  expect_near(out, {7, 9, 11, 0, 0, 0});
+  EXPECT_NE(
+      run_error(
+          "Col2Im",
+          {floats({1, 4, 5}, std::vector<float>(20)), int64s({2}, {3, 4}), int64s({2}, {2, 2})}, 18)
+          .find("input dim 2 is 5, but image_shape [3,4] has 6 sliding blocks"),
+      std::string::npos);
+}
+
+TEST(DeformConv, OffsetsMoveTheTapsAndMaskScalesThem) {
+  std::vector<float> v(9);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  Tensor x = floats({1, 1, 3, 3}, v);
+  Tensor w = floats({1, 1, 2, 2}, {1, 2, 3, 4});
+  std::vector<float> offsets(32, 0.0f);
+  offsets[0] = 0.5f;    // tap (0, 0) at output (0, 0): down half a row
+  offsets[4] = -0.25f;  // and left a quarter column
+  offsets[30] = 1.5f;   // tap (1, 1) at output (1, 1): right 1.5 columns, partly outside
+  offsets[10] = -2.0f;  // tap (0, 1) at output (1, 0): up 2 rows, outside
+  Tensor offset = floats({1, 8, 2, 2}, offsets);
+  // Zero offsets are a plain convolution.
+  Tensor plain = run_one("DeformConv", {x, w, floats({1, 8, 2, 2}, std::vector<float>(32))}, 19);
+  expect_near(plain, {37, 47, 67, 77});
+  expect_near(run_one("DeformConv", {x, w, offset}, 19), {37.875, 47, 57, 41});
+  std::vector<float> mask;
+  for (int i = 0; i < 4; ++i) mask.insert(mask.end(), {0.5f, 1, 1, 0.25f});
+  expect_near(
+      run_one("DeformConv", {x, w, offset, floats({1}, {0.5f}), floats({1, 4, 2, 2}, mask)}, 22),
+      {19.4375, 47.5, 57.5, 10.75});
+  EXPECT_NE(run_error("DeformConv", {x, w, floats({1, 4, 2, 2}, std::vector<float>(16))}, 19)
+                .find("offset has shape [1,4,2,2], expected [1,8,2,2]"),
+            std::string::npos);
+}
+
+TEST(TypeRules, Col2ImAndDeformConv) {
+  const ValueType cols = ValueType::tensor(DType::kFloat, dims({2, 12, 6}));
+  EXPECT_EQ(
+      type_text(infer_op_type("Col2Im", {cols, int64s({2}, {3, 4}), int64s({2}, {2, 2})}, 18)),
+      "float[2,3,3,4]");
+  const ValueType x = ValueType::tensor(DType::kFloat, dims({1, 4, 9, 9}));
+  const ValueType w = ValueType::tensor(DType::kFloat, dims({8, 4, 3, 3}));
+  const ValueType offset = ValueType::tensor(DType::kFloat, dims({1, 18, 7, 7}));
+  EXPECT_EQ(type_text(infer_op_type("DeformConv", {x, w, offset}, 22)), "float[1,8,7,7]");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -172,6 +173,52 @@ TEST(Dropout, TrainingWithoutSeedDropsOrScales) {
   const std::vector<float> y = values_of<float>(out[0]);
   const std::vector<bool> mask = values_of<bool>(out[1]);
   for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], mask[i] ? 2.f : 0.f) << i;
+}
+
+// Values from the ONNX reference (onnx 1.23).
+TEST(GroupNormalization, PerGroupAtOpset18PerChannelAtOpset21) {
+  std::vector<float> v;
+  const float factor[4] = {1, -1, 2, 0.5f};
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 4; ++i) v.push_back(static_cast<float>(c * 4 + i + 1) * factor[c]);
+  }
+  Tensor x = floats({1, 4, 2, 2}, v);
+  Tensor y =
+      run_one("GroupNormalization", {x, floats({4}, {1, 2, 0.5f, -1}), floats({4}, {0, 1, 2, 3})},
+              21, with_int("num_groups", 2));
+  expect_near(y,
+              {0.6469965, 0.862662, 1.0783275, 1.293993, -0.293993, -0.725324, -1.156655, -1.587986,
+               2.274218, 2.41575, 2.557282, 2.698814, 4.079181, 4.008415, 3.937649, 3.866883},
+              1e-4f);
+  y = run_one("GroupNormalization", {x, floats({2}, {1, 2}), floats({2}, {0, 1})}, 18,
+              with_int("num_groups", 2));
+  expect_near(
+      y,
+      {0.6469965, 0.862662, 1.0783275, 1.293993, -0.6469965, -0.862662, -1.0783275, -1.293993,
+       2.0968728, 2.6630006, 3.2291284, 3.7952561, -1.1583624, -1.0168304, -0.8752984, -0.7337664},
+      1e-4f);
+  EXPECT_NE(run_error("GroupNormalization", {x, floats({2}, {1, 2}), floats({2}, {0, 1})}, 21,
+                      with_int("num_groups", 2))
+                .find("need 4 values each (one per channel)"),
+            std::string::npos);
+}
+
+TEST(LpNormalization, L1AndL2AlongAnAxis) {
+  Tensor x = floats({2, 3}, {3, -4, 0, 1, 2, 2});
+  expect_near(run_one("LpNormalization", {x}, 22, with_int("axis", 1)),
+              {0.6f, -0.8f, 0, 1.0f / 3, 2.0f / 3, 2.0f / 3});
+  // L1 divides by the sum of magnitudes; an all-zero slice stays 0.
+  expect_near(run_one("LpNormalization", {x}, 1, with_int("axis", 0, with_int("p", 1))),
+              {0.75f, -2.0f / 3, 0, 0.25f, 1.0f / 3, 1});
+  EXPECT_NE(run_error("LpNormalization", {x}, 1, with_int("p", 3)).find("p is 3"),
+            std::string::npos);
+}
+
+TEST(TypeRules, GroupAndLpNormalizationKeepTheInputType) {
+  const ValueType x = ValueType::tensor(DType::kFloat16, dims({2, 4, -1}));
+  const ValueType p = ValueType::tensor(DType::kFloat16, dims({4}));
+  EXPECT_EQ(type_text(infer_op_type("GroupNormalization", {x, p, p}, 21)), "float16[2,4,?]");
+  EXPECT_EQ(type_text(infer_op_type("LpNormalization", {x}, 22)), "float16[2,4,?]");
 }
 
 }  // namespace

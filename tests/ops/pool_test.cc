@@ -8,6 +8,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -277,6 +278,65 @@ TEST(MaxUnpool, ErrorsNameTheProblem) {
             unpool_attrs({2}, {2}));
   });
   EXPECT_NE(message.find("X has rank 2, kernel_shape needs rank 3"), std::string::npos) << message;
+}
+
+TEST(AveragePool, DilationsFromOpset19) {
+  std::vector<float> v(25);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  Tensor x = floats({1, 1, 5, 5}, v);
+  auto attrs = with_ints("kernel_shape", {2, 2}, with_ints("dilations", {2, 2}));
+  Tensor y = run_one("AveragePool", {x}, 19, attrs);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3, 3}));
+  expect_near(y, {7, 8, 9, 12, 13, 14, 17, 18, 19});
+  // AveragePool-11 has no dilations attribute: a dense 2x2 window.
+  EXPECT_EQ(run_one("AveragePool", {x}, 11, attrs).shape(), (Shape{1, 1, 4, 4}));
+  // The optimized kernel agrees.
+  NodeCase c("AveragePool", {x}, 22, attrs);
+  expect_near(run_node(c, optimized())[0], {7, 8, 9, 12, 13, 14, 17, 18, 19});
+}
+
+TEST(LpPool, DilationsFromOpset18) {
+  std::vector<float> v(25);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  Tensor x = floats({1, 1, 5, 5}, v);
+  auto attrs = with_ints("kernel_shape", {2, 2}, with_ints("dilations", {2, 2}, with_int("p", 2)));
+  Tensor y = run_one("LpPool", {x}, 18, attrs);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3, 3}));
+  expect_near(y,
+              {17.320509, 18.973665, 20.688160, 26.076809, 27.928480, 29.799330, 35.496479,
+               37.416573, 39.344631},
+              1e-5f);
+  EXPECT_EQ(run_one("LpPool", {x}, 11, attrs).shape(), (Shape{1, 1, 4, 4}));
+}
+
+TEST(MaxRoiPool, BinsTakeTheMaximumAndEmptyBinsAreZero) {
+  std::vector<float> v(16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  Tensor x = floats({1, 1, 4, 4}, v);
+  // Region (x 0..3, y 0..3) in 2x2 bins; region (x 2..3, y 1..1) in 2x2 bins of a 1-row roi.
+  Tensor rois = floats({2, 5}, {0, 0, 0, 3, 3, 0, 2, 1, 3, 1});
+  Tensor y = run_one("MaxRoiPool", {x, rois}, 22, with_ints("pooled_shape", {2, 2}));
+  EXPECT_EQ(y.shape(), (Shape{2, 1, 2, 2}));
+  expect_near(y, {5, 7, 13, 15, 6, 7, 6, 7});
+  // spatial_scale halves the coordinates: (0..1.5 -> 0..2) rounded.
+  y = run_one(
+      "MaxRoiPool", {x, floats({1, 5}, {0, 0, 0, 3, 3})}, 1,
+      with_ints("pooled_shape", {1, 1}, [](Node* n) { set_float(n, "spatial_scale", 0.5f); }));
+  expect_near(y, {10});
+  EXPECT_NE(run_error("MaxRoiPool", {x, floats({1, 5}, {3, 0, 0, 1, 1})}, 22,
+                      with_ints("pooled_shape", {1, 1}))
+                .find("names batch index 3"),
+            std::string::npos);
+}
+
+TEST(TypeRules, MaxRoiPool) {
+  const ValueType x = ValueType::tensor(DType::kFloat, dims({1, 16, 32, 32}));
+  const ValueType rois = ValueType::tensor(DType::kFloat, dims({-1, 5}));
+  EXPECT_EQ(type_text(infer_op_type("MaxRoiPool", {x, rois}, 22,
+                                    [](Node* n) {
+                                      set_ints(n, "pooled_shape", {7, 6});
+                                    })),
+            "float[?,16,7,6]");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Unit tests of the spatial op family: Pad, Resize, Upsample, DepthToSpace, SpaceToDepth.
+// Unit tests of the spatial op family: Pad, Resize, Upsample, DepthToSpace, SpaceToDepth,
+// GridSample, AffineGrid, CenterCropPad.
 // Expected values are worked out by hand or with numpy / the ONNX reference resize.
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include "core/half.h"
 #include "onnxkit/session.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -406,6 +408,183 @@ TEST(GridSample, EmptyGridAndErrors) {
             16);
   });
   EXPECT_NE(message.find("bilinear mode needs a real number type"), std::string::npos) << message;
+}
+
+// ---- opset 18-28 additions ----
+
+TEST(Pad, AxesInputPadsOnlyTheNamedAxes) {
+  // Pad-18: pads [begin..., end...] for axes (-1) only.
+  Tensor axes = int64s({1}, {-1});
+  Tensor out =
+      run_one("Pad", {floats({2, 2}, {1, 2, 3, 4}), int64s({2}, {1, 2}), Tensor(), axes}, 18);
+  EXPECT_EQ(out.shape(), (Shape{2, 5}));
+  expect_near(out, {0, 1, 2, 0, 0, 0, 3, 4, 0, 0});
+  EXPECT_NE(run_error("Pad",
+                      {floats({2, 2}, {1, 2, 3, 4}), int64s({4}, {1, 2, 0, 0}), Tensor(), axes}, 18)
+                .find("pads has 4 values, expected 2 * 1"),
+            std::string::npos);
+}
+
+TEST(Pad, WrapFromOpset19) {
+  // The spec's example: pads [2, 1, 1, 1] wrap around like a torus.
+  Tensor data = floats({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
+  Tensor out = run_one("Pad", {data, int64s({4}, {2, 1, 1, 1})}, 19, with_string("mode", "wrap"));
+  EXPECT_EQ(out.shape(), (Shape{6, 4}));
+  expect_near(out, {3.4, 2.3, 3.4, 2.3, 5.7, 4.5, 5.7, 4.5, 1.2, 1.0, 1.2, 1.0,
+                    3.4, 2.3, 3.4, 2.3, 5.7, 4.5, 5.7, 4.5, 1.2, 1.0, 1.2, 1.0});
+  EXPECT_NE(run_error("Pad", {data, int64s({4}, {2, 1, 1, 1})}, 18, with_string("mode", "wrap"))
+                .find("mode 'wrap' is not one of constant, reflect, edge"),
+            std::string::npos);
+}
+
+TEST(SpaceToDepth, CrdModeFromOpset28) {
+  Tensor x = Tensor::from_vector<float>(DType::kFloat, {1, 2, 4, 4}, [] {
+    std::vector<float> v(32);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+    return v;
+  }());
+  Tensor out =
+      run_one("SpaceToDepth", {x}, 28, with_int("blocksize", 2, with_string("mode", "CRD")));
+  EXPECT_EQ(out.shape(), (Shape{1, 8, 2, 2}));
+  expect_near(out, {0,  2,  8,  10, 1,  3,  9,  11, 4,  6,  12, 14, 5,  7,  13, 15,
+                    16, 18, 24, 26, 17, 19, 25, 27, 20, 22, 28, 30, 21, 23, 29, 31});
+  // Before 28 there is no mode: always DCR (channel blocks outermost).
+  Tensor dcr = run_one("SpaceToDepth", {x}, 13, with_int("blocksize", 2));
+  EXPECT_EQ(dcr.data<float>()[4], 16.0f);
+}
+
+Tensor ramp4x4() {
+  std::vector<float> v(16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  return floats({1, 1, 4, 4}, v);
+}
+
+TEST(Resize, AntialiasWidensTheFilterWhenDownsampling) {
+  // Values from the ONNX reference (onnx 1.23, op_resize.py).
+  Tensor none = floats({0}, {});
+  Tensor out = run_one("Resize", {ramp4x4(), none, floats({4}, {1, 1, 0.6f, 0.6f})}, 18,
+                       with_string("mode", "linear", with_int("antialias", 1)));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 2}));
+  expect_near(out, {2.875, 4.5, 9.375, 11.0});
+  out = run_one("Resize", {ramp4x4(), none, floats({4}, {1, 1, 0.5f, 0.5f})}, 18,
+                with_string("mode", "cubic", with_int("antialias", 1)));
+  expect_near(out, {3.451171875, 5.470703125, 11.529296875, 13.548828125});
+  // Without antialias (or before 18) linear reads only the two neighbours.
+  out = run_one("Resize", {ramp4x4(), none, floats({4}, {1, 1, 0.6f, 0.6f})}, 13,
+                with_string("mode", "linear", with_int("antialias", 1)));
+  EXPECT_NE(out.data<float>()[0], 2.875f);
+}
+
+TEST(Resize, HalfPixelSymmetricFromOpset19) {
+  Tensor none = floats({0}, {});
+  Tensor out =
+      run_one("Resize", {ramp4x4(), none, floats({4}, {1, 1, 1, 0.6f})}, 19,
+              with_string("mode", "linear",
+                          with_string("coordinate_transformation_mode", "half_pixel_symmetric")));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 4, 2}));
+  expect_near(
+      out, {1.6666667, 3.3333333, 5.6666665, 7.3333335, 9.666667, 11.333333, 13.666667, 15.333333});
+  EXPECT_NE(run_error("Resize", {ramp4x4(), none, floats({4}, {1, 1, 1, 0.6f})}, 18,
+                      with_string("coordinate_transformation_mode", "half_pixel_symmetric"))
+                .find("'half_pixel_symmetric' is not supported"),
+            std::string::npos);
+}
+
+TEST(Resize, AxesAndKeepAspectRatioPolicy) {
+  Tensor none = floats({0}, {});
+  // sizes (3, 7) for axes (2, 3), not_larger: scale min(3/4, 7/4) = 0.75 on both -> 3x3.
+  Tensor out =
+      run_one("Resize", {ramp4x4(), none, none, int64s({2}, {3, 7})}, 18,
+              with_ints("axes", {2, 3}, with_string("keep_aspect_ratio_policy", "not_larger")));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 3}));
+  expect_near(out, {1, 2, 4, 5, 6, 8, 13, 14, 16});
+  out = run_one("Resize", {ramp4x4(), none, none, int64s({2}, {3, 7})}, 18,
+                with_ints("axes", {3, 2}, with_string("keep_aspect_ratio_policy", "not_smaller")));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 7, 7}));
+  // scales for axes (3): only the last axis doubles.
+  out = run_one("Resize", {ramp4x4(), none, floats({1}, {2})}, 18, with_ints("axes", {-1}));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 4, 8}));
+  EXPECT_NE(
+      run_error("Resize", {ramp4x4(), none, floats({2}, {1, 2})}, 18, with_ints("axes", {1, 1}))
+          .find("axes names axis 1 twice"),
+      std::string::npos);
+}
+
+TEST(GridSample, VolumetricModesMatchTheReference) {
+  // X [1, 1, 2, 3, 4] = 0..23; grid points (x, y, z); values from the ONNX reference.
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  Tensor x = floats({1, 1, 2, 3, 4}, v);
+  Tensor g = floats({1, 1, 2, 2, 3}, {-1, -1, -1, 0.5, 0.2, -0.3, 1, 1, 1, 0.1, -0.9, 0.7});
+  auto attrs = [](std::string mode, std::string padding, int64_t align) {
+    return with_string("mode", mode,
+                       with_string("padding_mode", padding, with_int("align_corners", align)));
+  };
+  Tensor out = run_one("GridSample", {x, g}, 20, attrs("linear", "zeros", 0));
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 1, 2, 2}));
+  expect_near(out, {0.0, 10.1, 2.875, 7.124}, 1e-4f);
+  expect_near(run_one("GridSample", {x, g}, 20, attrs("linear", "zeros", 1)),
+              {0, 11.25, 23, 12.25});
+  expect_near(run_one("GridSample", {x, g}, 20, attrs("nearest", "zeros", 0)), {0, 6, 0, 14});
+  expect_near(run_one("GridSample", {x, g}, 22, attrs("cubic", "border", 0)),
+              {-1.59375, 10.262749, 24.59375, 14.36639}, 1e-4f);
+  // Opset 20 renamed the modes; opset 16 takes only 4-D X.
+  EXPECT_NE(run_error("GridSample", {x, g}, 20, attrs("bilinear", "zeros", 0))
+                .find("mode is 'bilinear', must be 'linear', 'nearest' or 'cubic'"),
+            std::string::npos);
+  EXPECT_NE(run_error("GridSample", {x, g}, 16).find("X must be 4-D"), std::string::npos);
+}
+
+TEST(AffineGrid, TwoAndThreeSpatialDims) {
+  Tensor theta = floats({1, 2, 3}, {1, 0.5, 0.1, -0.2, 0.9, 0.3});
+  Tensor out = run_one("AffineGrid", {theta, int64s({4}, {1, 1, 2, 3})}, 20);
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 3, 2}));
+  expect_near(out, {-0.8166667, -0.0166666, -0.15, -0.15, 0.5166667, -0.2833333, -0.3166667,
+                    0.8833333, 0.35, 0.75, 1.0166667, 0.6166667});
+  out = run_one("AffineGrid", {theta, int64s({4}, {1, 1, 2, 3})}, 20, with_int("align_corners", 1));
+  expect_near(out, {-1.4, -0.4, -0.4, -0.6, 0.6, -0.8, -0.4, 1.4, 0.6, 1.2, 1.6, 1.0});
+  Tensor theta3 = floats({1, 3, 4}, {1, 0.5, 0.1, 0.2, -0.2, 0.9, 0.3, 0, 0.1, 0.2, 0.3, 0.4});
+  out = run_one("AffineGrid", {theta3, int64s({5}, {1, 1, 2, 2, 3})}, 20);
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 2, 3, 3}));
+  EXPECT_NEAR(out.data<float>()[0], -0.7666667f, 1e-5f);
+  EXPECT_NEAR(out.data<float>()[35], 0.7166667f, 1e-5f);
+  EXPECT_NE(run_error("AffineGrid", {theta, int64s({5}, {1, 1, 2, 2, 3})}, 20)
+                .find("theta must have shape [1, 3, 4]"),
+            std::string::npos);
+}
+
+TEST(CenterCropPad, CropsAndPadsAroundTheCentre) {
+  std::vector<float> v(20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  Tensor x = floats({4, 5}, v);
+  Tensor out = run_one("CenterCropPad", {x, int64s({2}, {3, 8})}, 18);
+  EXPECT_EQ(out.shape(), (Shape{3, 8}));
+  expect_near(out, {0, 0, 1, 2, 3, 4, 0, 0, 0, 5, 6, 7, 8, 9, 0, 0, 0, 10, 11, 12, 13, 14, 0, 0});
+  out = run_one("CenterCropPad", {x, int64s({1}, {2})}, 18, with_ints("axes", {-1}));
+  EXPECT_EQ(out.shape(), (Shape{4, 2}));
+  expect_near(out, {1, 2, 6, 7, 11, 12, 16, 17});
+  EXPECT_NE(run_error("CenterCropPad", {x, int64s({1}, {2})}, 18).find("shape has 1 values"),
+            std::string::npos);
+}
+
+TEST(TypeRules, AffineGridAndCenterCropPad) {
+  const ValueType theta = ValueType::tensor(DType::kFloat, dims({2, 2, 3}));
+  EXPECT_EQ(type_text(infer_op_type("AffineGrid", {theta, int64s({4}, {2, 3, 5, 7})}, 20)),
+            "float[2,5,7,2]");
+  // Without a constant size the rank still follows from theta.
+  const ValueType size = ValueType::tensor(DType::kInt64, dims({4}));
+  EXPECT_EQ(type_text(infer_op_type("AffineGrid", {theta, size}, 20)), "float[2,?,?,2]");
+  const ValueType x = ValueType::tensor(DType::kUInt8, dims({10, 20, 3}));
+  EXPECT_EQ(type_text(infer_op_type("CenterCropPad", {x, int64s({2}, {8, 24})}, 18,
+                                    [](Node* n) {
+                                      set_ints(n, "axes", {0, -2});
+                                    })),
+            "uint8[8,24,3]");
+  EXPECT_EQ(type_text(infer_op_type("CenterCropPad", {x, size}, 18)), "uint8[?,?,?]");
+  EXPECT_NE(error_of([&] {
+              infer_op_type("CenterCropPad", {x, int64s({1}, {8})}, 18);
+            }).find("shape has 1 values, expected one per axis (3)"),
+            std::string::npos);
 }
 
 }  // namespace
