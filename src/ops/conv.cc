@@ -1,5 +1,5 @@
-// Op family: conv — Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im), 1-D to N-D; Col2Im
-// and DeformConv.
+// Op family: conv — Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im), 1-D to N-D; Col2Im,
+// DeformConv and CausalConvWithState.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -561,6 +561,100 @@ void infer_deform_conv(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(dtype, dims));
 }
 
+// ---------------------------------------------------------------------------------------
+// CausalConvWithState (opset 27): a depthwise causal 1-D convolution over (N, C, L) whose
+// left context is past_state (zeros when absent), the last k - 1 positions of which it
+// returns as present_state for the next step; optional fused SiLU.
+
+class CausalConvWithStateKernel : public OpKernel {
+ public:
+  explicit CausalConvWithStateKernel(const KernelCreateContext& context) {
+    const std::string activation = context.attr_string("activation", "none");
+    if (activation != "none" && activation != "silu" && activation != "swish") {
+      context.fail("activation '{}' is not none, silu or swish", activation);
+    }
+    silu_ = activation != "none";
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& w = context.input(1);
+    if (x.rank() != 3) {
+      context.fail("input must have rank 3 (N, C, L), got {}", shape_to_string(x.shape()));
+    }
+    const int64_t n = x.shape()[0], channels = x.shape()[1], length = x.shape()[2];
+    if (w.rank() != 3 || w.shape()[0] != channels || w.shape()[1] != 1 || w.shape()[2] < 1) {
+      context.fail("weight must have shape [{}, 1, k], got {}", channels,
+                   shape_to_string(w.shape()));
+    }
+    const int64_t k = w.shape()[2], context_length = k - 1;
+    const bool has_bias = context.has_input(2);
+    const bool has_past = context.has_input(3);
+    if (has_bias && context.input(2).shape() != Shape{channels}) {
+      context.fail("bias must have shape [{}], got {}", channels,
+                   shape_to_string(context.input(2).shape()));
+    }
+    const Shape state_shape{n, channels, context_length};
+    if (has_past && context.input(3).shape() != state_shape) {
+      context.fail("past_state must have shape {}, got {}", shape_to_string(state_shape),
+                   shape_to_string(context.input(3).shape()));
+    }
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    Tensor& state = context.allocate_output(1, x.dtype(), state_shape);
+    dispatch_float(x.dtype(), "CausalConvWithState", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      const T* pw = w.data<T>();
+      const T* pb = has_bias ? context.input(2).data<T>() : nullptr;
+      const T* past = has_past ? context.input(3).data<T>() : nullptr;
+      T* py = y.mutable_data<T>();
+      T* ps = state.mutable_data<T>();
+      std::vector<double> padded(static_cast<size_t>(context_length + length));
+      for (int64_t row = 0; row < n * channels; ++row) {
+        const int64_t c = row % channels;
+        for (int64_t i = 0; i < context_length; ++i) {
+          padded[i] = past ? static_cast<double>(past[row * context_length + i]) : 0.0;
+        }
+        for (int64_t i = 0; i < length; ++i) {
+          padded[context_length + i] = static_cast<double>(px[row * length + i]);
+        }
+        const T* wc = pw + c * k;
+        for (int64_t t = 0; t < length; ++t) {
+          double sum = pb ? static_cast<double>(pb[c]) : 0.0;
+          for (int64_t j = 0; j < k; ++j) sum += static_cast<double>(wc[j]) * padded[t + j];
+          // The convolution rounds to T before the activation, as the reference does.
+          T value = static_cast<T>(sum);
+          if (silu_) {
+            const double v = static_cast<double>(value);
+            value = static_cast<T>(v / (1 + std::exp(-v)));
+          }
+          py[row * length + t] = value;
+        }
+        for (int64_t i = 0; i < context_length; ++i) {
+          ps[row * context_length + i] = static_cast<T>(padded[length + i]);
+        }
+      }
+    });
+  }
+
+ private:
+  bool silu_ = false;
+};
+
+// output: input's type; present_state: [N, C, k - 1].
+void infer_causal_conv_with_state(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* w = input_dims(context, 1);
+  if (x && x->size() != 3) fail("input must have rank 3 (N, C, L), got rank {}", x->size());
+  context.set_output(0, tensor_type(dtype, x ? SymbolicShape(*x) : std::nullopt));
+  Dim context_length;
+  if (w && w->size() == 3 && (*w)[2].is_known()) context_length = Dim::known((*w)[2].value - 1);
+  context.set_output(1, tensor_type(dtype, std::vector<Dim>{x ? (*x)[0] : Dim{},
+                                                            x ? (*x)[1] : Dim{}, context_length}));
+}
+
 }  // namespace
 
 void register_conv_ops(OpRegistry& registry) {
@@ -568,6 +662,9 @@ void register_conv_ops(OpRegistry& registry) {
   registry.add("ConvTranspose", {1, 11, 22}, kernel_factory<ConvTransposeKernel>());
   registry.add("Col2Im", {18},
                OpDefinition(kernel_factory<Col2ImKernel>()).with_types(infer_col2im));
+  registry.add("CausalConvWithState", {27},
+               OpDefinition(kernel_factory<CausalConvWithStateKernel>())
+                   .with_types(infer_causal_conv_with_state));
   registry.add("DeformConv", {19, 22},
                OpDefinition(kernel_factory<DeformConvKernel>()).with_types(infer_deform_conv));
 }

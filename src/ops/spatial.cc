@@ -857,7 +857,7 @@ class ResizeKernel : public OpKernel {
     if (has_scales) {
       const std::vector<double> values = read_doubles(context, context.input(2), "scales");
       if (values.size() != n) {
-        context.fail("scales has {} values, expected one per resized axis ({})", values.size(), n);
+        context.fail("scales has {} values, expected one per {}", values.size(), axes_text(rank));
       }
       for (size_t i = 0; i < n; ++i) scales[axes[i]] = values[i];
       const Shape out_shape = shape_from_scales(context, x, scales, false);
@@ -866,7 +866,7 @@ class ResizeKernel : public OpKernel {
     }
     const std::vector<int64_t> sizes = read_int64s(context.input(3), "Resize sizes");
     if (sizes.size() != n) {
-      context.fail("sizes has {} values, expected one per resized axis ({})", sizes.size(), n);
+      context.fail("sizes has {} values, expected one per {}", sizes.size(), axes_text(rank));
     }
     Shape out_shape = x.shape();
     for (size_t i = 0; i < n; ++i) {
@@ -896,6 +896,12 @@ class ResizeKernel : public OpKernel {
   }
 
  private:
+  // What roi, scales and sizes have one value (roi two) per.
+  std::string axes_text(size_t rank) const {
+    return axes_.empty() ? fmt::format("axis of the rank-{} input", rank)
+                         : fmt::format("axis in axes ({} of them)", axes_.size());
+  }
+
   int64_t opset_;
   ResizeOptions options_;
   std::vector<int64_t> axes_;  // Resize-18's axes attribute; empty: every axis

@@ -411,14 +411,14 @@ TEST(Col2Im, SumsOverlappingBlocks) {
   Tensor out =
       run_one("Col2Im", {floats({1, 4, 6}, v), int64s({2}, {3, 4}), int64s({2}, {2, 2})}, 18);
   EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 4}));
-  expect_near(out, {1, 9, 11, 9, 17, 48, 52, 33, 16, 39, 41, 24});
+  expect_near(out, {1, 1, 3, 4}, {1, 9, 11, 9, 17, 48, 52, 33, 16, 39, 41, 24});
   // Pads and strides: blocks falling in the padding are dropped.
   out = run_one(
       "Col2Im",
       {floats({1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), int64s({2}, {2, 3}), int64s({2}, {1, 2})}, 18,
       with_ints("pads", {0, 1, 0, 1}, with_ints("strides", {2, 1})));
   EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 3}));
-  expect_near(out, {7, 9, 11, 0, 0, 0});
+  expect_near(out, {1, 1, 2, 3}, {7, 9, 11, 0, 0, 0});
   EXPECT_NE(
       run_error(
           "Col2Im",
@@ -435,18 +435,18 @@ TEST(DeformConv, OffsetsMoveTheTapsAndMaskScalesThem) {
   std::vector<float> offsets(32, 0.0f);
   offsets[0] = 0.5f;    // tap (0, 0) at output (0, 0): down half a row
   offsets[4] = -0.25f;  // and left a quarter column
-  offsets[30] = 1.5f;   // tap (1, 1) at output (1, 1): right 1.5 columns, partly outside
+  offsets[31] = 1.5f;   // tap (1, 1) at output (1, 1): right 1.5 columns, partly outside
   offsets[10] = -2.0f;  // tap (0, 1) at output (1, 0): up 2 rows, outside
   Tensor offset = floats({1, 8, 2, 2}, offsets);
   // Zero offsets are a plain convolution.
   Tensor plain = run_one("DeformConv", {x, w, floats({1, 8, 2, 2}, std::vector<float>(32))}, 19);
-  expect_near(plain, {37, 47, 67, 77});
-  expect_near(run_one("DeformConv", {x, w, offset}, 19), {37.875, 47, 57, 41});
+  expect_near(plain, {1, 1, 2, 2}, {37, 47, 67, 77});
+  expect_near(run_one("DeformConv", {x, w, offset}, 19), {1, 1, 2, 2}, {37.875, 47, 57, 41});
   std::vector<float> mask;
   for (int i = 0; i < 4; ++i) mask.insert(mask.end(), {0.5f, 1, 1, 0.25f});
   expect_near(
       run_one("DeformConv", {x, w, offset, floats({1}, {0.5f}), floats({1, 4, 2, 2}, mask)}, 22),
-      {19.4375, 47.5, 57.5, 10.75});
+      {1, 1, 2, 2}, {19.4375, 47.5, 57.5, 10.75});
   EXPECT_NE(run_error("DeformConv", {x, w, floats({1, 4, 2, 2}, std::vector<float>(16))}, 19)
                 .find("offset has shape [1,4,2,2], expected [1,8,2,2]"),
             std::string::npos);
@@ -461,6 +461,27 @@ TEST(TypeRules, Col2ImAndDeformConv) {
   const ValueType w = ValueType::tensor(DType::kFloat, dims({8, 4, 3, 3}));
   const ValueType offset = ValueType::tensor(DType::kFloat, dims({1, 18, 7, 7}));
   EXPECT_EQ(type_text(infer_op_type("DeformConv", {x, w, offset}, 22)), "float[1,8,7,7]");
+}
+
+// Values from the ONNX reference (onnx 1.23).
+TEST(CausalConvWithState, PastStateBiasAndSilu) {
+  Tensor x = floats({1, 2, 4}, {1, 2, 3, 4, 0.5, -1, 2, 0});
+  Tensor w = floats({2, 1, 3}, {1, 0.5, -1, 2, 1, 0.25});
+  std::vector<Tensor> out = run_op("CausalConvWithState", {x, w}, 27, {}, 2);
+  expect_near(out[0], {1, 2, 4}, {-1, -1.5, -1, -0.5, 0.125, 0.25, 0.5, 0});
+  expect_near(out[1], {1, 2, 2}, {3, 4, 2, 0});  // the last k - 1 inputs
+  out = run_op("CausalConvWithState",
+               {x, w, floats({2}, {0.1f, -0.2f}), floats({1, 2, 2}, {3, -2, 1, 1})}, 27,
+               with_string("activation", "silu"), 2);
+  expect_near(out[0], {1, 2, 4},
+              {0.82528615, -0.10980457, -0.26014543, -0.16052495, 2.7760255, 1.8161925, 0.17233276,
+               -0.09003320});
+  EXPECT_NE(
+      run_error("CausalConvWithState",
+                {x, floats({2, 1, 3}, std::vector<float>(6)), Tensor(), floats({1, 2, 1}, {0, 0})},
+                27, {}, 2)
+          .find("past_state must have shape [1,2,2]"),
+      std::string::npos);
 }
 
 }  // namespace

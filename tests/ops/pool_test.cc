@@ -339,5 +339,19 @@ TEST(TypeRules, MaxRoiPool) {
             "float[?,16,7,6]");
 }
 
+// Each version of the conv and pool ops that onnx 1.23 defines keeps the oneDNN kernels: an
+// optimized registration serves an opset only when it is as new as the reference one.
+TEST(OptimizedKernels, ServeTheNewestConvAndPoolVersions) {
+  const OpRegistry& registry = builtin_registry();
+  for (const char* op :
+       {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
+    for (int64_t opset : {18, 19, 21, 22, 28}) {
+      const OptimizedRegistration* optimized = registry.find_optimized("", op, opset);
+      ASSERT_NE(optimized, nullptr) << op << " at opset " << opset;
+      EXPECT_GE(optimized->since_version, registry.find("", op, opset)->since_version) << op;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit
