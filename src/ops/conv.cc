@@ -553,7 +553,10 @@ void infer_deform_conv(TypeInferenceContext& context) {
     return;
   }
   const size_t rank = offset ? offset->size() : x->size();
-  if (rank < 3) fail("X and offset must have rank >= 3, got rank {}", rank);
+  if (rank < 3 || (x && x->size() != rank)) {
+    fail("X and offset must have the same rank >= 3, got ranks {} and {}", x ? x->size() : rank,
+         rank);
+  }
   std::vector<Dim> dims(rank);
   dims[0] = x ? (*x)[0] : (*offset)[0];
   if (w && w->size() == rank) dims[1] = (*w)[0];

@@ -456,8 +456,9 @@ class MaxRoiPoolKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& rois_t = context.input(1);
-    if (x.rank() != 4)
+    if (x.rank() != 4) {
       context.fail("X must be 4-D (N, C, H, W), got {}", shape_to_string(x.shape()));
+    }
     if (rois_t.rank() != 2 || rois_t.shape()[1] != 5) {
       context.fail("rois must have shape [num_rois, 5], got {}", shape_to_string(rois_t.shape()));
     }
@@ -473,10 +474,14 @@ class MaxRoiPoolKernel : public OpKernel {
       T* py = y.mutable_data<T>();
       for (int64_t r = 0; r < num_rois; ++r) {
         const double* roi = rois.data() + r * 5;
-        const auto b = static_cast<int64_t>(roi[0]);
-        if (b < 0 || b >= batch) {
+        for (int k = 0; k < 5; ++k) {
+          if (!std::isfinite(roi[k])) context.fail("roi {} has a non-finite value {}", r, roi[k]);
+        }
+        if (roi[0] < 0 || roi[0] >= static_cast<double>(batch)) {
           context.fail("roi {} names batch index {}, X has {}", r, roi[0], batch);
         }
+        const auto b = static_cast<int64_t>(roi[0]);
+        // Bin edges in image coordinates, clamped to the image.
         auto scaled = [&](double v) {
           return static_cast<int64_t>(std::round(v * spatial_scale_));
         };
@@ -486,19 +491,19 @@ class MaxRoiPoolKernel : public OpKernel {
                              static_cast<double>(ph);
         const double bin_w = static_cast<double>(std::max<int64_t>(end_w - start_w + 1, 1)) /
                              static_cast<double>(pw);
+        auto clamp_h = [&](double v) {
+          return std::clamp<int64_t>(static_cast<int64_t>(v) + start_h, 0, h);
+        };
+        auto clamp_w = [&](double v) {
+          return std::clamp<int64_t>(static_cast<int64_t>(v) + start_w, 0, w);
+        };
         for (int64_t c = 0; c < channels; ++c) {
           const T* xc = px + (b * channels + c) * h * w;
           T* yc = py + (r * channels + c) * ph * pw;
           for (int64_t i = 0; i < ph; ++i) {
-            auto clamp_h = [&](double v) {
-              return std::clamp<int64_t>(static_cast<int64_t>(v) + start_h, 0, h);
-            };
             const int64_t hs = clamp_h(std::floor(static_cast<double>(i) * bin_h));
             const int64_t he = clamp_h(std::ceil(static_cast<double>(i + 1) * bin_h));
             for (int64_t j = 0; j < pw; ++j) {
-              auto clamp_w = [&](double v) {
-                return std::clamp<int64_t>(static_cast<int64_t>(v) + start_w, 0, w);
-              };
               const int64_t ws = clamp_w(std::floor(static_cast<double>(j) * bin_w));
               const int64_t we = clamp_w(std::ceil(static_cast<double>(j + 1) * bin_w));
               ComputeType<T> best = 0;

@@ -1227,6 +1227,7 @@ void infer_affine_grid(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
   const std::vector<Dim>* theta = input_dims(context, 0);
+  if (theta && theta->size() != 3) fail("theta must have rank 3, got rank {}", theta->size());
   std::optional<std::vector<int64_t>> size = input_ints(context, 1);
   if (size && size->size() != 4 && size->size() != 5) {
     fail("size must have 4 or 5 values, got {}", size->size());
@@ -1239,7 +1240,7 @@ void infer_affine_grid(TypeInferenceContext& context) {
     return;
   }
   // Without size, theta's [N, r, r + 1] still gives the rank.
-  if (theta && theta->size() == 3 && (*theta)[1].is_known()) {
+  if (theta && (*theta)[1].is_known()) {
     const int64_t r = (*theta)[1].value;
     std::vector<Dim> dims{(*theta)[0]};
     dims.resize(static_cast<size_t>(r) + 1);
