@@ -339,6 +339,37 @@ TEST(TypeRules, MaxRoiPool) {
             "float[?,16,7,6]");
 }
 
+// Version 22 of the conv, pool and normalization ops adds bfloat16: the reference kernels
+// take it, and the oneDNN ones hand it back to them.
+TEST(Opset22, BFloat16ThroughConvPoolsAndNorms) {
+  auto bf16 = [](Shape shape, std::vector<float> values) {
+    std::vector<BFloat16> v;
+    for (float f : values) v.push_back(BFloat16(f));
+    return Tensor::from_vector<BFloat16>(DType::kBFloat16, std::move(shape), v);
+  };
+  auto as_floats = [](const Tensor& t) {
+    EXPECT_EQ(t.dtype(), DType::kBFloat16);
+    std::vector<float> out;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      out.push_back(static_cast<float>(t.data<BFloat16>()[i]));
+    return out;
+  };
+  const Tensor x = bf16({1, 1, 2, 2}, {1, 2, 3, 4});
+  const SetAttributes k2 = with_ints("kernel_shape", {2, 2});
+  for (const SessionOptions& options : {SessionOptions::reference(), optimized()}) {
+    NodeCase conv("Conv", {x, bf16({1, 1, 2, 2}, {1, 0.5f, 0.25f, 2})}, 22);
+    EXPECT_EQ(as_floats(run_node(conv, options)[0]), (std::vector<float>{10.75f}));
+    EXPECT_EQ(as_floats(run_node(NodeCase("AveragePool", {x}, 22, k2), options)[0]),
+              (std::vector<float>{2.5f}));
+    EXPECT_EQ(as_floats(run_node(NodeCase("MaxPool", {x}, 22, k2), options)[0]),
+              (std::vector<float>{4}));
+    EXPECT_EQ(as_floats(run_node(NodeCase("GlobalAveragePool", {x}, 22), options)[0]),
+              (std::vector<float>{2.5f}));
+  }
+  const Tensor y = run_one("InstanceNormalization", {x, bf16({1}, {1}), bf16({1}, {0})}, 22);
+  EXPECT_NEAR(as_floats(y)[3], 1.3416f, 1e-2f);
+}
+
 // Each version of the conv and pool ops that onnx 1.23 defines keeps the oneDNN kernels: an
 // optimized registration serves an opset only when it is as new as the reference one.
 TEST(OptimizedKernels, ServeTheNewestConvAndPoolVersions) {
