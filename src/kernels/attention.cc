@@ -1,7 +1,7 @@
 // com.onnxkit Attention on float32 (fused_ops.h): Y = Softmax(where(Keep, scale * Q @ K^T +
 // Mask, masked_value)) @ V per batch and head, each operand read through the strides its
 // perm attribute gives (ops/attention_layout.h). ONNX's own Attention (ai.onnx 23 on) runs
-// on it too where its semantics are the same (OnnxAttentionKernel below).
+// on it too where its semantics are the same (FusedOnnxAttentionKernel below).
 //
 // With AVX-512 (and unit-stride rows) a work item is a (batch, head), or part of its query
 // rows when there are fewer heads than threads want: it packs K^T once, then runs
@@ -540,7 +540,7 @@ class AttentionKernel : public OpKernel {
 // tensor), no cache, softcap, window or extra outputs. The factory declines nodes whose
 // attributes or inputs ask for more; compute hands other types and shapes to the reference
 // kernel.
-class OnnxAttentionKernel : public OpKernel {
+class FusedOnnxAttentionKernel : public OpKernel {
  public:
   static std::unique_ptr<OpKernel> create(const KernelCreateContext& context, int64_t version) {
     const OnnxAttentionAttributes attrs(context, version);
@@ -557,10 +557,10 @@ class OnnxAttentionKernel : public OpKernel {
          attrs.softmax_precision != static_cast<int64_t>(DType::kFloat))) {
       return nullptr;
     }
-    return std::make_unique<OnnxAttentionKernel>(context, attrs.is_causal);
+    return std::make_unique<FusedOnnxAttentionKernel>(context, attrs.is_causal);
   }
 
-  OnnxAttentionKernel(const KernelCreateContext& context, bool is_causal)
+  FusedOnnxAttentionKernel(const KernelCreateContext& context, bool is_causal)
       : is_causal_(is_causal), fused_(context), reference_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
@@ -605,7 +605,7 @@ void register_attention_kernels(OpRegistry& registry) {
                          kernel_factory<AttentionKernel>());
   for (int64_t version : {23, 24, 25}) {
     registry.add_optimized("", "Attention", version, [version](const KernelCreateContext& context) {
-      return OnnxAttentionKernel::create(context, version);
+      return FusedOnnxAttentionKernel::create(context, version);
     });
   }
 }

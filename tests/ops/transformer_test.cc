@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "core/half.h"
@@ -26,6 +28,10 @@ std::vector<Tensor> run_outputs(const std::string& op, std::vector<Tensor> input
   NodeCase c(op, std::move(inputs), opset, std::move(attributes));
   c.outputs = std::move(outputs);
   return run_node(c, options);
+}
+
+ValueType f32_type() {
+  return ValueType::tensor(DType::kFloat);
 }
 
 // Case 1: Q [1, 2, 2, 2], K and V [1, 2, 3, 2].
@@ -179,6 +185,34 @@ TEST(Attention, OptimizedKernelMatchesReference) {
   const Tensor expected = run_one("Attention", {q, k, v}, 24);
   expect_near(run_outputs("Attention", {q, k, v}, 24, {}, {"y"}, testing::optimized())[0],
               values_of<float>(expected), 1e-6f);
+}
+
+// Which kernel the optimized tier gives an ai.onnx Attention node: the fused one where the
+// semantics agree, the reference one otherwise.
+TEST(Attention, OptimizedKernelServesPlainAndCausalNodesOnly) {
+  auto kernel_types = [](int64_t opset, const SetAttributes& attributes, size_t inputs) {
+    Graph graph;
+    std::vector<Value*> values;
+    for (size_t i = 0; i < inputs; ++i) {
+      values.push_back(graph.add_input("in" + std::to_string(i), f32_type()));
+    }
+    Node* node = graph.add_node("Attention", values, {"y"}, "", "node0");
+    if (attributes) attributes(node);
+    const KernelCreateContext context(*node, opset, builtin_registry());
+    auto chosen = builtin_registry().create_kernel(context, KernelTier::kOptimized);
+    auto reference = builtin_registry().create_reference_kernel(context);
+    return std::pair{std::string(typeid(*chosen).name()), std::string(typeid(*reference).name())};
+  };
+  for (int64_t opset : {23, 24, 25}) {
+    auto [plain, reference] = kernel_types(opset, {}, 3);
+    EXPECT_NE(plain, reference) << opset;
+    EXPECT_NE(kernel_types(opset, with_int("is_causal", 1), 3).first, reference) << opset;
+    auto softcap = kernel_types(
+        opset, [](Node* n) { set_float(n, "softcap", 2.0f); }, 3);
+    EXPECT_EQ(softcap.first, softcap.second) << opset;
+    auto masked = kernel_types(opset, {}, 4);
+    EXPECT_EQ(masked.first, masked.second) << opset;
+  }
 }
 
 TEST(RMSNormalization, LastAxisAndWholeTensor) {
