@@ -230,6 +230,38 @@ TEST(RMSNormalization, LastAxisAndWholeTensor) {
       "stash_type");
 }
 
+TEST(RMSNormalization, OptimizedKernelMatchesReference) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  auto random = [&](Shape shape) {
+    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+    for (float& x : v) x = normal(rng);
+    return floats(shape, v);
+  };
+  struct Case {
+    Shape x, scale;
+    int64_t axis;
+  };
+  // Row lengths around the 8-lane blocks, a scale with leading ones, a whole-tensor axis,
+  // and a scale that broadcasts inside the row (the reference kernel's case).
+  for (const Case& c : std::vector<Case>{{{3, 5, 17}, {17}, -1},
+                                         {{2, 64}, {1, 64}, 1},
+                                         {{4, 3, 8}, {3, 8}, 1},
+                                         {{2, 3, 9}, {2, 3, 9}, 0},
+                                         {{2, 6, 4}, {1, 4}, -2},
+                                         {{1, 1000}, {1000}, -1}}) {
+    Tensor x = random(c.x), scale = random(c.scale);
+    SetAttributes attrs = [axis = c.axis](Node* n) {
+      set_int(n, "axis", axis);
+      set_float(n, "epsilon", 1e-3f);
+    };
+    const Tensor expected = run_one("RMSNormalization", {x, scale}, 23, attrs);
+    const Tensor got =
+        run_outputs("RMSNormalization", {x, scale}, 23, attrs, {"y"}, testing::optimized(2))[0];
+    expect_near(got, values_of<float>(expected), 1e-5f);
+  }
+}
+
 TEST(RotaryEmbedding, InterleavedWithPositionIds) {
   Tensor x = floats({1, 1, 2, 4}, {0.2955202f, 0.7833269f, 0.997495f, 0.8632094f, 0.4273799f,
                                    -0.1577457f, -0.6877662f, -0.9775301f});
