@@ -1,6 +1,6 @@
 // Op family: the standard transformer ops: Attention (23, 24, 25), RMSNormalization (23),
-// RotaryEmbedding (23), TensorScatter (24), LinearAttention (27), CausalConvWithState (27),
-// SwiGLU (28) and ai.onnx.preview's FlexAttention (1).
+// RotaryEmbedding (23), TensorScatter (24), LinearAttention (27), SwiGLU (28) and
+// ai.onnx.preview's FlexAttention (1). (CausalConvWithState, a convolution, is in conv.cc.)
 //
 // Reference kernels: values are computed in double and rounded to the tensor's type where
 // ONNX's reference (numpy, one rounding per op) rounds, so float16 and bfloat16 results
@@ -862,82 +862,6 @@ class LinearAttentionKernel : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------------------
-// CausalConvWithState(input, weight, bias?, past_state?) -> output, present_state: a
-// depthwise causal 1-D convolution over [past_state, input], then SiLU if asked.
-
-class CausalConvWithStateKernel : public OpKernel {
- public:
-  explicit CausalConvWithStateKernel(const KernelCreateContext& context)
-      : activation_(context.attr_string("activation", "none")) {
-    if (activation_ != "none" && activation_ != "silu" && activation_ != "swish") {
-      context.fail("activation is '{}'; it needs none, silu or swish", activation_);
-    }
-  }
-
-  void compute(KernelContext& context) const override {
-    const Tensor& input = context.input(0);
-    const Tensor& weight = context.input(1);
-    require_float(context, input, "input");
-    if (input.rank() != 3) {
-      context.fail("input has shape {}; it needs (batch, channels, length)",
-                   shape_to_string(input.shape()));
-    }
-    const int64_t batch = input.shape()[0], channels = input.shape()[1], length = input.shape()[2];
-    if (weight.rank() != 3 || weight.shape()[0] != channels || weight.shape()[1] != 1 ||
-        weight.shape()[2] < 1) {
-      context.fail("weight has shape {}; it needs [{}, 1, k]", shape_to_string(weight.shape()),
-                   channels);
-    }
-    const int64_t k = weight.shape()[2], keep = k - 1, padded_length = length + keep;
-    std::vector<double> bias(static_cast<size_t>(channels), 0.0);
-    if (context.has_input(2)) {
-      const Tensor& t = context.input(2);
-      if (t.shape() != Shape{channels}) {
-        context.fail("bias has shape {}; it needs [{}]", shape_to_string(t.shape()), channels);
-      }
-      bias = read_doubles(context, t, "bias");
-    }
-    const std::vector<double> x = read_doubles(context, input, "input");
-    const std::vector<double> w = read_doubles(context, weight, "weight");
-    std::vector<double> padded(static_cast<size_t>(batch * channels * padded_length), 0.0);
-    std::vector<double> past;
-    if (context.has_input(3)) {
-      const Tensor& t = context.input(3);
-      if (t.shape() != Shape{batch, channels, keep}) {
-        context.fail("past_state has shape {}; it needs [{}, {}, {}]", shape_to_string(t.shape()),
-                     batch, channels, keep);
-      }
-      past = read_doubles(context, t, "past_state");
-    }
-    for (int64_t bc = 0; bc < batch * channels; ++bc) {
-      double* row = padded.data() + bc * padded_length;
-      if (!past.empty()) std::copy_n(past.data() + bc * keep, keep, row);
-      std::copy_n(x.data() + bc * length, length, row + keep);
-    }
-    const Rounder round_t = rounder_for(input.dtype(), "CausalConvWithState");
-    const bool silu = activation_ != "none";
-    std::vector<double> out(static_cast<size_t>(batch * channels * length));
-    std::vector<double> state(static_cast<size_t>(batch * channels * keep));
-    for (int64_t bc = 0; bc < batch * channels; ++bc) {
-      const int64_t c = bc % channels;
-      const double* row = padded.data() + bc * padded_length;
-      for (int64_t t = 0; t < length; ++t) {
-        double sum = bias[c];
-        for (int64_t i = 0; i < k; ++i) sum += w[c * k + i] * row[t + i];
-        sum = round_t(sum);
-        out[bc * length + t] = silu ? sum / (1.0 + std::exp(-sum)) : sum;
-      }
-      std::copy_n(row + length, keep, state.data() + bc * keep);
-    }
-    write_doubles(context, 0, input.dtype(), input.shape(), out);
-    write_doubles(context, 1, input.dtype(), {batch, channels, keep}, state);
-  }
-
- private:
-  std::string activation_;
-};
-
-// ---------------------------------------------------------------------------------------
 // FlexAttention(Q, K, V) -> Y (ai.onnx.preview 1): attention whose scores and probabilities
 // pass through the score_mod and prob_mod graphs (each maps [B, H, L, S] to the same).
 
@@ -1120,22 +1044,6 @@ void infer_linear_attention(TypeInferenceContext& context) {
   }
 }
 
-// output: input's type and shape; present_state: [B, C, k - 1].
-void infer_causal_conv_with_state(TypeInferenceContext& context) {
-  const ValueType* input = context.input_type(0);
-  if (!input) return;
-  context.set_output(0, *input);
-  const std::vector<Dim>* x = input_dims(context, 0);
-  const std::vector<Dim>* w = input_dims(context, 1);
-  SymbolicShape state;
-  if (x && x->size() == 3) {
-    Dim keep;
-    if (w && w->size() == 3 && (*w)[2].is_known()) keep = Dim::known((*w)[2].value - 1);
-    state = std::vector<Dim>{(*x)[0], (*x)[1], keep};
-  }
-  context.set_output(1, tensor_type(input->elem_type, state));
-}
-
 }  // namespace
 
 void register_transformer_ops(OpRegistry& registry) {
@@ -1157,9 +1065,6 @@ void register_transformer_ops(OpRegistry& registry) {
   registry.add(
       "LinearAttention", {27},
       OpDefinition(kernel_factory<LinearAttentionKernel>()).with_types(infer_linear_attention));
-  registry.add("CausalConvWithState", {27},
-               OpDefinition(kernel_factory<CausalConvWithStateKernel>())
-                   .with_types(infer_causal_conv_with_state));
   registry.add("SwiGLU", {28},
                OpDefinition(kernel_factory<SwiGluKernel>()).with_types(infer_same_as_input));
   registry.add(

@@ -1,7 +1,7 @@
 // Unit tests of the transformer op family (Attention 23-25, RMSNormalization, RotaryEmbedding,
-// TensorScatter, LinearAttention, CausalConvWithState, SwiGLU, FlexAttention). Expected
-// values were computed with numpy from the ops' definitions (straight softmax, explicit
-// masks and loops), not with onnx's reference implementation.
+// TensorScatter, LinearAttention, SwiGLU, FlexAttention). Expected values were computed with
+// numpy from the ops' definitions (straight softmax, explicit masks and loops), not with
+// onnx's reference implementation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,7 +50,7 @@ Tensor v1() {
                  0.9021718f, -0.1743268f, -0.9954363f, -0.3582293f, 0.8037844f, 0.7882521f});
 }
 
-TEST(Attention, FourDimensionalMatchesSoftmaxOfScaledScores) {
+TEST(OnnxAttention, FourDimensionalMatchesSoftmaxOfScaledScores) {
   for (int64_t opset : {23, 24, 25}) {
     expect_near(run_one("Attention", {q1(), k1(), v1()}, opset),
                 {0.153934f, 0.2642754f, 0.2020786f, 0.08474733f, 0.2920336f, 0.1792242f, 0.6560063f,
@@ -58,7 +58,7 @@ TEST(Attention, FourDimensionalMatchesSoftmaxOfScaledScores) {
   }
 }
 
-TEST(Attention, PackedGroupedQueryCausalWithPast) {
+TEST(OnnxAttention, PackedGroupedQueryCausalWithPast) {
   // Q [1, 2, 2 heads * 2], K/V [1, 2, 1 head * 2], one cached position: query i sees keys
   // j <= i + 1; both query heads read the one K/V head.
   Tensor q = floats({1, 2, 4}, {0.1986693f, 0.6442177f, 0.9320391f, 0.9916648f, 0.8084964f,
@@ -82,7 +82,7 @@ TEST(Attention, PackedGroupedQueryCausalWithPast) {
   EXPECT_EQ(out[2].shape(), (Shape{1, 1, 3, 2}));
 }
 
-TEST(Attention, SoftcapAppliesBeforeSoftmaxAndShowsInScores) {
+TEST(OnnxAttention, SoftcapAppliesBeforeSoftmaxAndShowsInScores) {
   SetAttributes attrs = [](Node* n) {
     set_float(n, "scale", 0.25f);
     set_float(n, "softcap", 0.5f);
@@ -97,7 +97,7 @@ TEST(Attention, SoftcapAppliesBeforeSoftmaxAndShowsInScores) {
                -0.06699828f, -0.03836485f, 0.0840653f, 0.05126293f, -0.3427534f, 0.1357826f});
 }
 
-TEST(Attention, FullyMaskedRowGivesZerosAndPaddedMaskMasksTheRest) {
+TEST(OnnxAttention, FullyMaskedRowGivesZerosAndPaddedMaskMasksTheRest) {
   // A bool mask of 2 keys for 3: key 2 is masked by the padding; query 0 masks keys 0 and 1
   // too, so it sees nothing: its output and probabilities are 0, not NaN.
   Tensor mask = Tensor::from_vector<bool>(DType::kBool, {2, 2}, {false, false, true, true});
@@ -113,7 +113,7 @@ TEST(Attention, FullyMaskedRowGivesZerosAndPaddedMaskMasksTheRest) {
   }
 }
 
-TEST(Attention, SlidingWindowFromVersion25) {
+TEST(OnnxAttention, SlidingWindowFromVersion25) {
   // left_window_size 0 with is_causal: each query sees only the key at its own position.
   SetAttributes attrs = [](Node* n) {
     set_int(n, "is_causal", 1);
@@ -130,7 +130,7 @@ TEST(Attention, SlidingWindowFromVersion25) {
   }
 }
 
-TEST(Attention, BadInputsFailNamingTheNode) {
+TEST(OnnxAttention, BadInputsFailNamingTheNode) {
   Tensor q3 = floats({1, 2, 4}, std::vector<float>(8, 0.5f));
   EXPECT_NE(run_error("Attention", {q3, q3, q3}, 23).find("q_num_heads"), std::string::npos);
   Tensor k_bad = floats({1, 2, 3, 3}, std::vector<float>(18, 0.5f));
@@ -143,7 +143,7 @@ TEST(Attention, BadInputsFailNamingTheNode) {
       "nonpad_kv_seqlen");
 }
 
-TEST(Attention, HalfTypesRoundLikeTheirType) {
+TEST(OnnxAttention, HalfTypesRoundLikeTheirType) {
   // float16 in, float16 out, close to the float32 result.
   auto to_half = [](const Tensor& t) {
     std::vector<Float16> h;
@@ -160,7 +160,7 @@ TEST(Attention, HalfTypesRoundLikeTheirType) {
 }
 
 // The optimized ai.onnx Attention (the fused kernel) against the reference kernel.
-TEST(Attention, OptimizedKernelMatchesReference) {
+TEST(OnnxAttention, OptimizedKernelMatchesReference) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   auto random = [&](Shape shape) {
@@ -189,7 +189,7 @@ TEST(Attention, OptimizedKernelMatchesReference) {
 
 // Which kernel the optimized tier gives an ai.onnx Attention node: the fused one where the
 // semantics agree, the reference one otherwise.
-TEST(Attention, OptimizedKernelServesPlainAndCausalNodesOnly) {
+TEST(OnnxAttention, OptimizedKernelServesPlainAndCausalNodesOnly) {
   auto kernel_types = [](int64_t opset, const SetAttributes& attributes, size_t inputs) {
     Graph graph;
     std::vector<Value*> values;
@@ -343,19 +343,6 @@ TEST(LinearAttention, GatedDeltaWithGroupedHeads) {
       "decay");
 }
 
-TEST(CausalConvWithState, PastStateBiasAndSilu) {
-  Tensor input = floats(
-      {1, 2, 3}, {0.09983342f, 0.7833269f, 0.9916648f, 0.5984721f, -0.1577457f, -0.8182771f});
-  Tensor weight =
-      floats({2, 1, 3}, {0.3894183f, 0.841471f, 0.9995736f, 0.8084964f, 0.3349882f, -0.2555411f});
-  Tensor bias = floats({2}, {0.1f, -0.2f});
-  Tensor past = floats({1, 2, 2}, {0.6442177f, 0.9320391f, 0.9916648f, 0.8084964f});
-  auto out = run_outputs("CausalConvWithState", {input, weight, bias, past}, 27,
-                         with_string("activation", "silu"), {"out", "state"});
-  expect_near(out[0], {0.9566906f, 1.05177f, 1.53311f, 0.4839944f, 0.4631743f, 0.2677217f});
-  expect_near(out[1], {0.7833269f, 0.9916648f, -0.1577457f, -0.8182771f});
-}
-
 TEST(FlexAttention, GroupedHeadsWithScale) {
   Tensor q = floats({1, 2, 2, 2}, {0.1986693f, 0.5646425f, 0.841471f, 0.9854497f, 0.9738476f,
                                    0.8084964f, 0.5155014f, 0.14112f});
@@ -457,9 +444,6 @@ TEST(TransformerTypes, OtherOps) {
             f32({1, 4, 3, 8}));
   EXPECT_EQ(infer("SwiGLU", {f32({2, 3}), f32({2, 3})}, 1, 28)[0], f32({2, 3}));
   EXPECT_EQ(infer("TensorScatter", {f32({2, 9, 4}), f32({2, 1, 4})}, 1, 24)[0], f32({2, 9, 4}));
-  auto conv = infer("CausalConvWithState", {f32({1, 6, 5}), f32({6, 1, 4})}, 2, 27);
-  EXPECT_EQ(conv[0], f32({1, 6, 5}));
-  EXPECT_EQ(conv[1], f32({1, 6, 3}));
   SetAttributes heads = [](Node* n) {
     set_int(n, "q_num_heads", 4);
     set_int(n, "kv_num_heads", 2);
