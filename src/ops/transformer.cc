@@ -128,7 +128,8 @@ class OnnxAttentionKernel : public OpKernel {
  public:
   OnnxAttentionKernel(const KernelCreateContext& context, int64_t version)
       : attrs_(context, version) {
-    if (version < 24 && context.node().inputs().size() > 6) {
+    const auto& inputs = context.node().inputs();
+    if (version < 24 && inputs.size() > 6 && inputs[6]) {
       context.fail("Attention-{} has 6 inputs; nonpad_kv_seqlen is an input from version 24",
                    version);
     }
