@@ -1,6 +1,7 @@
 // com.onnxkit Attention on float32 (fused_ops.h): Y = Softmax(where(Keep, scale * Q @ K^T +
 // Mask, masked_value)) @ V per batch and head, each operand read through the strides its
-// perm attribute gives (ops/attention_layout.h).
+// perm attribute gives (ops/attention_layout.h). ONNX's own Attention (ai.onnx 23 on) runs
+// on it too where its semantics are the same (FusedOnnxAttentionKernel below).
 //
 // With AVX-512 (and unit-stride rows) a work item is a (batch, head), or part of its query
 // rows when there are fewer heads than threads want: it packs K^T once, then runs
@@ -31,6 +32,7 @@
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/transformer.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -302,11 +304,14 @@ class AttentionKernel : public OpKernel {
         reference_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
-    const Tensor& q = context.input(0);
-    const Tensor& k = context.input(1);
-    const Tensor& v = context.input(2);
-    const Tensor* mask = context.has_input(3) ? &context.input(3) : nullptr;
-    const Tensor* keep = context.has_input(4) ? &context.input(4) : nullptr;
+    run(context, context.input(0), context.input(1), context.input(2),
+        context.has_input(3) ? &context.input(3) : nullptr,
+        context.has_input(4) ? &context.input(4) : nullptr);
+  }
+
+  // Y (output 0) from these operands, whichever inputs of the node they come from.
+  void run(KernelContext& context, const Tensor& q, const Tensor& k, const Tensor& v,
+           const Tensor* mask, const Tensor* keep) const {
     const bool supported =
         q.dtype() == DType::kFloat && k.dtype() == DType::kFloat && v.dtype() == DType::kFloat &&
         (!mask || mask->dtype() == DType::kFloat) && (!keep || keep->dtype() == DType::kBool);
@@ -530,6 +535,59 @@ class AttentionKernel : public OpKernel {
       plans_;
 };
 
+// ai.onnx Attention (23, 24, 25) on the kernel above where the two ops agree: 4-D float32
+// Q, K and V with as many K/V heads as Q heads, no attn_mask (is_causal becomes a Keep
+// tensor), no cache, softcap, window or extra outputs. The factory declines nodes whose
+// attributes or inputs ask for more; compute hands other types and shapes to the reference
+// kernel.
+class FusedOnnxAttentionKernel : public OpKernel {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context, int64_t version) {
+    const OnnxAttentionAttributes attrs(context, version);
+    const Node& node = context.node();
+    for (size_t i = 3; i < node.inputs().size(); ++i) {
+      if (node.inputs()[i]) return nullptr;
+    }
+    for (size_t i = 1; i < node.outputs().size(); ++i) {
+      if (node.outputs()[i]) return nullptr;
+    }
+    if (attrs.softcap > 0 || attrs.left_window_size >= 0 || attrs.right_window_size >= 0 ||
+        attrs.q_num_heads != 0 || attrs.kv_num_heads != 0 ||
+        (attrs.softmax_precision != 0 &&
+         attrs.softmax_precision != static_cast<int64_t>(DType::kFloat))) {
+      return nullptr;
+    }
+    return std::make_unique<FusedOnnxAttentionKernel>(context, attrs.is_causal);
+  }
+
+  FusedOnnxAttentionKernel(const KernelCreateContext& context, bool is_causal)
+      : is_causal_(is_causal), fused_(context), reference_(context.reference_kernel()) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& q = context.input(0);
+    const Tensor& k = context.input(1);
+    const Tensor& v = context.input(2);
+    const bool supported = q.dtype() == DType::kFloat && k.dtype() == DType::kFloat &&
+                           v.dtype() == DType::kFloat && q.rank() == 4 && k.rank() == 4 &&
+                           v.rank() == 4 && k.shape()[1] == q.shape()[1];
+    if (!supported) return reference_->compute(context);
+    if (!is_causal_) return fused_.run(context, q, k, v, nullptr, nullptr);
+    // Query i sees keys 0..i (no cache: the causal frontier starts at 0).
+    const int64_t sq = q.shape()[2], sk = k.shape()[2];
+    Tensor keep(DType::kBool, {sq, sk});
+    bool* allowed = keep.mutable_data<bool>();
+    for (int64_t i = 0; i < sq; ++i) {
+      for (int64_t j = 0; j < sk; ++j) allowed[i * sk + j] = j <= i;
+    }
+    fused_.run(context, q, k, v, nullptr, &keep);
+  }
+
+ private:
+  bool is_causal_;
+  AttentionKernel fused_;
+  std::unique_ptr<OpKernel> reference_;
+};
+
 }  // namespace
 
 std::vector<std::pair<const char*, SoftmaxRowFn>> softmax_row_variants() {
@@ -545,6 +603,11 @@ std::vector<std::pair<const char*, SoftmaxRowFn>> softmax_row_variants() {
 void register_attention_kernels(OpRegistry& registry) {
   registry.add_optimized(std::string(kOnnxkitDomain), "Attention", 1,
                          kernel_factory<AttentionKernel>());
+  for (int64_t version : {23, 24, 25}) {
+    registry.add_optimized("", "Attention", version, [version](const KernelCreateContext& context) {
+      return FusedOnnxAttentionKernel::create(context, version);
+    });
+  }
 }
 
 }  // namespace onnxkit

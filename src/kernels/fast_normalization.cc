@@ -1,8 +1,9 @@
 // Fast float32 kernels for the row-wise ops of transformers: Softmax and LogSoftmax over
 // the last axis (and the 2-D coerced form of opsets 1-12), LayerNormalization (ONNX 17 and
-// onnxkit's), onnxkit's SkipLayerNormalization and BiasSoftmax, and ReduceMean over one
-// block of adjacent axes. Rows are independent: parallel_for splits them.
+// onnxkit's), RMSNormalization, onnxkit's SkipLayerNormalization and BiasSoftmax, and
+// ReduceMean over one block of adjacent axes. Rows are independent: parallel_for splits them.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <string>
@@ -117,6 +118,61 @@ class FastLayerNormKernel : public OpKernel {
       const VectorKernels& k = vector_kernels();
       for (int64_t r = begin; r < end; ++r) {
         k.layer_norm_row(px + r * cols, gamma, beta, epsilon_, py + r * cols, cols);
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  std::unique_ptr<OpKernel> fallback_;
+};
+
+// ---- RMSNormalization (ONNX 23) ----
+
+class FastRmsNormKernel : public OpKernel {
+ public:
+  explicit FastRmsNormKernel(const KernelCreateContext& context)
+      : axis_(context.attr_int("axis", -1)),
+        epsilon_(context.attr_float("epsilon", 1e-5f)),
+        fallback_(context.reference_kernel()) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& scale = context.input(1);
+    const auto rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (x.dtype() != DType::kFloat || scale.dtype() != DType::kFloat || axis < 0 || axis >= rank) {
+      return run_fallback(fallback_.get(), context);
+    }
+    const Shape& shape = x.shape();
+    const Shape norm_shape(shape.begin() + axis, shape.end());
+    if (scale.rank() > norm_shape.size() || !same_up_to_leading_ones(scale.shape(), norm_shape)) {
+      return run_fallback(fallback_.get(), context);
+    }
+    const int64_t cols = shape_numel(norm_shape);
+    const int64_t rows = shape_numel(std::span(shape).first(axis));
+    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
+    if (x.numel() == 0) return;
+    const float* px = x.data<float>();
+    const float* gamma = scale.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_for(rows, rows_per_chunk(cols), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const float* row = px + r * cols;
+        float* out = py + r * cols;
+        // Eight partial sums: the loop vectorizes without reassociating one accumulator.
+        float partial[8] = {};
+        int64_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+          for (int lane = 0; lane < 8; ++lane) partial[lane] += row[c + lane] * row[c + lane];
+        }
+        double sum = 0;
+        for (float p : partial) sum += p;
+        for (; c < cols; ++c) sum += static_cast<double>(row[c]) * row[c];
+        const auto inv = static_cast<float>(
+            1.0 / std::sqrt(sum / static_cast<double>(cols) + static_cast<double>(epsilon_)));
+        for (c = 0; c < cols; ++c) out[c] = row[c] * inv * gamma[c];
       }
     });
   }
@@ -327,6 +383,7 @@ void register_fast_normalization_kernels(OpRegistry& registry) {
     registry.add_optimized("", "ReduceMean", since, float_kernel_factory<FastReduceMeanKernel>());
   }
   registry.add_optimized("", "LayerNormalization", 17, float_kernel_factory<FastLayerNormKernel>());
+  registry.add_optimized("", "RMSNormalization", 23, float_kernel_factory<FastRmsNormKernel>());
   const std::string onnxkit(kOnnxkitDomain);
   registry.add_optimized(onnxkit, "LayerNormalization", 1,
                          float_kernel_factory<FastLayerNormKernel>());

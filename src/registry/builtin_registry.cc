@@ -30,6 +30,7 @@ void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
+void register_transformer_ops(OpRegistry& registry);
 // onnxkit's fused ops (ops/fused_ops.h), reference kernels.
 void register_fused_linear_ops(OpRegistry& registry);
 void register_fused_transformer_ops(OpRegistry& registry);
@@ -65,6 +66,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_spatial_ops(registry);
   register_text_ops(registry);
   register_training_ops(registry);
+  register_transformer_ops(registry);
   register_fused_linear_ops(registry);
   register_fused_transformer_ops(registry);
   register_dnnl_matmul_kernels(registry);
