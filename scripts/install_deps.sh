@@ -8,6 +8,7 @@ packages=(
   libprotobuf-dev libonnx-dev          # ONNX format, checker, shape inference
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libdnnl-dev ocl-icd-opencl-dev       # oneDNN (its CMake config also wants OpenCL headers)
+  libre2-dev                           # RE2, the regex syntax of ONNX's RegexFullMatch
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
 )

@@ -365,7 +365,9 @@ void register_fast_elementwise_kernels(OpRegistry& registry) {
       {"Relu", 6, UnaryOp::kRelu},
       {"LeakyRelu", 6, UnaryOp::kLeakyRelu},
       {"HardSigmoid", 6, UnaryOp::kHardSigmoid},
+      {"HardSigmoid", 22, UnaryOp::kHardSigmoid},  // 22 widened the types
       {"HardSwish", 14, UnaryOp::kHardSwish},
+      {"HardSwish", 22, UnaryOp::kHardSwish},
       {"Sigmoid", 6, UnaryOp::kSigmoid},
       {"Tanh", 6, UnaryOp::kTanh},
       {"Erf", 9, UnaryOp::kErf},
@@ -388,6 +390,7 @@ void register_fast_elementwise_kernels(OpRegistry& registry) {
     registry.add_optimized("", "Where", since, float_input_factory<FastWhereKernel>(1));
   }
   registry.add_optimized(std::string(kOnnxkitDomain), "Gelu", 1, make_gelu_kernel);
+  registry.add_optimized("", "Gelu", 20, make_gelu_kernel);
 }
 
 }  // namespace onnxkit
