@@ -4,10 +4,14 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "op_test_util.h"
+#include "ops/registry.h"
+#include "ops/type_inference.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -125,6 +129,70 @@ TEST(TreeEnsemble, BranchesMembershipAndAggregates) {
         run_ml("TreeEnsemble", {floats({3}, {1, 2, 3})}, 5, tree_attributes(1, 0));
       },
       "X must be [N, F]");
+}
+
+// ---- type inference ----
+
+// Backs a rule with the types of the node's graph inputs and records what it sets.
+class GraphTypeContext : public TypeInferenceContext {
+ public:
+  explicit GraphTypeContext(const Node& node) : node_(node) {}
+  const Node& node() const override { return node_; }
+  int64_t opset() const override { return 5; }
+  const ValueType* input_type(size_t i) const override {
+    return has_input(i) ? &node_.inputs()[i]->type() : nullptr;
+  }
+  const Tensor* input_value(size_t) const override { return nullptr; }
+  std::vector<ValueType> infer_subgraph(const Graph&, std::span<const ValueType>) override {
+    return {};
+  }
+  void set_output(size_t i, ValueType type) override {
+    if (outputs.size() <= i) outputs.resize(i + 1);
+    outputs[i] = std::move(type);
+  }
+  std::vector<ValueType> outputs;
+
+ private:
+  const Node& node_;
+};
+
+// The output types the op's rule gives for inputs of `input_types`.
+std::vector<ValueType> infer_ml(const std::string& op, int64_t version,
+                                std::vector<ValueType> input_types, const SetAttributes& attrs) {
+  Model model;
+  Graph& graph = model.graph();
+  std::vector<Value*> inputs;
+  for (size_t i = 0; i < input_types.size(); ++i) {
+    inputs.push_back(graph.add_input("in" + std::to_string(i), input_types[i]));
+  }
+  Node* node = graph.add_node(op, inputs, {"out0"}, "ai.onnx.ml", "node0");
+  attrs(node);
+  const OpRegistration* registration = builtin_registry().find("ai.onnx.ml", op, version);
+  EXPECT_NE(registration, nullptr) << op;
+  EXPECT_NE(registration->definition.infer_types, nullptr) << op;
+  GraphTypeContext context(*node);
+  registration->definition.infer_types(context);
+  return context.outputs;
+}
+
+TEST(MlTypeInference, OutputTypesAndShapes) {
+  const std::vector<Dim> batch_by_4{Dim::symbol("N"), Dim::known(4)};
+  auto tree = infer_ml("TreeEnsemble", 5, {ValueType::tensor(DType::kDouble, batch_by_4)},
+                       tree_attributes(1, 0));
+  ASSERT_EQ(tree.size(), 1u);
+  EXPECT_EQ(tree[0],
+            ValueType::tensor(DType::kDouble, std::vector<Dim>{Dim::symbol("N"), Dim::known(2)}));
+  auto label =
+      infer_ml("LabelEncoder", 4, {ValueType::tensor(DType::kString, batch_by_4)}, [](Node* n) {
+        set_tensor(n, "values_tensor", Tensor::from_vector<int16_t>(DType::kInt16, {1}, {1}));
+      });
+  EXPECT_EQ(label[0], ValueType::tensor(DType::kInt16, batch_by_4));
+  auto columns = infer_ml("ArrayFeatureExtractor", 1,
+                          {ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(5)}),
+                           ValueType::tensor(DType::kInt64, std::vector<Dim>{Dim::known(3)})},
+                          [](Node*) {});
+  EXPECT_EQ(columns[0],
+            ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(1), Dim::known(3)}));
 }
 
 }  // namespace
