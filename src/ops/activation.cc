@@ -279,9 +279,9 @@ void register_activation_ops(OpRegistry& registry) {
   // Since-version 6 dropped `consumed_inputs`; later versions (13, 22 with bfloat16 and
   // float16 for some, Celu 28 the 16-bit floats and double) only widened the types, which
   // every registration accepts.
-  registry.add("Relu", {6}, kernel_factory<ActivationKernel<Act::kRelu>>(),
+  registry.add("Relu", {6, 13, 14}, kernel_factory<ActivationKernel<Act::kRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("LeakyRelu", {6}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
+  registry.add("LeakyRelu", {6, 16}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Elu", {6, 22}, kernel_factory<ActivationKernel<Act::kElu>>(),
                kZeroKeepingElementwiseOp);
@@ -296,15 +296,17 @@ void register_activation_ops(OpRegistry& registry) {
                kElementwiseOp);
   registry.add("HardSwish", {14, 22}, kernel_factory<ActivationKernel<Act::kHardSwish>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Sigmoid", {6}, kernel_factory<ActivationKernel<Act::kSigmoid>>(), kElementwiseOp);
-  registry.add("Tanh", {6}, kernel_factory<ActivationKernel<Act::kTanh>>(),
+  registry.add("Sigmoid", {6, 13}, kernel_factory<ActivationKernel<Act::kSigmoid>>(),
+               kElementwiseOp);
+  registry.add("Tanh", {6, 13}, kernel_factory<ActivationKernel<Act::kTanh>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Softplus", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftplus>>(),
                kElementwiseOp);
   registry.add("Softsign", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftsign>>(),
                kZeroKeepingElementwiseOp);
-  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting.
-  registry.add("PRelu", {6, 7}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
+  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting; 9 and
+  // 16 added types.
+  registry.add("PRelu", {6, 7, 9, 16}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
   registry.add("Gelu", {20},
                OpDefinition(kernel_factory<GeluKernel>(), kZeroKeepingElementwiseOp)
                    .with_types(infer_same_as_input));
@@ -316,7 +318,7 @@ void register_activation_ops(OpRegistry& registry) {
                OpDefinition(kernel_factory<SmoothGateKernel<true>>(), kZeroKeepingElementwiseOp)
                    .with_types(infer_same_as_input));
   registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>(), kElementwiseOp);
-  registry.add("Clip", {6, 11}, kernel_factory<ClipKernel>(), kElementwiseOp);
+  registry.add("Clip", {6, 11, 12, 13}, kernel_factory<ClipKernel>(), kElementwiseOp);
 }
 
 }  // namespace onnxkit

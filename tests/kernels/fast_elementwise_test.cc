@@ -120,8 +120,8 @@ TEST(FastElementwise, UnaryOpsMatchReference) {
   }
 }
 
-// The versions that later opsets added (types only) keep their fast kernels: HardSigmoid and
-// HardSwish 22, and ai.onnx's Gelu (20), which is the onnxkit Gelu's formula.
+// The versions that later opsets added (types only) keep their fast kernels, and ai.onnx's
+// Gelu (20), the onnxkit Gelu's formula, has it too.
 TEST(FastElementwise, NewerOpsetVersionsKeepTheFastKernels) {
   struct Case {
     const char* op;
@@ -130,6 +130,16 @@ TEST(FastElementwise, NewerOpsetVersionsKeepTheFastKernels) {
     std::function<void(Node*)> attributes;
   };
   const std::vector<Case> cases = {
+      {"Relu", 14, 0, 0, {}},
+      {"LeakyRelu", 16, 0, 0, {}},
+      {"Abs", 13, 0, 0, {}},
+      {"Neg", 13, 0, 0, {}},
+      {"Sqrt", 13, 0, 0, {}},
+      {"Reciprocal", 13, 0, 0, {}},
+      {"Sigmoid", 13, 1e-6, 1e-37, {}},
+      {"Tanh", 13, 1e-6, 1e-37, {}},
+      {"Erf", 13, 1e-6, 1e-37, {}},
+      {"Exp", 13, 1e-6, 1e-37, {}},
       {"HardSigmoid", 22, 3e-7, 1e-7, {}},
       {"HardSwish", 22, 3e-7, 1e-7, {}},
       {"Gelu", 20, 1e-5, 1e-6, {}},
