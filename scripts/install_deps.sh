@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libdnnl-dev ocl-icd-opencl-dev       # oneDNN (its CMake config also wants OpenCL headers)
   libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev  # ImageDecoder's formats
+  libre2-dev                           # RE2, the regex syntax of ONNX's RegexFullMatch
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
 )

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/parallel.h"
 #include "kernels/fast_kernel_util.h"
@@ -361,24 +362,29 @@ void register_fast_elementwise_kernels(OpRegistry& registry) {
   for (const auto& [name, op] : arithmetic) {
     for (int64_t since : {7, 13, 14}) registry.add_optimized("", name, since, binary_factory(op));
   }
-  const std::tuple<const char*, int64_t, UnaryOp> unary[] = {
-      {"Relu", 6, UnaryOp::kRelu},
-      {"LeakyRelu", 6, UnaryOp::kLeakyRelu},
-      {"HardSigmoid", 6, UnaryOp::kHardSigmoid},
-      {"HardSwish", 14, UnaryOp::kHardSwish},
-      {"Sigmoid", 6, UnaryOp::kSigmoid},
-      {"Tanh", 6, UnaryOp::kTanh},
-      {"Erf", 9, UnaryOp::kErf},
-      {"Exp", 6, UnaryOp::kExp},
-      {"Sqrt", 6, UnaryOp::kSqrt},
-      {"Reciprocal", 6, UnaryOp::kReciprocal},
-      {"Neg", 6, UnaryOp::kNeg},
-      {"Abs", 6, UnaryOp::kAbs},
+  struct UnaryRegistration {
+    const char* name;
+    std::vector<int64_t> versions;
+    UnaryOp op;
   };
-  for (const auto& [name, since, op] : unary) {
-    registry.add_optimized("", name, since, unary_factory(op));
+  const UnaryRegistration unary[] = {
+      {"Relu", {6, 13, 14}, UnaryOp::kRelu},
+      {"LeakyRelu", {6, 16}, UnaryOp::kLeakyRelu},
+      {"HardSigmoid", {6, 22}, UnaryOp::kHardSigmoid},
+      {"HardSwish", {14, 22}, UnaryOp::kHardSwish},
+      {"Sigmoid", {6, 13}, UnaryOp::kSigmoid},
+      {"Tanh", {6, 13}, UnaryOp::kTanh},
+      {"Erf", {9, 13}, UnaryOp::kErf},
+      {"Exp", {6, 13}, UnaryOp::kExp},
+      {"Sqrt", {6, 13}, UnaryOp::kSqrt},
+      {"Reciprocal", {6, 13}, UnaryOp::kReciprocal},
+      {"Neg", {6, 13}, UnaryOp::kNeg},
+      {"Abs", {6, 13}, UnaryOp::kAbs},
+  };
+  for (const auto& [name, versions, op] : unary) {
+    for (int64_t since : versions) registry.add_optimized("", name, since, unary_factory(op));
   }
-  for (int64_t since : {6, 11}) {
+  for (int64_t since : {6, 11, 12, 13}) {
     registry.add_optimized("", "Clip", since, float_input_factory<FastClipKernel>(0));
   }
   for (int64_t since : {7, 12, 13, 15}) {
@@ -388,6 +394,7 @@ void register_fast_elementwise_kernels(OpRegistry& registry) {
     registry.add_optimized("", "Where", since, float_input_factory<FastWhereKernel>(1));
   }
   registry.add_optimized(std::string(kOnnxkitDomain), "Gelu", 1, make_gelu_kernel);
+  registry.add_optimized("", "Gelu", 20, make_gelu_kernel);
 }
 
 }  // namespace onnxkit

@@ -205,7 +205,7 @@ class FastTransposeKernel : public OpKernel {
 }  // namespace
 
 void register_fast_movement_kernels(OpRegistry& registry) {
-  for (int64_t since : {1, 13}) {
+  for (int64_t since : {1, 13, 21, 23, 24, 25}) {
     registry.add_optimized("", "Transpose", since, kernel_factory<FastTransposeKernel>());
   }
 }

@@ -216,37 +216,109 @@ class ShrinkKernel : public OpKernel {
   float lambd_;
 };
 
+// Gelu (opset 20): the exact form, or the tanh approximation when `approximate` is "tanh".
+class GeluKernel : public OpKernel {
+ public:
+  explicit GeluKernel(const KernelCreateContext& context) {
+    const std::string approximate = context.attr_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      context.fail("approximate is '{}'; it needs 'none' or 'tanh'", approximate);
+    }
+    tanh_ = approximate == "tanh";
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_float(x.dtype(), "Gelu", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      if (tanh_) {
+        map_elements<T>(x, y, [](C v) { return activate<Act::kGeluTanh>(v, C(0), C(0)); });
+      } else {
+        map_elements<T>(x, y, [](C v) { return activate<Act::kGelu>(v, C(0), C(0)); });
+      }
+    });
+  }
+
+ private:
+  bool tanh_ = false;
+};
+
+// Mish (18): x * tanh(softplus(x)); Swish (24): x * sigmoid(alpha * x).
+template <bool kSwish>
+class SmoothGateKernel : public OpKernel {
+ public:
+  explicit SmoothGateKernel(const KernelCreateContext& context)
+      : alpha_(kSwish ? context.attr_float("alpha", 1.0f) : 1.0f) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_float(x.dtype(), context.node().op_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      const C alpha = static_cast<C>(alpha_);
+      map_elements<T>(x, y, [alpha](C v) {
+        if constexpr (kSwish) {
+          return v * sigmoid(alpha * v);
+        } else {
+          return v * std::tanh(activate<Act::kSoftplus>(v, C(0), C(0)));
+        }
+      });
+    });
+  }
+
+ private:
+  float alpha_;
+};
+
 }  // namespace
 
 void register_activation_ops(OpRegistry& registry) {
-  // Since-version 6 dropped `consumed_inputs`; later versions only widened the types,
-  // which every registration accepts.
-  registry.add("Relu", {6}, kernel_factory<ActivationKernel<Act::kRelu>>(),
+  // Since-version 6 dropped `consumed_inputs`; later versions (13, 22 with bfloat16 and
+  // float16 for some, Celu 28 the 16-bit floats and double) only widened the types, which
+  // every registration accepts.
+  registry.add("Relu", {6, 13, 14}, kernel_factory<ActivationKernel<Act::kRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("LeakyRelu", {6}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
+  registry.add("LeakyRelu", {6, 16}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Elu", {6}, kernel_factory<ActivationKernel<Act::kElu>>(),
+  registry.add("Elu", {6, 22}, kernel_factory<ActivationKernel<Act::kElu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Selu", {6}, kernel_factory<ActivationKernel<Act::kSelu>>(),
+  registry.add("Selu", {6, 22}, kernel_factory<ActivationKernel<Act::kSelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Celu", {12}, kernel_factory<ActivationKernel<Act::kCelu>>(),
+  registry.add("Celu", {12, 28}, kernel_factory<ActivationKernel<Act::kCelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("ThresholdedRelu", {10}, kernel_factory<ActivationKernel<Act::kThresholdedRelu>>(),
+  registry.add("ThresholdedRelu", {10, 22},
+               kernel_factory<ActivationKernel<Act::kThresholdedRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("HardSigmoid", {6}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>(),
+  registry.add("HardSigmoid", {6, 22}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>(),
                kElementwiseOp);
-  registry.add("HardSwish", {14}, kernel_factory<ActivationKernel<Act::kHardSwish>>(),
+  registry.add("HardSwish", {14, 22}, kernel_factory<ActivationKernel<Act::kHardSwish>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Sigmoid", {6}, kernel_factory<ActivationKernel<Act::kSigmoid>>(), kElementwiseOp);
-  registry.add("Tanh", {6}, kernel_factory<ActivationKernel<Act::kTanh>>(),
+  registry.add("Sigmoid", {6, 13}, kernel_factory<ActivationKernel<Act::kSigmoid>>(),
+               kElementwiseOp);
+  registry.add("Tanh", {6, 13}, kernel_factory<ActivationKernel<Act::kTanh>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Softplus", {1}, kernel_factory<ActivationKernel<Act::kSoftplus>>(), kElementwiseOp);
-  registry.add("Softsign", {1}, kernel_factory<ActivationKernel<Act::kSoftsign>>(),
+  registry.add("Softplus", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftplus>>(),
+               kElementwiseOp);
+  registry.add("Softsign", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftsign>>(),
                kZeroKeepingElementwiseOp);
-  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting.
-  registry.add("PRelu", {6, 7}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
+  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting; 9 and
+  // 16 added types.
+  registry.add("PRelu", {6, 7, 9, 16}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("Gelu", {20},
+               OpDefinition(kernel_factory<GeluKernel>(), kZeroKeepingElementwiseOp)
+                   .with_types(infer_same_as_input));
+  // Mish 22 added bfloat16.
+  registry.add("Mish", {18, 22},
+               OpDefinition(kernel_factory<SmoothGateKernel<false>>(), kZeroKeepingElementwiseOp)
+                   .with_types(infer_same_as_input));
+  registry.add("Swish", {24},
+               OpDefinition(kernel_factory<SmoothGateKernel<true>>(), kZeroKeepingElementwiseOp)
+                   .with_types(infer_same_as_input));
   registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>(), kElementwiseOp);
-  registry.add("Clip", {6, 11}, kernel_factory<ClipKernel>(), kElementwiseOp);
+  registry.add("Clip", {6, 11, 12, 13}, kernel_factory<ClipKernel>(), kElementwiseOp);
 }
 
 }  // namespace onnxkit

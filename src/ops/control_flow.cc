@@ -249,9 +249,13 @@ class ScanKernel : public OpKernel {
 }  // namespace
 
 void register_control_flow_ops(OpRegistry& registry) {
-  registry.add("If", {1}, kernel_factory<IfKernel>());
-  registry.add("Loop", {1}, kernel_factory<LoopKernel>());
-  registry.add("Scan", {8, 9}, kernel_factory<ScanKernel>());
+  // The later versions added value types (sequences and optionals in If and Loop from 11-16,
+  // then bfloat16, float8, int4/uint4, float4 ... 19-25) that the kernels pass through
+  // untouched; Loop 11 made `cond` optional and Scan 11 allowed negative axes, which the
+  // kernels read at every version.
+  registry.add("If", {1, 11, 13, 16, 19, 21, 23, 24, 25}, kernel_factory<IfKernel>());
+  registry.add("Loop", {1, 11, 13, 16, 19, 21, 23, 24, 25}, kernel_factory<LoopKernel>());
+  registry.add("Scan", {8, 9, 11, 16, 19, 21, 23, 24, 25}, kernel_factory<ScanKernel>());
 }
 
 }  // namespace onnxkit

@@ -308,19 +308,51 @@ class BitShiftKernel : public OpKernel {
     dispatch_integer(a.dtype(), "BitShift", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using U = std::make_unsigned_t<T>;
-      constexpr auto kBits = static_cast<uint64_t>(sizeof(T) * 8);
+      constexpr auto kBits = static_cast<int64_t>(sizeof(T) * 8);
       broadcast_binary<T, T, T>(a, b, out, [&](T x, T y) -> T {
-        // Shifting by the width or more clears every bit (C leaves it undefined).
-        const auto amount = static_cast<uint64_t>(y);
-        if (amount >= kBits) return 0;
-        const auto bits = static_cast<U>(x);
-        return static_cast<T>(static_cast<U>(left_ ? bits << amount : bits >> amount));
+        // A negative amount, or the width or more, leaves only what the sign fill gives
+        // (C leaves those shifts undefined): -1 for a right shift of a negative value.
+        bool negative = false;
+        if constexpr (std::is_signed_v<T>) negative = x < 0;
+        const auto amount = static_cast<int64_t>(y);  // a uint64 past int64's range: < 0
+        if (amount < 0 || amount >= kBits) return (!left_ && negative) ? T(-1) : T(0);
+        if (left_) return static_cast<T>(static_cast<U>(static_cast<U>(x) << amount));
+        // Signed types shift arithmetically (opset 28 defines them; C++20 does too).
+        return static_cast<T>(x >> amount);
       });
     });
   }
 
  private:
   bool left_ = false;
+};
+
+// ---- BitwiseAnd, BitwiseOr, BitwiseXor ----
+
+enum class Bitwise { kAnd, kOr, kXor };
+
+template <Bitwise kOp>
+class BitwiseKernel : public OpKernel {
+ public:
+  explicit BitwiseKernel(const KernelCreateContext&) {}
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    require_same_types(context, a, b);
+    Tensor& out = context.allocate_output(0, a.dtype(), broadcast_shapes(a.shape(), b.shape()));
+    dispatch_integer(a.dtype(), context.node().op_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      broadcast_binary<T, T, T>(a, b, out, [](T x, T y) -> T {
+        if constexpr (kOp == Bitwise::kAnd) {
+          return static_cast<T>(x & y);
+        } else if constexpr (kOp == Bitwise::kOr) {
+          return static_cast<T>(x | y);
+        } else {
+          return static_cast<T>(x ^ y);
+        }
+      });
+    });
+  }
 };
 
 // ---- And, Or, Xor ----
@@ -635,15 +667,30 @@ void register_elementwise_binary_ops(OpRegistry& registry) {
   registry.add("Div", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kDiv>>(),
                kBroadcastingOp, arithmetic_shape_vector<'/'>);
   registry.add("Pow", {1, 7, 12, 13, 15}, kernel_factory<PowKernel>(), kBroadcastingOp);
-  registry.add("Mod", {10, 13}, kernel_factory<ModKernel>(), kBroadcastingOp);
-  registry.add("BitShift", {11}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
+  // Mod 28 and Equal 19 only widened the types (bfloat16; string).
+  registry.add("Mod", {10, 13, 28}, kernel_factory<ModKernel>(), kBroadcastingOp);
+  // 28 added the signed types, shifted right arithmetically; the kernel reads them so at
+  // every version.
+  registry.add("BitShift", {11, 28}, kernel_factory<BitShiftKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("BitwiseAnd", {18},
+               OpDefinition(kernel_factory<BitwiseKernel<Bitwise::kAnd>>(),
+                            kCommutativeZeroKeepingBroadcastingOp)
+                   .with_types(infer_broadcast));
+  registry.add("BitwiseOr", {18},
+               OpDefinition(kernel_factory<BitwiseKernel<Bitwise::kOr>>(),
+                            kCommutativeZeroKeepingBroadcastingOp)
+                   .with_types(infer_broadcast));
+  registry.add("BitwiseXor", {18},
+               OpDefinition(kernel_factory<BitwiseKernel<Bitwise::kXor>>(),
+                            kCommutativeZeroKeepingBroadcastingOp)
+                   .with_types(infer_broadcast));
   registry.add("And", {1, 7}, kernel_factory<LogicKernel<Logic::kAnd>>(),
                kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Or", {1, 7}, kernel_factory<LogicKernel<Logic::kOr>>(),
                kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Xor", {1, 7}, kernel_factory<LogicKernel<Logic::kXor>>(),
                kCommutativeZeroKeepingBroadcastingOp);
-  registry.add("Equal", {1, 7, 11, 13}, kernel_factory<CompareKernel<Compare::kEqual>>(),
+  registry.add("Equal", {1, 7, 11, 13, 19}, kernel_factory<CompareKernel<Compare::kEqual>>(),
                kCommutativeBroadcastingOp, equal_shape_vector);
   registry.add("Less", {1, 7, 9, 13}, kernel_factory<CompareKernel<Compare::kLess>>(),
                kBroadcastingOp);

@@ -197,39 +197,70 @@ class NotKernel : public OpKernel {
   }
 };
 
+class BitwiseNotKernel : public OpKernel {
+ public:
+  explicit BitwiseNotKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    Tensor& y = context.allocate_output(0, x.dtype(), x.shape());
+    dispatch_integer(x.dtype(), "BitwiseNot", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      map_elements<T, T>(x, y, [](T v) { return static_cast<T>(~v); });
+    });
+  }
+};
+
 }  // namespace
 
 void register_elementwise_unary_ops(OpRegistry& registry) {
-  // Opset 6 dropped `consumed_inputs`; 13 added bfloat16 (accepted by every registration).
-  registry.add("Neg", {6}, kernel_factory<UnaryKernel<Unary::kNeg>>(), kZeroKeepingElementwiseOp);
-  registry.add("Abs", {6}, kernel_factory<UnaryKernel<Unary::kAbs>>(), kZeroKeepingElementwiseOp);
-  registry.add("Sign", {9}, kernel_factory<UnaryKernel<Unary::kSign>>(), kZeroKeepingElementwiseOp);
-  registry.add("Sqrt", {6}, kernel_factory<UnaryKernel<Unary::kSqrt>>(), kZeroKeepingElementwiseOp);
-  registry.add("Reciprocal", {6}, kernel_factory<UnaryKernel<Unary::kReciprocal>>(),
+  // Opset 6 dropped `consumed_inputs`; 13 added bfloat16 and 22 (trigonometry, Round) float8
+  // and bfloat16 to the rest: every registration accepts the types the kernels dispatch on.
+  registry.add("Neg", {6, 13}, kernel_factory<UnaryKernel<Unary::kNeg>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Abs", {6, 13}, kernel_factory<UnaryKernel<Unary::kAbs>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Sign", {9, 13}, kernel_factory<UnaryKernel<Unary::kSign>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Sqrt", {6, 13}, kernel_factory<UnaryKernel<Unary::kSqrt>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Reciprocal", {6, 13}, kernel_factory<UnaryKernel<Unary::kReciprocal>>(),
                kElementwiseOp);
-  registry.add("Exp", {6}, kernel_factory<UnaryKernel<Unary::kExp>>(), kElementwiseOp);
-  registry.add("Log", {6}, kernel_factory<UnaryKernel<Unary::kLog>>(), kElementwiseOp);
-  registry.add("Erf", {9}, kernel_factory<UnaryKernel<Unary::kErf>>(), kZeroKeepingElementwiseOp);
-  registry.add("Sin", {7}, kernel_factory<UnaryKernel<Unary::kSin>>(), kZeroKeepingElementwiseOp);
-  registry.add("Cos", {7}, kernel_factory<UnaryKernel<Unary::kCos>>(), kElementwiseOp);
-  registry.add("Tan", {7}, kernel_factory<UnaryKernel<Unary::kTan>>(), kZeroKeepingElementwiseOp);
-  registry.add("Asin", {7}, kernel_factory<UnaryKernel<Unary::kAsin>>(), kZeroKeepingElementwiseOp);
-  registry.add("Acos", {7}, kernel_factory<UnaryKernel<Unary::kAcos>>(), kElementwiseOp);
-  registry.add("Atan", {7}, kernel_factory<UnaryKernel<Unary::kAtan>>(), kZeroKeepingElementwiseOp);
-  registry.add("Sinh", {9}, kernel_factory<UnaryKernel<Unary::kSinh>>(), kZeroKeepingElementwiseOp);
-  registry.add("Cosh", {9}, kernel_factory<UnaryKernel<Unary::kCosh>>(), kElementwiseOp);
-  registry.add("Asinh", {9}, kernel_factory<UnaryKernel<Unary::kAsinh>>(),
+  registry.add("Exp", {6, 13}, kernel_factory<UnaryKernel<Unary::kExp>>(), kElementwiseOp);
+  registry.add("Log", {6, 13}, kernel_factory<UnaryKernel<Unary::kLog>>(), kElementwiseOp);
+  registry.add("Erf", {9, 13}, kernel_factory<UnaryKernel<Unary::kErf>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Acosh", {9}, kernel_factory<UnaryKernel<Unary::kAcosh>>(), kElementwiseOp);
-  registry.add("Atanh", {9}, kernel_factory<UnaryKernel<Unary::kAtanh>>(),
+  registry.add("Sin", {7, 22}, kernel_factory<UnaryKernel<Unary::kSin>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Floor", {6}, kernel_factory<UnaryKernel<Unary::kFloor>>(),
+  registry.add("Cos", {7, 22}, kernel_factory<UnaryKernel<Unary::kCos>>(), kElementwiseOp);
+  registry.add("Tan", {7, 22}, kernel_factory<UnaryKernel<Unary::kTan>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Ceil", {6}, kernel_factory<UnaryKernel<Unary::kCeil>>(), kZeroKeepingElementwiseOp);
-  registry.add("Round", {11}, kernel_factory<UnaryKernel<Unary::kRound>>(),
+  registry.add("Asin", {7, 22}, kernel_factory<UnaryKernel<Unary::kAsin>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("IsNaN", {9}, kernel_factory<IsNaNKernel>(), kElementwiseOp);
-  registry.add("IsInf", {10}, kernel_factory<IsInfKernel>(), kElementwiseOp);
+  registry.add("Acos", {7, 22}, kernel_factory<UnaryKernel<Unary::kAcos>>(), kElementwiseOp);
+  registry.add("Atan", {7, 22}, kernel_factory<UnaryKernel<Unary::kAtan>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Sinh", {9, 22}, kernel_factory<UnaryKernel<Unary::kSinh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Cosh", {9, 22}, kernel_factory<UnaryKernel<Unary::kCosh>>(), kElementwiseOp);
+  registry.add("Asinh", {9, 22}, kernel_factory<UnaryKernel<Unary::kAsinh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Acosh", {9, 22}, kernel_factory<UnaryKernel<Unary::kAcosh>>(), kElementwiseOp);
+  registry.add("Atanh", {9, 22}, kernel_factory<UnaryKernel<Unary::kAtanh>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Floor", {6, 13}, kernel_factory<UnaryKernel<Unary::kFloor>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Ceil", {6, 13}, kernel_factory<UnaryKernel<Unary::kCeil>>(),
+               kZeroKeepingElementwiseOp);
+  registry.add("Round", {11, 22}, kernel_factory<UnaryKernel<Unary::kRound>>(),
+               kZeroKeepingElementwiseOp);
+  // IsNaN and IsInf 20 added the float8 types, which the kernels take as they take the
+  // other floating-point types.
+  registry.add("IsNaN", {9, 13, 20}, kernel_factory<IsNaNKernel>(), kElementwiseOp);
+  registry.add("IsInf", {10, 20}, kernel_factory<IsInfKernel>(), kElementwiseOp);
+  registry.add("BitwiseNot", {18},
+               OpDefinition(kernel_factory<BitwiseNotKernel>(), kElementwiseOp)
+                   .with_types(infer_same_as_input));
   registry.add("Not", {1}, kernel_factory<NotKernel>(), kElementwiseOp);
 }
 

@@ -99,22 +99,36 @@ void check_element_indices(const KernelContext& context, const Shape& data, cons
   }
 }
 
-enum class Reduction { kNone, kAdd, kMul };
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
+// `reduction` came with opset 16 (add, mul) and 18 (max, min).
 Reduction parse_reduction(const KernelCreateContext& context) {
   const std::string name = context.attr_string("reduction", "none");
   if (name == "none") return Reduction::kNone;
-  if (context.opset() < 16) {
-    context.fail("reduction '{}' needs opset 16, the model imports opset {}", name,
+  const bool extreme = name == "max" || name == "min";
+  const int64_t needs = extreme ? 18 : 16;
+  if ((extreme || name == "add" || name == "mul") && context.opset() < needs) {
+    context.fail("reduction '{}' needs opset {}, the model imports opset {}", name, needs,
                  context.opset());
   }
   if (name == "add") return Reduction::kAdd;
   if (name == "mul") return Reduction::kMul;
-  context.fail("reduction '{}' is not supported (none, add or mul)", name);
+  if (name == "max") return Reduction::kMax;
+  if (name == "min") return Reduction::kMin;
+  context.fail("reduction '{}' is not supported (none, add, mul, max or min)", name);
 }
 
 template <typename T>
 T reduce_value(Reduction reduction, T a, T b) {
+  if (reduction == Reduction::kMax || reduction == Reduction::kMin) {
+    // NaN wins, as numpy's maximum and minimum.
+    const auto x = to_compute(a), y = to_compute(b);
+    if constexpr (!std::is_integral_v<decltype(x)>) {
+      if (x != x) return a;
+      if (y != y) return b;
+    }
+    return (reduction == Reduction::kMax ? x < y : y < x) ? b : a;
+  }
   const bool add = reduction == Reduction::kAdd;
   if constexpr (std::is_same_v<T, bool>) {
     return add ? (a || b) : (a && b);
@@ -149,7 +163,7 @@ void scatter_blocks(const KernelContext& context, Reduction reduction,
   }
   if (!dtype_is_float(out.dtype()) && !dtype_is_integer(out.dtype()) &&
       out.dtype() != DType::kBool) {
-    context.fail("reduction add/mul is not supported for type {}", dtype_name(out.dtype()));
+    context.fail("a reduction is not supported for type {}", dtype_name(out.dtype()));
   }
   dispatch_numeric_bool(out.dtype(), context.node().op_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -1032,14 +1046,16 @@ void register_indexing_ops(OpRegistry& registry) {
   registry.add("GatherElements", {11, 13}, kernel_factory<GatherElementsKernel>());
   registry.add("GatherND", {11, 12, 13}, kernel_factory<GatherNDKernel>());
   registry.add("Scatter", {9, 11}, kernel_factory<ScatterElementsKernel>());
-  registry.add("ScatterElements", {11, 13, 16}, kernel_factory<ScatterElementsKernel>());
-  registry.add("ScatterND", {11, 13, 16}, kernel_factory<ScatterNDKernel>());
+  // 16 added reduction add and mul, 18 max and min.
+  registry.add("ScatterElements", {11, 13, 16, 18}, kernel_factory<ScatterElementsKernel>());
+  registry.add("ScatterND", {11, 13, 16, 18}, kernel_factory<ScatterNDKernel>());
   registry.add("NonZero", {9, 13}, kernel_factory<NonZeroKernel>());
-  registry.add("OneHot", {9, 11}, kernel_factory<OneHotKernel>());
+  // OneHot, Compress and Unique 28 added bfloat16; EyeLike 22 too.
+  registry.add("OneHot", {9, 11, 28}, kernel_factory<OneHotKernel>());
   registry.add("Trilu", {14}, kernel_factory<TriluKernel>());
-  registry.add("EyeLike", {9}, kernel_factory<EyeLikeKernel>());
-  registry.add("Compress", {9, 11}, kernel_factory<CompressKernel>());
-  registry.add("Unique", {11}, kernel_factory<UniqueKernel>());
+  registry.add("EyeLike", {9, 22}, kernel_factory<EyeLikeKernel>());
+  registry.add("Compress", {9, 11, 28}, kernel_factory<CompressKernel>());
+  registry.add("Unique", {11, 28}, kernel_factory<UniqueKernel>());
 }
 
 }  // namespace onnxkit

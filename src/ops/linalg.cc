@@ -605,8 +605,9 @@ class DetKernel : public OpKernel {
 void register_linalg_ops(OpRegistry& registry) {
   registry.add("MatMul", {1, 9, 13}, kernel_factory<MatMulKernel>());
   registry.add("Gemm", {1, 6, 7, 9, 11, 13}, kernel_factory<GemmKernel>());
-  registry.add("Einsum", {12}, kernel_factory<EinsumKernel>());
-  registry.add("Det", {11}, kernel_factory<DetKernel>());
+  // Einsum 28 and Det 22 added bfloat16.
+  registry.add("Einsum", {12, 28}, kernel_factory<EinsumKernel>());
+  registry.add("Det", {11, 22}, kernel_factory<DetKernel>());
 }
 
 }  // namespace onnxkit

@@ -198,7 +198,8 @@ class SoftmaxCrossEntropyLossKernel : public OpKernel {
 }  // namespace
 
 void register_loss_ops(OpRegistry& registry) {
-  registry.add("NegativeLogLikelihoodLoss", {12, 13},
+  // NegativeLogLikelihoodLoss 22 added bfloat16.
+  registry.add("NegativeLogLikelihoodLoss", {12, 13, 22},
                kernel_factory<NegativeLogLikelihoodLossKernel>());
   registry.add("SoftmaxCrossEntropyLoss", {12, 13},
                kernel_factory<SoftmaxCrossEntropyLossKernel>());

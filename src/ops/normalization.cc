@@ -523,7 +523,8 @@ void register_normalization_ops(OpRegistry& registry) {
   registry.add("MeanVarianceNormalization", {9, 13},
                kernel_factory<MeanVarianceNormalizationKernel>());
   registry.add("LRN", {1, 13}, kernel_factory<LrnKernel>());
-  registry.add("Dropout", {7, 10, 12, 13}, kernel_factory<DropoutKernel>(),
+  // Dropout 22 added bfloat16 and the float8 types.
+  registry.add("Dropout", {7, 10, 12, 13, 22}, kernel_factory<DropoutKernel>(),
                OpTraits{.random_in_training = true});
 }
 

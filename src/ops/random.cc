@@ -300,12 +300,14 @@ KernelFactory random_factory(Distribution distribution, bool like) {
 }  // namespace
 
 void register_random_ops(OpRegistry& registry) {
-  registry.add("RandomUniform", {1}, random_factory(Distribution::kUniform, false), kRandomOp);
-  registry.add("RandomNormal", {1}, random_factory(Distribution::kNormal, false), kRandomOp);
-  registry.add("RandomUniformLike", {1}, random_factory(Distribution::kUniform, true), kRandomOp);
-  registry.add("RandomNormalLike", {1}, random_factory(Distribution::kNormal, true), kRandomOp);
-  registry.add("Bernoulli", {15}, kernel_factory<BernoulliKernel>(), kRandomOp);
-  registry.add("Multinomial", {7}, kernel_factory<MultinomialKernel>(), kRandomOp);
+  // Version 22 of each added bfloat16.
+  registry.add("RandomUniform", {1, 22}, random_factory(Distribution::kUniform, false), kRandomOp);
+  registry.add("RandomNormal", {1, 22}, random_factory(Distribution::kNormal, false), kRandomOp);
+  registry.add("RandomUniformLike", {1, 22}, random_factory(Distribution::kUniform, true),
+               kRandomOp);
+  registry.add("RandomNormalLike", {1, 22}, random_factory(Distribution::kNormal, true), kRandomOp);
+  registry.add("Bernoulli", {15, 22}, kernel_factory<BernoulliKernel>(), kRandomOp);
+  registry.add("Multinomial", {7, 22}, kernel_factory<MultinomialKernel>(), kRandomOp);
 }
 
 }  // namespace onnxkit

@@ -464,9 +464,10 @@ class RecurrentKernel final : public OpKernel {
 }  // namespace
 
 void register_recurrent_ops(OpRegistry& registry) {
-  registry.add("RNN", {1, 7, 14}, kernel_factory<RecurrentKernel<CellKind::kRnn>>());
-  registry.add("GRU", {1, 3, 7, 14}, kernel_factory<RecurrentKernel<CellKind::kGru>>());
-  registry.add("LSTM", {1, 7, 14}, kernel_factory<RecurrentKernel<CellKind::kLstm>>());
+  // Version 22 of each added bfloat16.
+  registry.add("RNN", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kRnn>>());
+  registry.add("GRU", {1, 3, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kGru>>());
+  registry.add("LSTM", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kLstm>>());
 }
 
 }  // namespace onnxkit

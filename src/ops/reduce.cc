@@ -1,5 +1,5 @@
 // Op family: reductions (ReduceSum, ReduceMean, ... ReduceLogSumExp), ArgMax/ArgMin,
-// TopK and CumSum.
+// TopK, CumSum and CumProd.
 //
 // Reductions view the input as blocks: dims are merged into alternating runs of kept and
 // reduced dims; the last run, when kept, is the contiguous `inner` block accumulated as a
@@ -168,10 +168,14 @@ struct LogSumExpOp {
 };
 
 // Max/Min propagate NaN (as numpy does); an empty set gives the identity of the
-// comparison: -inf/+inf for floats, the type's lowest/highest value for integers.
+// comparison: -inf/+inf for floats, the type's lowest/highest value for integers. Bools
+// accumulate as bytes (a row of them is a vector).
+template <typename T>
+using ExtremeAcc = std::conditional_t<std::is_same_v<T, bool>, uint8_t, ComputeType<T>>;
+
 template <typename T>
 struct MaxOp {
-  using Acc = ComputeType<T>;
+  using Acc = ExtremeAcc<T>;
   static Acc init() {
     if constexpr (kIsFloating<T>) return -std::numeric_limits<Acc>::infinity();
     return std::numeric_limits<Acc>::lowest();
@@ -185,9 +189,10 @@ struct MaxOp {
 
 template <typename T>
 struct MinOp {
-  using Acc = ComputeType<T>;
+  using Acc = ExtremeAcc<T>;
   static Acc init() {
     if constexpr (kIsFloating<T>) return std::numeric_limits<Acc>::infinity();
+    if constexpr (std::is_same_v<T, bool>) return Acc{1};
     return std::numeric_limits<Acc>::max();
   }
   static void step(Acc& acc, T x) {
@@ -306,6 +311,9 @@ class ReduceKernel : public OpKernel {
     // ReduceSum took axes as an input from opset 13, the others from opset 18.
     axes_from_input_ = context.opset() >= (kKind == ReduceKind::kSum ? 13 : 18);
     if (!axes_from_input_) axes_ = context.attr_ints("axes");
+    // Opset 28 took the integer types away from the log reductions.
+    float_only_ =
+        (kKind == ReduceKind::kLogSum || kKind == ReduceKind::kLogSumExp) && context.opset() >= 28;
   }
 
   void compute(KernelContext& context) const override {
@@ -334,30 +342,44 @@ class ReduceKernel : public OpKernel {
         out_shape.push_back(1);
       }
     }
+    if (float_only_ && !dtype_is_float(data.dtype())) {
+      context.fail("type {} is not supported (needs a floating-point type from opset 28)",
+                   dtype_name(data.dtype()));
+    }
     Tensor& out = context.allocate_output(0, data.dtype(), out_shape);
     if (out.numel() == 0) return;
     const ReducePlan plan = make_plan(data.shape(), reduced);
-    dispatch_numeric(data.dtype(), context.node().op_type(), [&](auto tag) {
+    const auto run = [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = data.data<T>();
       T* y = out.mutable_data<T>();
-      if constexpr (kKind == ReduceKind::kSum) run_reduction<SumOp>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kMean) run_reduction<MeanOp>(x, y, plan);
       if constexpr (kKind == ReduceKind::kMax) run_reduction<MaxOp>(x, y, plan);
       if constexpr (kKind == ReduceKind::kMin) run_reduction<MinOp>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kProd) run_reduction<ProdOp>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kL1) run_reduction<L1Op>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kL2) run_reduction<L2Op>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kLogSum) run_reduction<LogSumOp>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kLogSumExp) run_reduction<LogSumExpOp>(x, y, plan);
-      if constexpr (kKind == ReduceKind::kSumSquare) run_reduction<SumSquareOp>(x, y, plan);
-    });
+      if constexpr (!std::is_same_v<T, bool>) {
+        if constexpr (kKind == ReduceKind::kSum) run_reduction<SumOp>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kMean) run_reduction<MeanOp>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kProd) run_reduction<ProdOp>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kL1) run_reduction<L1Op>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kL2) run_reduction<L2Op>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kLogSum) run_reduction<LogSumOp>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kLogSumExp) run_reduction<LogSumExpOp>(x, y, plan);
+        if constexpr (kKind == ReduceKind::kSumSquare) run_reduction<SumSquareOp>(x, y, plan);
+      }
+    };
+    // ReduceMax and ReduceMin take bool from opset 20 (any and all); the kernel takes it at
+    // every version.
+    if constexpr (kKind == ReduceKind::kMax || kKind == ReduceKind::kMin) {
+      dispatch_numeric_bool(data.dtype(), context.node().op_type(), run);
+    } else {
+      dispatch_numeric(data.dtype(), context.node().op_type(), run);
+    }
   }
 
  private:
   bool keepdims_ = true;
   bool noop_with_empty_axes_ = false;
   bool axes_from_input_ = false;
+  bool float_only_ = false;
   std::vector<int64_t> axes_;
 };
 
@@ -542,10 +564,12 @@ class TopKKernel : public OpKernel {
   bool largest_ = true;
 };
 
-// CumSum: running sums along the axis given as input 1 (exclusive / reverse variants).
-class CumSumKernel : public OpKernel {
+// CumSum / CumProd: running sums or products along the axis given as input 1 (exclusive /
+// reverse variants).
+template <bool kProduct>
+class CumulativeKernel : public OpKernel {
  public:
-  explicit CumSumKernel(const KernelCreateContext& context) {
+  explicit CumulativeKernel(const KernelCreateContext& context) {
     exclusive_ = context.attr_int("exclusive", 0) != 0;
     reverse_ = context.attr_int("reverse", 0) != 0;
   }
@@ -563,10 +587,10 @@ class CumSumKernel : public OpKernel {
       using W = Wide<T>;
       const T* x = data.data<T>();
       T* y = out.mutable_data<T>();
-      // Running sums for a row of `inner` lanes, walking the axis in memory order.
+      // Running sums (products) for a row of `inner` lanes, walking the axis in memory order.
       std::vector<W> sums(static_cast<size_t>(view.inner));
       for (int64_t o = 0; o < view.outer; ++o) {
-        std::fill(sums.begin(), sums.end(), W{0});
+        std::fill(sums.begin(), sums.end(), kProduct ? W{1} : W{0});
         const int64_t block = o * view.n * view.inner;
         for (int64_t step = 0; step < view.n; ++step) {
           const int64_t j = reverse_ ? view.n - 1 - step : step;
@@ -574,7 +598,7 @@ class CumSumKernel : public OpKernel {
           T* dst = y + block + j * view.inner;
           for (int64_t i = 0; i < view.inner; ++i) {
             W& sum = sums[static_cast<size_t>(i)];
-            const W next = wide_add(sum, widen(src[i]));
+            const W next = kProduct ? wide_mul(sum, widen(src[i])) : wide_add(sum, widen(src[i]));
             dst[i] = narrow<T>(exclusive_ ? sum : next);
             sum = next;
           }
@@ -597,7 +621,10 @@ void register_reduce_ops(OpRegistry& registry) {
   constexpr OpTraits kAxesInput{.axes = AxisRule::kReduction, .axes_input = true};
   auto add_reduction = [&](std::string op_type, int64_t axes_input_since,
                            std::vector<int64_t> versions, const KernelFactory& factory) {
-    versions.push_back(axes_input_since);
+    if (std::ranges::find(versions, axes_input_since) == versions.end()) {
+      versions.push_back(axes_input_since);
+    }
+    std::ranges::sort(versions);
     for (int64_t since : versions) {
       registry.add("", op_type, since,
                    OpDefinition(factory, since >= axes_input_since ? kAxesInput : kAxesAttribute));
@@ -605,21 +632,28 @@ void register_reduce_ops(OpRegistry& registry) {
   };
   add_reduction("ReduceSum", 13, {1, 11}, kernel_factory<ReduceKernel<ReduceKind::kSum>>());
   add_reduction("ReduceMean", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kMean>>());
-  add_reduction("ReduceMax", 18, {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMax>>());
-  add_reduction("ReduceMin", 18, {1, 11, 12, 13}, kernel_factory<ReduceKernel<ReduceKind::kMin>>());
+  // ReduceMax and ReduceMin 20 added bool; the log reductions 28 dropped the integer types.
+  add_reduction("ReduceMax", 18, {1, 11, 12, 13, 20},
+                kernel_factory<ReduceKernel<ReduceKind::kMax>>());
+  add_reduction("ReduceMin", 18, {1, 11, 12, 13, 20},
+                kernel_factory<ReduceKernel<ReduceKind::kMin>>());
   add_reduction("ReduceProd", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kProd>>());
   add_reduction("ReduceL1", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL1>>());
   add_reduction("ReduceL2", 18, {1, 11, 13}, kernel_factory<ReduceKernel<ReduceKind::kL2>>());
-  add_reduction("ReduceLogSum", 18, {1, 11, 13},
+  add_reduction("ReduceLogSum", 18, {1, 11, 13, 28},
                 kernel_factory<ReduceKernel<ReduceKind::kLogSum>>());
-  add_reduction("ReduceLogSumExp", 18, {1, 11, 13},
+  add_reduction("ReduceLogSumExp", 18, {1, 11, 13, 28},
                 kernel_factory<ReduceKernel<ReduceKind::kLogSumExp>>());
   add_reduction("ReduceSumSquare", 18, {1, 11, 13},
                 kernel_factory<ReduceKernel<ReduceKind::kSumSquare>>());
   registry.add("ArgMax", {1, 11, 12, 13}, kernel_factory<ArgExtremeKernel<true>>());
   registry.add("ArgMin", {1, 11, 12, 13}, kernel_factory<ArgExtremeKernel<false>>());
-  registry.add("TopK", {1, 10, 11}, kernel_factory<TopKKernel>());
-  registry.add("CumSum", {11, 14}, kernel_factory<CumSumKernel>());
+  // TopK 24 added bfloat16.
+  registry.add("TopK", {1, 10, 11, 24}, kernel_factory<TopKKernel>());
+  registry.add("CumSum", {11, 14}, kernel_factory<CumulativeKernel<false>>());
+  registry.add(
+      "CumProd", {26},
+      OpDefinition(kernel_factory<CumulativeKernel<true>>()).with_types(infer_same_as_input));
 }
 
 }  // namespace onnxkit

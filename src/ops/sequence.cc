@@ -223,7 +223,8 @@ class OptionalHasElementKernel : public OpKernel {
  public:
   explicit OptionalHasElementKernel(const KernelCreateContext&) {}
   void compute(KernelContext& context) const override {
-    bool has = !context.input_value(0).is_none();
+    // From opset 18 the input may be omitted (no element) or a tensor or sequence (one).
+    const bool has = context.has_input(0) && !context.input_value(0).is_none();
     context.set_output(0, Tensor::from_vector<bool>(DType::kBool, {}, {has}));
   }
 };
@@ -247,12 +248,15 @@ void register_sequence_ops(OpRegistry& registry) {
   registry.add("SequenceErase", {11}, kernel_factory<SequenceEraseKernel>());
   registry.add("SequenceAt", {11}, kernel_factory<SequenceAtKernel>());
   registry.add("SequenceLength", {11}, kernel_factory<SequenceLengthKernel>());
-  registry.add("SplitToSequence", {11}, kernel_factory<SplitToSequenceKernel>());
+  // SplitToSequence 24 added bfloat16.
+  registry.add("SplitToSequence", {11, 24}, kernel_factory<SplitToSequenceKernel>());
   registry.add("ConcatFromSequence", {11}, kernel_factory<ConcatFromSequenceKernel>());
   registry.add("SequenceMap", {17}, kernel_factory<SequenceMapKernel>());
-  registry.add("Optional", {15}, kernel_factory<OptionalKernel>());
-  registry.add("OptionalHasElement", {15}, kernel_factory<OptionalHasElementKernel>());
-  registry.add("OptionalGetElement", {15}, kernel_factory<OptionalGetElementKernel>());
+  // 18 let OptionalHasElement and OptionalGetElement take a tensor or sequence as it is
+  // (the kernels pass any value); 28 added types to all three.
+  registry.add("Optional", {15, 28}, kernel_factory<OptionalKernel>());
+  registry.add("OptionalHasElement", {15, 18, 28}, kernel_factory<OptionalHasElementKernel>());
+  registry.add("OptionalGetElement", {15, 18, 28}, kernel_factory<OptionalGetElementKernel>());
 }
 
 }  // namespace onnxkit

@@ -579,8 +579,21 @@ std::optional<ShapeVector> concat_shape_vector(const ShapeVectorContext& context
 class SplitKernel : public OpKernel {
  public:
   explicit SplitKernel(const KernelCreateContext& context)
-      : axis_(context.attr_int("axis", 0)), split_input_(context.opset() >= 13) {
+      : axis_(context.attr_int("axis", 0)),
+        split_input_(context.opset() >= 13),
+        uneven_(context.opset() >= 18) {
     if (!split_input_) split_ = context.attr_ints_opt("split");
+    if (uneven_ && context.has_attribute("num_outputs")) {
+      const int64_t num_outputs = context.attr_int("num_outputs");
+      if (num_outputs != static_cast<int64_t>(context.node().outputs().size())) {
+        context.fail("num_outputs is {}, but the node has {} outputs", num_outputs,
+                     context.node().outputs().size());
+      }
+      const auto& inputs = context.node().inputs();
+      if (inputs.size() > 1 && inputs[1] != nullptr) {
+        context.fail("split and num_outputs are both given");
+      }
+    }
   }
   void compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
@@ -599,10 +612,16 @@ class SplitKernel : public OpKernel {
       sizes = *split_;
     }
     if (sizes.empty()) {
-      if (parts == 0 || dim % static_cast<int64_t>(parts) != 0) {
-        context.fail("dim {} of size {} cannot be split into {} equal parts", axis, dim, parts);
+      const auto n = static_cast<int64_t>(parts);
+      // From opset 18 parts of ceil(dim / n) with a smaller last one; before, equal parts.
+      const bool even = n > 0 && dim % n == 0;
+      const int64_t chunk = even ? dim / n : (n > 0 ? dim / n + 1 : 0);
+      if (n == 0 || (!even && (!uneven_ || dim - chunk * (n - 1) < 0))) {
+        context.fail("dim {} of size {} cannot be split into {} {}parts", axis, dim, parts,
+                     uneven_ ? "" : "equal ");
       }
-      sizes.assign(parts, dim / static_cast<int64_t>(parts));
+      sizes.assign(parts, chunk);
+      sizes.back() = dim - chunk * (n - 1);
     } else {
       if (sizes.size() != parts) {
         context.fail("split {} has {} entries for {} outputs", shape_to_string(sizes), sizes.size(),
@@ -644,6 +663,7 @@ class SplitKernel : public OpKernel {
  private:
   int64_t axis_;
   bool split_input_;
+  bool uneven_;  // opset 18's num_outputs rule
   std::optional<std::vector<int64_t>> split_;
 };
 
@@ -848,7 +868,15 @@ class ConstantOfShapeKernel : public OpKernel {
 // count = max(ceil((limit - start) / delta), 0).
 class RangeKernel : public OpKernel {
  public:
-  explicit RangeKernel(const KernelCreateContext&) {}
+  // Opset 27 added float16 and bfloat16, computed in stash_type (float or double).
+  explicit RangeKernel(const KernelCreateContext& context) {
+    const int64_t stash = context.attr_int("stash_type", static_cast<int64_t>(DType::kFloat));
+    if (stash != static_cast<int64_t>(DType::kFloat) &&
+        stash != static_cast<int64_t>(DType::kDouble)) {
+      context.fail("stash_type {} is not supported (1 float or 11 double)", stash);
+    }
+    stash_double_ = stash == static_cast<int64_t>(DType::kDouble);
+  }
   void compute(KernelContext& context) const override {
     const Tensor& start = context.input(0);
     const DType dtype = start.dtype();
@@ -873,18 +901,24 @@ class RangeKernel : public OpKernel {
         return fill<int32_t>(context);
       case DType::kInt64:
         return fill<int64_t>(context);
+      case DType::kFloat16:
+        return stash_double_ ? fill<double, Float16>(context) : fill<float, Float16>(context);
+      case DType::kBFloat16:
+        return stash_double_ ? fill<double, BFloat16>(context) : fill<float, BFloat16>(context);
       default:
-        context.fail("type {} is not supported (float, double, int16, int32, int64)",
-                     dtype_name(dtype));
+        context.fail(
+            "type {} is not supported (float, double, float16, bfloat16, int16, int32, int64)",
+            dtype_name(dtype));
     }
   }
 
  private:
-  template <typename T>
+  // Computes in T and stores Out (T itself, or a 16-bit float computed in its stash type).
+  template <typename T, typename Out = T>
   static void fill(KernelContext& context) {
-    const T start = context.input(0).data<T>()[0];
-    const T limit = context.input(1).data<T>()[0];
-    const T delta = context.input(2).data<T>()[0];
+    const T start = convert_element<T>(context.input(0).data<Out>()[0]);
+    const T limit = convert_element<T>(context.input(1).data<Out>()[0]);
+    const T delta = convert_element<T>(context.input(2).data<Out>()[0]);
     if (delta == 0) context.fail("delta must not be zero");
     int64_t count = 0;
     if constexpr (std::is_floating_point_v<T>) {
@@ -903,15 +937,19 @@ class RangeKernel : public OpKernel {
       }
     }
     Tensor& out = context.allocate_output(0, context.input(0).dtype(), {count});
-    T* dst = out.mutable_data<T>();
+    Out* dst = out.mutable_data<Out>();
     for (int64_t i = 0; i < count; ++i) {
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (!std::is_same_v<T, Out>) {
+        dst[i] = convert_element<Out>(start + static_cast<T>(i) * delta);
+      } else if constexpr (std::is_floating_point_v<T>) {
         dst[i] = static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * delta);
       } else {
         dst[i] = static_cast<T>(start + static_cast<__int128>(i) * delta);
       }
     }
   }
+
+  bool stash_double_ = false;
 };
 
 // ReverseSequence: reverses the first sequence_lens[b] steps of each batch entry along the
@@ -973,26 +1011,34 @@ class ReverseSequenceKernel : public OpKernel {
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
-  registry.add("Identity", {1}, kernel_factory<IdentityKernel>(), kZeroKeepingElementwiseOp,
-               identity_shape_vector);
-  registry.add("Shape", {1, 13, 15}, kernel_factory<ShapeKernel>(), {}, shape_shape_vector);
-  registry.add("Size", {1, 13}, kernel_factory<SizeKernel>(), {}, size_shape_vector);
-  registry.add("Reshape", {5, 13, 14}, kernel_factory<ReshapeKernel>(), {}, reshape_shape_vector);
-  registry.add("Flatten", {1, 9, 11, 13}, kernel_factory<FlattenKernel>());
-  registry.add("Squeeze", {1, 11, 13}, kernel_factory<SqueezeKernel>(), {}, squeeze_shape_vector);
-  registry.add("Unsqueeze", {1, 11, 13}, kernel_factory<UnsqueezeKernel>(), {},
+  // The versions from 13 on of Identity, Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
+  // Transpose, Constant and ConstantOfShape only added types (bfloat16, then 19-25 the float8,
+  // int4/uint4, float4 and other small types), which the kernels move without reading.
+  registry.add("Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, kernel_factory<IdentityKernel>(),
+               kZeroKeepingElementwiseOp, identity_shape_vector);
+  registry.add("Shape", {1, 13, 15, 19, 21, 23, 24, 25}, kernel_factory<ShapeKernel>(), {},
+               shape_shape_vector);
+  registry.add("Size", {1, 13, 19, 21, 23, 24, 25}, kernel_factory<SizeKernel>(), {},
+               size_shape_vector);
+  registry.add("Reshape", {5, 13, 14, 19, 21, 23, 24, 25}, kernel_factory<ReshapeKernel>(), {},
+               reshape_shape_vector);
+  registry.add("Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, kernel_factory<FlattenKernel>());
+  registry.add("Squeeze", {1, 11, 13, 21, 23, 24, 25}, kernel_factory<SqueezeKernel>(), {},
+               squeeze_shape_vector);
+  registry.add("Unsqueeze", {1, 11, 13, 21, 23, 24, 25}, kernel_factory<UnsqueezeKernel>(), {},
                unsqueeze_shape_vector);
-  registry.add("Transpose", {1, 13}, kernel_factory<TransposeKernel>());
+  registry.add("Transpose", {1, 13, 21, 23, 24, 25}, kernel_factory<TransposeKernel>());
   registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>(),
                OpTraits{.axes = AxisRule::kSingleAxis}, concat_shape_vector);
-  registry.add("Split", {2, 11, 13}, kernel_factory<SplitKernel>());
+  registry.add("Split", {2, 11, 13, 18}, kernel_factory<SplitKernel>());
   registry.add("Expand", {8, 13}, kernel_factory<ExpandKernel>());
   registry.add("Tile", {6, 13}, kernel_factory<TileKernel>());
-  registry.add("Constant", {1, 9, 11, 12, 13}, kernel_factory<ConstantKernel>(), {},
-               constant_shape_vector);
-  registry.add("ConstantOfShape", {9}, kernel_factory<ConstantOfShapeKernel>());
-  registry.add("Range", {11}, kernel_factory<RangeKernel>());
-  registry.add("ReverseSequence", {10}, kernel_factory<ReverseSequenceKernel>());
+  registry.add("Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, kernel_factory<ConstantKernel>(),
+               {}, constant_shape_vector);
+  registry.add("ConstantOfShape", {9, 20, 21, 23, 24, 25}, kernel_factory<ConstantOfShapeKernel>());
+  registry.add("Range", {11, 27}, kernel_factory<RangeKernel>());
+  // ReverseSequence 28 added bfloat16.
+  registry.add("ReverseSequence", {10, 28}, kernel_factory<ReverseSequenceKernel>());
 }
 
 }  // namespace onnxkit

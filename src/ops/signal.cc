@@ -173,8 +173,10 @@ void store_doubles(const std::vector<double>& values, Tensor& output) {
 
 class DftKernel : public OpKernel {
  public:
+  // Opset 17 takes the axis as an attribute (default 1), 20 as input 2 (default -2).
   explicit DftKernel(const KernelCreateContext& context)
-      : axis_(context.attr_int("axis", 1)),
+      : axis_from_input_(context.opset() >= 20),
+        axis_(axis_from_input_ ? -2 : context.attr_int("axis", 1)),
         inverse_(context.attr_int("inverse", 0) != 0),
         onesided_(context.attr_int("onesided", 0) != 0) {}
 
@@ -188,22 +190,27 @@ class DftKernel : public OpKernel {
     if (components != 1 && components != 2) {
       context.fail("the last dim of the input must be 1 (real) or 2 (complex), got {}", components);
     }
+    // onesided with inverse is the inverse real transform: a one-sided spectrum in, the
+    // real signal out (numpy's irfft).
+    const bool real_output = inverse_ && onesided_;
+    int64_t axis_value = axis_;
+    if (axis_from_input_ && context.has_input(2)) axis_value = read_int_scalar(context, 2, "axis");
     // The last dim holds the components, so the signal axes are [0, rank - 2].
-    int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    const int64_t axis = axis_value < 0 ? axis_value + rank : axis_value;
     if (axis < 0 || axis > rank - 2) {
       context.fail("axis {} is out of range for an input of rank {} (valid: [{}, {}] or [0, {}])",
-                   axis_, rank, -rank, -2, rank - 2);
+                   axis_value, rank, -rank, -2, rank - 2);
     }
     const int64_t input_length = shape[axis];
-    int64_t length = input_length;
+    int64_t length = real_output ? 2 * (input_length - 1) : input_length;
     if (context.has_input(1)) {
       length = read_int_scalar(context, 1, "dft_length");
       if (length < 1) context.fail("dft_length must be >= 1, got {}", length);
     }
-    const int64_t out_length = onesided_ ? length / 2 + 1 : length;
+    const int64_t out_length = onesided_ && !inverse_ ? length / 2 + 1 : length;
     Shape out_shape = shape;
     out_shape[axis] = out_length;
-    out_shape.back() = 2;
+    out_shape.back() = real_output ? 1 : 2;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
     for (int64_t d = axis + 1; d < rank - 1; ++d) inner *= shape[d];
@@ -213,7 +220,10 @@ class DftKernel : public OpKernel {
 
     const FftPlan plan(length, inverse_);
     const double scale = inverse_ ? 1.0 / static_cast<double>(length) : 1.0;
-    const int64_t used = std::min(length, input_length);
+    // The inverse real transform reads bins 0..length/2 and mirrors them (conjugated).
+    const int64_t read = real_output ? length / 2 + 1 : length;
+    const int64_t used = std::min(read, input_length);
+    const int64_t out_components = out_shape.back();
     dispatch_float(input.dtype(), "DFT input", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* in = input.data<T>();
@@ -225,12 +235,15 @@ class DftKernel : public OpKernel {
           for (int64_t k = 0; k < used; ++k)
             buffer[k] = load_complex(in, in_base + k * inner, components);
           std::fill(buffer.begin() + used, buffer.end(), Complex{});
+          if (real_output) {
+            for (int64_t k = read; k < length; ++k) buffer[k] = std::conj(buffer[length - k]);
+          }
           plan.run(buffer, scratch);
           const int64_t out_base = o * out_length * inner + i;
           for (int64_t j = 0; j < out_length; ++j) {
-            T* dst = out + (out_base + j * inner) * 2;
+            T* dst = out + (out_base + j * inner) * out_components;
             dst[0] = convert_element<T>(buffer[j].real() * scale);
-            dst[1] = convert_element<T>(buffer[j].imag() * scale);
+            if (out_components == 2) dst[1] = convert_element<T>(buffer[j].imag() * scale);
           }
         }
       }
@@ -238,6 +251,7 @@ class DftKernel : public OpKernel {
   }
 
  private:
+  bool axis_from_input_;
   int64_t axis_;
   bool inverse_;
   bool onesided_;
@@ -476,7 +490,7 @@ class MelWeightMatrixKernel : public OpKernel {
 }  // namespace
 
 void register_signal_ops(OpRegistry& registry) {
-  registry.add("DFT", {17}, kernel_factory<DftKernel>());
+  registry.add("DFT", {17, 20}, kernel_factory<DftKernel>());
   registry.add("STFT", {17}, kernel_factory<StftKernel>());
   registry.add("HannWindow", {17}, kernel_factory<WindowKernel<kHann>>());
   registry.add("HammingWindow", {17}, kernel_factory<WindowKernel<kHamming>>());

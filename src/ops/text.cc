@@ -1,4 +1,7 @@
-// Op family: text (StringNormalizer, TfIdfVectorizer).
+// Op family: text (StringNormalizer, TfIdfVectorizer, StringConcat, StringSplit,
+// RegexFullMatch).
+//
+// RegexFullMatch compiles its pattern with RE2, the syntax ONNX specifies for it.
 //
 // Case mapping is locale-independent: strings are decoded from UTF-8 to code points, mapped
 // with a built-in table of simple (one-to-one) case pairs and encoded back. The table covers
@@ -12,6 +15,8 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include <re2/re2.h>
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -417,11 +422,163 @@ class TfIdfVectorizerKernel : public OpKernel {
   std::vector<std::unordered_map<std::string, int64_t>> grams_;
 };
 
+// ---- StringConcat, StringSplit, RegexFullMatch (opset 20) ----
+
+void require_strings(const KernelContext& context, const Tensor& tensor, std::string_view name) {
+  if (tensor.dtype() != DType::kString) {
+    context.fail("{} has type {} (needs string)", name, dtype_name(tensor.dtype()));
+  }
+}
+
+class StringConcatKernel : public OpKernel {
+ public:
+  explicit StringConcatKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& y = context.input(1);
+    require_strings(context, x, "X");
+    require_strings(context, y, "Y");
+    Tensor& z = context.allocate_output(0, DType::kString, broadcast_shapes(x.shape(), y.shape()));
+    broadcast_binary<std::string, std::string, std::string>(
+        x, y, z, [](const std::string& a, const std::string& b) { return a + b; });
+  }
+};
+
+// As Python's str.split, which the reference runs: without a delimiter (or with an empty one)
+// runs of whitespace separate the pieces and whitespace at either end gives none; with one,
+// every occurrence separates. At most `maxsplit` splits when it is given; the rest stays one
+// piece.
+class StringSplitKernel : public OpKernel {
+ public:
+  explicit StringSplitKernel(const KernelCreateContext& context)
+      : delimiter_(context.attr_string("delimiter", "")),
+        maxsplit_(context.has_attribute("maxsplit") ? context.attr_int("maxsplit") : -1) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    require_strings(context, x, "X");
+    const std::vector<std::string>& strings = x.strings();
+    std::vector<std::vector<std::string>> pieces(strings.size());
+    size_t widest = 0;
+    for (size_t i = 0; i < strings.size(); ++i) {
+      pieces[i] = delimiter_.empty() ? split_whitespace(strings[i]) : split_on(strings[i]);
+      widest = std::max(widest, pieces[i].size());
+    }
+    Shape y_shape = x.shape();
+    y_shape.push_back(static_cast<int64_t>(widest));
+    std::vector<std::string> y;
+    y.reserve(strings.size() * widest);
+    std::vector<int64_t> counts;
+    counts.reserve(strings.size());
+    for (std::vector<std::string>& row : pieces) {
+      counts.push_back(static_cast<int64_t>(row.size()));
+      row.resize(widest);  // padded with empty strings
+      std::move(row.begin(), row.end(), std::back_inserter(y));
+    }
+    context.set_output(0, Tensor::from_strings(std::move(y_shape), std::move(y)));
+    if (context.wants_output(1)) {
+      context.set_output(1, Tensor::from_vector<int64_t>(DType::kInt64, x.shape(), counts));
+    }
+  }
+
+ private:
+  static bool is_space(char c) {
+    // Python's ASCII whitespace, the information separators 0x1c-0x1f included.
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
+  }
+
+  bool may_split(size_t done) const {
+    return maxsplit_ < 0 || static_cast<int64_t>(done) < maxsplit_;
+  }
+
+  std::vector<std::string> split_whitespace(const std::string& s) const {
+    std::vector<std::string> out;
+    size_t i = 0;
+    const size_t n = s.size();
+    while (may_split(out.size())) {
+      while (i < n && is_space(s[i])) ++i;
+      if (i == n) return out;
+      const size_t start = i;
+      while (i < n && !is_space(s[i])) ++i;
+      out.emplace_back(s, start, i - start);
+    }
+    while (i < n && is_space(s[i])) ++i;
+    if (i < n) out.emplace_back(s, i);
+    return out;
+  }
+
+  std::vector<std::string> split_on(const std::string& s) const {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (may_split(out.size())) {
+      const size_t found = s.find(delimiter_, start);
+      if (found == std::string::npos) break;
+      out.emplace_back(s, start, found - start);
+      start = found + delimiter_.size();
+    }
+    out.emplace_back(s, start);
+    return out;
+  }
+
+  std::string delimiter_;
+  int64_t maxsplit_;
+};
+
+class RegexFullMatchKernel : public OpKernel {
+ public:
+  explicit RegexFullMatchKernel(const KernelCreateContext& context)
+      : regex_(std::make_unique<re2::RE2>(context.attr_string("pattern", ""), re2::RE2::Quiet)) {
+    if (!regex_->ok()) {
+      context.fail("pattern '{}' is not a valid RE2 expression: {}", regex_->pattern(),
+                   regex_->error());
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    require_strings(context, x, "X");
+    Tensor& y = context.allocate_output(0, DType::kBool, x.shape());
+    bool* out = y.mutable_data<bool>();
+    const std::vector<std::string>& strings = x.strings();
+    for (size_t i = 0; i < strings.size(); ++i) out[i] = re2::RE2::FullMatch(strings[i], *regex_);
+  }
+
+ private:
+  std::unique_ptr<re2::RE2> regex_;  // RE2 is neither copyable nor movable
+};
+
+void infer_regex_full_match(TypeInferenceContext& context) {
+  const ValueType* x = context.input_type(0);
+  if (x && x->is_tensor()) context.set_output(0, tensor_type(DType::kBool, x->shape));
+}
+
+// Y: X's shape plus the number of pieces, which depends on the values; Z: X's shape.
+void infer_string_split(TypeInferenceContext& context) {
+  const ValueType* x = context.input_type(0);
+  if (!x || !x->is_tensor()) return;
+  SymbolicShape pieces;
+  if (x->shape) {
+    pieces = *x->shape;
+    pieces->push_back(Dim{});
+  }
+  context.set_output(0, tensor_type(DType::kString, std::move(pieces)));
+  context.set_output(1, tensor_type(DType::kInt64, x->shape));
+}
+
 }  // namespace
 
 void register_text_ops(OpRegistry& registry) {
   registry.add("StringNormalizer", {10}, kernel_factory<StringNormalizerKernel>());
   registry.add("TfIdfVectorizer", {9}, kernel_factory<TfIdfVectorizerKernel>());
+  registry.add("StringConcat", {20},
+               OpDefinition(kernel_factory<StringConcatKernel>(), kBroadcastingOp)
+                   .with_types(infer_broadcast));
+  registry.add("StringSplit", {20},
+               OpDefinition(kernel_factory<StringSplitKernel>()).with_types(infer_string_split));
+  registry.add("RegexFullMatch", {20},
+               OpDefinition(kernel_factory<RegexFullMatchKernel>(), kElementwiseOp)
+                   .with_types(infer_regex_full_match));
 }
 
 }  // namespace onnxkit

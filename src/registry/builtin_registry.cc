@@ -16,6 +16,7 @@ void register_image_ops(OpRegistry& registry);
 void register_indexing_ops(OpRegistry& registry);
 void register_linalg_ops(OpRegistry& registry);
 void register_loss_ops(OpRegistry& registry);
+void register_ml_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
 void register_object_detection_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
@@ -52,6 +53,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_indexing_ops(registry);
   register_linalg_ops(registry);
   register_loss_ops(registry);
+  register_ml_ops(registry);
   register_normalization_ops(registry);
   register_object_detection_ops(registry);
   register_pool_ops(registry);

@@ -120,6 +120,42 @@ TEST(FastElementwise, UnaryOpsMatchReference) {
   }
 }
 
+// The versions that later opsets added (types only) keep their fast kernels, and ai.onnx's
+// Gelu (20), the onnxkit Gelu's formula, has it too.
+TEST(FastElementwise, NewerOpsetVersionsKeepTheFastKernels) {
+  struct Case {
+    const char* op;
+    int64_t opset;
+    double rtol, atol;
+    std::function<void(Node*)> attributes;
+  };
+  const std::vector<Case> cases = {
+      {"Relu", 14, 0, 0, {}},
+      {"LeakyRelu", 16, 0, 0, {}},
+      {"Abs", 13, 0, 0, {}},
+      {"Neg", 13, 0, 0, {}},
+      {"Sqrt", 13, 0, 0, {}},
+      {"Reciprocal", 13, 0, 0, {}},
+      {"Sigmoid", 13, 1e-6, 1e-37, {}},
+      {"Tanh", 13, 1e-6, 1e-37, {}},
+      {"Erf", 13, 1e-6, 1e-37, {}},
+      {"Exp", 13, 1e-6, 1e-37, {}},
+      {"HardSigmoid", 22, 3e-7, 1e-7, {}},
+      {"HardSwish", 22, 3e-7, 1e-7, {}},
+      {"Gelu", 20, 1e-5, 1e-6, {}},
+      {"Gelu", 20, 1e-5, 1e-6, [](Node* n) { set_string(n, "approximate", "tanh"); }},
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    for (const Shape& shape : std::vector<Shape>{{17}, {3, 5, 7}, {1023}}) {
+      NodeCase node{c.op, {random_floats(shape, seed++, 3.0f, false)}, c.opset, c.attributes};
+      expect_fast_matches_reference(
+          node, c.rtol, c.atol,
+          std::string(c.op) + " opset " + std::to_string(c.opset) + " " + shape_to_string(shape));
+    }
+  }
+}
+
 TEST(FastElementwise, ClipWithAttributesAndInputs) {
   const Tensor x = random_floats({1000}, 5, 3.0f, true);
   expect_fast_matches_reference({"Clip",

@@ -29,6 +29,15 @@ TEST(FastMovement, TransposeEveryPermutationOfFourDims) {
   }
 }
 
+// Transpose 21-25 only added types: the fast kernel serves them.
+TEST(FastMovement, TransposeAtNewerOpsets) {
+  for (int64_t opset : {21, 23, 24, 25}) {
+    NodeCase c = transpose_case(random_floats({2, 3, 4}, 7, 1, true), {2, 0, 1});
+    c.opset = opset;
+    expect_fast_matches_reference(c, 0, 0, "Transpose opset " + std::to_string(opset));
+  }
+}
+
 TEST(FastMovement, TransposeTransformerAndWeightPatterns) {
   struct Case {
     Shape shape;

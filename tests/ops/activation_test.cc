@@ -142,5 +142,18 @@ TEST(Activation, EmptyInputsAndTypeErrors) {
   EXPECT_NE(error.find("slope type double differs from X type float"), std::string::npos) << error;
 }
 
+TEST(Activation, GeluMishSwish) {
+  Tensor x = floats({3}, {-1.0f, 0.0f, 2.0f});
+  expect_floats(run_one("Gelu", {x}, 20), {-0.15865526f, 0.0f, 1.9544997f});
+  expect_floats(run_one("Gelu", {x}, 20, with_string("approximate", "tanh")),
+                {-0.15880801f, 0.0f, 1.9545977f});
+  expect_floats(run_one("Mish", {x}, 18), {-0.30340144f, 0.0f, 1.9439590f});
+  expect_floats(run_one("Swish", {x}, 24), {-0.26894142f, 0.0f, 1.7615942f});
+  expect_floats(run_one("Swish", {x}, 24, float_attrs({{"alpha", 2.0f}})),
+                {-0.11920292f, 0.0f, 1.9640276f});
+  std::string error = run_error("Gelu", {x}, 20, with_string("approximate", "fast"));
+  EXPECT_NE(error.find("approximate is 'fast'"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace onnxkit

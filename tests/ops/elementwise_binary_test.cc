@@ -240,6 +240,30 @@ TEST(ElementwiseBinary, BitShift) {
   EXPECT_NE(error.find("direction must be"), std::string::npos) << error;
 }
 
+TEST(ElementwiseBinary, BitShiftSignedIsArithmetic) {
+  Tensor x = Tensor::from_vector<int8_t>(DType::kInt8, {5}, {-16, -16, 16, -1, 5});
+  Tensor y = Tensor::from_vector<int8_t>(DType::kInt8, {5}, {2, 8, 9, -1, 1});
+  EXPECT_EQ(values_of<int8_t>(run_one("BitShift", {x, y}, 28, with_string("direction", "RIGHT"))),
+            (std::vector<int8_t>{-4, -1, 0, -1, 2}));
+  EXPECT_EQ(values_of<int8_t>(run_one("BitShift", {x, y}, 28, with_string("direction", "LEFT"))),
+            (std::vector<int8_t>{-64, 0, 0, 0, 10}));
+}
+
+TEST(ElementwiseBinary, Bitwise) {
+  Tensor a = int32s({2, 2}, {12, -1, 5, 0});
+  Tensor b = int32s({2}, {10, 3});
+  EXPECT_EQ(values_of<int32_t>(run_one("BitwiseAnd", {a, b}, 18)),
+            (std::vector<int32_t>{8, 3, 0, 0}));
+  EXPECT_EQ(values_of<int32_t>(run_one("BitwiseOr", {a, b}, 18)),
+            (std::vector<int32_t>{14, -1, 15, 3}));
+  EXPECT_EQ(values_of<int32_t>(run_one("BitwiseXor", {a, b}, 18)),
+            (std::vector<int32_t>{6, -4, 15, 3}));
+  std::string error = error_of([&] {
+    run_one("BitwiseAnd", {floats({1}, {1}), floats({1}, {1})}, 18);
+  });
+  EXPECT_NE(error.find("float"), std::string::npos) << error;
+}
+
 // ---- logic and comparisons ----
 
 TEST(ElementwiseBinary, LogicBroadcast) {

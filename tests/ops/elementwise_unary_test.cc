@@ -119,5 +119,18 @@ TEST(ElementwiseUnary, NotFlipsBools) {
   EXPECT_EQ(values_of<bool>(run_one("Not", {x}, 1)), (std::vector<bool>{false, true, false}));
 }
 
+TEST(ElementwiseUnary, BitwiseNot) {
+  Tensor x = Tensor::from_vector<int16_t>(DType::kInt16, {3}, {0, -1, 5});
+  EXPECT_EQ(values_of<int16_t>(run_one("BitwiseNot", {x}, 18)), (std::vector<int16_t>{-1, 0, -6}));
+  Tensor u = Tensor::from_vector<uint8_t>(DType::kUInt8, {2}, {0, 0x0f});
+  EXPECT_EQ(values_of<uint8_t>(run_one("BitwiseNot", {u}, 18)), (std::vector<uint8_t>{255, 0xf0}));
+}
+
+TEST(ElementwiseUnary, Opset22Trigonometry) {
+  EXPECT_NEAR(values_of<float>(run_one("Cos", {floats({1}, {0.0f})}, 22))[0], 1.0f, 1e-6f);
+  EXPECT_EQ(values_of<float>(run_one("Round", {floats({2}, {2.5f, -1.5f})}, 22)),
+            (std::vector<float>{2.0f, -2.0f}));
+}
+
 }  // namespace
 }  // namespace onnxkit

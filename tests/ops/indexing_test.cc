@@ -214,6 +214,27 @@ TEST(ScatterElements, ReductionAddAndMulWithDuplicates) {
                        "needs opset 16"));
 }
 
+TEST(ScatterElements, ReductionMaxAndMinWithDuplicates) {
+  auto with = [](const char* reduction) {
+    return [=](Node* n) {
+      with_int("axis", 1)(n);
+      set_string(n, "reduction", reduction);
+    };
+  };
+  Tensor data = floats({1, 5}, {1, 2, 3, 4, 5});
+  Tensor indices = int64s({1, 3}, {1, 1, -1});
+  Tensor updates = floats({1, 3}, {10, -20, 3});
+  EXPECT_EQ(values_of<float>(run_one("ScatterElements", {data, indices, updates}, 18, with("max"))),
+            (std::vector<float>{1, 10, 3, 4, 5}));
+  EXPECT_EQ(values_of<float>(run_one("ScatterElements", {data, indices, updates}, 18, with("min"))),
+            (std::vector<float>{1, -20, 3, 4, 3}));
+  EXPECT_TRUE(contains(run_error("ScatterElements", {data, indices, updates}, 16, with("max")),
+                       "needs opset 18"));
+  Tensor nd = run_one("ScatterND", {iota({4}), int64s({2, 1}, {1, 1}), floats({2}, {-1, 7})}, 18,
+                      [](Node* n) { set_string(n, "reduction", "max"); });
+  EXPECT_EQ(values_of<float>(nd), (std::vector<float>{0, 7, 2, 3}));
+}
+
 TEST(ScatterElements, Float16AddAndInt8Wraps) {
   auto add = [](Node* n) { set_string(n, "reduction", "add"); };
   Tensor h = Tensor::from_vector<Float16>(DType::kFloat16, {2}, {Float16(1.5f), Float16(2.0f)});

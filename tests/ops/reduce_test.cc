@@ -237,5 +237,43 @@ TEST(CumSum, IntegersAndErrors) {
   EXPECT_EQ(run_one("CumSum", {empty, int64s({}, {0})}, 14).shape(), (Shape{0, 2}));
 }
 
+TEST(CumProd, AxisVariants) {
+  Tensor x = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(values_of<float>(run_one("CumProd", {x, int64s({}, {1})}, 26)),
+            (std::vector<float>{1, 2, 6, 4, 20, 120}));
+  EXPECT_EQ(
+      values_of<float>(run_one("CumProd", {x, int64s({}, {0})}, 26, with_int("exclusive", 1))),
+      (std::vector<float>{1, 1, 1, 1, 2, 3}));
+  EXPECT_EQ(values_of<float>(run_one("CumProd", {x, int64s({}, {-1})}, 26,
+                                     with_int("exclusive", 1, with_int("reverse", 1)))),
+            (std::vector<float>{6, 3, 1, 30, 6, 1}));
+  Tensor xi = Tensor::from_vector<int32_t>(DType::kInt32, {3}, {-2, 3, 4});
+  EXPECT_EQ(values_of<int32_t>(run_one("CumProd", {xi, int64s({}, {0})}, 26)),
+            (std::vector<int32_t>{-2, -6, -24}));
+}
+
+TEST(Reduce, MaxMinOfBools) {
+  Tensor x(DType::kBool, {2, 2});
+  bool* p = x.mutable_data<bool>();
+  p[0] = true;
+  p[1] = false;
+  p[2] = false;
+  p[3] = false;
+  EXPECT_EQ(values_of<bool>(run_one("ReduceMax", {x, int64s({1}, {1})}, 20)),
+            (std::vector<bool>{true, false}));
+  EXPECT_EQ(values_of<bool>(run_one("ReduceMin", {x, int64s({1}, {0})}, 20)),
+            (std::vector<bool>{false, false}));
+  Tensor empty(DType::kBool, {0, 2});
+  EXPECT_EQ(values_of<bool>(run_one("ReduceMax", {empty, int64s({1}, {0})}, 20)),
+            (std::vector<bool>{false, false}));
+}
+
+TEST(Reduce, LogSumTakesOnlyFloatsFromOpset28) {
+  Tensor x = int64s({2}, {1, 2});
+  EXPECT_NO_THROW(run_one("ReduceLogSum", {x}, 18));
+  std::string error = run_error("ReduceLogSum", {x}, 28);
+  EXPECT_NE(error.find("needs a floating-point type"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -243,6 +243,20 @@ TEST(Split, Errors) {
   EXPECT_NE(e.find("has 1 entries for 2 outputs"), std::string::npos) << e;
 }
 
+TEST(Split, Opset18NumOutputsWithASmallerLastPart) {
+  Tensor x = iota({7});
+  auto parts = run_op("Split", {x}, 18, with_int("num_outputs", 3), 3);
+  EXPECT_EQ(values_of<float>(parts[0]), (std::vector<float>{0, 1, 2}));
+  EXPECT_EQ(values_of<float>(parts[2]), (std::vector<float>{6}));
+  // Without num_outputs the outputs count the same way.
+  parts = run_op("Split", {x}, 18, {}, 4);
+  EXPECT_EQ(parts[3].shape(), (Shape{1}));
+  std::string e = run_error("Split", {x}, 18, with_int("num_outputs", 2), 3);
+  EXPECT_NE(e.find("num_outputs is 2, but the node has 3 outputs"), std::string::npos) << e;
+  e = run_error("Split", {iota({2})}, 18, {}, 4);
+  EXPECT_NE(e.find("size 2 cannot be split into 4 parts"), std::string::npos) << e;
+}
+
 // ---- Expand, Tile ----
 
 TEST(Expand, Bidirectional) {
@@ -355,6 +369,21 @@ TEST(ConstantOfShape, DefaultValueTypesAndScalar) {
   EXPECT_EQ(run_one("ConstantOfShape", {int64s({2}, {4, 0})}, 9).numel(), 0);
   EXPECT_NE(run_error("ConstantOfShape", {int64s({1}, {-2})}, 9).find("negative dim"),
             std::string::npos);
+}
+
+TEST(Range, HalfTypesComputeInTheirStashType) {
+  auto h = [](float v) { return Tensor::from_vector<Float16>(DType::kFloat16, {}, {Float16(v)}); };
+  Tensor r = run_one("Range", {h(1), h(5), h(1.5f)}, 27);
+  ASSERT_EQ(r.dtype(), DType::kFloat16);
+  ASSERT_EQ(r.shape(), (Shape{3}));
+  EXPECT_EQ(static_cast<float>(r.data<Float16>()[2]), 4.0f);
+  auto b = [](float v) {
+    return Tensor::from_vector<BFloat16>(DType::kBFloat16, {}, {BFloat16(v)});
+  };
+  Tensor d = run_one("Range", {b(0), b(2), b(0.5f)}, 27, with_int("stash_type", 11));
+  EXPECT_EQ(d.shape(), (Shape{4}));
+  std::string e = run_error("Range", {h(0), h(1), h(1)}, 27, with_int("stash_type", 10));
+  EXPECT_NE(e.find("stash_type 10 is not supported"), std::string::npos) << e;
 }
 
 TEST(Range, CountsAndTypes) {

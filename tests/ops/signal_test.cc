@@ -122,6 +122,40 @@ TEST(Dft, OnesidedKeepsTheFirstHalf) {
   }
 }
 
+TEST(Dft, OnesidedInverseIsTheRealInverse) {
+  // A real signal's one-sided spectrum goes back to the signal, at its even and odd lengths.
+  for (int64_t n : {8, 9}) {
+    std::vector<Complex> x = test_signal(n, false);
+    auto full = direct_dft(x, false);
+    std::vector<Complex> half(full.begin(), full.begin() + n / 2 + 1);
+    for (int64_t opset : {17, 20}) {
+      std::vector<Tensor> inputs{signal_tensor(half, true)};
+      // Without dft_length the length is 2 * (bins - 1): n for even n only.
+      if (n % 2 == 1) inputs.push_back(int64_scalar(n));
+      Tensor out = run_op("DFT", inputs, opset, [](Node* node) {
+        set_int(node, "onesided", 1);
+        set_int(node, "inverse", 1);
+      })[0];
+      ASSERT_EQ(out.shape(), (Shape{1, n, 1}));
+      for (int64_t k = 0; k < n; ++k)
+        EXPECT_NEAR(out.data<double>()[k], x[k].real(), 1e-9) << "n=" << n << " k=" << k;
+    }
+  }
+}
+
+TEST(Dft, Opset20TakesTheAxisAsAnInput) {
+  // [2, 3, 1]: a transform along axis 0 (given as input 2) of three length-2 signals.
+  Tensor input = Tensor::from_vector<double>(DType::kDouble, {2, 3, 1}, {1, 2, 3, 10, 20, 30});
+  Tensor out = run_op("DFT", {input, Tensor(), int64_scalar(0)}, 20)[0];
+  ASSERT_EQ(out.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(values_of<double>(out),
+            (std::vector<double>{11, 0, 22, 0, 33, 0, -9, 0, -18, 0, -27, 0}));
+  // The default axis is -2, the last signal axis.
+  Tensor last = run_op("DFT", {input}, 20)[0];
+  EXPECT_EQ(last.shape(), (Shape{2, 3, 2}));
+  EXPECT_NEAR(last.data<double>()[0], 6.0, 1e-12);
+}
+
 TEST(Dft, AxisAndInnerDims) {
   // [2, 3, 5, 1]: transform along axis 2 (length 5) and along axis -3 (= 1, length 3).
   std::vector<double> values(30);

@@ -1,4 +1,5 @@
-// Unit tests of the text op family (StringNormalizer, TfIdfVectorizer).
+// Unit tests of the text op family (StringNormalizer, TfIdfVectorizer, StringConcat,
+// StringSplit, RegexFullMatch).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -174,6 +175,44 @@ TEST(TfIdfVectorizer, RejectsMismatchedInputAndBadPool) {
                short_indexes);
       },
       "more n-grams than the 1 ngram_indexes");
+}
+
+// ---- StringConcat, StringSplit, RegexFullMatch ----
+
+TEST(StringConcat, Broadcasts) {
+  Tensor x = Tensor::from_strings({2, 1}, {"a", "é"});
+  Tensor y = Tensor::from_strings({2}, {"1", ""});
+  Tensor z = run_one("StringConcat", {x, y}, 20);
+  EXPECT_EQ(z.shape(), (Shape{2, 2}));
+  EXPECT_EQ(z.strings(), (std::vector<std::string>{"a1", "a", "é1", "é"}));
+  expect_error(
+      [] {
+        run_one("StringConcat", {floats({1}, {1}), floats({1}, {1})}, 20);
+      },
+      "needs string");
+}
+
+TEST(StringSplit, DelimiterWhitespaceAndMaxsplit) {
+  Tensor x = Tensor::from_strings({3}, {"a,,b", "", "c"});
+  auto out = run_op("StringSplit", {x}, 20, with_string("delimiter", ","), 2);
+  EXPECT_EQ(out[0].shape(), (Shape{3, 3}));
+  EXPECT_EQ(out[0].strings(), (std::vector<std::string>{"a", "", "b", "", "", "", "c", "", ""}));
+  EXPECT_EQ(values_of<int64_t>(out[1]), (std::vector<int64_t>{3, 1, 1}));
+  // No delimiter: runs of whitespace, none at the ends; maxsplit keeps the rest whole.
+  Tensor w = Tensor::from_strings({2}, {"  one two\tthree  ", "   "});
+  auto ws = run_op("StringSplit", {w}, 20, with_int("maxsplit", 1), 2);
+  EXPECT_EQ(ws[0].strings(), (std::vector<std::string>{"one", "two\tthree  ", "", ""}));
+  EXPECT_EQ(values_of<int64_t>(ws[1]), (std::vector<int64_t>{2, 0}));
+  auto empty = run_op("StringSplit", {Tensor::from_strings({0}, {})}, 20, {}, 2);
+  EXPECT_EQ(empty[0].shape(), (Shape{0, 0}));
+}
+
+TEST(RegexFullMatch, MatchesWholeStrings) {
+  Tensor x = Tensor::from_strings({3}, {"www.google.com", "www.example.org", "google.com.au"});
+  Tensor y = run_one("RegexFullMatch", {x}, 20, with_string("pattern", R"(www\.[\w.-]+\.\bcom\b)"));
+  EXPECT_EQ(values_of<bool>(y), (std::vector<bool>{true, false, false}));
+  expect_error([&] { run_one("RegexFullMatch", {x}, 20, with_string("pattern", "(a")); },
+               "not a valid RE2 expression");
 }
 
 }  // namespace
