@@ -29,7 +29,7 @@ TEST(LowPrecisionIo, Int4RawDataAndInt32DataUnpackAndSavePacks) {
   onnx_io::ReadContext read;
   onnx::TensorProto proto;
   proto.set_name("w");
-  proto.set_data_type(onnx::TensorProto::INT4);
+  proto.set_data_type(static_cast<int32_t>(DType::kInt4));
   proto.add_dims(5);
   const char raw[] = {static_cast<char>(0xf8), 0x70, 0x03};
   proto.set_raw_data(raw, 3);
@@ -38,7 +38,7 @@ TEST(LowPrecisionIo, Int4RawDataAndInt32DataUnpackAndSavePacks) {
   EXPECT_EQ(int4_values(t), (std::vector<int64_t>{-8, -1, 0, 7, 3}));
 
   onnx::TensorProto typed;
-  typed.set_data_type(onnx::TensorProto::INT4);
+  typed.set_data_type(static_cast<int32_t>(DType::kInt4));
   typed.add_dims(5);
   for (int byte : {0xf8, 0x70, 0x03}) typed.add_int32_data(byte);
   EXPECT_EQ(int4_values(onnx_io::tensor_from_proto(typed, read)), int4_values(t));
@@ -56,7 +56,7 @@ TEST(LowPrecisionIo, Int4RawDataAndInt32DataUnpackAndSavePacks) {
 TEST(LowPrecisionIo, Float8Int32DataIsOneCodePerValue) {
   onnx_io::ReadContext read;
   onnx::TensorProto typed;
-  typed.set_data_type(onnx::TensorProto::FLOAT8E4M3FN);
+  typed.set_data_type(static_cast<int32_t>(DType::kFloat8E4M3FN));
   typed.add_dims(2);
   typed.add_int32_data(0x38);
   typed.add_int32_data(0x7e);
@@ -71,7 +71,7 @@ onnx::ModelProto uint4_model(int64_t n) {
   auto* w = model.mutable_graph()->mutable_initializer(0);
   w->Clear();
   w->set_name("w");
-  w->set_data_type(onnx::TensorProto::UINT4);
+  w->set_data_type(static_cast<int32_t>(DType::kUInt4));
   w->add_dims(n);
   std::vector<uint8_t> elements(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) elements[static_cast<size_t>(i)] = static_cast<uint8_t>(i % 16);

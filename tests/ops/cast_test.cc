@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -286,6 +287,20 @@ TEST(BitCast, ReinterpretsBytesOfTheSameWidth) {
                 with_int("to", static_cast<int64_t>(DType::kInt64)));
       },
       "the widths differ");
+}
+
+TEST(CastTypes, RulesGiveTheTargetTypeAndTheInputShape) {
+  const SymbolicShape shape = std::vector<Dim>{Dim::symbol("n"), Dim::known(3)};
+  auto cast_case =
+      NodeCase("Cast", {floats({1})}, 21, with_int("to", static_cast<int64_t>(DType::kFloat8E5M2)));
+  EXPECT_EQ(infer_node_types(cast_case, {shape})[0], ValueType::tensor(DType::kFloat8E5M2, shape));
+  auto named = NodeCase("Cast", {floats({1})}, 1, with_string("to", "INT4"));
+  EXPECT_EQ(infer_node_types(named, {shape})[0].elem_type, DType::kInt4);
+  auto like = NodeCase("CastLike", {floats({1}), bytes_of(DType::kUInt2, {0})}, 25);
+  EXPECT_EQ(infer_node_types(like, {shape})[0], ValueType::tensor(DType::kUInt2, shape));
+  auto bitcast =
+      NodeCase("BitCast", {floats({1})}, 26, with_int("to", static_cast<int64_t>(DType::kInt32)));
+  EXPECT_EQ(infer_node_types(bitcast, {shape})[0], ValueType::tensor(DType::kInt32, shape));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -429,6 +430,38 @@ TEST(QLinearMatMul, Float16ScalesFromOpset21) {
   const Tensor y = run_one("QLinearMatMul", inputs, 21);
   EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{5}));  // 7 * 0.5 = 3.5 -> 4, + 1
   expect_error([&] { run_one("QLinearMatMul", inputs, 10); }, "a_scale has type float16");
+}
+
+TEST(QuantizationTypes, RulesFollowZeroPointOutputDtypeAndScale) {
+  const SymbolicShape x = std::vector<Dim>{Dim::symbol("n"), Dim::known(4)};
+  auto q = NodeCase("QuantizeLinear",
+                    {floats({1}, {0}), floats({}, {1}), codes(DType::kInt4, {}, {0})}, 21);
+  EXPECT_EQ(infer_node_types(q, {x})[0], ValueType::tensor(DType::kInt4, x));
+  auto q_dtype = NodeCase("QuantizeLinear", {floats({1}, {0}), floats({}, {1})}, 21,
+                          with_int("output_dtype", static_cast<int64_t>(DType::kInt16)));
+  EXPECT_EQ(infer_node_types(q_dtype, {x})[0].elem_type, DType::kInt16);
+  auto q_default = NodeCase("QuantizeLinear", {floats({1}, {0}), floats({}, {1})}, 13);
+  EXPECT_EQ(infer_node_types(q_default, {x})[0].elem_type, DType::kUInt8);
+  auto dq = NodeCase("DequantizeLinear", {i8({1}, {0}), halfs({}, {1})}, 21);
+  EXPECT_EQ(infer_node_types(dq, {x})[0], ValueType::tensor(DType::kFloat16, x));
+  auto dq_dtype = NodeCase("DequantizeLinear", {i8({1}, {0}), halfs({}, {1})}, 23,
+                           with_int("output_dtype", static_cast<int64_t>(DType::kFloat)));
+  EXPECT_EQ(infer_node_types(dq_dtype, {x})[0].elem_type, DType::kFloat);
+  auto dyn = NodeCase("DynamicQuantizeLinear", {floats({1}, {0})}, 11);
+  dyn.outputs = {"y", "scale", "zp"};
+  const std::vector<ValueType> dyn_types = infer_node_types(dyn, {x});
+  EXPECT_EQ(dyn_types[0], ValueType::tensor(DType::kUInt8, x));
+  EXPECT_EQ(dyn_types[1], ValueType::tensor(DType::kFloat, std::vector<Dim>{}));
+  EXPECT_EQ(dyn_types[2], ValueType::tensor(DType::kUInt8, std::vector<Dim>{}));
+  auto mm = NodeCase("QLinearMatMul",
+                     {u8({1}, {0}), floats({}, {1}), u8({}, {0}), u8({1}, {0}), floats({}, {1}),
+                      u8({}, {0}), floats({}, {1}), i8({}, {0})},
+                     21);
+  const SymbolicShape a = std::vector<Dim>{Dim::symbol("b"), Dim::known(2), Dim::known(5)};
+  const SymbolicShape b = dims({5, 7});
+  EXPECT_EQ(infer_node_types(mm, {a, {}, {}, b})[0],
+            ValueType::tensor(DType::kInt8,
+                              std::vector<Dim>{Dim::symbol("b"), Dim::known(2), Dim::known(7)}));
 }
 
 }  // namespace
