@@ -291,18 +291,30 @@ bool is_small(DType type) {
 void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& output,
                  const CastOptions& options);
 
-// A small integer tensor's bytes seen as the 8-bit integer type that holds them.
-Tensor small_int_as_byte_type(const Tensor& tensor) {
-  const DType holder = small_int_min(tensor.dtype()) < 0 ? DType::kInt8 : DType::kUInt8;
-  return Tensor::from_buffer(holder, tensor.shape(), tensor.buffer());
-}
-
-// Every element of a non-small tensor as double (strings parsed).
-Tensor as_doubles(const KernelContext& context, const Tensor& input) {
-  if (input.dtype() == DType::kDouble) return input;
-  Tensor doubles(DType::kDouble, input.shape());
-  cast_tensor(context, input, doubles, {});
-  return doubles;
+// Calls f(read) where read(i) is element i of a non-string tensor: as int64 for integers
+// and bools (exact beyond 2^53; uint64 reinterpreted), as double for the rest. Read in
+// place: casts of large weights make no intermediate copy.
+template <typename F>
+void with_reader(const Tensor& input, F&& f) {
+  const DType from = input.dtype();
+  if (dtype_is_small_integer(from) || dtype_is_small_float(from)) {
+    const uint8_t* in = input.data<uint8_t>();
+    if (dtype_is_small_integer(from)) {
+      f([in, from](size_t i) { return small_int_value(from, in[i]); });
+    } else {
+      f([in, from](size_t i) { return static_cast<double>(small_float_to_float(from, in[i])); });
+    }
+    return;
+  }
+  dispatch_numeric_bool(from, "Cast", [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    const From* in = input.data<From>();
+    if constexpr (std::is_integral_v<From>) {
+      f([in](size_t i) { return static_cast<int64_t>(in[i]); });
+    } else {
+      f([in](size_t i) { return cast_number<double>(in[i]); });
+    }
+  });
 }
 
 // Casts where either side is a low-precision type.
@@ -311,53 +323,44 @@ void cast_small(const KernelContext& context, const Tensor& input, Tensor& outpu
   const DType from = input.dtype();
   const DType to = output.dtype();
   const auto n = static_cast<size_t>(input.numel());
-  if (!is_small(to)) {
-    if (dtype_is_small_integer(from)) {
-      cast_tensor(context, small_int_as_byte_type(input), output, options);
+  if (from == DType::kString || to == DType::kString) {  // through double (or float)
+    const DType between = from == DType::kString ? DType::kDouble : DType::kFloat;
+    Tensor numbers(between, input.shape());
+    cast_tensor(context, input, numbers, options);
+    cast_tensor(context, numbers, output, options);
+    return;
+  }
+  with_reader(input, [&](auto read) {
+    using Value = decltype(read(size_t{0}));
+    if (!is_small(to)) {  // every small value is exact in float and in int64
+      dispatch_numeric_bool(to, "Cast", [&](auto tag) {
+        using To = typename decltype(tag)::type;
+        To* out = output.mutable_data<To>();
+        if constexpr (std::is_same_v<Value, double>) {
+          for (size_t i = 0; i < n; ++i) out[i] = cast_number<To>(static_cast<float>(read(i)));
+        } else {
+          for (size_t i = 0; i < n; ++i) out[i] = cast_number<To>(read(i));
+        }
+      });
       return;
     }
-    Tensor floats(DType::kFloat, input.shape());  // every small float is exact in float
-    const uint8_t* in = input.data<uint8_t>();
-    float* values = floats.mutable_data<float>();
-    for (size_t i = 0; i < n; ++i) values[i] = small_float_to_float(from, in[i]);
-    cast_tensor(context, floats, output, options);
-    return;
-  }
-  uint8_t* out = output.mutable_data<uint8_t>();
-  const uint8_t* in = is_small(from) ? input.data<uint8_t>() : nullptr;
-  // The source as numbers: small types decode here, the rest go through double.
-  Tensor doubles;
-  const double* values = nullptr;
-  if (!is_small(from)) {
-    doubles = as_doubles(context, input);
-    values = doubles.data<double>();
-  }
-  auto value_of = [&](size_t i) -> double {
-    if (values) return values[i];
-    if (dtype_is_small_integer(from)) return static_cast<double>(small_int_value(from, in[i]));
-    return static_cast<double>(small_float_to_float(from, in[i]));
-  };
-  if (dtype_is_small_float(to)) {
-    for (size_t i = 0; i < n; ++i) {
-      out[i] = to_small_float(to, value_of(i), options.saturate, options.rounding);
+    uint8_t* out = output.mutable_data<uint8_t>();
+    if (dtype_is_small_float(to)) {
+      auto number = [&](size_t i) {
+        if constexpr (std::is_same_v<Value, int64_t>) {
+          if (from == DType::kUInt64) return static_cast<double>(static_cast<uint64_t>(read(i)));
+        }
+        return static_cast<double>(read(i));
+      };
+      for (size_t i = 0; i < n; ++i) {
+        out[i] = to_small_float(to, number(i), options.saturate, options.rounding);
+      }
+    } else if constexpr (std::is_same_v<Value, double>) {
+      for (size_t i = 0; i < n; ++i) out[i] = float_to_small_int(to, read(i));  // truncates
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] = wrap_to_small_int(to, read(i));  // wraps
     }
-    return;
-  }
-  // To int4/int2: integer sources wrap, the others truncate.
-  const bool from_integer =
-      dtype_is_integer(from) || dtype_is_small_integer(from) || from == DType::kBool;
-  if (!from_integer) {
-    for (size_t i = 0; i < n; ++i) out[i] = float_to_small_int(to, value_of(i));
-    return;
-  }
-  if (dtype_is_small_integer(from)) {
-    for (size_t i = 0; i < n; ++i) out[i] = wrap_to_small_int(to, small_int_value(from, in[i]));
-    return;
-  }
-  Tensor integers(DType::kInt64, input.shape());  // exact, unlike double for big int64s
-  cast_tensor(context, input, integers, options);
-  const int64_t* ints = integers.data<int64_t>();
-  for (size_t i = 0; i < n; ++i) out[i] = wrap_to_small_int(to, ints[i]);
+  });
 }
 
 // ---- the kernels ----

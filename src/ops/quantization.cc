@@ -230,6 +230,50 @@ std::vector<double> read_doubles(const Tensor& tensor, std::string_view what) {
   return out;
 }
 
+// Calls f(read) where read(i) is element i of x as double, read in place: x may hold
+// billions of weights (blocked int4), so it is never copied. x's types: the quantized ones,
+// int32, and the float types QuantizeLinear takes.
+template <typename F>
+void with_x_reader(const KernelContext& context, const Tensor& x, F&& f) {
+  const DType dtype = x.dtype();
+  if (dtype_is_small_integer(dtype) || dtype_is_small_float(dtype)) {
+    const uint8_t* src = x.data<uint8_t>();
+    if (dtype_is_small_integer(dtype)) {
+      f([src, dtype](int64_t i) { return static_cast<double>(small_int_value(dtype, src[i])); });
+    } else {
+      f([src, dtype](int64_t i) {
+        return static_cast<double>(small_float_to_float(dtype, src[i]));
+      });
+    }
+    return;
+  }
+  auto typed = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = x.data<T>();
+    f([src](int64_t i) { return convert_element<double>(src[i]); });
+  };
+  switch (dtype) {
+    case DType::kInt8:
+      return typed(TypeTag<int8_t>{});
+    case DType::kUInt8:
+      return typed(TypeTag<uint8_t>{});
+    case DType::kInt16:
+      return typed(TypeTag<int16_t>{});
+    case DType::kUInt16:
+      return typed(TypeTag<uint16_t>{});
+    case DType::kInt32:
+      return typed(TypeTag<int32_t>{});
+    case DType::kFloat:
+      return typed(TypeTag<float>{});
+    case DType::kFloat16:
+      return typed(TypeTag<Float16>{});
+    case DType::kBFloat16:
+      return typed(TypeTag<BFloat16>{});
+    default:
+      context.fail("x has type {}, which is not supported", dtype_name(dtype));
+  }
+}
+
 // `value` rounded to the float type `dtype` (double: unchanged), once: through float
 // rounded to odd for the 16-bit types.
 double round_to_type(DType dtype, double value) {
@@ -398,47 +442,48 @@ class QuantizeLinearKernel : public OpKernel {
                      "y_scale", "y_zero_point");
     Tensor& out = context.allocate_output(0, out_type, x.shape());
     if (out.numel() == 0) return;
-    const std::vector<double> xs = read_doubles(x, "x");
     const std::vector<double> scales = read_doubles(scale, "y_scale");
     const std::vector<double> zero_points = zero_point ? read_doubles(*zero_point, "y_zero_point")
                                                        : std::vector<double>(scales.size(), 0.0);
     const DType compute =
         precision_ != DType::kUndefined ? precision_ : division_type(x.dtype(), scale.dtype());
-    auto quotient = [&](int64_t i, double s) {
-      return round_to_type(compute, round_to_type(compute, xs[i]) / s);
-    };
-    if (dtype_is_small_float(out_type)) {
-      uint8_t* dst = out.mutable_data<uint8_t>();
-      layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
-        const double s = round_to_type(compute, scales[p]);
-        for (int64_t i = begin; i < end; ++i) {
-          dst[i] = to_small_float(out_type, quotient(i, s) + zero_points[p], saturate_);
-        }
+    with_x_reader(context, x, [&](auto read) {
+      auto quotient = [&](int64_t i, double s) {
+        return round_to_type(compute, round_to_type(compute, read(i)) / s);
+      };
+      if (dtype_is_small_float(out_type)) {
+        uint8_t* dst = out.mutable_data<uint8_t>();
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const double s = round_to_type(compute, scales[p]);
+          for (int64_t i = begin; i < end; ++i) {
+            dst[i] = to_small_float(out_type, quotient(i, s) + zero_points[p], saturate_);
+          }
+        });
+        return;
+      }
+      // Integers: round half to even, add the zero point, saturate. NaN gives the zero
+      // point (the spec leaves it open).
+      const auto [lo, hi] = integer_range(out_type);
+      auto quantize = [&](auto store) {
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const double s = round_to_type(compute, scales[p]);
+          const double zp = zero_points[p];
+          for (int64_t i = begin; i < end; ++i) {
+            const double q = std::nearbyint(quotient(i, s)) + zp;
+            store(i, std::isnan(q) ? zp : std::clamp(q, lo, hi));
+          }
+        });
+      };
+      if (dtype_is_small_integer(out_type)) {
+        uint8_t* dst = out.mutable_data<uint8_t>();
+        quantize([&](int64_t i, double q) { dst[i] = small_int_byte(static_cast<int64_t>(q)); });
+        return;
+      }
+      dispatch_integer(out_type, "y", [&](auto tag) {
+        using Q = typename decltype(tag)::type;
+        Q* dst = out.mutable_data<Q>();
+        quantize([&](int64_t i, double q) { dst[i] = static_cast<Q>(q); });
       });
-      return;
-    }
-    // Integers: round half to even, add the zero point, saturate. NaN gives the zero point
-    // (the spec leaves it open).
-    const auto [lo, hi] = integer_range(out_type);
-    auto quantize = [&](auto store) {
-      layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
-        const double s = round_to_type(compute, scales[p]);
-        const double zp = zero_points[p];
-        for (int64_t i = begin; i < end; ++i) {
-          const double q = std::nearbyint(quotient(i, s)) + zp;
-          store(i, std::isnan(q) ? zp : std::clamp(q, lo, hi));
-        }
-      });
-    };
-    if (dtype_is_small_integer(out_type)) {
-      uint8_t* dst = out.mutable_data<uint8_t>();
-      quantize([&](int64_t i, double q) { dst[i] = small_int_byte(static_cast<int64_t>(q)); });
-      return;
-    }
-    dispatch_integer(out_type, "y", [&](auto tag) {
-      using Q = typename decltype(tag)::type;
-      Q* dst = out.mutable_data<Q>();
-      quantize([&](int64_t i, double q) { dst[i] = static_cast<Q>(q); });
     });
   }
 
@@ -490,21 +535,23 @@ class DequantizeLinearKernel : public OpKernel {
     }
     Tensor& out = context.allocate_output(0, out_type, x.shape());
     if (out.numel() == 0) return;
-    const std::vector<double> xs = read_doubles(x, "x");
     // As ONNX's reference: (x - zero point) and the product in float, in double for int32.
     const bool wide = x.dtype() == DType::kInt32;
-    dispatch_float(out_type, "y", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* dst = out.mutable_data<T>();
-      layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
-        for (int64_t i = begin; i < end; ++i) {
-          if (wide) {
-            dst[i] = convert_element<T>((xs[i] - zero_points[p]) * scales[p]);
-          } else {
-            const float dx = static_cast<float>(xs[i]) - static_cast<float>(zero_points[p]);
-            dst[i] = convert_element<T>(dx * static_cast<float>(scales[p]));
+    with_x_reader(context, x, [&](auto read) {
+      dispatch_float(out_type, "y", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* dst = out.mutable_data<T>();
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const float zp = static_cast<float>(zero_points[p]);
+          const float s = static_cast<float>(scales[p]);
+          for (int64_t i = begin; i < end; ++i) {
+            if (wide) {
+              dst[i] = convert_element<T>((read(i) - zero_points[p]) * scales[p]);
+            } else {
+              dst[i] = convert_element<T>((static_cast<float>(read(i)) - zp) * s);
+            }
           }
-        }
+        });
       });
     });
   }
