@@ -690,8 +690,28 @@ class MatMulIntegerKernel : public OpKernel {
   }
 };
 
-// QLinearMatMul-21 takes float16 and bfloat16 scales besides float; the multipliers are
-// then computed in that type, as ONNX's reference does.
+// (A - a_zp) x (B - b_zp) in double, for QLinearMatMul's float8 operands; a_zp holds one
+// value per row of A, b_zp one per column of B (as integer_matmul).
+std::vector<double> float_matmul(const Tensor& a, const Tensor& b, const MatMulShape& s,
+                                 const std::vector<double>& a_zp, const std::vector<double>& b_zp) {
+  std::vector<double> a_shifted = read_doubles(a, "a");
+  std::vector<double> b_shifted = read_doubles(b, "b");
+  for (size_t i = 0; i < a_shifted.size(); ++i) a_shifted[i] -= a_zp[i / static_cast<size_t>(s.k)];
+  const size_t n = static_cast<size_t>(s.n), kn = static_cast<size_t>(s.k * s.n);
+  for (size_t i = 0; i < b_shifted.size(); ++i) b_shifted[i] -= b_zp[(i / kn) * n + i % n];
+  std::vector<double> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
+  if (acc.empty()) return acc;
+  s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
+    gemm<double>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + a_matrix * s.m * s.k, s.k,
+                 b_shifted.data() + b_matrix * s.k * s.n, s.n, 0, acc.data() + index * s.m * s.n,
+                 s.n);
+  });
+  return acc;
+}
+
+// QLinearMatMul-21 takes float16 and bfloat16 scales besides float, whose multipliers are
+// then computed in that type as ONNX's reference does, and float8 operands and output
+// (dequantized, multiplied in double, quantized with saturation).
 class QLinearMatMulKernel : public OpKernel {
  public:
   explicit QLinearMatMulKernel(const KernelCreateContext& context) : opset_(context.opset()) {}
@@ -699,6 +719,19 @@ class QLinearMatMulKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(3);
+    const Tensor& y_zp_tensor = context.input(7);
+    bool any_float8 = false;
+    for (auto [tensor, name] :
+         {std::pair(&a, "a"), std::pair(&b, "b"), std::pair(&y_zp_tensor, "y_zero_point")}) {
+      const DType dtype = tensor->dtype();
+      const bool float8 =
+          dtype_is_small_float(dtype) && dtype != DType::kFloat8E8M0 && dtype_bits(dtype) == 8;
+      if (!(dtype == DType::kInt8 || dtype == DType::kUInt8 || (float8 && opset_ >= 21))) {
+        context.fail("{} has type {} (needs uint8 or int8{})", name, dtype_name(dtype),
+                     opset_ >= 21 ? " or a float8 type" : "");
+      }
+      any_float8 = any_float8 || float8;
+    }
     const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
     const DType scale_type = context.input(1).dtype();
     if (!(scale_type == DType::kFloat ||
@@ -724,7 +757,7 @@ class QLinearMatMulKernel : public OpKernel {
                      shape_to_string(zp.shape()), scale_name, shape_to_string(scale.shape()));
       }
       const std::vector<float> scales = scale_input(index, scale_name);
-      const std::vector<int32_t> zps = read_int32s(context, zp, zp_name);
+      const std::vector<double> zps = read_doubles(zp, zp_name);
       if (rows) {
         return std::pair(per_row(context, scales, scale, s, scale_name),
                          per_row(context, zps, zp, s, zp_name));
@@ -736,23 +769,29 @@ class QLinearMatMulKernel : public OpKernel {
     const auto [b_scale, b_zp] = params(4, b, "b_scale", "b_zero_point", false);
     require_scalar(context, context.input(6), "y_scale");
     const float y_scale = scale_input(6, "y_scale")[0];
-    const Tensor& y_zp_tensor = context.input(7);
     require_scalar(context, y_zp_tensor, "y_zero_point");
-    const double y_zp = read_int32s(context, y_zp_tensor, "y_zero_point")[0];
+    const double y_zp = read_doubles(y_zp_tensor, "y_zero_point")[0];
     Tensor& out = context.allocate_output(0, y_zp_tensor.dtype(), s.out);
     if (out.numel() == 0) return;
     // Each output matrix's multipliers, a_scale[row] * b_scale[col] / y_scale, are
     // recorded as the product runs and applied afterwards.
     std::vector<int64_t> a_offsets(static_cast<size_t>(shape_numel(s.batch)));
     std::vector<int64_t> b_offsets(a_offsets.size());
-    const std::vector<int32_t> acc = integer_matmul(
-        context, a, b, s, a_zp, b_zp, [&](int64_t index, int64_t a_offset, int64_t b_offset) {
-          a_offsets[index] = a_offset;
-          b_offsets[index] = b_offset;
-        });
-    dispatch_quantized(context, out.dtype(), "y_zero_point", [&](auto tag) {
-      using Q = typename decltype(tag)::type;
-      Q* dst = out.mutable_data<Q>();
+    s.for_each_matrix([&](int64_t index, int64_t a_offset, int64_t b_offset) {
+      a_offsets[index] = a_offset;
+      b_offsets[index] = b_offset;
+    });
+    std::vector<double> acc;
+    if (any_float8) {
+      acc = float_matmul(a, b, s, a_zp, b_zp);
+    } else {  // exact in int32, as the spec asks
+      const std::vector<int32_t> ints = integer_matmul(
+          context, a, b, s, std::vector<int32_t>(a_zp.begin(), a_zp.end()),
+          std::vector<int32_t>(b_zp.begin(), b_zp.end()), [](int64_t, int64_t, int64_t) {});
+      acc.assign(ints.begin(), ints.end());
+    }
+    // f(at, scaled value) for every output element.
+    auto requantize = [&](auto store) {
       for (size_t index = 0; index < a_offsets.size(); ++index) {
         const float* row_scales = a_scale.data() + a_offsets[index] * s.m;
         const float* col_scales = b_scale.data() + b_offsets[index] * s.n;
@@ -763,10 +802,21 @@ class QLinearMatMulKernel : public OpKernel {
                 scale_type,
                 round_to_type(scale_type, double{row_scales[i]} * col_scales[j]) / y_scale);
             const int64_t at = base + i * s.n + j;
-            dst[at] = quantize_value<Q>(static_cast<double>(acc[at]) * multiplier, y_zp);
+            store(at, acc[static_cast<size_t>(at)] * multiplier);
           }
         }
       }
+    };
+    if (dtype_is_small_float(out.dtype())) {
+      uint8_t* dst = out.mutable_data<uint8_t>();
+      requantize(
+          [&](int64_t at, double v) { dst[at] = to_small_float(out.dtype(), v + y_zp, true); });
+      return;
+    }
+    dispatch_quantized(context, out.dtype(), "y_zero_point", [&](auto tag) {
+      using Q = typename decltype(tag)::type;
+      Q* dst = out.mutable_data<Q>();
+      requantize([&](int64_t at, double v) { dst[at] = quantize_value<Q>(v, y_zp); });
     });
   }
 

@@ -432,6 +432,21 @@ TEST(QLinearMatMul, Float16ScalesFromOpset21) {
   expect_error([&] { run_one("QLinearMatMul", inputs, 10); }, "a_scale has type float16");
 }
 
+TEST(QLinearMatMul, Float8OperandsFromOpset21) {
+  const Tensor a = codes(DType::kFloat8E4M3FN, {1, 2}, {0x38, 0x40});  // 1, 2
+  const Tensor b = codes(DType::kFloat8E4M3FN, {2, 1}, {0x38, 0x30});  // 1, 0.5
+  const Tensor zp = codes(DType::kFloat8E4M3FN, {}, {0});
+  auto run = [&](float y_scale, int64_t opset) {
+    return run_one("QLinearMatMul",
+                   {a, floats({}, {1}), zp, b, floats({}, {2}), zp, floats({}, {y_scale}), zp},
+                   opset);
+  };
+  // (1 * 1 + 2 * 0.5) * 1 * 2 / y_scale.
+  EXPECT_EQ(values_of<uint8_t>(run(1.0f, 21)), (std::vector<uint8_t>{0x48}));    // 4
+  EXPECT_EQ(values_of<uint8_t>(run(0.001f, 21)), (std::vector<uint8_t>{0x7e}));  // saturates
+  expect_error([&] { run(1.0f, 10); }, "a has type float8e4m3fn");
+}
+
 TEST(QuantizationTypes, RulesFollowZeroPointOutputDtypeAndScale) {
   const SymbolicShape x = std::vector<Dim>{Dim::symbol("n"), Dim::known(4)};
   auto q = NodeCase("QuantizeLinear",
