@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/session_flags.h"
+#include "core/low_precision.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
 #include "onnxkit/session.h"
@@ -39,6 +40,11 @@ std::string preview(const Tensor& tensor, size_t count = 8) {
       text += tensor.data<bool>()[i] ? "true" : "false";
     } else if (tensor.dtype() == DType::kComplex64 || tensor.dtype() == DType::kComplex128) {
       text += "complex";
+    } else if (dtype_is_small_integer(tensor.dtype())) {
+      text += fmt::format("{}", small_int_value(tensor.dtype(), tensor.data<uint8_t>()[i]));
+    } else if (dtype_is_small_float(tensor.dtype())) {
+      text +=
+          fmt::format("{:.6g}", small_float_to_float(tensor.dtype(), tensor.data<uint8_t>()[i]));
     } else {
       dispatch_numeric(tensor.dtype(), "preview", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -105,8 +111,10 @@ int run_model(const RunArgs& args) {
     if (value.is_tensor()) line += "  " + preview(value.tensor());
     std::cout << line << "\n";
     if (args.output_dir.empty()) continue;
-    bool as_npy = value.is_tensor() && value.tensor().dtype() != DType::kString &&
-                  value.tensor().dtype() != DType::kBFloat16;
+    // NumPy has no bfloat16 or low-precision types: those are written as TensorProtos.
+    const DType dtype = value.is_tensor() ? value.tensor().dtype() : DType::kUndefined;
+    bool as_npy = value.is_tensor() && dtype != DType::kString && dtype != DType::kBFloat16 &&
+                  !dtype_is_small_float(dtype) && !dtype_is_small_integer(dtype);
     fs::path path = fs::path(args.output_dir) / (file_stem(name) + (as_npy ? ".npy" : ".pb"));
     Status written = as_npy ? write_npy(value.tensor(), path) : write_value_pb(value, name, path);
     if (!written.ok()) fail("{}", written.message());

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/low_precision.h"
 #include "core/status.h"
 
 namespace onnxkit::onnx_io {
@@ -78,9 +79,35 @@ void fill_from_typed_fields(const onnx::TensorProto& proto, Tensor& tensor) {
       break;
     case DType::kUInt8:
     case DType::kBool:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat8E8M0:
       check_count(proto, proto.int32_data(), n);
       fill_from_field<uint8_t>(tensor, proto.int32_data());
       break;
+    case DType::kFloat6E2M3:
+    case DType::kFloat6E3M2: {  // one code per int32, its low 6 bits
+      check_count(proto, proto.int32_data(), n);
+      uint8_t* out = tensor.mutable_data<uint8_t>();
+      for (int i = 0; i < proto.int32_data_size(); ++i) out[i] = proto.int32_data(i) & 0x3f;
+      break;
+    }
+    case DType::kUInt4:
+    case DType::kInt4:
+    case DType::kFloat4E2M1:
+    case DType::kUInt2:
+    case DType::kInt2: {  // each int32 holds one byte of the packed stream
+      const auto bytes = static_cast<int64_t>(serialized_size(tensor.dtype(), n));
+      check_count(proto, proto.int32_data(), bytes);
+      std::vector<uint8_t> packed(static_cast<size_t>(bytes));
+      for (int i = 0; i < proto.int32_data_size(); ++i) {
+        packed[static_cast<size_t>(i)] = static_cast<uint8_t>(proto.int32_data(i));
+      }
+      unpack_elements(tensor.dtype(), packed.data(), n, tensor.mutable_data<uint8_t>());
+      break;
+    }
     default:
       fail("tensor '{}': unsupported data type {}", proto.name(), dtype_name(tensor.dtype()));
   }
@@ -122,7 +149,14 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
   }
   Tensor tensor;
   const int64_t numel = shape_numel(shape);
-  const size_t nbytes = static_cast<size_t>(numel) * dtype_size(dtype);
+  // Bytes in the file: the sub-byte types are packed there, one byte per element in memory.
+  const bool packed = dtype_is_packed(dtype);
+  const size_t nbytes = serialized_size(dtype, numel);
+  auto unpacked = [&](const void* data) {
+    Tensor out(dtype, shape);
+    unpack_elements(dtype, static_cast<const uint8_t*>(data), numel, out.mutable_data<uint8_t>());
+    return out;
+  };
 
   if (dtype == DType::kString) {
     if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -142,14 +176,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
            proto.name(), length, shape_to_string(shape), dtype_name(dtype), nbytes);
     }
     auto view = context.external_files->view(proto.name(), location, offset, length);
-    tensor = Tensor::from_buffer(dtype, shape, std::move(view));
+    tensor = packed ? unpacked(view->data()) : Tensor::from_buffer(dtype, shape, std::move(view));
   } else if (payload || proto.has_raw_data()) {
     const size_t size = payload ? payload->size() : proto.raw_data().size();
     if (size != nbytes) {
       fail("tensor '{}': raw_data has {} bytes, its shape {} of {} needs {}", proto.name(), size,
            shape_to_string(shape), dtype_name(dtype), nbytes);
     }
-    if (payload) {
+    if (packed) {
+      tensor = unpacked(payload ? static_cast<const void*>(payload->data())
+                                : static_cast<const void*>(proto.raw_data().data()));
+    } else if (payload) {
       tensor = Tensor::from_buffer(dtype, shape, std::move(payload));
     } else {
       tensor = Tensor(dtype, shape);
@@ -164,6 +201,38 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
   return tensor;
 }
 
+namespace {
+
+void add_external_ref(onnx::TensorProto& proto, const ExternalRef& ref) {
+  proto.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const char* key, std::string value) {
+    auto* entry = proto.add_external_data();
+    entry->set_key(key);
+    entry->set_value(std::move(value));
+  };
+  add("location", ref.location);
+  add("offset", std::to_string(ref.offset));
+  add("length", std::to_string(ref.length));
+}
+
+// The sub-byte types are packed into raw_data (or the external file) here, so the saver's
+// streaming of payloads (for tensors left without data) never sees them. Data omitted for
+// the checks (a threshold above 0) stays omitted.
+void packed_tensor_to_proto(const Tensor& tensor, onnx::TensorProto& proto, WriteContext& context) {
+  const size_t nbytes = serialized_size(tensor.dtype(), tensor.numel());
+  if (context.omit_data_threshold > 0 && nbytes >= context.omit_data_threshold) return;
+  Tensor packed(DType::kUInt8, {static_cast<int64_t>(nbytes)});
+  pack_elements(tensor.dtype(), tensor.data<uint8_t>(), tensor.numel(),
+                packed.mutable_data<uint8_t>());
+  if (context.external && nbytes >= context.external_threshold) {
+    add_external_ref(proto, context.external->append(packed));
+    return;
+  }
+  proto.set_raw_data(packed.raw_data(), nbytes);
+}
+
+}  // namespace
+
 void tensor_to_proto(const Tensor& tensor, onnx::TensorProto& proto, WriteContext& context) {
   proto.set_data_type(static_cast<int32_t>(tensor.dtype()));
   for (int64_t dim : tensor.shape()) proto.add_dims(dim);
@@ -173,19 +242,14 @@ void tensor_to_proto(const Tensor& tensor, onnx::TensorProto& proto, WriteContex
     for (const std::string& value : tensor.strings()) proto.add_string_data(value);
     return;
   }
+  if (dtype_is_packed(tensor.dtype())) {
+    packed_tensor_to_proto(tensor, proto, context);
+    return;
+  }
   const size_t nbytes = tensor.nbytes();
   if (nbytes >= context.omit_data_threshold) return;
   if (context.external && nbytes >= context.external_threshold) {
-    ExternalRef ref = context.external->append(tensor);
-    proto.set_data_location(onnx::TensorProto::EXTERNAL);
-    auto add = [&](const char* key, std::string value) {
-      auto* entry = proto.add_external_data();
-      entry->set_key(key);
-      entry->set_value(std::move(value));
-    };
-    add("location", ref.location);
-    add("offset", std::to_string(ref.offset));
-    add("length", std::to_string(ref.length));
+    add_external_ref(proto, context.external->append(tensor));
     return;
   }
   proto.set_raw_data(tensor.raw_data(), nbytes);

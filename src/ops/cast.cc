@@ -6,6 +6,11 @@
 // even from any source without double rounding. Numbers print as numpy's str() does
 // (shortest round-trip digits, positional between 1e-4 and 1e16); strings parse the
 // plain and scientific forms and "INF"/"+INF"/"-INF"/"NaN" in any case.
+//
+// The low-precision types (core/low_precision.h) convert through double: floats and
+// integers into the small floats round once to nearest even (with Cast-19's `saturate` for
+// float8, Cast-24's `round_mode` for e8m0), floats into int4/int2 truncate (0 when out of
+// range, as ml_dtypes), integers into them wrap; out of them, every value is exact.
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -18,9 +23,11 @@
 #include <string>
 #include <type_traits>
 
+#include "core/low_precision.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "ops/shape_vector.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -269,12 +276,104 @@ To parse_number(const KernelContext& context, const std::string& text, DType to)
   context.fail("cannot parse \"{}\" as {}", text, dtype_name(to));
 }
 
-// ---- the kernels ----
+// ---- the low-precision types ----
 
-void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& output) {
+// Cast-19's saturate and Cast-24's round_mode.
+struct CastOptions {
+  bool saturate = true;
+  E8M0Rounding rounding = E8M0Rounding::kUp;
+};
+
+bool is_small(DType type) {
+  return dtype_is_small_float(type) || dtype_is_small_integer(type);
+}
+
+void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& output,
+                 const CastOptions& options);
+
+// Calls f(read) where read(i) is element i of a non-string tensor: as int64 for integers
+// and bools (exact beyond 2^53; uint64 reinterpreted), as double for the rest. Read in
+// place: casts of large weights make no intermediate copy.
+template <typename F>
+void with_reader(const Tensor& input, F&& f) {
+  const DType from = input.dtype();
+  if (dtype_is_small_integer(from) || dtype_is_small_float(from)) {
+    const uint8_t* in = input.data<uint8_t>();
+    if (dtype_is_small_integer(from)) {
+      f([in, from](size_t i) { return small_int_value(from, in[i]); });
+    } else {
+      f([in, from](size_t i) { return static_cast<double>(small_float_to_float(from, in[i])); });
+    }
+    return;
+  }
+  dispatch_numeric_bool(from, "Cast", [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    const From* in = input.data<From>();
+    if constexpr (std::is_integral_v<From>) {
+      f([in](size_t i) { return static_cast<int64_t>(in[i]); });
+    } else {
+      f([in](size_t i) { return cast_number<double>(in[i]); });
+    }
+  });
+}
+
+// Casts where either side is a low-precision type.
+void cast_small(const KernelContext& context, const Tensor& input, Tensor& output,
+                const CastOptions& options) {
   const DType from = input.dtype();
   const DType to = output.dtype();
   const auto n = static_cast<size_t>(input.numel());
+  if (from == DType::kString || to == DType::kString) {  // through double (or float)
+    const DType between = from == DType::kString ? DType::kDouble : DType::kFloat;
+    Tensor numbers(between, input.shape());
+    cast_tensor(context, input, numbers, options);
+    cast_tensor(context, numbers, output, options);
+    return;
+  }
+  with_reader(input, [&](auto read) {
+    using Value = decltype(read(size_t{0}));
+    if (!is_small(to)) {  // every small value is exact in float and in int64
+      dispatch_numeric_bool(to, "Cast", [&](auto tag) {
+        using To = typename decltype(tag)::type;
+        To* out = output.mutable_data<To>();
+        if constexpr (std::is_same_v<Value, double>) {
+          for (size_t i = 0; i < n; ++i) out[i] = cast_number<To>(static_cast<float>(read(i)));
+        } else {
+          for (size_t i = 0; i < n; ++i) out[i] = cast_number<To>(read(i));
+        }
+      });
+      return;
+    }
+    uint8_t* out = output.mutable_data<uint8_t>();
+    if (dtype_is_small_float(to)) {
+      auto number = [&](size_t i) {
+        if constexpr (std::is_same_v<Value, int64_t>) {
+          if (from == DType::kUInt64) return static_cast<double>(static_cast<uint64_t>(read(i)));
+        }
+        return static_cast<double>(read(i));
+      };
+      for (size_t i = 0; i < n; ++i) {
+        out[i] = to_small_float(to, number(i), options.saturate, options.rounding);
+      }
+    } else if constexpr (std::is_same_v<Value, double>) {
+      for (size_t i = 0; i < n; ++i) out[i] = float_to_small_int(to, read(i));  // truncates
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] = wrap_to_small_int(to, read(i));  // wraps
+    }
+  });
+}
+
+// ---- the kernels ----
+
+void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& output,
+                 const CastOptions& options) {
+  const DType from = input.dtype();
+  const DType to = output.dtype();
+  const auto n = static_cast<size_t>(input.numel());
+  if (is_small(from) || is_small(to)) {
+    cast_small(context, input, output, options);
+    return;
+  }
   if (from == DType::kString) {
     const std::vector<std::string>& in = input.strings();
     dispatch_numeric_bool(to, "Cast", [&](auto to_tag) {
@@ -304,7 +403,7 @@ void cast_tensor(const KernelContext& context, const Tensor& input, Tensor& outp
   });
 }
 
-void run_cast(KernelContext& context, DType to) {
+void run_cast(KernelContext& context, DType to, const CastOptions& options) {
   const Tensor& input = context.input(0);
   if (input.dtype() == to) {
     context.set_output(0, input);  // shares the bytes
@@ -315,7 +414,20 @@ void run_cast(KernelContext& context, DType to) {
     context.fail("cannot cast {} to {}", dtype_name(input.dtype()), dtype_name(to));
   }
   Tensor& output = context.allocate_output(0, to, input.shape());
-  cast_tensor(context, input, output);
+  cast_tensor(context, input, output, options);
+}
+
+// The attributes Cast and CastLike share from version 19 on.
+CastOptions cast_options(const KernelCreateContext& context) {
+  CastOptions options;
+  if (context.opset() >= 19) options.saturate = context.attr_int("saturate", 1) != 0;
+  if (context.opset() >= 24) {
+    const std::string mode = context.attr_string("round_mode", "up");
+    if (!parse_e8m0_rounding(mode, options.rounding)) {
+      context.fail("round_mode is \"{}\" (needs \"up\", \"down\" or \"nearest\")", mode);
+    }
+  }
+  return options;
 }
 
 bool castable(DType type) {
@@ -324,12 +436,12 @@ bool castable(DType type) {
 
 class CastKernel : public OpKernel {
  public:
-  explicit CastKernel(const KernelCreateContext& context) {
+  explicit CastKernel(const KernelCreateContext& context) : options_(cast_options(context)) {
     const Attribute* attribute = context.node().find_attribute("to");
     if (!attribute) context.fail("attribute 'to' is required");
     if (attribute->type == AttrType::kString) {
       // Cast-1 named the type ("FLOAT", "INT64", ...).
-      for (int32_t code = 1; code <= 16; ++code) {
+      for (int32_t code = 1; dtype_is_known(code); ++code) {
         if (dtype_is_known(code) &&
             equals_ignoring_case(dtype_name(static_cast<DType>(code)), attribute->s)) {
           to_ = static_cast<DType>(code);
@@ -338,17 +450,18 @@ class CastKernel : public OpKernel {
       if (to_ == DType::kUndefined) context.fail("'to' names an unknown type \"{}\"", attribute->s);
     } else {
       const int64_t code = context.attr_int("to");
-      if (code < 0 || code > 16 || !dtype_is_known(static_cast<int32_t>(code))) {
+      if (code < 0 || code > INT32_MAX || !dtype_is_known(static_cast<int32_t>(code))) {
         context.fail("'to' is {}, not a known data type", code);
       }
       to_ = static_cast<DType>(code);
     }
     if (!castable(to_)) context.fail("cannot cast to {}", dtype_name(to_));
   }
-  void compute(KernelContext& context) const override { run_cast(context, to_); }
+  void compute(KernelContext& context) const override { run_cast(context, to_, options_); }
 
  private:
   DType to_ = DType::kUndefined;
+  CastOptions options_;
 };
 
 // Integer (or bool) vectors cast to int64 or int32.
@@ -370,18 +483,99 @@ std::optional<ShapeVector> cast_shape_vector(const ShapeVectorContext& context) 
 // CastLike: the target type is that of input 1.
 class CastLikeKernel : public OpKernel {
  public:
-  explicit CastLikeKernel(const KernelCreateContext&) {}
+  explicit CastLikeKernel(const KernelCreateContext& context) : options_(cast_options(context)) {}
   void compute(KernelContext& context) const override {
-    run_cast(context, context.input(1).dtype());
+    run_cast(context, context.input(1).dtype(), options_);
   }
+
+ private:
+  CastOptions options_;
 };
+
+// Output 0: input 0's shape, of the type `to` names (Cast-1 spells it as a string).
+void infer_cast(TypeInferenceContext& context) {
+  const Attribute* to = context.node().find_attribute("to");
+  DType dtype = DType::kUndefined;
+  if (to && to->type == AttrType::kString) {
+    for (int32_t code = 1; dtype_is_known(code); ++code) {
+      if (equals_ignoring_case(dtype_name(static_cast<DType>(code)), to->s)) {
+        dtype = static_cast<DType>(code);
+      }
+    }
+  } else if (to && to->type == AttrType::kInt && dtype_is_known(static_cast<int32_t>(to->i))) {
+    dtype = static_cast<DType>(to->i);
+  }
+  const ValueType* input = context.input_type(0);
+  if (dtype == DType::kUndefined || !input) return;
+  context.set_output(0, tensor_type(dtype, input->shape));
+}
+
+// Output 0: input 0's shape, input 1's dtype.
+void infer_cast_like(TypeInferenceContext& context) {
+  const ValueType* input = context.input_type(0);
+  const DType dtype = input_dtype(context, 1);
+  if (!input || dtype == DType::kUndefined) return;
+  context.set_output(0, tensor_type(dtype, input->shape));
+}
+
+// BitCast-26: the same bytes read as another type of the same bit width (the sub-byte
+// types reinterpret their bit patterns).
+class BitCastKernel : public OpKernel {
+ public:
+  explicit BitCastKernel(const KernelCreateContext& context) {
+    const int64_t code = context.attr_int("to");
+    if (code < 0 || code > INT32_MAX || !dtype_is_known(static_cast<int32_t>(code))) {
+      context.fail("'to' is {}, not a known data type", code);
+    }
+    to_ = static_cast<DType>(code);
+    if (to_ == DType::kString) context.fail("cannot bit-cast to string");
+  }
+  void compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const DType from = input.dtype();
+    if (from == DType::kString) context.fail("cannot bit-cast a string tensor");
+    if (dtype_bits(from) != dtype_bits(to_)) {
+      context.fail("cannot bit-cast {} ({} bits) to {} ({} bits): the widths differ",
+                   dtype_name(from), dtype_bits(from), dtype_name(to_), dtype_bits(to_));
+    }
+    if (from == to_ || !dtype_is_packed(from)) {
+      context.set_output(0, Tensor::from_buffer(to_, input.shape(), input.buffer()));
+      return;
+    }
+    // Sub-byte types: the low bits are the pattern; int4/int2 hold it sign-extended.
+    const uint8_t mask = static_cast<uint8_t>((1u << dtype_bits(from)) - 1);
+    Tensor& output = context.allocate_output(0, to_, input.shape());
+    const uint8_t* in = input.data<uint8_t>();
+    uint8_t* out = output.mutable_data<uint8_t>();
+    for (int64_t i = 0; i < input.numel(); ++i) {
+      const uint8_t bits = in[i] & mask;
+      out[i] = dtype_is_small_integer(to_) ? wrap_to_small_int(to_, bits) : bits;
+    }
+  }
+
+ private:
+  DType to_ = DType::kUndefined;
+};
+
+void infer_bit_cast(TypeInferenceContext& context) {
+  const Attribute* to = context.node().find_attribute("to");
+  const ValueType* input = context.input_type(0);
+  if (!to || to->type != AttrType::kInt || !dtype_is_known(static_cast<int32_t>(to->i)) || !input) {
+    return;
+  }
+  context.set_output(0, tensor_type(static_cast<DType>(to->i), input->shape));
+}
 
 }  // namespace
 
 void register_cast_ops(OpRegistry& registry) {
-  registry.add("Cast", {1, 6, 9, 13}, kernel_factory<CastKernel>(), kElementwiseOp,
-               cast_shape_vector);
-  registry.add("CastLike", {15}, kernel_factory<CastLikeKernel>());
+  registry.add("Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28},
+               OpDefinition(kernel_factory<CastKernel>(), kElementwiseOp, cast_shape_vector)
+                   .with_types(infer_cast));
+  registry.add("CastLike", {15, 19, 21, 23, 24, 25},
+               OpDefinition(kernel_factory<CastLikeKernel>()).with_types(infer_cast_like));
+  registry.add("BitCast", {26},
+               OpDefinition(kernel_factory<BitCastKernel>()).with_types(infer_bit_cast));
 }
 
 }  // namespace onnxkit

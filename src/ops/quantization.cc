@@ -5,6 +5,7 @@
 // allows); requantization then runs in float as ONNX Runtime's reference does:
 // q = saturate(round_half_to_even(acc * (scale_in / scale_out)) + zero_point).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "core/low_precision.h"
 #include "ops/conv_attributes.h"
 #include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
@@ -43,11 +46,11 @@ decltype(auto) dispatch_quantized(const KernelContext& context, DType dtype, std
 
 // Rounds half to even, adds the zero point and saturates to Q's range. NaN maps to the
 // zero point (the spec leaves it open; a cast of NaN would be undefined).
-template <typename Q>
-Q quantize_value(float scaled, float zero_point) {
-  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min());
-  constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
-  const float rounded = std::nearbyint(scaled) + zero_point;
+template <typename Q, typename F>
+Q quantize_value(F scaled, F zero_point) {
+  constexpr F lo = static_cast<F>(std::numeric_limits<Q>::min());
+  constexpr F hi = static_cast<F>(std::numeric_limits<Q>::max());
+  const F rounded = std::nearbyint(scaled) + zero_point;
   if (std::isnan(rounded)) return static_cast<Q>(zero_point);
   return static_cast<Q>(static_cast<int32_t>(std::clamp(rounded, lo, hi)));
 }
@@ -118,142 +121,444 @@ std::vector<V> broadcast_to(const KernelContext& context, const std::vector<V>& 
 }
 
 // ---------------------------------------------------------------------------------------
-// Per-tensor / per-axis parameters of QuantizeLinear and DequantizeLinear.
+// QuantizeLinear and DequantizeLinear: per-tensor, per-axis (13) and blocked (21)
+// parameters; from 19 on float8 and 16-bit float scales, from 21 the 16- and 4-bit integers,
+// later float4 (23), e8m0 scales (24), int2 (25) and float6 (28).
 
-struct AxisLayout {
-  int64_t outer = 1, channels = 1, inner = 1;  // x viewed as [outer, channels, inner]
+// How x's elements find their scale and zero point: x viewed as [outer, channels, inner]
+// around the axis; a per-tensor parameter has one value, a per-axis one a value per
+// channel, a blocked one a value per (outer, block of `block` channels, inner).
+struct QuantLayout {
+  int64_t outer = 1, channels = 1, inner = 1;
+  enum class Kind { kPerTensor, kPerAxis, kBlocked } kind = Kind::kPerTensor;
+  int64_t block = 0;
+  int64_t blocks = 1;  // blocked: the parameter's length along the axis
+
+  // Calls f(begin, end, parameter index) for runs of x's elements sharing a parameter.
+  template <typename F>
+  void for_each_run(F&& f) const {
+    if (kind == Kind::kPerTensor) {
+      f(int64_t{0}, outer * channels * inner, int64_t{0});
+      return;
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t base = (o * channels + c) * inner;
+        if (kind == Kind::kPerAxis) {
+          f(base, base + inner, c);
+          continue;
+        }
+        const int64_t param_base = (o * blocks + c / block) * inner;
+        for (int64_t i = 0; i < inner; ++i) f(base + i, base + i + 1, param_base + i);
+      }
+    }
+  }
 };
 
-// The layout x has relative to its scale: one channel when the scale is per-tensor.
-AxisLayout axis_layout(const KernelContext& context, const Tensor& x, const Tensor& scale,
-                       const Tensor* zero_point, int64_t axis, bool per_axis_allowed,
-                       std::string_view scale_name, std::string_view zero_point_name) {
+QuantLayout quant_layout(const KernelContext& context, const Tensor& x, const Tensor& scale,
+                         const Tensor* zero_point, int64_t axis, int64_t block_size,
+                         bool per_axis_allowed, std::string_view scale_name,
+                         std::string_view zero_point_name) {
   if (zero_point && zero_point->shape() != scale.shape() &&
       !(zero_point->numel() == 1 && scale.numel() == 1)) {
     context.fail("{} has shape {} but {} has shape {} (they must match)", zero_point_name,
                  shape_to_string(zero_point->shape()), scale_name, shape_to_string(scale.shape()));
   }
-  AxisLayout layout;
+  QuantLayout layout;
   layout.outer = x.numel();
-  if (scale.numel() == 1 && scale.rank() <= 1) return layout;
+  if (scale.numel() == 1 && (scale.rank() <= 1 || block_size == 0)) return layout;
   if (!per_axis_allowed) {
     context.fail("{} must be a scalar in opset 10 (per-axis needs opset 13), got shape {}",
                  scale_name, shape_to_string(scale.shape()));
   }
-  if (scale.rank() != 1) {
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (block_size == 0 && scale.rank() != 1) {
     context.fail("{} must be a scalar or a 1-D tensor, got shape {}", scale_name,
                  shape_to_string(scale.shape()));
   }
-  const int64_t rank = static_cast<int64_t>(x.rank());
   if (axis < -rank || axis >= rank) {
     context.fail("axis {} is out of range for x of rank {}", axis, rank);
   }
   const int64_t a = axis < 0 ? axis + rank : axis;
-  if (scale.numel() != x.shape()[a]) {
-    context.fail("{} has {} values but x has {} along axis {} (shape {})", scale_name,
-                 scale.numel(), x.shape()[a], axis, shape_to_string(x.shape()));
-  }
   layout.outer = shape_numel(std::span(x.shape()).first(a));
   layout.channels = x.shape()[a];
   layout.inner = shape_numel(std::span(x.shape()).subspan(a + 1));
+  if (block_size == 0) {
+    if (scale.numel() != x.shape()[a]) {
+      context.fail("{} has {} values but x has {} along axis {} (shape {})", scale_name,
+                   scale.numel(), x.shape()[a], axis, shape_to_string(x.shape()));
+    }
+    layout.kind = QuantLayout::Kind::kPerAxis;
+    return layout;
+  }
+  if (block_size < 0) context.fail("block_size is {} (needs a positive number)", block_size);
+  bool fits = scale.rank() == x.rank();
+  for (int64_t d = 0; fits && d < rank; ++d) {
+    const int64_t want = d == a ? (x.shape()[d] + block_size - 1) / block_size : x.shape()[d];
+    fits = scale.shape()[d] == want;
+  }
+  if (!fits) {
+    context.fail(
+        "{} has shape {}: blocked quantization of x {} along axis {} in blocks of {} needs x's "
+        "shape with ceil(dim / block_size) on the axis",
+        scale_name, shape_to_string(scale.shape()), shape_to_string(x.shape()), axis, block_size);
+  }
+  layout.kind = QuantLayout::Kind::kBlocked;
+  layout.block = block_size;
+  layout.blocks = scale.shape()[a];
   return layout;
 }
+
+// The elements of a numeric tensor of any type as double (small types decoded).
+std::vector<double> read_doubles(const Tensor& tensor, std::string_view what) {
+  const auto n = static_cast<size_t>(tensor.numel());
+  std::vector<double> out(n);
+  const DType dtype = tensor.dtype();
+  if (dtype_is_small_float(dtype) || dtype_is_small_integer(dtype)) {
+    const uint8_t* src = tensor.data<uint8_t>();
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = dtype_is_small_integer(dtype) ? static_cast<double>(small_int_value(dtype, src[i]))
+                                             : small_float_to_float(dtype, src[i]);
+    }
+    return out;
+  }
+  dispatch_numeric(dtype, what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = tensor.data<T>();
+    for (size_t i = 0; i < n; ++i) out[i] = convert_element<double>(src[i]);
+  });
+  return out;
+}
+
+// Calls f(read) where read(i) is element i of x as double, read in place: x may hold
+// billions of weights (blocked int4), so it is never copied. x's types: the quantized ones,
+// int32, and the float types QuantizeLinear takes.
+template <typename F>
+void with_x_reader(const KernelContext& context, const Tensor& x, F&& f) {
+  const DType dtype = x.dtype();
+  if (dtype_is_small_integer(dtype) || dtype_is_small_float(dtype)) {
+    const uint8_t* src = x.data<uint8_t>();
+    if (dtype_is_small_integer(dtype)) {
+      f([src, dtype](int64_t i) { return static_cast<double>(small_int_value(dtype, src[i])); });
+    } else {
+      f([src, dtype](int64_t i) {
+        return static_cast<double>(small_float_to_float(dtype, src[i]));
+      });
+    }
+    return;
+  }
+  auto typed = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = x.data<T>();
+    f([src](int64_t i) { return convert_element<double>(src[i]); });
+  };
+  switch (dtype) {
+    case DType::kInt8:
+      return typed(TypeTag<int8_t>{});
+    case DType::kUInt8:
+      return typed(TypeTag<uint8_t>{});
+    case DType::kInt16:
+      return typed(TypeTag<int16_t>{});
+    case DType::kUInt16:
+      return typed(TypeTag<uint16_t>{});
+    case DType::kInt32:
+      return typed(TypeTag<int32_t>{});
+    case DType::kFloat:
+      return typed(TypeTag<float>{});
+    case DType::kFloat16:
+      return typed(TypeTag<Float16>{});
+    case DType::kBFloat16:
+      return typed(TypeTag<BFloat16>{});
+    default:
+      context.fail("x has type {}, which is not supported", dtype_name(dtype));
+  }
+}
+
+// `value` rounded to the float type `dtype` (double: unchanged), once: through float
+// rounded to odd for the 16-bit types.
+double round_to_type(DType dtype, double value) {
+  switch (dtype) {
+    case DType::kFloat:
+      return static_cast<float>(value);
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      float f = static_cast<float>(value);
+      if (std::isfinite(value) && static_cast<double>(f) != value) {
+        if (std::fabs(static_cast<double>(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
+        f = std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+      }
+      return dtype == DType::kFloat16 ? static_cast<float>(Float16(f))
+                                      : static_cast<float>(BFloat16(f));
+    }
+    default:
+      return value;
+  }
+}
+
+// The type numpy computes x / y_scale in (ONNX's reference does), unless `precision` names
+// one: the common type; int32 with anything gives double.
+DType division_type(DType x, DType scale) {
+  if (x == DType::kInt32 || scale == DType::kInt32) return DType::kDouble;
+  if (x == scale) return x;
+  if (x == DType::kDouble || scale == DType::kDouble) return DType::kDouble;
+  return DType::kFloat;
+}
+
+bool is_scale_type(DType dtype, int64_t opset) {
+  switch (dtype) {
+    case DType::kFloat:
+      return true;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return opset >= 19;
+    case DType::kFloat8E8M0:
+      return opset >= 24;
+    default:
+      return false;
+  }
+}
+
+// The quantized types each version takes.
+bool is_quantized_type(DType dtype, int64_t opset) {
+  switch (dtype) {
+    case DType::kUInt8:
+    case DType::kInt8:
+      return true;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+      return opset >= 19;
+    case DType::kUInt16:
+    case DType::kInt16:
+    case DType::kUInt4:
+    case DType::kInt4:
+      return opset >= 21;
+    case DType::kFloat4E2M1:
+      return opset >= 23;
+    case DType::kUInt2:
+    case DType::kInt2:
+      return opset >= 25;
+    case DType::kFloat6E2M3:
+    case DType::kFloat6E3M2:
+      return opset >= 28;
+    default:
+      return false;
+  }
+}
+
+// Range of an integer quantized type.
+std::pair<double, double> integer_range(DType dtype) {
+  if (dtype_is_small_integer(dtype)) {
+    return {static_cast<double>(small_int_min(dtype)), static_cast<double>(small_int_max(dtype))};
+  }
+  return dispatch_integer(dtype, "quantized type", [](auto tag) {
+    using T = typename decltype(tag)::type;
+    return std::pair(static_cast<double>(std::numeric_limits<T>::min()),
+                     static_cast<double>(std::numeric_limits<T>::max()));
+  });
+}
+
+// The attributes QuantizeLinear and DequantizeLinear share.
+struct QuantAttributes {
+  int64_t axis = 1;
+  int64_t block_size = 0;
+  DType output_dtype = DType::kUndefined;
+
+  explicit QuantAttributes(const KernelCreateContext& context) {
+    if (context.opset() >= 13) axis = context.attr_int("axis", 1);
+    if (context.opset() >= 21) block_size = context.attr_int("block_size", 0);
+    if (block_size < 0) context.fail("block_size is {} (needs a positive number)", block_size);
+    const bool has_output_dtype = context.opset() >= (is_quantize(context) ? 21 : 23);
+    if (has_output_dtype) {
+      const int64_t code = context.attr_int("output_dtype", 0);
+      if (code != 0) {
+        if (code < 0 || code > INT32_MAX || !dtype_is_known(static_cast<int32_t>(code))) {
+          context.fail("output_dtype {} is not a known data type", code);
+        }
+        output_dtype = static_cast<DType>(code);
+      }
+    }
+  }
+  static bool is_quantize(const KernelCreateContext& context) {
+    return context.node().op_type() == "QuantizeLinear";
+  }
+};
 
 class QuantizeLinearKernel : public OpKernel {
  public:
   explicit QuantizeLinearKernel(const KernelCreateContext& context)
-      : per_axis_(context.opset() >= 13), axis_(per_axis_ ? context.attr_int("axis", 1) : 1) {}
+      : attrs_(context),
+        opset_(context.opset()),
+        saturate_(context.opset() < 19 || context.attr_int("saturate", 1) != 0) {
+    if (attrs_.output_dtype != DType::kUndefined &&
+        !is_quantized_type(attrs_.output_dtype, opset_)) {
+      context.fail("output_dtype is {}, not a quantized type of opset {}",
+                   dtype_name(attrs_.output_dtype), opset_);
+    }
+    if (context.opset() >= 23) {
+      const int64_t code = context.attr_int("precision", 0);
+      if (code != 0) {
+        const auto dtype = static_cast<DType>(code);
+        if (code < 0 || code > INT32_MAX || !dtype_is_known(static_cast<int32_t>(code)) ||
+            !dtype_is_float(dtype)) {
+          context.fail("precision {} is not a floating-point data type", code);
+        }
+        precision_ = dtype;
+      }
+    }
+  }
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    if (x.dtype() != DType::kFloat && x.dtype() != DType::kInt32) {
-      context.fail("x has type {} (needs float or int32)", dtype_name(x.dtype()));
+    const bool x_ok =
+        x.dtype() == DType::kFloat || x.dtype() == DType::kInt32 ||
+        ((x.dtype() == DType::kFloat16 || x.dtype() == DType::kBFloat16) && opset_ >= 19);
+    if (!x_ok)
+      context.fail("x has type {} (needs float, float16, bfloat16 or int32)",
+                   dtype_name(x.dtype()));
+    const Tensor& scale = context.input(1);
+    if (!is_scale_type(scale.dtype(), opset_) &&
+        !(scale.dtype() == DType::kInt32 && opset_ >= 23)) {
+      context.fail("y_scale has type {}, not a scale type of opset {}", dtype_name(scale.dtype()),
+                   opset_);
     }
-    const Tensor& scale = float_input(context, 1, "y_scale");
     const Tensor* zero_point = context.has_input(2) ? &context.input(2) : nullptr;
-    const AxisLayout layout =
-        axis_layout(context, x, scale, zero_point, axis_, per_axis_, "y_scale", "y_zero_point");
-    const DType out_type = zero_point ? zero_point->dtype() : DType::kUInt8;
-    const std::vector<int32_t> zero_points =
-        zero_point ? read_int32s(context, *zero_point, "y_zero_point")
-                   : std::vector<int32_t>(static_cast<size_t>(layout.channels), 0);
+    DType out_type = attrs_.output_dtype;
+    if (zero_point) {
+      if (out_type != DType::kUndefined && out_type != zero_point->dtype()) {
+        context.fail("output_dtype is {} but y_zero_point has type {}", dtype_name(out_type),
+                     dtype_name(zero_point->dtype()));
+      }
+      out_type = zero_point->dtype();
+    }
+    if (out_type == DType::kUndefined) out_type = DType::kUInt8;
+    if (!is_quantized_type(out_type, opset_)) {
+      context.fail("y_zero_point has type {} (needs {})", dtype_name(out_type),
+                   opset_ < 19 ? "uint8 or int8" : "a quantized type of this opset");
+    }
+    const QuantLayout layout =
+        quant_layout(context, x, scale, zero_point, attrs_.axis, attrs_.block_size, opset_ >= 13,
+                     "y_scale", "y_zero_point");
     Tensor& out = context.allocate_output(0, out_type, x.shape());
     if (out.numel() == 0) return;
-    const float* scales = scale.data<float>();
-    dispatch_quantized(context, out_type, "y_zero_point", [&](auto tag) {
-      using Q = typename decltype(tag)::type;
-      Q* dst = out.mutable_data<Q>();
-      auto run = [&]<typename T>(const T* src) {
-        for (int64_t o = 0; o < layout.outer; ++o) {
-          for (int64_t c = 0; c < layout.channels; ++c) {
-            const float s = scales[c];
-            const float zp = static_cast<float>(zero_points[c]);
-            const int64_t base = (o * layout.channels + c) * layout.inner;
-            for (int64_t i = base; i < base + layout.inner; ++i) {
-              dst[i] = quantize_value<Q>(static_cast<float>(src[i]) / s, zp);
-            }
-          }
-        }
+    const std::vector<double> scales = read_doubles(scale, "y_scale");
+    const std::vector<double> zero_points = zero_point ? read_doubles(*zero_point, "y_zero_point")
+                                                       : std::vector<double>(scales.size(), 0.0);
+    const DType compute =
+        precision_ != DType::kUndefined ? precision_ : division_type(x.dtype(), scale.dtype());
+    with_x_reader(context, x, [&](auto read) {
+      auto quotient = [&](int64_t i, double s) {
+        return round_to_type(compute, round_to_type(compute, read(i)) / s);
       };
-      if (x.dtype() == DType::kFloat) {
-        run(x.data<float>());
-      } else {
-        run(x.data<int32_t>());
+      if (dtype_is_small_float(out_type)) {
+        uint8_t* dst = out.mutable_data<uint8_t>();
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const double s = round_to_type(compute, scales[p]);
+          for (int64_t i = begin; i < end; ++i) {
+            dst[i] = to_small_float(out_type, quotient(i, s) + zero_points[p], saturate_);
+          }
+        });
+        return;
       }
+      // Integers: round half to even, add the zero point, saturate. NaN gives the zero
+      // point (the spec leaves it open).
+      const auto [lo, hi] = integer_range(out_type);
+      auto quantize = [&](auto store) {
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const double s = round_to_type(compute, scales[p]);
+          const double zp = zero_points[p];
+          for (int64_t i = begin; i < end; ++i) {
+            const double q = std::nearbyint(quotient(i, s)) + zp;
+            store(i, std::isnan(q) ? zp : std::clamp(q, lo, hi));
+          }
+        });
+      };
+      if (dtype_is_small_integer(out_type)) {
+        uint8_t* dst = out.mutable_data<uint8_t>();
+        quantize([&](int64_t i, double q) { dst[i] = small_int_byte(static_cast<int64_t>(q)); });
+        return;
+      }
+      dispatch_integer(out_type, "y", [&](auto tag) {
+        using Q = typename decltype(tag)::type;
+        Q* dst = out.mutable_data<Q>();
+        quantize([&](int64_t i, double q) { dst[i] = static_cast<Q>(q); });
+      });
     });
   }
 
  private:
-  bool per_axis_;
-  int64_t axis_;
+  QuantAttributes attrs_;
+  int64_t opset_;
+  bool saturate_;
+  DType precision_ = DType::kUndefined;
 };
 
 class DequantizeLinearKernel : public OpKernel {
  public:
   explicit DequantizeLinearKernel(const KernelCreateContext& context)
-      : per_axis_(context.opset() >= 13), axis_(per_axis_ ? context.attr_int("axis", 1) : 1) {}
+      : attrs_(context), opset_(context.opset()) {
+    const DType out = attrs_.output_dtype;
+    if (out != DType::kUndefined && out != DType::kFloat && out != DType::kFloat16 &&
+        out != DType::kBFloat16) {
+      context.fail("output_dtype is {} (needs float, float16 or bfloat16)", dtype_name(out));
+    }
+  }
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    const Tensor& scale = float_input(context, 1, "x_scale");
+    if (x.dtype() != DType::kInt32 && !is_quantized_type(x.dtype(), opset_)) {
+      context.fail("x has type {} (needs {})", dtype_name(x.dtype()),
+                   opset_ < 19 ? "uint8, int8 or int32" : "a quantized type of this opset");
+    }
+    const Tensor& scale = context.input(1);
+    if (!is_scale_type(scale.dtype(), opset_)) {
+      context.fail("x_scale has type {} (needs {})", dtype_name(scale.dtype()),
+                   opset_ < 19 ? "float" : "float, float16 or bfloat16");
+    }
     const Tensor* zero_point = context.has_input(2) ? &context.input(2) : nullptr;
     if (zero_point) require_type(context, *zero_point, x.dtype(), "x_zero_point", "x");
-    const AxisLayout layout =
-        axis_layout(context, x, scale, zero_point, axis_, per_axis_, "x_scale", "x_zero_point");
-    std::vector<int32_t> zero_points =
-        zero_point ? read_int32s(context, *zero_point, "x_zero_point")
-                   : std::vector<int32_t>(static_cast<size_t>(layout.channels), 0);
+    const QuantLayout layout =
+        quant_layout(context, x, scale, zero_point, attrs_.axis, attrs_.block_size, opset_ >= 13,
+                     "x_scale", "x_zero_point");
+    const std::vector<double> scales = read_doubles(scale, "x_scale");
+    const std::vector<double> zero_points = zero_point ? read_doubles(*zero_point, "x_zero_point")
+                                                       : std::vector<double>(scales.size(), 0.0);
     if (x.dtype() == DType::kInt32) {
-      for (int32_t zp : zero_points) {
+      for (double zp : zero_points) {
         if (zp != 0) context.fail("x is int32, whose zero point must be 0, got {}", zp);
       }
     }
-    Tensor& out = context.allocate_output(0, DType::kFloat, x.shape());
+    DType out_type = attrs_.output_dtype;
+    if (out_type == DType::kUndefined) {
+      out_type = scale.dtype() == DType::kFloat8E8M0 ? DType::kFloat : scale.dtype();
+    }
+    Tensor& out = context.allocate_output(0, out_type, x.shape());
     if (out.numel() == 0) return;
-    const float* scales = scale.data<float>();
-    float* dst = out.mutable_data<float>();
-    dispatch_quantized(
-        context, x.dtype(), "x",
-        [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          const T* src = x.data<T>();
-          for (int64_t o = 0; o < layout.outer; ++o) {
-            for (int64_t c = 0; c < layout.channels; ++c) {
-              const float s = scales[c];
-              const int64_t zp = zero_points[c];
-              const int64_t base = (o * layout.channels + c) * layout.inner;
-              for (int64_t i = base; i < base + layout.inner; ++i) {
-                dst[i] = static_cast<float>(static_cast<int64_t>(src[i]) - zp) * s;
-              }
+    // As ONNX's reference: (x - zero point) and the product in float, in double for int32.
+    const bool wide = x.dtype() == DType::kInt32;
+    with_x_reader(context, x, [&](auto read) {
+      dispatch_float(out_type, "y", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* dst = out.mutable_data<T>();
+        layout.for_each_run([&](int64_t begin, int64_t end, int64_t p) {
+          const float zp = static_cast<float>(zero_points[p]);
+          const float s = static_cast<float>(scales[p]);
+          for (int64_t i = begin; i < end; ++i) {
+            if (wide) {
+              dst[i] = convert_element<T>((read(i) - zero_points[p]) * scales[p]);
+            } else {
+              dst[i] = convert_element<T>((static_cast<float>(read(i)) - zp) * s);
             }
           }
-        },
-        true);
+        });
+      });
+    });
   }
 
  private:
-  bool per_axis_;
-  int64_t axis_;
+  QuantAttributes attrs_;
+  int64_t opset_;
 };
 
 // y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point = saturate(round(-min / y_scale)).
@@ -385,26 +690,74 @@ class MatMulIntegerKernel : public OpKernel {
   }
 };
 
+// (A - a_zp) x (B - b_zp) in double, for QLinearMatMul's float8 operands; a_zp holds one
+// value per row of A, b_zp one per column of B (as integer_matmul).
+std::vector<double> float_matmul(const Tensor& a, const Tensor& b, const MatMulShape& s,
+                                 const std::vector<double>& a_zp, const std::vector<double>& b_zp) {
+  std::vector<double> a_shifted = read_doubles(a, "a");
+  std::vector<double> b_shifted = read_doubles(b, "b");
+  for (size_t i = 0; i < a_shifted.size(); ++i) a_shifted[i] -= a_zp[i / static_cast<size_t>(s.k)];
+  const size_t n = static_cast<size_t>(s.n), kn = static_cast<size_t>(s.k * s.n);
+  for (size_t i = 0; i < b_shifted.size(); ++i) b_shifted[i] -= b_zp[(i / kn) * n + i % n];
+  std::vector<double> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
+  if (acc.empty()) return acc;
+  s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
+    gemm<double>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + a_matrix * s.m * s.k, s.k,
+                 b_shifted.data() + b_matrix * s.k * s.n, s.n, 0, acc.data() + index * s.m * s.n,
+                 s.n);
+  });
+  return acc;
+}
+
+// QLinearMatMul-21 takes float16 and bfloat16 scales besides float, whose multipliers are
+// then computed in that type as ONNX's reference does, and float8 operands and output
+// (dequantized, multiplied in double, quantized with saturation).
 class QLinearMatMulKernel : public OpKernel {
  public:
-  explicit QLinearMatMulKernel(const KernelCreateContext&) {}
+  explicit QLinearMatMulKernel(const KernelCreateContext& context) : opset_(context.opset()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(3);
+    const Tensor& y_zp_tensor = context.input(7);
+    bool any_float8 = false;
+    for (auto [tensor, name] :
+         {std::pair(&a, "a"), std::pair(&b, "b"), std::pair(&y_zp_tensor, "y_zero_point")}) {
+      const DType dtype = tensor->dtype();
+      const bool float8 =
+          dtype_is_small_float(dtype) && dtype != DType::kFloat8E8M0 && dtype_bits(dtype) == 8;
+      if (!(dtype == DType::kInt8 || dtype == DType::kUInt8 || (float8 && opset_ >= 21))) {
+        context.fail("{} has type {} (needs uint8 or int8{})", name, dtype_name(dtype),
+                     opset_ >= 21 ? " or a float8 type" : "");
+      }
+      any_float8 = any_float8 || float8;
+    }
     const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
+    const DType scale_type = context.input(1).dtype();
+    if (!(scale_type == DType::kFloat ||
+          (opset_ >= 21 && (scale_type == DType::kFloat16 || scale_type == DType::kBFloat16)))) {
+      context.fail("a_scale has type {} (needs float{})", dtype_name(scale_type),
+                   opset_ >= 21 ? ", float16 or bfloat16" : "");
+    }
+    // One of the scales as float, after checking it has a_scale's type.
+    auto scale_input = [&](size_t index, std::string_view name) -> std::vector<float> {
+      const Tensor& scale = context.input(index);
+      if (index != 1) require_type(context, scale, scale_type, name, "a_scale");
+      const std::vector<double> values = read_doubles(scale, name);
+      return std::vector<float>(values.begin(), values.end());
+    };
     // Scale and zero point of one operand, expanded per row (A) or per column (B).
     auto params = [&](size_t index, const Tensor& of, std::string_view scale_name,
                       std::string_view zp_name, bool rows) {
-      const Tensor& scale = float_input(context, index, scale_name);
+      const Tensor& scale = context.input(index);
       const Tensor& zp = context.input(index + 1);
       require_type(context, zp, of.dtype(), zp_name, rows ? "a" : "b");
       if (zp.shape() != scale.shape() && !(zp.numel() == 1 && scale.numel() == 1)) {
         context.fail("{} has shape {} but {} has shape {} (they must match)", zp_name,
                      shape_to_string(zp.shape()), scale_name, shape_to_string(scale.shape()));
       }
-      const std::vector<float> scales(scale.data<float>(), scale.data<float>() + scale.numel());
-      const std::vector<int32_t> zps = read_int32s(context, zp, zp_name);
+      const std::vector<float> scales = scale_input(index, scale_name);
+      const std::vector<double> zps = read_doubles(zp, zp_name);
       if (rows) {
         return std::pair(per_row(context, scales, scale, s, scale_name),
                          per_row(context, zps, zp, s, zp_name));
@@ -414,38 +767,61 @@ class QLinearMatMulKernel : public OpKernel {
     };
     const auto [a_scale, a_zp] = params(1, a, "a_scale", "a_zero_point", true);
     const auto [b_scale, b_zp] = params(4, b, "b_scale", "b_zero_point", false);
-    const float y_scale = read_float_scalar(context, 6, "y_scale");
-    const Tensor& y_zp_tensor = context.input(7);
+    require_scalar(context, context.input(6), "y_scale");
+    const float y_scale = scale_input(6, "y_scale")[0];
     require_scalar(context, y_zp_tensor, "y_zero_point");
-    const float y_zp = static_cast<float>(read_int32s(context, y_zp_tensor, "y_zero_point")[0]);
+    const double y_zp = read_doubles(y_zp_tensor, "y_zero_point")[0];
     Tensor& out = context.allocate_output(0, y_zp_tensor.dtype(), s.out);
     if (out.numel() == 0) return;
     // Each output matrix's multipliers, a_scale[row] * b_scale[col] / y_scale, are
     // recorded as the product runs and applied afterwards.
     std::vector<int64_t> a_offsets(static_cast<size_t>(shape_numel(s.batch)));
     std::vector<int64_t> b_offsets(a_offsets.size());
-    const std::vector<int32_t> acc = integer_matmul(
-        context, a, b, s, a_zp, b_zp, [&](int64_t index, int64_t a_offset, int64_t b_offset) {
-          a_offsets[index] = a_offset;
-          b_offsets[index] = b_offset;
-        });
-    dispatch_quantized(context, out.dtype(), "y_zero_point", [&](auto tag) {
-      using Q = typename decltype(tag)::type;
-      Q* dst = out.mutable_data<Q>();
+    s.for_each_matrix([&](int64_t index, int64_t a_offset, int64_t b_offset) {
+      a_offsets[index] = a_offset;
+      b_offsets[index] = b_offset;
+    });
+    std::vector<double> acc;
+    if (any_float8) {
+      acc = float_matmul(a, b, s, a_zp, b_zp);
+    } else {  // exact in int32, as the spec asks
+      const std::vector<int32_t> ints = integer_matmul(
+          context, a, b, s, std::vector<int32_t>(a_zp.begin(), a_zp.end()),
+          std::vector<int32_t>(b_zp.begin(), b_zp.end()), [](int64_t, int64_t, int64_t) {});
+      acc.assign(ints.begin(), ints.end());
+    }
+    // f(at, scaled value) for every output element.
+    auto requantize = [&](auto store) {
       for (size_t index = 0; index < a_offsets.size(); ++index) {
         const float* row_scales = a_scale.data() + a_offsets[index] * s.m;
         const float* col_scales = b_scale.data() + b_offsets[index] * s.n;
         const int64_t base = static_cast<int64_t>(index) * s.m * s.n;
         for (int64_t i = 0; i < s.m; ++i) {
           for (int64_t j = 0; j < s.n; ++j) {
-            const float multiplier = row_scales[i] * col_scales[j] / y_scale;
+            const double multiplier = round_to_type(
+                scale_type,
+                round_to_type(scale_type, double{row_scales[i]} * col_scales[j]) / y_scale);
             const int64_t at = base + i * s.n + j;
-            dst[at] = quantize_value<Q>(static_cast<float>(acc[at]) * multiplier, y_zp);
+            store(at, acc[static_cast<size_t>(at)] * multiplier);
           }
         }
       }
+    };
+    if (dtype_is_small_float(out.dtype())) {
+      uint8_t* dst = out.mutable_data<uint8_t>();
+      requantize(
+          [&](int64_t at, double v) { dst[at] = to_small_float(out.dtype(), v + y_zp, true); });
+      return;
+    }
+    dispatch_quantized(context, out.dtype(), "y_zero_point", [&](auto tag) {
+      using Q = typename decltype(tag)::type;
+      Q* dst = out.mutable_data<Q>();
+      requantize([&](int64_t at, double v) { dst[at] = quantize_value<Q>(v, y_zp); });
     });
   }
+
+ private:
+  int64_t opset_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -636,17 +1012,97 @@ class QLinearConvKernel : public OpKernel {
   ConvAttributes attrs_;
 };
 
+// ---------------------------------------------------------------------------------------
+// Type inference.
+
+// An int attribute naming a data type (output_dtype); kUndefined when absent or 0.
+DType dtype_attribute(const TypeInferenceContext& context, std::string_view name) {
+  const Attribute* attribute = context.node().find_attribute(name);
+  if (!attribute || attribute->type != AttrType::kInt ||
+      !dtype_is_known(static_cast<int32_t>(attribute->i))) {
+    return DType::kUndefined;
+  }
+  return static_cast<DType>(attribute->i);
+}
+
+SymbolicShape input_shape(const TypeInferenceContext& context, size_t i) {
+  const ValueType* type = context.input_type(i);
+  return type && type->is_tensor() ? type->shape : std::nullopt;
+}
+
+// y: x's shape, of y_zero_point's type, else output_dtype's (21), else uint8.
+void infer_quantize_linear(TypeInferenceContext& context) {
+  DType dtype = DType::kUInt8;
+  if (context.has_input(2)) {
+    dtype = input_dtype(context, 2);
+  } else if (context.opset() >= 21 &&
+             dtype_attribute(context, "output_dtype") != DType::kUndefined) {
+    dtype = dtype_attribute(context, "output_dtype");
+  }
+  if (dtype == DType::kUndefined || !context.input_type(0)) return;
+  context.set_output(0, tensor_type(dtype, input_shape(context, 0)));
+}
+
+// y: x's shape, of output_dtype's type (23), else x_scale's (float for an e8m0 scale).
+void infer_dequantize_linear(TypeInferenceContext& context) {
+  DType dtype = DType::kFloat;
+  if (context.opset() >= 19) dtype = input_dtype(context, 1);
+  if (dtype == DType::kFloat8E8M0) dtype = DType::kFloat;
+  if (context.opset() >= 23 && dtype_attribute(context, "output_dtype") != DType::kUndefined) {
+    dtype = dtype_attribute(context, "output_dtype");
+  }
+  if (dtype == DType::kUndefined || !context.input_type(0)) return;
+  context.set_output(0, tensor_type(dtype, input_shape(context, 0)));
+}
+
+// y: uint8 of x's shape; y_scale (float) and y_zero_point (uint8) scalars.
+void infer_dynamic_quantize_linear(TypeInferenceContext& context) {
+  if (context.input_type(0)) {
+    context.set_output(0, tensor_type(DType::kUInt8, input_shape(context, 0)));
+  }
+  context.set_output(1, tensor_type(DType::kFloat, std::vector<Dim>{}));
+  context.set_output(2, tensor_type(DType::kUInt8, std::vector<Dim>{}));
+}
+
+// y: numpy matmul's shape of a and b, of y_zero_point's type.
+void infer_qlinear_matmul(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 7);
+  if (dtype == DType::kUndefined) return;
+  const SymbolicShape a = input_shape(context, 0);
+  const SymbolicShape b = input_shape(context, 3);
+  if (!a || !b || a->empty() || b->empty()) {
+    context.set_output(0, tensor_type(dtype, std::nullopt));
+    return;
+  }
+  std::vector<Dim> a_dims = *a, b_dims = *b;
+  const bool a_vector = a_dims.size() == 1, b_vector = b_dims.size() == 1;
+  if (a_vector) a_dims.insert(a_dims.begin(), Dim::known(1));
+  if (b_vector) b_dims.push_back(Dim::known(1));
+  const std::vector<SymbolicShape> batches{std::vector<Dim>(a_dims.begin(), a_dims.end() - 2),
+                                           std::vector<Dim>(b_dims.begin(), b_dims.end() - 2)};
+  std::vector<Dim> out = *broadcast_shapes(batches);
+  if (!a_vector) out.push_back(a_dims[a_dims.size() - 2]);
+  if (!b_vector) out.push_back(b_dims.back());
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
 }  // namespace
 
 void register_quantization_ops(OpRegistry& registry) {
   constexpr OpTraits kQuantization{.quantization = true};
-  registry.add("QuantizeLinear", {10, 13}, {kernel_factory<QuantizeLinearKernel>(), kQuantization});
-  registry.add("DequantizeLinear", {10, 13},
-               {kernel_factory<DequantizeLinearKernel>(), kQuantization});
+  registry.add("QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28},
+               OpDefinition(kernel_factory<QuantizeLinearKernel>(), kQuantization)
+                   .with_types(infer_quantize_linear));
+  registry.add("DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28},
+               OpDefinition(kernel_factory<DequantizeLinearKernel>(), kQuantization)
+                   .with_types(infer_dequantize_linear));
   registry.add("DynamicQuantizeLinear", {11},
-               {kernel_factory<DynamicQuantizeLinearKernel>(), kQuantization});
+               OpDefinition(kernel_factory<DynamicQuantizeLinearKernel>(), kQuantization)
+                   .with_types(infer_dynamic_quantize_linear));
   registry.add("QLinearConv", {10}, kernel_factory<QLinearConvKernel>());
-  registry.add("QLinearMatMul", {10}, kernel_factory<QLinearMatMulKernel>());
+  registry.add(
+      "QLinearMatMul", {10, 21},
+      OpDefinition(kernel_factory<QLinearMatMulKernel>()).with_types(infer_qlinear_matmul));
   registry.add("MatMulInteger", {10}, kernel_factory<MatMulIntegerKernel>());
   registry.add("ConvInteger", {10}, kernel_factory<ConvIntegerKernel>());
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/low_precision.h"
 #include "ops/op_utils.h"
 
 namespace onnxkit {
@@ -52,6 +53,21 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
                             {n * 2}, actual.buffer());
     Tensor e = Tensor::from_buffer(a.dtype(), {n * 2}, expected.buffer());
     return compare_tensors(a, e, tolerance);
+  }
+  if (dtype_is_small_float(actual.dtype()) || dtype_is_small_integer(actual.dtype())) {
+    // The low-precision types compare by value, exactly (any NaN equals any NaN).
+    auto decoded = [n](const Tensor& t) {
+      Tensor out(DType::kFloat, t.shape());
+      const uint8_t* in = t.data<uint8_t>();
+      float* values = out.mutable_data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        values[i] = dtype_is_small_integer(t.dtype())
+                        ? static_cast<float>(small_int_value(t.dtype(), in[i]))
+                        : small_float_to_float(t.dtype(), in[i]);
+      }
+      return out;
+    };
+    return compare_tensors(decoded(actual), decoded(expected), Tolerance{0, 0, false});
   }
   bool exact = !dtype_is_float(actual.dtype());
   int64_t worst = -1;

@@ -1,5 +1,6 @@
 #include "runtime/random_inputs.h"
 
+#include "core/low_precision.h"
 #include "ops/op_utils.h"
 
 namespace onnxkit {
@@ -19,6 +20,16 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   }
   if (dtype == DType::kComplex64 || dtype == DType::kComplex128) {
     fail("random data for {} is not supported", dtype_name(dtype));
+  }
+  if (dtype_is_small_integer(dtype) || dtype_is_small_float(dtype)) {
+    // Small integers 0 or 1 (in every such type's range); small floats as standard normals.
+    uint8_t* data = tensor.mutable_data<uint8_t>();
+    std::normal_distribution<double> dist(0.0, 1.0);
+    for (int64_t i = 0; i < n; ++i) {
+      data[i] = dtype_is_small_integer(dtype) ? static_cast<uint8_t>(rng() % 2)
+                                              : to_small_float(dtype, dist(rng), true);
+    }
+    return tensor;
   }
   dispatch_numeric(dtype, "random input", [&](auto tag) {
     using T = typename decltype(tag)::type;

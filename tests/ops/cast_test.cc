@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -199,6 +200,107 @@ TEST(CastLike, TakesTheTypeOfInputOne) {
   EXPECT_EQ(values_of<int8_t>(out), (std::vector<int8_t>{-3, 127}));
   Tensor s = run_one("CastLike", {doubles({0.25}), strings({""})}, 15);
   EXPECT_EQ(s.strings(), (std::vector<std::string>{"0.25"}));
+}
+
+// ---- the low-precision types ----
+
+Tensor bytes_of(DType dtype, std::vector<uint8_t> codes) {
+  const auto n = static_cast<int64_t>(codes.size());
+  return Tensor::from_vector<uint8_t>(dtype, {n}, codes);
+}
+
+Tensor cast_at(const Tensor& input, DType to, int64_t opset, SetAttributes more = {}) {
+  return run_one("Cast", {input}, opset, with_int("to", static_cast<int64_t>(to), more));
+}
+
+TEST(Cast, FloatToFloat8SaturatesByDefaultFrom19) {
+  const Tensor in = floats({1.0f, 1e6f, -INFINITY, NAN, 0.4f});
+  const Tensor out = cast_at(in, DType::kFloat8E4M3FN, 19);
+  ASSERT_EQ(out.dtype(), DType::kFloat8E4M3FN);
+  EXPECT_EQ(values_of<uint8_t>(out), (std::vector<uint8_t>{0x38, 0x7e, 0xfe, 0x7f, 0x2d}));
+  const Tensor raw = cast_at(in, DType::kFloat8E4M3FN, 19, with_int("saturate", 0));
+  EXPECT_EQ(values_of<uint8_t>(raw), (std::vector<uint8_t>{0x38, 0x7f, 0xff, 0x7f, 0x2d}));
+  const Tensor e5m2 = cast_at(in, DType::kFloat8E5M2, 21, with_int("saturate", 0));
+  EXPECT_EQ(values_of<uint8_t>(e5m2), (std::vector<uint8_t>{0x3c, 0x7c, 0xfc, 0x7e, 0x36}));
+}
+
+TEST(Cast, Float8ToFloatAndFloat16AreExact) {
+  const Tensor in = bytes_of(DType::kFloat8E5M2FNUZ, {0x40, 0x80, 0x7f, 0x01});
+  expect_floats(cast_at(in, DType::kFloat, 19), {1.0f, NAN, 57344.0f, std::ldexp(1.0f, -17)});
+  const Tensor half = cast_at(in, DType::kFloat16, 19);
+  EXPECT_EQ(half_bits(half)[0], 0x3c00);
+  EXPECT_EQ(half_bits(half)[2], 0x7b00);  // 57344
+}
+
+TEST(Cast, Int4FromFloatsTruncatesAndFromIntegersWraps) {
+  const Tensor out = cast_at(floats({-9, -8.6f, 7.6f, 8, NAN}), DType::kInt4, 21);
+  ASSERT_EQ(out.dtype(), DType::kInt4);
+  EXPECT_EQ(values_of<int8_t>(out), (std::vector<int8_t>{0, -8, 7, 0, 0}));
+  const Tensor ints = Tensor::from_vector<int32_t>(DType::kInt32, {3}, {17, -9, 300});
+  EXPECT_EQ(values_of<int8_t>(cast_at(ints, DType::kInt4, 21)), (std::vector<int8_t>{1, 7, -4}));
+  EXPECT_EQ(values_of<uint8_t>(cast_at(ints, DType::kUInt4, 21)), (std::vector<uint8_t>{1, 7, 12}));
+  const Tensor back = cast_at(bytes_of(DType::kInt4, {0xf8, 0x07}), DType::kFloat, 21);
+  expect_floats(back, {-8.0f, 7.0f});
+  const Tensor to_int2 = cast_at(floats({-3, -2, 1, 2}), DType::kInt2, 25);
+  EXPECT_EQ(values_of<int8_t>(to_int2), (std::vector<int8_t>{0, -2, 1, 0}));
+}
+
+TEST(Cast, Float4AndE8M0) {
+  const Tensor f4 = cast_at(floats({0.25f, 5.0f, 1e6f, -0.0f}), DType::kFloat4E2M1, 23);
+  EXPECT_EQ(values_of<uint8_t>(f4), (std::vector<uint8_t>{0x0, 0x6, 0x7, 0x8}));
+  const Tensor e8 = cast_at(floats({1.5f, 1.0f}), DType::kFloat8E8M0, 24);
+  EXPECT_EQ(values_of<uint8_t>(e8), (std::vector<uint8_t>{128, 127}));
+  const Tensor down =
+      cast_at(floats({1.5f, 1.0f}), DType::kFloat8E8M0, 24, with_string("round_mode", "down"));
+  EXPECT_EQ(values_of<uint8_t>(down), (std::vector<uint8_t>{127, 127}));
+  expect_floats(cast_at(bytes_of(DType::kFloat8E8M0, {130, 0xff}), DType::kFloat, 24), {8.0f, NAN});
+  expect_error([] { cast_at(floats({1}), DType::kFloat8E8M0, 24, with_string("round_mode", "x")); },
+               "round_mode");
+}
+
+TEST(Cast, Float8ToStringAndBack) {
+  const Tensor s = cast_at(bytes_of(DType::kFloat8E4M3FN, {0x38, 0x30}), DType::kString, 19);
+  EXPECT_EQ(s.strings(), (std::vector<std::string>{"1.0", "0.5"}));
+  const Tensor back = cast_at(strings({"448", "-inf"}), DType::kFloat8E4M3FN, 19);
+  EXPECT_EQ(values_of<uint8_t>(back), (std::vector<uint8_t>{0x7e, 0xfe}));
+}
+
+TEST(CastLike, SaturateFollowsTheAttribute) {
+  const Tensor like = bytes_of(DType::kFloat8E4M3FNUZ, {0});
+  const Tensor out = run_one("CastLike", {floats({1e6f, 1.0f}), like}, 19, with_int("saturate", 0));
+  ASSERT_EQ(out.dtype(), DType::kFloat8E4M3FNUZ);
+  EXPECT_EQ(values_of<uint8_t>(out), (std::vector<uint8_t>{0x80, 0x40}));
+}
+
+TEST(BitCast, ReinterpretsBytesOfTheSameWidth) {
+  const Tensor out = run_one("BitCast", {floats({1.0f, -2.0f})}, 26,
+                             with_int("to", static_cast<int64_t>(DType::kInt32)));
+  ASSERT_EQ(out.dtype(), DType::kInt32);
+  EXPECT_EQ(values_of<int32_t>(out),
+            (std::vector<int32_t>{0x3f800000, static_cast<int32_t>(0xc0000000)}));
+  const Tensor u4 = run_one("BitCast", {bytes_of(DType::kInt4, {0xff, 0x07})}, 26,
+                            with_int("to", static_cast<int64_t>(DType::kUInt4)));
+  EXPECT_EQ(values_of<uint8_t>(u4), (std::vector<uint8_t>{15, 7}));
+  expect_error(
+      [] {
+        run_one("BitCast", {floats({1.0f})}, 26,
+                with_int("to", static_cast<int64_t>(DType::kInt64)));
+      },
+      "the widths differ");
+}
+
+TEST(CastTypes, RulesGiveTheTargetTypeAndTheInputShape) {
+  const SymbolicShape shape = std::vector<Dim>{Dim::symbol("n"), Dim::known(3)};
+  auto cast_case =
+      NodeCase("Cast", {floats({1})}, 21, with_int("to", static_cast<int64_t>(DType::kFloat8E5M2)));
+  EXPECT_EQ(infer_node_types(cast_case, {shape})[0], ValueType::tensor(DType::kFloat8E5M2, shape));
+  auto named = NodeCase("Cast", {floats({1})}, 1, with_string("to", "INT4"));
+  EXPECT_EQ(infer_node_types(named, {shape})[0].elem_type, DType::kInt4);
+  auto like = NodeCase("CastLike", {floats({1}), bytes_of(DType::kUInt2, {0})}, 25);
+  EXPECT_EQ(infer_node_types(like, {shape})[0], ValueType::tensor(DType::kUInt2, shape));
+  auto bitcast =
+      NodeCase("BitCast", {floats({1})}, 26, with_int("to", static_cast<int64_t>(DType::kInt32)));
+  EXPECT_EQ(infer_node_types(bitcast, {shape})[0], ValueType::tensor(DType::kInt32, shape));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -323,6 +325,158 @@ TEST(QLinearMatMul, BatchBroadcast) {
               10);
   EXPECT_EQ(y.shape(), (Shape{2, 1, 1}));
   EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{25, 3}));
+}
+
+// ---- the newer versions: blocked, 16- and 4-bit, float8, 16-bit float scales ----
+
+Tensor codes(DType dtype, Shape shape, std::vector<uint8_t> values) {
+  return Tensor::from_vector<uint8_t>(dtype, std::move(shape), values);
+}
+Tensor halfs(Shape shape, const std::vector<float>& values) {
+  std::vector<Float16> h;
+  for (float v : values) h.push_back(Float16(v));
+  return Tensor::from_vector<Float16>(DType::kFloat16, std::move(shape), h);
+}
+
+TEST(QuantizeLinear, BlockedScalesAlongAnAxis) {
+  // x [2, 3], axis 1, blocks of 2: scale [2, 2] (the last block holds one column).
+  const Tensor x = floats({2, 3}, {2, 4, 6, -2, -4, -6});
+  const Tensor scale = floats({2, 2}, {2, 3, 1, 0.5f});
+  const Tensor y = run_one("QuantizeLinear", {x, scale, i8({2, 2}, {0, 1, 0, -1})}, 21,
+                           with_int("axis", 1, with_int("block_size", 2)));
+  EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{1, 2, 3, -2, -4, -13}));
+  const Tensor back = run_one("DequantizeLinear", {y, scale, i8({2, 2}, {0, 1, 0, -1})}, 21,
+                              with_int("axis", 1, with_int("block_size", 2)));
+  expect_floats(back, {2, 4, 6, -2, -4, -6});
+  expect_error(
+      [&] {
+        run_one("QuantizeLinear", {x, floats({2, 1}, {1, 1})}, 21,
+                with_int("axis", 1, with_int("block_size", 2)));
+      },
+      "blocked quantization");
+}
+
+TEST(QuantizeLinear, Int4AndInt16SaturateToTheirRanges) {
+  const Tensor x = floats({4}, {-20, -7.5f, 6.5f, 20});
+  const Tensor y =
+      run_one("QuantizeLinear", {x, floats({}, {1}), codes(DType::kInt4, {}, {0})}, 21);
+  ASSERT_EQ(y.dtype(), DType::kInt4);
+  EXPECT_EQ(values_of<int8_t>(y), (std::vector<int8_t>{-8, -8, 6, 7}));
+  const Tensor u4 = run_one("QuantizeLinear", {x, floats({}, {1})}, 21,
+                            with_int("output_dtype", static_cast<int64_t>(DType::kUInt4)));
+  EXPECT_EQ(values_of<uint8_t>(u4), (std::vector<uint8_t>{0, 0, 6, 15}));
+  const Tensor i16 =
+      run_one("QuantizeLinear",
+              {floats({2}, {1e6f, -3.5f}), floats({}, {1}), Tensor(DType::kInt16, {})}, 21);
+  EXPECT_EQ(values_of<int16_t>(i16), (std::vector<int16_t>{32767, -4}));
+  const Tensor deq =
+      run_one("DequantizeLinear", {y, floats({}, {2}), codes(DType::kInt4, {}, {0xff})}, 21);
+  expect_floats(deq, {-14, -14, 14, 16});
+  expect_error(
+      [&] {
+        run_one("QuantizeLinear", {x, floats({}, {1}), codes(DType::kInt4, {}, {0})}, 19);
+      },
+      "y_zero_point has type int4");
+  expect_error(
+      [&] {
+        run_one("QuantizeLinear", {x, floats({}, {1}), u8({}, {0})}, 21,
+                with_int("output_dtype", static_cast<int64_t>(DType::kInt8)));
+      },
+      "output_dtype is int8 but y_zero_point has type uint8");
+}
+
+TEST(QuantizeLinear, Float8FollowsSaturate) {
+  const Tensor x = floats({3}, {1000, 1, NAN});
+  const Tensor zp = codes(DType::kFloat8E4M3FN, {}, {0});
+  const Tensor y = run_one("QuantizeLinear", {x, floats({}, {2}), zp}, 19);
+  EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{0x7e, 0x30, 0x7f}));
+  const Tensor raw =
+      run_one("QuantizeLinear", {x, floats({}, {2}), zp}, 19, with_int("saturate", 0));
+  EXPECT_EQ(values_of<uint8_t>(raw), (std::vector<uint8_t>{0x7f, 0x30, 0x7f}));
+  const Tensor back = run_one("DequantizeLinear", {y, floats({}, {2}), zp}, 19);
+  expect_floats(back, {896, 1, NAN});
+}
+
+TEST(QuantizeLinear, Float16DivisionRoundsInFloat16) {
+  // float16 x and scale: the quotient is float16; the output type follows the zero point.
+  const Tensor y = run_one(
+      "QuantizeLinear", {halfs({2}, {1000, 2.5f}), halfs({}, {1}), Tensor(DType::kInt16, {})}, 21);
+  EXPECT_EQ(values_of<int16_t>(y), (std::vector<int16_t>{1000, 2}));
+  const Tensor d = run_one("DequantizeLinear", {i8({2}, {3, -1}), halfs({}, {0.1f})}, 19);
+  ASSERT_EQ(d.dtype(), DType::kFloat16);
+  EXPECT_EQ(static_cast<float>(d.data<Float16>()[0]),
+            static_cast<float>(Float16(3 * 0.0999755859375f)));
+  const Tensor as_float = run_one("DequantizeLinear", {i8({1}, {3}), halfs({}, {0.5f})}, 23,
+                                  with_int("output_dtype", static_cast<int64_t>(DType::kFloat)));
+  expect_floats(as_float, {1.5f});
+}
+
+TEST(QuantizeLinear, PrecisionPicksTheDivisionType) {
+  // 2049 / 1 in float16 is 2048.
+  const Tensor x = floats({1}, {2049});
+  const Tensor plain =
+      run_one("QuantizeLinear", {x, floats({}, {1}), Tensor(DType::kInt16, {})}, 23);
+  EXPECT_EQ(values_of<int16_t>(plain), (std::vector<int16_t>{2049}));
+  const Tensor half = run_one("QuantizeLinear", {x, floats({}, {1}), Tensor(DType::kInt16, {})}, 23,
+                              with_int("precision", static_cast<int64_t>(DType::kFloat16)));
+  EXPECT_EQ(values_of<int16_t>(half), (std::vector<int16_t>{2048}));
+}
+
+TEST(QLinearMatMul, Float16ScalesFromOpset21) {
+  const Tensor a = u8({1, 2}, {3, 4});
+  const Tensor b = u8({2, 1}, {1, 1});
+  const std::vector<Tensor> inputs{a,           halfs({}, {0.5f}), u8({}, {0}), b, halfs({}, {1}),
+                                   u8({}, {0}), halfs({}, {1}),    u8({}, {1})};
+  const Tensor y = run_one("QLinearMatMul", inputs, 21);
+  EXPECT_EQ(values_of<uint8_t>(y), (std::vector<uint8_t>{5}));  // 7 * 0.5 = 3.5 -> 4, + 1
+  expect_error([&] { run_one("QLinearMatMul", inputs, 10); }, "a_scale has type float16");
+}
+
+TEST(QLinearMatMul, Float8OperandsFromOpset21) {
+  const Tensor a = codes(DType::kFloat8E4M3FN, {1, 2}, {0x38, 0x40});  // 1, 2
+  const Tensor b = codes(DType::kFloat8E4M3FN, {2, 1}, {0x38, 0x30});  // 1, 0.5
+  const Tensor zp = codes(DType::kFloat8E4M3FN, {}, {0});
+  auto run = [&](float y_scale, int64_t opset) {
+    return run_one("QLinearMatMul",
+                   {a, floats({}, {1}), zp, b, floats({}, {2}), zp, floats({}, {y_scale}), zp},
+                   opset);
+  };
+  // (1 * 1 + 2 * 0.5) * 1 * 2 / y_scale.
+  EXPECT_EQ(values_of<uint8_t>(run(1.0f, 21)), (std::vector<uint8_t>{0x48}));    // 4
+  EXPECT_EQ(values_of<uint8_t>(run(0.001f, 21)), (std::vector<uint8_t>{0x7e}));  // saturates
+  expect_error([&] { run(1.0f, 10); }, "a has type float8e4m3fn");
+}
+
+TEST(QuantizationTypes, RulesFollowZeroPointOutputDtypeAndScale) {
+  const SymbolicShape x = std::vector<Dim>{Dim::symbol("n"), Dim::known(4)};
+  auto q = NodeCase("QuantizeLinear",
+                    {floats({1}, {0}), floats({}, {1}), codes(DType::kInt4, {}, {0})}, 21);
+  EXPECT_EQ(infer_node_types(q, {x})[0], ValueType::tensor(DType::kInt4, x));
+  auto q_dtype = NodeCase("QuantizeLinear", {floats({1}, {0}), floats({}, {1})}, 21,
+                          with_int("output_dtype", static_cast<int64_t>(DType::kInt16)));
+  EXPECT_EQ(infer_node_types(q_dtype, {x})[0].elem_type, DType::kInt16);
+  auto q_default = NodeCase("QuantizeLinear", {floats({1}, {0}), floats({}, {1})}, 13);
+  EXPECT_EQ(infer_node_types(q_default, {x})[0].elem_type, DType::kUInt8);
+  auto dq = NodeCase("DequantizeLinear", {i8({1}, {0}), halfs({}, {1})}, 21);
+  EXPECT_EQ(infer_node_types(dq, {x})[0], ValueType::tensor(DType::kFloat16, x));
+  auto dq_dtype = NodeCase("DequantizeLinear", {i8({1}, {0}), halfs({}, {1})}, 23,
+                           with_int("output_dtype", static_cast<int64_t>(DType::kFloat)));
+  EXPECT_EQ(infer_node_types(dq_dtype, {x})[0].elem_type, DType::kFloat);
+  auto dyn = NodeCase("DynamicQuantizeLinear", {floats({1}, {0})}, 11);
+  dyn.outputs = {"y", "scale", "zp"};
+  const std::vector<ValueType> dyn_types = infer_node_types(dyn, {x});
+  EXPECT_EQ(dyn_types[0], ValueType::tensor(DType::kUInt8, x));
+  EXPECT_EQ(dyn_types[1], ValueType::tensor(DType::kFloat, std::vector<Dim>{}));
+  EXPECT_EQ(dyn_types[2], ValueType::tensor(DType::kUInt8, std::vector<Dim>{}));
+  auto mm = NodeCase("QLinearMatMul",
+                     {u8({1}, {0}), floats({}, {1}), u8({}, {0}), u8({1}, {0}), floats({}, {1}),
+                      u8({}, {0}), floats({}, {1}), i8({}, {0})},
+                     21);
+  const SymbolicShape a = std::vector<Dim>{Dim::symbol("b"), Dim::known(2), Dim::known(5)};
+  const SymbolicShape b = dims({5, 7});
+  EXPECT_EQ(infer_node_types(mm, {a, {}, {}, b})[0],
+            ValueType::tensor(DType::kInt8,
+                              std::vector<Dim>{Dim::symbol("b"), Dim::known(2), Dim::known(7)}));
 }
 
 }  // namespace
