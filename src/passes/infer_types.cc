@@ -26,14 +26,18 @@ int64_t numel_of(const ValueType& type) {
 }
 
 // True when libonnx knows exactly the version of `node`'s op that `opset` means (see
-// infer_types.h). Domains libonnx has never heard of qualify too: libonnx leaves their
-// nodes alone, as it always has.
+// infer_types.h). Past libonnx's newest opset that is when the registry resolves the opset to
+// a version libonnx has: one not newer than libonnx's newest opset. With every version
+// registered that is the same as "libonnx's schema is the registered version"; a registry
+// still missing an older version libonnx has (Sigmoid registered as 6 only, libonnx's is 13)
+// does not take the node from libonnx. Domains libonnx has never heard of qualify too:
+// libonnx leaves their nodes alone, as it always has.
 bool libonnx_knows(const Node& node, int64_t opset, const OpRegistration* registration) {
   const int64_t newest = max_known_opset(node.domain());
   if (newest < 0) return true;
-  if (opset <= newest) return libonnx_since_version(node.domain(), node.op_type(), opset) >= 0;
   const int64_t since = libonnx_since_version(node.domain(), node.op_type(), opset);
-  return since >= 0 && registration && registration->since_version == since;
+  if (since < 0) return false;
+  return opset <= newest || (registration && registration->since_version <= newest);
 }
 
 bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRegistry& registry) {
@@ -58,9 +62,9 @@ size_t count_nodes(const Graph& graph) {
   return count;
 }
 
-// `inferred` merged into what a value already had: a dim the inference leaves unknown keeps
-// the one it had. With `keep_declared` (graph inputs and outputs) a known declared dim also
-// wins over a different inferred one.
+// `inferred` merged into what a value already had, dim by dim: an inferred number replaces
+// what was there, any other dim keeps what was there when that is a number or a name. With
+// `keep_declared` (graph inputs and outputs) a declared number also wins over an inferred one.
 ValueType merge_types(const ValueType& existing, ValueType inferred, bool keep_declared) {
   if (inferred.kind == ValueType::Kind::kNone) return existing;
   if (existing.kind != inferred.kind)
@@ -73,8 +77,10 @@ ValueType merge_types(const ValueType& existing, ValueType inferred, bool keep_d
       for (size_t i = 0; i < inferred.shape->size(); ++i) {
         Dim& dim = (*inferred.shape)[i];
         const Dim& had = (*existing.shape)[i];
-        if ((!dim.is_known() && !dim.is_symbolic() && (had.is_known() || had.is_symbolic())) ||
-            (keep_declared && had.is_known())) {
+        // As libonnx merges: an inferred number wins, else what the value had (a number or
+        // a name: a declared 'batch' beats a fresh unk__3), else the inferred name.
+        if (dim.is_known() ? keep_declared && had.is_known()
+                           : had.is_known() || had.is_symbolic()) {
           dim = had;
         }
       }
@@ -228,7 +234,15 @@ class Engine {
     std::optional<std::vector<ValueType>> outputs;
     try {
       if (options_.use_libonnx && libonnx_knows(node, opset, registration)) {
-        outputs = infer_with_libonnx(node, opset);
+        try {
+          outputs = infer_with_libonnx(node, opset);
+        } catch (const Error&) {
+          // libonnx's non-strict inference skips a node it cannot infer (an input of unknown
+          // type, mostly) without a word; so does its per-node use here.
+          if (options_.strict) throw;
+          ++report_.unknown;
+          return;
+        }
         if (outputs) ++report_.by_libonnx;
       }
       if (!outputs && definition && definition->infer_types) {

@@ -4,12 +4,12 @@
 //
 // libonnx 1.12 knows ai.onnx up to opset 17. A node "qualifies" for libonnx when libonnx knows
 // its op's version at the model's opset exactly: the model's opset is one libonnx knows, or
-// the schema libonnx has is the version onnxkit's registry resolves the opset to (Relu-14 at
-// opset 18). When every node qualifies, libonnx infers the whole model as before (with its
-// data propagation; unchanged for opset <= 17). Otherwise the engine walks each graph in
-// topological order itself: a qualifying node keeps libonnx's inference of that node alone
-// (libonnx_infer_node over the IR), any other node gets its registered rule, and a node with
-// neither leaves its outputs as they were (counted as unknown).
+// the version onnxkit's registry resolves the opset to is one libonnx has (Relu-14 at opset
+// 18; not ReduceMean at 18, whose version 18 libonnx lacks). When every node qualifies, libonnx
+// infers the whole model as before (with its data propagation; unchanged for opset <= 17).
+// Otherwise the engine walks each graph in topological order itself: a qualifying node keeps
+// libonnx's inference of that node alone (libonnx_infer_node over the IR), any other node gets its
+// registered rule, and a node with neither leaves its outputs as they were (counted as unknown).
 //
 // The walk backs each rule with the types known so far and the values known before running:
 // initializers, Constant outputs, and small computations on them (shape vectors of Shape,
