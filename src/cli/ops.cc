@@ -129,10 +129,12 @@ int check_ops(const OpRegistry& registry, const OpsArgs& args) {
                                      since, args.allow));
     }
   }
-  std::set<std::string> domains;
-  for (const auto& [version, unused] : schemas) domains.insert(std::get<0>(version));
+  // A registered version of an op the table lists, which the table does not have: a typo.
+  std::set<std::pair<std::string, std::string>> ops;
+  for (const auto& [version, unused] : schemas)
+    ops.emplace(std::get<0>(version), std::get<1>(version));
   for (const OpVersion& version : registered) {
-    if (domains.count(std::get<0>(version)) && !schemas.count(version)) {
+    if (ops.count({std::get<0>(version), std::get<1>(version)}) && !schemas.count(version)) {
       const auto& [domain, op, since] = version;
       problems.push_back(fmt::format("{} {} {}: registered at a version {} does not define", domain,
                                      op, since, args.schemas));
