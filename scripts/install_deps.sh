@@ -12,6 +12,7 @@ packages=(
   libre2-dev                           # RE2, the regex syntax of ONNX's RegexFullMatch
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
+  python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
 )
 
 missing=()

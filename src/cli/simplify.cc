@@ -290,6 +290,7 @@ int run_simplify(const SimplifyArgs& args) {
     for (const auto& [node, why] : report.explain)
       out["explain"].push_back({{"node", node}, {"reason", why}});
     out["warnings"] = report.warnings;
+    out["notes"] = report.notes;
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(report, size_before, size_after);
@@ -312,6 +313,7 @@ int run_simplify(const SimplifyArgs& args) {
       std::cout << "check: not run\n";
     }
     for (const auto& warning : report.warnings) std::cout << "warning: " << warning << "\n";
+    for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
     if (args.explain) {
       std::cout << "\nnot folded (" << report.explain.size() << "):\n";
       for (const auto& [node, why] : report.explain)
@@ -369,7 +371,9 @@ Command add_simplify_command(CLI::App& root) {
   c->add_flag("--save-as-external-data", args->save_as_external_data, "Write weights to OUT.data");
   c->add_flag("--include-subgraph,!--no-include-subgraph", args->include_subgraph,
               "Also simplify If/Loop/Scan bodies (default on)");
-  c->add_option("--target-opset", args->target_opset, "Convert to this ai.onnx opset first");
+  c->add_option("--target-opset", args->target_opset,
+                "Convert to this ai.onnx opset first (1 to 28: libonnx up to 17, onnxkit's "
+                "adapters above)");
   c->add_option("--check-rtol", args->check_rtol, "Check relative tolerance")
       ->capture_default_str();
   c->add_option("--check-atol", args->check_atol, "Check absolute tolerance")

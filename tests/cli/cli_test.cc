@@ -159,5 +159,33 @@ TEST(CliConformance, ReportsPassAndFailAndHonoursExpectations) {
   EXPECT_NE(gradient.output.find("0 passed, 1 failed"), std::string::npos) << gradient.output;
 }
 
+TEST(Cli, OpsListsTheRegistry) {
+  auto result = run_command(onnxkit("ops --filter '^Relu$'"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("ai.onnx"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("Relu"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("1 ops"), std::string::npos) << result.output;
+}
+
+TEST(Cli, OpsCheckNamesVersionsNeitherRegisteredNorAllowed) {
+  testing::TempDir dir;
+  const std::string schemas = (dir / "schemas.txt").string();
+  const std::string allow = (dir / "allow.txt").string();
+  std::ofstream(schemas) << "# a table\nai.onnx Relu 6\nai.onnx Relu 99\n";
+  std::ofstream(allow) << "";
+  auto missing = run_command(onnxkit("ops --schemas " + schemas + " --allow " + allow));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("ai.onnx Relu 99: not registered, and not in the allow list"),
+            std::string::npos)
+      << missing.output;
+  std::ofstream(allow) << "ai.onnx Relu 99  a version from the future\n";
+  auto allowed = run_command(onnxkit("ops --schemas " + schemas + " --allow " + allow));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  std::ofstream(allow) << "ai.onnx Relu 6  stale\nai.onnx Relu 99  a version from the future\n";
+  auto stale = run_command(onnxkit("ops --schemas " + schemas + " --allow " + allow));
+  EXPECT_EQ(stale.exit_code, 1) << stale.output;
+  EXPECT_NE(stale.output.find("ai.onnx Relu 6: registered now"), std::string::npos) << stale.output;
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -55,6 +55,48 @@ INSTANTIATE_TEST_SUITE_P(SmallExports, SimplifyExport,
                          ::testing::Values("bert_tiny", "convnet_bn_tiny", "gpt2_tiny", "vit_tiny",
                                            "yolo_tiny"));
 
+// The same exports converted up to modern opsets first (libonnx's converter to 17, onnxkit's
+// adapters past it): no refusal, a valid result as far as libonnx can tell, PyTorch's outputs.
+class SimplifyModernOpset : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(SimplifyModernOpset, ConvertsSimplifiesAndMatches) {
+  const auto& [name, opset] = GetParam();
+  testing::TempDir dir;
+  const fs::path source = kModels / name;
+  const fs::path out_case = dir / name;
+  fs::create_directories(out_case);
+  auto result = run_command(onnxkit("simplify --json --target-opset " + std::to_string(opset) +
+                                    " " + (source / "model.onnx").string() + " " +
+                                    (out_case / "model.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(result.output);
+  EXPECT_TRUE(report["check"]["ok"].get<bool>());
+  auto model = load_model(out_case / "model.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  EXPECT_EQ(model.value().opset_version(""), opset);
+  std::vector<std::string> notes;
+  Status checked = check_model(model.value(), false, &notes);
+  EXPECT_TRUE(checked.ok()) << checked.message();
+  fs::copy(source / "test_data_set_0", out_case / "test_data_set_0");
+  auto conformance =
+      run_command(onnxkit("conformance --rtol 1e-3 --atol 1e-4 " + out_case.string()));
+  EXPECT_EQ(conformance.exit_code, 0) << conformance.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallExports, SimplifyModernOpset,
+                         ::testing::Combine(::testing::Values("bert_tiny", "convnet_bn_tiny",
+                                                              "gpt2_tiny", "vit_tiny", "yolo_tiny"),
+                                            ::testing::Values(18, 21)));
+
+TEST(SimplifyCli, RefusesOnlyOpsetsNewerThanOnnx123) {
+  testing::TempDir dir;
+  auto result = run_command(onnxkit("simplify --target-opset 29 " +
+                                    (kModels / "vit_tiny" / "model.onnx").string() + " " +
+                                    (dir / "out.onnx").string()));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("1 to 28"), std::string::npos) << result.output;
+}
+
 TEST(SimplifyCli, FoldsTheExampleAndPrintsTheTable) {
   testing::TempDir dir;
   auto result =

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
+#include "ir/value_type.h"
 #include "model_builder.h"
 #include "onnxkit/model_io.h"
 
@@ -39,16 +40,56 @@ TEST(OnnxChecks, CheckerRejectsAnUnknownOperator) {
   EXPECT_NE(status.message().find("NoSuchOp"), std::string::npos) << status.message();
 }
 
-TEST(OnnxChecks, TooNewOpsetGetsAClearMessage) {
+TEST(OnnxChecks, OpsetsNewerThanOnnx123GetAClearMessage) {
   TempDir dir;
-  testing::write_model(testing::add_model(8, 19), dir / "m.onnx");
+  testing::write_model(testing::add_model(8, 29), dir / "m.onnx");
   auto model = load_model(dir / "m.onnx");
   ASSERT_TRUE(model.ok()) << "loading does not need schemas";
+  EXPECT_EQ(newest_defined_opset(""), 28);
+  EXPECT_EQ(newest_defined_opset("ai.onnx.ml"), 5);
   Status status = check_model(model.value());
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("opset 19"), std::string::npos) << status.message();
-  EXPECT_NE(status.message().find("17"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("opset 29"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("28"), std::string::npos) << status.message();
   EXPECT_FALSE(infer_shapes(model.value()).ok());
+}
+
+TEST(OnnxChecks, NodesOfOpsetsNewerThanLibonnxAreLeftOutOfTheCheck) {
+  TempDir dir;
+  auto proto = testing::add_model(8, 19);
+  proto.mutable_graph()->mutable_node(0)->set_op_type("NoSuchOp");  // not even looked at
+  testing::write_model(proto, dir / "m.onnx");
+  auto model = load_model(dir / "m.onnx");
+  ASSERT_TRUE(model.ok());
+  std::vector<std::string> notes;
+  Status status = check_model(model.value(), false, &notes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("1 node(s) of newer opsets not checked"), std::string::npos) << notes[0];
+}
+
+TEST(OnnxChecks, LibonnxInfersOneNode) {
+  TempDir dir;
+  testing::write_model(testing::add_model(8), dir / "m.onnx");
+  auto model = load_model(dir / "m.onnx");
+  ASSERT_TRUE(model.ok());
+  const Node& add = *model.value().graph().nodes().at(0);
+  EXPECT_EQ(libonnx_since_version("", "Add", 18), 14);
+  EXPECT_EQ(libonnx_since_version("", "NoSuchOp", 18), -1);
+  const ValueType a =
+      ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("n"), Dim::known(3)});
+  const ValueType b =
+      ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(1), Dim::known(3)});
+  NodeInferenceInputs inputs;
+  inputs.types = {&a, &b};
+  auto outputs = libonnx_infer_node(add, 14, inputs);
+  ASSERT_TRUE(outputs.has_value());
+  ASSERT_EQ(outputs->size(), 1u);
+  EXPECT_EQ(value_type_to_string(outputs->at(0)), "float[n,3]");
+  const ValueType bad = ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(2)});
+  const ValueType worse = ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(5)});
+  inputs.types = {&bad, &worse};
+  EXPECT_THROW(libonnx_infer_node(add, 14, inputs), Error);
 }
 
 TEST(OnnxChecks, ShapeInferenceAnnotatesIntermediates) {
