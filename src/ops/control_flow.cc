@@ -312,8 +312,13 @@ std::vector<ValueType> infer_carried_body(TypeInferenceContext& context, const G
     bool changed = false;
     for (size_t i = 0; i < carried.size(); ++i) {
       const size_t out = carried_outputs_at + i;
+      // A carried value the loop gives a type of its own (an optional initial value the
+      // body returns as a sequence, an unknown one) takes the body's.
+      const ValueType& returned = out < outputs.size() ? outputs[out] : ValueType{};
       const ValueType merged =
-          out < outputs.size() ? merge_types(carried[i], outputs[out]) : ValueType{};
+          carried[i].kind == returned.kind || returned.kind == ValueType::Kind::kNone
+              ? merge_types(carried[i], returned)
+              : returned;
       changed = changed || merged != carried[i];
       carried[i] = merged;
     }

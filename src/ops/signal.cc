@@ -480,8 +480,9 @@ namespace {
 // Type inference (ops/type_inference.h).
 
 // DFT: X's dims with the last 2 (complex) and the transformed axis dft_length long (input
-// 1), floor(n / 2) + 1 when onesided. The axis: an attribute (default 1) in opset 17, input
-// 2 (default -2) from 20.
+// 1), floor(n / 2) + 1 for a forward onesided transform; an inverse onesided one (IRFFT, opset
+// 20) is real (last dim 1) of dft_length, by default 2 * (n - 1). The axis: an attribute
+// (default 1) in opset 17, input 2 (default -2) from 20.
 void infer_dft(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
@@ -492,8 +493,10 @@ void infer_dft(TypeInferenceContext& context) {
   }
   if (dims->size() < 2) fail("input must have rank >= 2, got {}", dims->size());
   const KernelCreateContext attributes = attribute_reader(context);
+  const bool onesided = attributes.attr_int("onesided", 0) != 0;
+  const bool inverse = attributes.attr_int("inverse", 0) != 0;
   std::vector<Dim> out = *dims;
-  out.back() = Dim::known(2);
+  out.back() = Dim::known(onesided && inverse ? 1 : 2);
   std::optional<int64_t> axis_value;
   if (context.opset() < 20) {
     axis_value = attributes.attr_int("axis", 1);
@@ -503,9 +506,7 @@ void infer_dft(TypeInferenceContext& context) {
     axis_value = static_cast<int64_t>(*given);
   }
   if (!axis_value) {
-    for (size_t d = 0; d + 1 < out.size(); ++d) {
-      if (d > 0) out[d] = Dim{};
-    }
+    for (size_t d = 1; d + 1 < out.size(); ++d) out[d] = Dim{};
     context.set_output(0, tensor_type(dtype, std::move(out)));
     return;
   }
@@ -514,10 +515,10 @@ void infer_dft(TypeInferenceContext& context) {
   if (context.has_input(1)) {
     const std::optional<double> given = input_scalar(context, 1);
     length = given ? Dim::known(static_cast<int64_t>(*given)) : Dim{};
+  } else if (onesided && inverse) {
+    length = map_dim(length, [](int64_t n) { return 2 * (n - 1); });
   }
-  if (attributes.attr_int("onesided", 0) != 0) {
-    length = map_dim(length, [](int64_t n) { return n / 2 + 1; });
-  }
+  if (onesided && !inverse) length = map_dim(length, [](int64_t n) { return n / 2 + 1; });
   out[axis] = length;
   context.set_output(0, tensor_type(dtype, std::move(out)));
 }
