@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev       # oneDNN (its CMake config also wants OpenCL headers)
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
+  python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
 )
 
 missing=()

@@ -45,6 +45,9 @@ struct PipelineResult {
   bool converged = false;  // a round changed nothing
   double shape_inference_seconds = 0;
   std::string shape_inference_warning;  // set when ONNX shape inference gave up
+  // How the last round's type inference went when libonnx did not type every node itself
+  // (nodes of opsets newer than it knows); empty otherwise.
+  std::string type_inference_note;
 };
 
 }  // namespace onnxkit

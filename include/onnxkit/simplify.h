@@ -88,6 +88,9 @@ struct SimplifyReport {
   size_t bisect_application = 0;
   std::vector<std::pair<std::string, std::string>> explain;  // node, why it was not folded
   std::vector<std::string> warnings;
+  // What the result rests on that is no fault: nodes of opsets newer than libonnx knows
+  // (typed by onnxkit's op rules, not checked by libonnx).
+  std::vector<std::string> notes;
 };
 
 // Simplifies `model` in place. An error means the model could not be processed; a failed

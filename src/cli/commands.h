@@ -22,5 +22,6 @@ Command add_run_command(CLI::App& root);
 Command add_conformance_command(CLI::App& root);
 Command add_simplify_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
+Command add_ops_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

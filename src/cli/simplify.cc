@@ -290,6 +290,7 @@ int run_simplify(const SimplifyArgs& args) {
     for (const auto& [node, why] : report.explain)
       out["explain"].push_back({{"node", node}, {"reason", why}});
     out["warnings"] = report.warnings;
+    out["notes"] = report.notes;
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(report, size_before, size_after);
@@ -312,6 +313,7 @@ int run_simplify(const SimplifyArgs& args) {
       std::cout << "check: not run\n";
     }
     for (const auto& warning : report.warnings) std::cout << "warning: " << warning << "\n";
+    for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
     if (args.explain) {
       std::cout << "\nnot folded (" << report.explain.size() << "):\n";
       for (const auto& [node, why] : report.explain)

@@ -6,6 +6,10 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <map>
+#include <memory>
+#include <optional>
+
 #include "onnx/proto_convert.h"
 
 namespace onnxkit {
@@ -58,7 +62,179 @@ void apply_types(const onnx::GraphProto& proto, Graph& graph) {
   }
 }
 
+// libonnx's view of a subgraph attribute: the engine that called libonnx_infer_node infers it.
+class SubgraphInferencer : public onnx::GraphInferencer {
+ public:
+  SubgraphInferencer(const Graph& graph, const NodeInferenceInputs& inputs)
+      : graph_(graph), inputs_(inputs) {}
+
+  std::vector<const onnx::TypeProto*> doInferencing(
+      const std::vector<const onnx::TypeProto*>& input_types,
+      const std::vector<const onnx::TensorProto*>&) override {
+    std::vector<ValueType> types;
+    types.reserve(input_types.size());
+    for (const onnx::TypeProto* type : input_types) {
+      types.push_back(type ? onnx_io::type_from_proto(*type) : ValueType{});
+    }
+    std::vector<ValueType> outputs = inputs_.infer_subgraph(graph_, types);
+    outputs_.assign(outputs.size(), onnx::TypeProto{});
+    std::vector<const onnx::TypeProto*> result;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].kind != ValueType::Kind::kNone)
+        onnx_io::type_to_proto(outputs[i], outputs_[i]);
+      result.push_back(&outputs_[i]);
+    }
+    return result;
+  }
+
+ private:
+  const Graph& graph_;
+  const NodeInferenceInputs& inputs_;
+  std::vector<onnx::TypeProto> outputs_;
+};
+
+// onnx::InferenceContext over one IR node and what the caller knows of its inputs.
+class NodeInferenceContext : public onnx::InferenceContext {
+ public:
+  NodeInferenceContext(const Node& node, const NodeInferenceInputs& inputs)
+      : node_(node), inputs_(inputs) {
+    onnx_io::WriteContext write;
+    write.omit_data_threshold = kOmitDataBytesForShapeInference;
+    onnx_io::node_to_proto(node, proto_, write);
+    const size_t n = node.inputs().size();
+    input_types_.resize(n);
+    input_values_.resize(n);
+    symbolic_values_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (i < inputs.types.size() && inputs.types[i]) {
+        input_types_[i].emplace();
+        onnx_io::type_to_proto(*inputs.types[i], *input_types_[i]);
+      }
+      const Tensor* value = i < inputs.values.size() ? inputs.values[i] : nullptr;
+      if (value && value->nbytes() < kOmitDataBytesForShapeInference) {
+        input_values_[i].emplace();
+        onnx_io::tensor_to_proto(*value, *input_values_[i], write);
+      }
+      const SymbolicShape* symbolic =
+          i < inputs.symbolic_values.size() ? inputs.symbolic_values[i] : nullptr;
+      if (symbolic && *symbolic) {
+        auto& dims = symbolic_values_[i].emplace();
+        for (const Dim& dim : **symbolic) {
+          auto* out = dims.add_dim();
+          if (dim.is_known())
+            out->set_dim_value(dim.value);
+          else if (dim.is_symbolic())
+            out->set_dim_param(dim.param);
+        }
+      }
+    }
+    output_types_.resize(node.outputs().size());
+  }
+
+  const onnx::AttributeProto* getAttribute(const std::string& name) const override {
+    for (const auto& attribute : proto_.attribute()) {
+      if (attribute.name() == name) return &attribute;
+    }
+    return nullptr;
+  }
+  size_t getNumInputs() const override { return input_types_.size(); }
+  const onnx::TypeProto* getInputType(size_t i) const override {
+    return i < input_types_.size() && input_types_[i] ? &*input_types_[i] : nullptr;
+  }
+  const onnx::TensorProto* getInputData(size_t i) const override {
+    return i < input_values_.size() && input_values_[i] ? &*input_values_[i] : nullptr;
+  }
+  const onnx::SparseTensorProto* getInputSparseData(size_t) const override { return nullptr; }
+  const onnx::TensorShapeProto* getSymbolicInput(size_t i) const override {
+    return i < symbolic_values_.size() && symbolic_values_[i] ? &*symbolic_values_[i] : nullptr;
+  }
+  size_t getNumOutputs() const override { return output_types_.size(); }
+  onnx::TypeProto* getOutputType(size_t i) override {
+    return i < output_types_.size() ? &output_types_[i] : nullptr;
+  }
+  onnx::GraphInferencer* getGraphAttributeInferencer(const std::string& name) override {
+    const Attribute* attribute = node_.find_attribute(name);
+    if (!attribute || !attribute->g || !inputs_.infer_subgraph) {
+      fail("no subgraph attribute '{}' to infer", name);
+    }
+    auto& inferencer = inferencers_[name];
+    if (!inferencer) inferencer = std::make_unique<SubgraphInferencer>(*attribute->g, inputs_);
+    return inferencer.get();
+  }
+
+  std::vector<ValueType> outputs() const {
+    std::vector<ValueType> result;
+    for (const auto& type : output_types_) {
+      result.push_back(type.value_case() == onnx::TypeProto::VALUE_NOT_SET
+                           ? ValueType{}
+                           : onnx_io::type_from_proto(type));
+    }
+    return result;
+  }
+
+ private:
+  const Node& node_;
+  const NodeInferenceInputs& inputs_;
+  onnx::NodeProto proto_;
+  std::vector<std::optional<onnx::TypeProto>> input_types_;
+  std::vector<std::optional<onnx::TensorProto>> input_values_;
+  std::vector<std::optional<onnx::TensorShapeProto>> symbolic_values_;
+  std::vector<onnx::TypeProto> output_types_;
+  std::map<std::string, std::unique_ptr<SubgraphInferencer>> inferencers_;
+};
+
+const onnx::OpSchema* libonnx_schema(std::string_view domain, std::string_view op_type,
+                                     int64_t opset) {
+  if (opset < 1) return nullptr;
+  return onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(opset),
+                                        std::string(canonical_domain(domain)));
+}
+
+// Where check_model puts the nodes libonnx cannot check.
+constexpr const char* kUncheckedDomain = "onnxkit.unchecked";
+
+// Moves the nodes of `graph` (and its subgraphs) whose domain imports an opset newer than
+// libonnx knows (`newer`, by canonical domain) to kUncheckedDomain; returns how many.
+size_t unchecked_nodes_aside(onnx::GraphProto& graph, const std::map<std::string, int64_t>& newer) {
+  size_t count = 0;
+  for (auto& node : *graph.mutable_node()) {
+    if (newer.count(std::string(canonical_domain(node.domain())))) {
+      node.set_domain(kUncheckedDomain);
+      ++count;
+    }
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) count += unchecked_nodes_aside(*attribute.mutable_g(), newer);
+      for (auto& g : *attribute.mutable_graphs()) count += unchecked_nodes_aside(g, newer);
+    }
+  }
+  return count;
+}
+
 }  // namespace
+
+int64_t libonnx_since_version(std::string_view domain, std::string_view op_type, int64_t opset) {
+  const onnx::OpSchema* schema = libonnx_schema(domain, op_type, opset);
+  return schema ? schema->SinceVersion() : -1;
+}
+
+std::optional<std::vector<ValueType>> libonnx_infer_node(const Node& node, int64_t opset,
+                                                         const NodeInferenceInputs& inputs) {
+  const onnx::OpSchema* schema = libonnx_schema(node.domain(), node.op_type(), opset);
+  if (!schema || !schema->has_type_and_shape_inference_function()) return std::nullopt;
+  NodeInferenceContext context(node, inputs);
+  try {
+    schema->GetTypeAndShapeInferenceFunction()(context);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("ONNX shape inference: {}", e.what());
+  }
+  return context.outputs();
+}
+
+std::string_view libonnx_version() {
+  return ONNX_NAMESPACE::LAST_RELEASE_VERSION;
+}
 
 int64_t max_known_opset(std::string_view domain) {
   const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -66,25 +242,61 @@ int64_t max_known_opset(std::string_view domain) {
   return it == map.end() ? -1 : it->second.second;
 }
 
+int64_t newest_defined_opset(std::string_view domain) {
+  // onnx 1.23's opset versions (onnx.helper.VERSION_TABLE: ai.onnx 28, ai.onnx.ml 5).
+  static const std::map<std::string, int64_t, std::less<>> kNewest = {
+      {"", 28}, {"ai.onnx.ml", 5}, {"ai.onnx.preview.training", 1}, {"ai.onnx.preview", 1}};
+  auto it = kNewest.find(canonical_domain(domain));
+  return it == kNewest.end() ? -1 : it->second;
+}
+
 Status check_opsets_supported(const Model& model) {
   return capture([&] {
     for (const OpsetImport& opset : model.opset_imports) {
-      int64_t known = max_known_opset(opset.domain);
-      if (known >= 0 && opset.version > known) {
+      const int64_t newest = newest_defined_opset(opset.domain);
+      if (newest >= 0 && opset.version > newest) {
         fail(
-            "model imports {} opset {}, newer than the {} this build knows (libonnx {}); "
+            "model imports {} opset {}, newer than the {} this build knows (onnx 1.23); "
             "convert it to opset {} or older",
-            domain_label(opset.domain), opset.version, known, ONNX_NAMESPACE::LAST_RELEASE_VERSION,
-            known);
+            domain_label(opset.domain), opset.version, newest, newest);
       }
     }
   });
 }
 
-Status check_model(const Model& model, bool full_check) {
+Status check_model(const Model& model, bool full_check, std::vector<std::string>* notes) {
   return capture([&] {
     check_opsets_supported(model).throw_if_error();
     onnx::ModelProto proto = to_proto_for_checks(model);
+    // libonnx would check a node of a newer opset against an older schema of its op: such
+    // nodes move to a domain of their own, which the checker and inference leave alone.
+    std::map<std::string, int64_t> newer;
+    for (const auto& opset : proto.opset_import()) {
+      const int64_t known = max_known_opset(opset.domain());
+      if (known >= 0 && opset.version() > known) {
+        newer[std::string(canonical_domain(opset.domain()))] = opset.version();
+      }
+    }
+    size_t skipped = 0;
+    if (!newer.empty()) {
+      skipped = unchecked_nodes_aside(*proto.mutable_graph(), newer);
+      for (auto& function : *proto.mutable_functions()) {
+        for (auto& node : *function.mutable_node()) {
+          if (newer.count(std::string(canonical_domain(node.domain())))) {
+            node.set_domain(kUncheckedDomain);
+            ++skipped;
+          }
+        }
+      }
+      auto* opset = proto.add_opset_import();
+      opset->set_domain(kUncheckedDomain);
+      opset->set_version(1);
+    }
+    if (notes && skipped > 0) {
+      notes->push_back(fmt::format(
+          "ONNX checker (libonnx {}, opsets up to {}): {} node(s) of newer opsets not checked",
+          ONNX_NAMESPACE::LAST_RELEASE_VERSION, max_known_opset(""), skipped));
+    }
     try {
       onnx::checker::check_model(proto);
       if (full_check) {
@@ -112,13 +324,14 @@ Status infer_shapes(Model& model, const ShapeInferenceOptions& options) {
   });
 }
 
-Status convert_opset(Model& model, int64_t target) {
+Status convert_opset_libonnx(Model& model, int64_t target) {
   return capture([&] {
     const int64_t current = model.opset_version("");
     if (current == target) return;
     const int64_t known = max_known_opset("");
-    if (target < 1 || target > known) {
-      fail("target opset {} is outside what this build knows (1 to {})", target, known);
+    if (target < 1 || target > known || current > known) {
+      fail("libonnx {} converts opsets 1 to {}, not {} to {}", libonnx_version(), known, current,
+           target);
     }
     onnx::ModelProto proto;
     onnx_io::WriteContext write;

@@ -126,4 +126,23 @@ std::unique_ptr<OpKernel> OpRegistry::create_reference_kernel(
   return registration ? registration->definition.reference(context) : nullptr;
 }
 
+std::vector<const OpRegistration*> OpRegistry::registrations() const {
+  std::vector<const OpRegistration*> result;
+  for (const auto& [key, versions] : ops_) {
+    for (const OpRegistration& registration : versions) result.push_back(&registration);
+  }
+  return result;
+}
+
+std::vector<int64_t> OpRegistry::optimized_versions(std::string_view domain,
+                                                    std::string_view op_type) const {
+  std::vector<int64_t> result;
+  auto it = optimized_.find(registry_key(domain, op_type));
+  if (it == optimized_.end()) return result;
+  for (const OptimizedRegistration& registration : it->second) {
+    result.push_back(registration.since_version);
+  }
+  return result;
+}
+
 }  // namespace onnxkit

@@ -76,6 +76,10 @@ class OpRegistry {
   // The traits of `node` at `opset`; the defaults (no claims) for an unknown op.
   const OpTraits& traits(const Node& node, int64_t opset) const;
   bool knows(std::string_view domain, std::string_view op_type) const;
+  // Every registration, by (domain, op type) and then since_version (for `onnxkit ops`).
+  std::vector<const OpRegistration*> registrations() const;
+  // The since-versions of the optimized kernels of `op_type` of `domain`; empty when none.
+  std::vector<int64_t> optimized_versions(std::string_view domain, std::string_view op_type) const;
 
   // The kernel for context.node() at `tier`: the optimized one when registered and
   // willing, else the reference one. Fails naming the node when there is none.

@@ -4,6 +4,7 @@
 
 #include "core/enum_names.h"
 #include "onnx/onnx_checks.h"
+#include "passes/infer_types.h"
 #include "passes/passes.h"
 
 namespace onnxkit {
@@ -145,27 +146,34 @@ Result<PipelineResult> run_pipeline(Model& model, std::vector<std::unique_ptr<Gr
   return capture([&] {
     context.model = &model;
     PipelineResult result;
-    if (options.shape_inference) {
-      context.refresh_shapes = [&] {
-        auto start = Clock::now();
-        Status inferred = infer_shapes(model);
-        if (!inferred.ok() && result.shape_inference_warning.empty()) {
-          result.shape_inference_warning = inferred.message();
+    auto infer = [&] {
+      auto start = Clock::now();
+      Result<TypeInferenceReport> inferred = infer_types(model, context.ops());
+      if (!inferred.ok()) {
+        if (result.shape_inference_warning.empty()) {
+          result.shape_inference_warning = inferred.error();
         }
-        result.shape_inference_seconds += seconds_since(start);
-      };
-    }
+      } else {
+        const TypeInferenceReport& report = inferred.value();
+        if (!report.warnings.empty() && result.shape_inference_warning.empty()) {
+          result.shape_inference_warning = report.warnings.front();
+        }
+        result.type_inference_note =
+            report.by_rule == 0 && report.unknown == 0
+                ? std::string()
+                : fmt::format(
+                      "{} node(s) typed by libonnx {} (ai.onnx opsets up to {}), {} by onnxkit's "
+                      "op rules, {} left untyped",
+                      report.by_libonnx, libonnx_version(), max_known_opset(""), report.by_rule,
+                      report.unknown);
+      }
+      result.shape_inference_seconds += seconds_since(start);
+    };
+    if (options.shape_inference) context.refresh_shapes = infer;
     for (const auto& pass : passes) result.passes.push_back({std::string(pass->name())});
     for (int round = 0; round < options.max_rounds; ++round) {
       ++result.rounds;
-      if (options.shape_inference) {
-        auto start = Clock::now();
-        Status inferred = infer_shapes(model);
-        if (!inferred.ok() && result.shape_inference_warning.empty()) {
-          result.shape_inference_warning = inferred.message();
-        }
-        result.shape_inference_seconds += seconds_since(start);
-      }
+      if (options.shape_inference) infer();
       size_t round_changes = 0;
       for (size_t i = 0; i < passes.size(); ++i) {
         GraphPass& pass = *passes[i];

@@ -13,6 +13,7 @@
 #include "onnx/onnx_checks.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "passes/convert_opset.h"
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
 #include "runtime/compare.h"
@@ -402,6 +403,9 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     report.seconds_passes = seconds_since(start);
     if (!report.pipeline.shape_inference_warning.empty()) {
       report.warnings.push_back("ONNX shape inference: " + report.pipeline.shape_inference_warning);
+    }
+    if (!report.pipeline.type_inference_note.empty()) {
+      report.notes.push_back("type inference: " + report.pipeline.type_inference_note);
     }
     Status verified = verify_model(model);
     if (!verified.ok()) fail("internal: the simplified graph is invalid: {}", verified.message());

@@ -1,0 +1,409 @@
+#include "passes/infer_types.h"
+
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "onnx/onnx_checks.h"
+#include "ops/shape_vector.h"
+#include "ops/type_inference.h"
+
+namespace onnxkit {
+namespace {
+
+// Nodes whose constant inputs are this small (and outputs too, by their inferred type) are
+// evaluated during inference: shape arithmetic, never weights.
+constexpr int64_t kMaxFoldedElements = 1024;
+
+int64_t numel_of(const ValueType& type) {
+  if (!type.is_tensor() || !type.shape) return -1;
+  int64_t count = 1;
+  for (const Dim& dim : *type.shape) {
+    if (!dim.is_known()) return -1;
+    count *= dim.value;
+  }
+  return count;
+}
+
+// True when libonnx knows exactly the version of `node`'s op that `opset` means (see
+// infer_types.h). Domains libonnx has never heard of qualify too: libonnx leaves their
+// nodes alone, as it always has.
+bool libonnx_knows(const Node& node, int64_t opset, const OpRegistration* registration) {
+  const int64_t newest = max_known_opset(node.domain());
+  if (newest < 0) return true;
+  if (opset <= newest) return libonnx_since_version(node.domain(), node.op_type(), opset) >= 0;
+  const int64_t since = libonnx_since_version(node.domain(), node.op_type(), opset);
+  return since >= 0 && registration && registration->since_version == since;
+}
+
+bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRegistry& registry) {
+  for (const Node* node : graph.nodes()) {
+    const int64_t opset = model.opset_version(node->domain());
+    const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
+    const int64_t newest = max_known_opset(node->domain());
+    if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
+    for (const Graph* sub : node->subgraphs()) {
+      if (!every_node_libonnx_knows(*sub, model, registry)) return false;
+    }
+  }
+  return true;
+}
+
+size_t count_nodes(const Graph& graph) {
+  size_t count = 0;
+  for (const Node* node : graph.nodes()) {
+    ++count;
+    for (const Graph* sub : node->subgraphs()) count += count_nodes(*sub);
+  }
+  return count;
+}
+
+// `inferred` merged into what a value already had: a dim the inference leaves unknown keeps
+// the one it had. With `keep_declared` (graph inputs and outputs) a known declared dim also
+// wins over a different inferred one.
+ValueType merge_types(const ValueType& existing, ValueType inferred, bool keep_declared) {
+  if (inferred.kind == ValueType::Kind::kNone) return existing;
+  if (existing.kind != inferred.kind)
+    return keep_declared && existing.kind != ValueType::Kind::kNone ? existing : inferred;
+  if (inferred.elem_type == DType::kUndefined) inferred.elem_type = existing.elem_type;
+  if (inferred.is_tensor() || inferred.kind == ValueType::Kind::kSparseTensor) {
+    if (!inferred.shape) {
+      inferred.shape = existing.shape;
+    } else if (existing.shape && existing.shape->size() == inferred.shape->size()) {
+      for (size_t i = 0; i < inferred.shape->size(); ++i) {
+        Dim& dim = (*inferred.shape)[i];
+        const Dim& had = (*existing.shape)[i];
+        if ((!dim.is_known() && !dim.is_symbolic() && (had.is_known() || had.is_symbolic())) ||
+            (keep_declared && had.is_known())) {
+          dim = had;
+        }
+      }
+    } else if (keep_declared && existing.shape) {
+      inferred.shape = existing.shape;
+    }
+  }
+  if (inferred.has_element() && existing.has_element()) {
+    inferred.element[0] =
+        merge_types(existing.element[0], std::move(inferred.element[0]), keep_declared);
+  } else if (!inferred.has_element()) {
+    inferred.element = existing.element;
+  }
+  if (inferred.denotation.empty()) inferred.denotation = existing.denotation;
+  return inferred;
+}
+
+void collect_symbols(const ValueType& type, std::set<std::string>& symbols) {
+  if (type.shape) {
+    for (const Dim& dim : *type.shape) {
+      if (dim.is_symbolic()) symbols.insert(dim.param);
+    }
+  }
+  for (const ValueType& element : type.element) collect_symbols(element, symbols);
+}
+
+void collect_symbols(const Graph& graph, std::set<std::string>& symbols) {
+  for (const Value* input : graph.inputs()) collect_symbols(input->type(), symbols);
+  for (const Value* output : graph.outputs()) collect_symbols(output->type(), symbols);
+  for (const Node* node : graph.nodes()) {
+    for (const Value* output : node->outputs()) {
+      if (output) collect_symbols(output->type(), symbols);
+    }
+    for (const Graph* sub : node->subgraphs()) collect_symbols(*sub, symbols);
+  }
+}
+
+class Engine {
+ public:
+  Engine(Model& model, const OpRegistry& registry, const TypeInferenceOptions& options,
+         TypeInferenceReport& report)
+      : model_(model), registry_(registry), options_(options), report_(report) {
+    collect_symbols(model.graph(), symbols_);
+  }
+
+  void infer_graph(Graph& graph) {
+    for (Node* node : graph.topological_order()) infer_node(*node);
+  }
+
+  // Infers `graph` (a subgraph) with its inputs of `input_types` (kNone: as declared) and
+  // returns its outputs' types.
+  std::vector<ValueType> infer_subgraph(Graph& graph, std::span<const ValueType> input_types) {
+    for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
+      Value* input = graph.inputs()[i];
+      input->set_type(merge_types(input->type(), input_types[i], true));
+    }
+    infer_graph(graph);
+    std::vector<ValueType> outputs;
+    for (const Value* output : graph.outputs()) outputs.push_back(output->type());
+    return outputs;
+  }
+
+  // What is known of `value`'s type, or nullptr: its own, or an untyped initializer's tensor's.
+  const ValueType* type_of(const Value* value) {
+    if (!value) return nullptr;
+    if (value->type().kind != ValueType::Kind::kNone) return &value->type();
+    if (!value->has_initializer()) return nullptr;
+    auto it = initializer_types_.find(value);
+    if (it == initializer_types_.end()) {
+      std::vector<Dim> dims;
+      for (int64_t d : value->initializer().shape()) dims.push_back(Dim::known(d));
+      it = initializer_types_
+               .emplace(value, ValueType::tensor(value->initializer().dtype(), std::move(dims)))
+               .first;
+    }
+    return &it->second;
+  }
+
+  // The value of `value` known before running, or nullptr.
+  const Tensor* value_of(const Value* value) const {
+    if (!value) return nullptr;
+    if (auto it = folded_.find(value); it != folded_.end()) return &it->second;
+    if (value->has_initializer() && !value->graph()->is_input(value)) {
+      return &value->initializer();
+    }
+    return nullptr;
+  }
+
+  // `value` as a shape vector (known or symbolic elements), or nullptr.
+  const ShapeVector* vector_of(const Value* value) {
+    if (!value) return nullptr;
+    if (auto it = vectors_.find(value); it != vectors_.end()) {
+      return it->second ? &*it->second : nullptr;
+    }
+    std::optional<ShapeVector> vector;
+    if (const Tensor* tensor = value_of(value)) vector = ShapeVector::from_tensor(*tensor);
+    auto [it, inserted] = vectors_.emplace(value, std::move(vector));
+    return it->second ? &*it->second : nullptr;
+  }
+
+  // The mutable subgraph of `node` that `graph` is.
+  static Graph& subgraph_of(Node& node, const Graph& graph) {
+    for (Graph* sub : node.subgraphs()) {
+      if (sub == &graph) return *sub;
+    }
+    fail_at(node, "asked to infer a graph that is not one of the node's subgraphs");
+  }
+
+ private:
+  class RuleContext : public TypeInferenceContext {
+   public:
+    RuleContext(Engine& engine, Node& node, int64_t opset)
+        : engine_(engine), node_(node), opset_(opset), outputs_(node.outputs().size()) {}
+
+    const Node& node() const override { return node_; }
+    int64_t opset() const override { return opset_; }
+    const ValueType* input_type(size_t i) const override { return engine_.type_of(node_.input(i)); }
+    const Tensor* input_value(size_t i) const override { return engine_.value_of(node_.input(i)); }
+    std::vector<ValueType> infer_subgraph(const Graph& subgraph,
+                                          std::span<const ValueType> input_types) override {
+      return engine_.infer_subgraph(subgraph_of(node_, subgraph), input_types);
+    }
+    void set_output(size_t i, ValueType type) override {
+      if (has_output(i)) outputs_[i] = std::move(type);
+    }
+    std::vector<ValueType>& outputs() { return outputs_; }
+
+   private:
+    Engine& engine_;
+    Node& node_;
+    int64_t opset_;
+    std::vector<ValueType> outputs_;
+  };
+
+  class VectorContext : public ShapeVectorContext {
+   public:
+    VectorContext(Engine& engine, const Node& node, int64_t opset)
+        : ShapeVectorContext(node, opset), engine_(engine) {}
+    const ShapeVector* input(size_t index) const override {
+      return engine_.vector_of(node().input(index));
+    }
+
+   private:
+    Engine& engine_;
+  };
+
+  void infer_node(Node& node) {
+    const int64_t opset = model_.opset_version(node.domain());
+    const OpRegistration* registration = registry_.find(node.domain(), node.op_type(), opset);
+    const OpDefinition* definition = registration ? &registration->definition : nullptr;
+    std::optional<std::vector<ValueType>> outputs;
+    try {
+      if (options_.use_libonnx && libonnx_knows(node, opset, registration)) {
+        outputs = infer_with_libonnx(node, opset);
+        if (outputs) ++report_.by_libonnx;
+      }
+      if (!outputs && definition && definition->infer_types) {
+        RuleContext context(*this, node, opset);
+        definition->infer_types(context);
+        outputs = std::move(context.outputs());
+        ++report_.by_rule;
+      }
+    } catch (const Error& e) {
+      std::string message = e.what();
+      if (message.find(node.describe()) == std::string::npos) {
+        message = node.describe() + ": " + message;
+      }
+      if (options_.strict) fail("{}", message);
+      report_.warnings.push_back(std::move(message));
+      ++report_.unknown;
+      return;
+    }
+    if (!outputs) {
+      ++report_.unknown;
+      return;
+    }
+    Graph& graph = *node.graph();
+    for (size_t i = 0; i < node.outputs().size() && i < outputs->size(); ++i) {
+      if (Value* output = node.output(i)) record(graph, output, std::move((*outputs)[i]));
+    }
+    if (definition) fold(node, opset, *definition);
+  }
+
+  std::optional<std::vector<ValueType>> infer_with_libonnx(Node& node, int64_t opset) {
+    NodeInferenceInputs inputs;
+    std::vector<SymbolicShape> symbolic(node.inputs().size());
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const Value* input = node.input(i);
+      inputs.types.push_back(type_of(input));
+      inputs.values.push_back(value_of(input));
+      inputs.symbolic_values.push_back(nullptr);
+      const ShapeVector* vector = inputs.values.back() ? nullptr : vector_of(input);
+      if (vector && !vector->scalar) {
+        std::vector<Dim>& dims = symbolic[i].emplace();
+        for (const SymbolicInt& element : vector->elems) {
+          if (element.known)
+            dims.push_back(Dim::known(*element.known));
+          else if (const std::string* name = element.named_dim())
+            dims.push_back(Dim::symbol(*name));
+          else
+            dims.emplace_back();
+        }
+        inputs.symbolic_values.back() = &symbolic[i];
+      }
+    }
+    inputs.infer_subgraph = [&](const Graph& subgraph, std::span<const ValueType> types) {
+      return infer_subgraph(subgraph_of(node, subgraph), types);
+    };
+    return libonnx_infer_node(node, opset, inputs);
+  }
+
+  void record(Graph& graph, Value* value, ValueType inferred) {
+    if (inferred.kind == ValueType::Kind::kNone) return;
+    const bool declared = graph.is_input(value) || graph.is_output(value);
+    ValueType type = merge_types(value->type(), std::move(inferred), declared);
+    name_unknown_dims(type);
+    value->set_type(std::move(type));
+    if (!declared) graph.add_value_info(value);
+  }
+
+  void name_unknown_dims(ValueType& type) {
+    if (type.shape) {
+      for (Dim& dim : *type.shape) {
+        if (dim.is_known() || dim.is_symbolic()) continue;
+        std::string name;
+        do {
+          name = "unk__" + std::to_string(next_symbol_++);
+        } while (symbols_.count(name));
+        symbols_.insert(name);
+        dim.param = std::move(name);
+      }
+    }
+    for (ValueType& element : type.element) name_unknown_dims(element);
+  }
+
+  // Records what is known of `node`'s outputs' values: its shape-vector rule's result, or the
+  // output of a small deterministic node all of whose inputs are known.
+  void fold(Node& node, int64_t opset, const OpDefinition& definition) {
+    Value* output = node.output(0);
+    if (!output) return;
+    if (definition.shape_vector) {
+      VectorContext context(*this, node, opset);
+      std::optional<ShapeVector> vector;
+      try {
+        vector = definition.shape_vector(context);
+      } catch (const Error&) {
+        vector.reset();
+      }
+      if (vector && !vector->elems.empty() &&
+          numel_of(output->type()) == static_cast<int64_t>(vector->elems.size())) {
+        if (vector->all_known()) folded_.emplace(output, vector->to_tensor());
+        vectors_[output] = std::move(vector);
+        return;
+      }
+    }
+    if (!definition.traits.deterministic || !node.subgraphs().empty()) return;
+    const bool constant_node = node.domain().empty() && node.op_type() == "Constant";
+    std::vector<RuntimeValue> inputs;
+    inputs.reserve(node.inputs().size());
+    std::vector<const RuntimeValue*> input_ptrs;
+    for (const Value* input : node.inputs()) {
+      if (!input) {
+        input_ptrs.push_back(nullptr);
+        continue;
+      }
+      const Tensor* tensor = value_of(input);
+      if (!tensor || tensor->numel() > kMaxFoldedElements) return;
+      inputs.emplace_back(*tensor);
+      input_ptrs.push_back(&inputs.back());
+    }
+    for (const Value* out : node.outputs()) {
+      if (!out) continue;
+      const int64_t numel = numel_of(out->type());
+      if (numel < 0 || (!constant_node && numel > kMaxFoldedElements)) return;
+    }
+    std::vector<RuntimeValue> outputs(node.outputs().size());
+    std::vector<RuntimeValue*> output_ptrs;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
+    }
+    try {
+      KernelCreateContext create(node, opset, registry_);
+      std::unique_ptr<OpKernel> kernel = registry_.create_reference_kernel(create);
+      if (!kernel) return;
+      KernelContext run(node, input_ptrs, output_ptrs, nullptr, nullptr);
+      kernel->compute(run);
+    } catch (const std::exception&) {
+      return;  // the kernel's errors are the run's to report, not inference's
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (node.output(i) && outputs[i].is_tensor()) {
+        folded_.emplace(node.output(i), outputs[i].tensor());
+      }
+    }
+  }
+
+  Model& model_;
+  const OpRegistry& registry_;
+  const TypeInferenceOptions& options_;
+  TypeInferenceReport& report_;
+  std::unordered_map<const Value*, Tensor> folded_;
+  std::unordered_map<const Value*, ValueType> initializer_types_;
+  std::unordered_map<const Value*, std::optional<ShapeVector>> vectors_;
+  std::set<std::string> symbols_;
+  size_t next_symbol_ = 0;
+};
+
+}  // namespace
+
+Result<TypeInferenceReport> infer_types(Model& model, const OpRegistry& registry,
+                                        const TypeInferenceOptions& options) {
+  return capture([&] {
+    TypeInferenceReport report;
+    check_opsets_supported(model).throw_if_error();
+    if (options.use_libonnx && every_node_libonnx_knows(model.graph(), model, registry)) {
+      ShapeInferenceOptions libonnx_options;
+      libonnx_options.strict = options.strict;
+      Status inferred = infer_shapes(model, libonnx_options);
+      if (!inferred.ok()) {
+        if (options.strict) inferred.throw_if_error();
+        report.warnings.push_back(inferred.message());
+      }
+      report.by_libonnx = count_nodes(model.graph());
+      return report;
+    }
+    Engine engine(model, registry, options, report);
+    engine.infer_graph(model.graph());
+    return report;
+  });
+}
+
+}  // namespace onnxkit

@@ -1,0 +1,215 @@
+#include "passes/infer_types.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/value_type.h"
+#include "pass_test_util.h"
+#include "registry/builtin_registry.h"
+
+namespace onnxkit::testing {
+namespace {
+
+std::string type_of(const Value* value) {
+  return value_type_to_string(value->type());
+}
+
+bool listed_in_value_info(const Value* value) {
+  const auto& info = value->graph()->value_info();
+  return std::find(info.begin(), info.end(), value) != info.end();
+}
+
+// Dim 1 doubled: a rule libonnx cannot know.
+void infer_twice(TypeInferenceContext& context) {
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) return;
+  std::vector<Dim> out = *dims;
+  if (out.size() < 2) fail("Twice takes rank 2 or more, got rank {}", out.size());
+  out[1] = out[1].is_known() ? Dim::known(out[1].value * 2) : Dim{};
+  context.set_output(0, tensor_type(input_dtype(context, 0), out));
+}
+
+// Everything but the output's rank unknown (a rule that knows little).
+void infer_rank_only(TypeInferenceContext& context) {
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) return;
+  context.set_output(0, tensor_type(input_dtype(context, 0), std::vector<Dim>(dims->size())));
+}
+
+// The built-in registry plus "Relu" at opset 18 (a version libonnx 1.12 does not have, so a
+// model importing opset 18 has a node it cannot infer) If at 16 and com.test's "Twice".
+OpRegistry test_registry() {
+  OpRegistry registry = builtin_registry();
+  const OpRegistration* relu = registry.find("", "Relu", 14);
+  registry.add("", "Relu", 18, OpDefinition(relu->definition).with_types(infer_same_as_input));
+  // If registered at each of its versions, as the op helpers register ops.
+  registry.add("", "If", 16, registry.find("", "If", 1)->definition);
+  registry.add("com.test", "Twice", 1, OpDefinition(relu->definition).with_types(infer_twice));
+  return registry;
+}
+
+Model model_at(int64_t opset) {
+  Model model;
+  model.ir_version = 8;
+  model.opset_imports = {{"", opset}, {"com.test", 1}};
+  return model;
+}
+
+TEST(InferTypes, NodesLibonnxKnowsExactlyKeepItsInferenceTheRestUseRules) {
+  Model model = model_at(18);
+  GraphBuilder b(model);
+  Value* x = b.input("x", std::vector<Dim>{Dim::symbol("batch"), Dim::known(3)}, DType::kFloat);
+  Value* relu = b.op("Relu", {x});                      // registry 18 != libonnx 14: rule
+  Value* sum = b.op("Add", {relu, relu});               // Add-14 both: libonnx
+  Value* twice = b.op("Twice", {sum}, {}, "com.test");  // unknown to libonnx: rule
+  Value* mm = b.op("MatMul", {twice, b.constant(Tensor(DType::kFloat, {6, 4}))});
+  b.output(mm);
+  const OpRegistry registry = test_registry();
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_rule, 2u);
+  EXPECT_EQ(report.by_libonnx, 2u);
+  EXPECT_EQ(report.unknown, 0u);
+  EXPECT_TRUE(report.warnings.empty());
+  EXPECT_EQ(type_of(relu), "float[batch,3]");
+  EXPECT_EQ(type_of(sum), "float[batch,3]");
+  EXPECT_EQ(type_of(twice), "float[batch,6]");
+  EXPECT_EQ(type_of(mm), "float[batch,4]");
+  EXPECT_TRUE(listed_in_value_info(relu));
+  EXPECT_TRUE(listed_in_value_info(twice));
+  EXPECT_FALSE(listed_in_value_info(mm));  // a graph output
+}
+
+TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {2, 3});
+  Value* relu = b.op("Relu", {x});
+  Value* twice = b.op("Twice", {relu}, {}, "com.test");
+  b.output(twice);
+  const OpRegistry registry = test_registry();
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_libonnx, 2u);
+  EXPECT_EQ(report.by_rule, 0u);
+  EXPECT_EQ(type_of(relu), "float[2,3]");
+  // As before: libonnx leaves ops it does not know untyped.
+  EXPECT_EQ(twice->type().kind, ValueType::Kind::kNone);
+}
+
+TEST(InferTypes, WithoutLibonnxEveryNodeNeedsARule) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {2, 3});
+  Value* twice = b.op("Twice", {x}, {}, "com.test");
+  Value* relu = b.op("Relu", {twice});  // Relu-14 of the test registry has no rule
+  b.output(relu);
+  const OpRegistry registry = test_registry();
+  TypeInferenceOptions options;
+  options.use_libonnx = false;
+  TypeInferenceReport report = infer_types(model, registry, options).value();
+  EXPECT_EQ(report.by_rule, 1u);
+  EXPECT_EQ(report.unknown, 1u);
+  EXPECT_EQ(type_of(twice), "float[2,6]");
+}
+
+TEST(InferTypes, ConstantShapeComputationsReachLibonnxAsData) {
+  Model model = model_at(18);
+  GraphBuilder b(model);
+  Value* x = b.input("x", std::vector<Dim>{Dim::symbol("batch"), Dim::known(4)}, DType::kFloat);
+  Value* y = b.input("y", {2, 3});
+  Value* relu = b.op("Relu", {x});  // forces the walk
+  // A fully known target: Shape(y) -> Reshape to [2, 3] of a [3, 2] tensor.
+  Value* known = b.op("Reshape", {b.input("z", {3, 2}), b.op("Shape", {y})});
+  // A partly known one: Shape(relu) = [batch, 4] as libonnx's symbolic input.
+  Value* partly = b.op(
+      "Reshape", {b.input("w", std::vector<Dim>{Dim::symbol("batch"), Dim::known(2), Dim::known(2)},
+                          DType::kFloat),
+                  b.op("Shape", {relu})});
+  b.output(known);
+  b.output(partly);
+  const OpRegistry registry = test_registry();
+  infer_types(model, registry).value();
+  EXPECT_EQ(type_of(known), "float[2,3]");
+  EXPECT_EQ(type_of(partly), "float[batch,4]");
+}
+
+TEST(InferTypes, DeclaredOutputDimsAreNotReplacedWithLess) {
+  Model model = model_at(18);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {2, 3});
+  Node* node = b.node("Rank", {x}, {}, 1, "com.test");
+  const OpRegistry base = test_registry();
+  OpRegistry registry = base;
+  registry.add("com.test", "Rank", 1,
+               OpDefinition(base.find("", "Relu", 14)->definition).with_types(infer_rank_only));
+  Value* out = node->output(0);
+  out->set_type(ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(2), Dim::known(3)}));
+  b.output(out);
+  Value* inner = b.op("Rank", {x}, {}, "com.test");
+  b.output(b.op("Relu", {inner}));
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_rule, 3u);
+  EXPECT_EQ(type_of(out), "float[2,3]");
+  // Dims nothing knows get fresh names, as libonnx names them.
+  EXPECT_EQ(type_of(inner), "float[unk__0,unk__1]");
+}
+
+TEST(InferTypes, SubgraphsAreInferredThroughTheirOwnersRule) {
+  Model model = model_at(18);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {2, 3});
+  Value* cond = b.input("cond", std::vector<int64_t>{}, DType::kBool);
+  Node* if_node = b.node("If", {cond});
+  auto branch = [&](const std::string& op) {
+    auto graph = std::make_unique<Graph>(&b.graph());
+    Value* out = graph->add_node(op, {x}, {op + "_branch_out"})->output(0);
+    graph->add_output(out);
+    return graph;
+  };
+  Attribute then_branch;
+  then_branch.name = "then_branch";
+  then_branch.type = AttrType::kGraph;
+  then_branch.g = branch("Relu");
+  if_node->set_attribute(std::move(then_branch));
+  Attribute else_branch;
+  else_branch.name = "else_branch";
+  else_branch.type = AttrType::kGraph;
+  else_branch.g = branch("Relu");
+  if_node->set_attribute(std::move(else_branch));
+  b.output(if_node->output(0));
+  const OpRegistry registry = test_registry();
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_libonnx, 1u);  // If-16, through libonnx's GraphInferencer
+  EXPECT_EQ(report.by_rule, 2u);     // each branch's Relu-18
+  EXPECT_EQ(type_of(if_node->output(0)), "float[2,3]");
+}
+
+TEST(InferTypes, RuleErrorsNameTheNodeAndFailOnlyWhenStrict) {
+  Model model = model_at(18);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {5});
+  Value* twice = b.op("Twice", {b.op("Relu", {x})}, {}, "com.test");
+  b.output(twice);
+  const OpRegistry registry = test_registry();
+  TypeInferenceReport report = infer_types(model, registry).value();
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("Twice"), std::string::npos) << report.warnings[0];
+  EXPECT_NE(report.warnings[0].find("rank 1"), std::string::npos) << report.warnings[0];
+  EXPECT_EQ(report.unknown, 1u);
+  TypeInferenceOptions strict;
+  strict.strict = true;
+  auto failed = infer_types(model, registry, strict);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find("Twice"), std::string::npos) << failed.error();
+}
+
+TEST(InferTypes, OpsetsNewerThanOnnx123AreRefusedClearly) {
+  Model model = model_at(29);
+  GraphBuilder b(model);
+  b.output(b.op("Relu", {b.input("x", {2})}));
+  auto result = infer_types(model, builtin_registry());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().find("opset 29, newer than the 28"), std::string::npos)
+      << result.error();
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
