@@ -319,6 +319,24 @@ void register_activation_ops(OpRegistry& registry) {
                    .with_types(infer_same_as_input));
   registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>(), kElementwiseOp);
   registry.add("Clip", {6, 11, 12, 13}, kernel_factory<ClipKernel>(), kElementwiseOp);
+
+  // Type inference, every version.
+  // Every activation keeps its input's type (PRelu's slope broadcasts to X).
+  registry.set_type_rule("", "Relu", infer_same_as_input);
+  registry.set_type_rule("", "LeakyRelu", infer_same_as_input);
+  registry.set_type_rule("", "Elu", infer_same_as_input);
+  registry.set_type_rule("", "Selu", infer_same_as_input);
+  registry.set_type_rule("", "Celu", infer_same_as_input);
+  registry.set_type_rule("", "ThresholdedRelu", infer_same_as_input);
+  registry.set_type_rule("", "HardSigmoid", infer_same_as_input);
+  registry.set_type_rule("", "HardSwish", infer_same_as_input);
+  registry.set_type_rule("", "Sigmoid", infer_same_as_input);
+  registry.set_type_rule("", "Tanh", infer_same_as_input);
+  registry.set_type_rule("", "Softplus", infer_same_as_input);
+  registry.set_type_rule("", "Softsign", infer_same_as_input);
+  registry.set_type_rule("", "PRelu", infer_same_as_input);
+  registry.set_type_rule("", "Shrink", infer_same_as_input);
+  registry.set_type_rule("", "Clip", infer_same_as_input);
 }
 
 }  // namespace onnxkit

@@ -32,6 +32,8 @@ class AttentionLayout {
   AttentionView output_view(const std::array<int64_t, 4>& logical) const;
 
   bool k_transposed() const { return k_transposed_; }
+  // The perm of operand i (0-2: Q, K, V; 3: Y).
+  const std::array<int64_t, 4>& perm(size_t operand) const { return perms_.at(operand); }
 
  private:
   std::array<std::array<int64_t, 4>, 4> perms_{};  // q, k, v, y

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph_clone.h"
+#include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -178,6 +179,77 @@ void zero_channel_padding(float* data, const Shape& blocked, int64_t channels) {
   }
 }
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// Channels as blocks of kChannelBlock: ceil(channels / block).
+Dim channel_blocks(const Dim& channels) {
+  return map_dim(channels, [](int64_t c) { return (c + kChannelBlock - 1) / kChannelBlock; });
+}
+
+// ReorderToBlocked [N, C, H, W] -> [N, ceil(C / 16), H, W, 16]; ReorderFromBlocked back, C
+// from `channels` (default every lane).
+template <bool kToBlocked>
+void infer_reorder(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const size_t rank = kToBlocked ? 4 : 5;
+  if (x && x->size() != rank) fail("X has rank {}, needs {}", x->size(), rank);
+  const std::vector<Dim> dims = x ? *x : unknown_dims(rank);
+  if (kToBlocked) {
+    context.set_output(
+        0, tensor_type(dtype, std::vector<Dim>{dims[0], channel_blocks(dims[1]), dims[2], dims[3],
+                                               Dim::known(kChannelBlock)}));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const Dim channels =
+      attributes.has_attribute(kChannelsAttribute)
+          ? Dim::known(attributes.attr_int(kChannelsAttribute))
+          : map_dim(dims[1], [](int64_t blocks) { return blocks * kChannelBlock; });
+  context.set_output(0, tensor_type(dtype, std::vector<Dim>{dims[0], channels, dims[2], dims[3]}));
+}
+
+// The blocked ops: [N, blocks, H', W', 16], H' and W' those of the op they stand for
+// (BlockedConv: FusedConv, blocks from W's output channels; the pools: MaxPool at opset 12,
+// AveragePool at 11, the global pools 1 x 1).
+void infer_blocked(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::string& op = context.node().op_type();
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const bool conv = op == kBlockedConv;
+  if (x && x->size() != 5 && !(conv && x->size() == 4)) {
+    fail("X has rank {}, needs 5 (blocked){}", x->size(), conv ? " or 4" : "");
+  }
+  const std::vector<Dim> spatial_in = x ? std::vector<Dim>{(*x)[2], (*x)[3]} : unknown_dims(2);
+  std::vector<Dim> out{x ? (*x)[0] : Dim{}, x && x->size() == 5 ? (*x)[1] : Dim{}};
+  std::vector<Dim> spatial;
+  const KernelCreateContext attributes = attribute_reader(context);
+  if (conv) {
+    const ConvAttributes attrs(attributes);
+    const std::vector<Dim>* w = input_dims(context, 1);
+    if (w && w->size() != 4) fail("W has rank {}, needs 4", w->size());
+    out[1] = w ? channel_blocks((*w)[0]) : Dim{};
+    const std::vector<Dim> kernel = !attrs.kernel_shape.empty() ? known_dims(attrs.kernel_shape)
+                                    : w                         ? std::vector<Dim>{(*w)[2], (*w)[3]}
+                                                                : unknown_dims(2);
+    spatial = window_dims(attrs, spatial_in, kernel);
+  } else if (op == "BlockedMaxPool" || op == "BlockedAveragePool") {
+    const ConvAttributes attrs = ConvAttributes::pool(attributes, op == "BlockedMaxPool", true);
+    spatial = window_dims(attrs, spatial_in, known_dims(attrs.kernel_shape));
+  } else {
+    spatial = {Dim::known(1), Dim::known(1)};
+  }
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  out.push_back(Dim::known(kChannelBlock));
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+}  // namespace
+
 void register_blocked_ops(OpRegistry& registry) {
   const std::string domain(kOnnxkitDomain);
   registry.add(domain, std::string(kReorderToBlocked), 1, kernel_factory<ReorderKernel<true>>());
@@ -188,6 +260,11 @@ void register_blocked_ops(OpRegistry& registry) {
                    return std::make_unique<BlockedReferenceKernel>(context, standard);
                  });
   }
+
+  // Type inference, every version.
+  registry.set_type_rule(domain, kReorderToBlocked, infer_reorder<true>);
+  registry.set_type_rule(domain, kReorderFromBlocked, infer_reorder<false>);
+  for (const BlockedOp& op : kBlockedOps) registry.set_type_rule(domain, op.blocked, infer_blocked);
 }
 
 }  // namespace onnxkit

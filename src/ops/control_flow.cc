@@ -248,6 +248,165 @@ class ScanKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// The type a value has on either of two paths (If's branches): what both agree on; where
+// one path knows nothing, the other's kind and dtype without its shape.
+ValueType either_type(const ValueType& a, const ValueType& b) {
+  if (a.kind == ValueType::Kind::kNone || b.kind == ValueType::Kind::kNone) {
+    ValueType known = a.kind == ValueType::Kind::kNone ? b : a;
+    known.shape.reset();
+    known.element.clear();
+    return known;
+  }
+  return merge_types(a, b);
+}
+
+void infer_if(TypeInferenceContext& context) {
+  const KernelCreateContext attributes = attribute_reader(context);
+  const Graph* then_branch = attributes.attr_graph("then_branch");
+  const Graph* else_branch = attributes.attr_graph("else_branch");
+  if (!then_branch || !else_branch) fail("needs the graph attributes then_branch and else_branch");
+  const std::vector<ValueType> then_types = context.infer_subgraph(*then_branch, {});
+  const std::vector<ValueType> else_types = context.infer_subgraph(*else_branch, {});
+  if (then_types.size() != else_types.size()) {
+    fail("then_branch has {} outputs, else_branch {}", then_types.size(), else_types.size());
+  }
+  for (size_t i = 0; i < std::min(then_types.size(), context.num_outputs()); ++i) {
+    const ValueType type = either_type(then_types[i], else_types[i]);
+    if (type.kind != ValueType::Kind::kNone) context.set_output(i, type);
+  }
+}
+
+ValueType input_or_none(const TypeInferenceContext& context, size_t i) {
+  const ValueType* type = context.input_type(i);
+  return type ? *type : ValueType{};
+}
+
+// A scan output's type: the per-iteration type with the iterations' dim inserted at `axis`.
+ValueType stacked_type(const ValueType& item, const Dim& iterations, int64_t axis = 0) {
+  if (!item.is_tensor()) return item.kind == ValueType::Kind::kNone ? ValueType{} : item;
+  if (!item.shape) return tensor_type(item.elem_type);
+  std::vector<Dim> dims = *item.shape;
+  dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(rule_axis(axis, dims.size() + 1)),
+              iterations);
+  return tensor_type(item.elem_type, std::move(dims));
+}
+
+// Runs the body's inference with `fixed` inputs then the carried values' types, and again
+// with the carried types merged with what the body returns for them where they differ (a
+// carried value that grows); the carried outputs are the merged types.
+std::vector<ValueType> infer_carried_body(TypeInferenceContext& context, const Graph& body,
+                                          const std::vector<ValueType>& fixed_before,
+                                          std::vector<ValueType> carried,
+                                          const std::vector<ValueType>& fixed_after,
+                                          size_t carried_outputs_at) {
+  std::vector<ValueType> outputs;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<ValueType> inputs = fixed_before;
+    inputs.insert(inputs.end(), carried.begin(), carried.end());
+    inputs.insert(inputs.end(), fixed_after.begin(), fixed_after.end());
+    outputs = context.infer_subgraph(body, inputs);
+    bool changed = false;
+    for (size_t i = 0; i < carried.size(); ++i) {
+      const size_t out = carried_outputs_at + i;
+      // A carried value the loop gives a type of its own (an optional initial value the
+      // body returns as a sequence, an unknown one) takes the body's.
+      const ValueType& returned = out < outputs.size() ? outputs[out] : ValueType{};
+      const ValueType merged =
+          carried[i].kind == returned.kind || returned.kind == ValueType::Kind::kNone
+              ? merge_types(carried[i], returned)
+              : returned;
+      changed = changed || merged != carried[i];
+      carried[i] = merged;
+    }
+    if (!changed) break;
+  }
+  for (size_t i = 0; i < carried.size() && carried_outputs_at + i < outputs.size(); ++i) {
+    outputs[carried_outputs_at + i] = carried[i];
+  }
+  return outputs;
+}
+
+// Loop(M?, cond?, carried...): body(iteration int64, cond bool, carried...) -> (cond,
+// carried..., scan outputs...); the scan outputs stack an unknown number of iterations.
+void infer_loop(TypeInferenceContext& context) {
+  const Graph* body = attribute_reader(context).attr_graph("body");
+  if (!body) fail("required graph attribute 'body' is missing");
+  std::vector<ValueType> carried;
+  for (size_t i = 2; i < context.num_inputs(); ++i) carried.push_back(input_or_none(context, i));
+  const std::vector<ValueType> fixed{tensor_type(DType::kInt64, std::vector<Dim>{}),
+                                     tensor_type(DType::kBool, std::vector<Dim>{})};
+  const std::vector<ValueType> outputs = infer_carried_body(context, *body, fixed, carried, {}, 1);
+  for (size_t i = 0; i < context.num_outputs() && i + 1 < outputs.size(); ++i) {
+    const ValueType type =
+        i < carried.size() ? outputs[i + 1] : stacked_type(outputs[i + 1], Dim{});
+    if (type.kind != ValueType::Kind::kNone) context.set_output(i, type);
+  }
+}
+
+// Scan: from opset 9, N states then M scan inputs sliced along scan_input_axes; body(states,
+// slices) -> (states, outputs), the outputs stacked along scan_output_axes. Opset 8 has
+// sequence_lens first and a leading batch axis on every input and output, the scan axis 1.
+void infer_scan(TypeInferenceContext& context) {
+  const KernelCreateContext attributes = attribute_reader(context);
+  const Graph* body = attributes.attr_graph("body");
+  if (!body) fail("required graph attribute 'body' is missing");
+  const bool batched = context.opset() < 9;
+  const size_t leading = batched ? 1 : 0;
+  const auto scans = static_cast<size_t>(attributes.attr_int("num_scan_inputs"));
+  if (context.num_inputs() < leading + scans) {
+    fail("num_scan_inputs {} does not fit {} inputs", scans, context.num_inputs());
+  }
+  const size_t states = context.num_inputs() - leading - scans;
+  const std::vector<int64_t> input_axes =
+      batched ? std::vector<int64_t>(scans, 1)
+              : attributes.attr_ints("scan_input_axes", std::vector<int64_t>(scans, 0));
+  // Drops the batch axis (opset 8) from a type.
+  Dim batch;
+  const auto unbatched = [&](ValueType type) {
+    if (batched && type.is_tensor() && type.shape && !type.shape->empty()) {
+      if (!batch.is_known()) batch = type.shape->front();
+      type.shape->erase(type.shape->begin());
+    }
+    return type;
+  };
+  std::vector<ValueType> carried;
+  for (size_t i = 0; i < states; ++i)
+    carried.push_back(unbatched(input_or_none(context, leading + i)));
+  std::vector<ValueType> slices;
+  Dim iterations;
+  for (size_t j = 0; j < scans; ++j) {
+    const ValueType type = input_or_none(context, leading + states + j);
+    if (!type.is_tensor() || !type.shape) {
+      slices.push_back(type.is_tensor() ? tensor_type(type.elem_type) : ValueType{});
+      continue;
+    }
+    std::vector<Dim> dims = *type.shape;
+    const size_t axis = rule_axis(input_axes.at(j), dims.size(), "scan_input_axes");
+    if (batched && !batch.is_known()) batch = dims.front();
+    if (!iterations.is_known() && !iterations.is_symbolic()) iterations = dims[axis];
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
+    if (batched) dims.erase(dims.begin());
+    slices.push_back(tensor_type(type.elem_type, std::move(dims)));
+  }
+  const std::vector<ValueType> outputs = infer_carried_body(context, *body, {}, carried, slices, 0);
+  const size_t scan_outputs = outputs.size() > states ? outputs.size() - states : 0;
+  const std::vector<int64_t> output_axes =
+      batched ? std::vector<int64_t>(scan_outputs, 0)
+              : attributes.attr_ints("scan_output_axes", std::vector<int64_t>(scan_outputs, 0));
+  for (size_t i = 0; i < context.num_outputs() && i < outputs.size(); ++i) {
+    ValueType type =
+        i < states ? outputs[i] : stacked_type(outputs[i], iterations, output_axes.at(i - states));
+    if (batched) type = stacked_type(type, batch);
+    if (type.kind != ValueType::Kind::kNone) context.set_output(i, type);
+  }
+}
+
+}  // namespace
+
 void register_control_flow_ops(OpRegistry& registry) {
   // The later versions added value types (sequences and optionals in If and Loop from 11-16,
   // then bfloat16, float8, int4/uint4, float4 ... 19-25) that the kernels pass through
@@ -256,6 +415,11 @@ void register_control_flow_ops(OpRegistry& registry) {
   registry.add("If", {1, 11, 13, 16, 19, 21, 23, 24, 25}, kernel_factory<IfKernel>());
   registry.add("Loop", {1, 11, 13, 16, 19, 21, 23, 24, 25}, kernel_factory<LoopKernel>());
   registry.add("Scan", {8, 9, 11, 16, 19, 21, 23, 24, 25}, kernel_factory<ScanKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "If", infer_if);
+  registry.set_type_rule("", "Loop", infer_loop);
+  registry.set_type_rule("", "Scan", infer_scan);
 }
 
 }  // namespace onnxkit

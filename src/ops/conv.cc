@@ -660,6 +660,55 @@ void infer_causal_conv_with_state(TypeInferenceContext& context) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+void infer_conv(TypeInferenceContext& context) {
+  infer_conv_output(context, 0, 1, input_dtype(context, 0));
+}
+
+// ConvTranspose: [N, W's dim 1 x group, spatial...], the spatial dims output_shape's or
+// grown from X's by the strides (ConvTransposeAttributes::window).
+void infer_conv_transpose(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* w = input_dims(context, 1);
+  const size_t rank = x ? x->size() : w ? w->size() : 0;
+  if (rank == 0) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  if (rank < 3) fail("X must have rank >= 3 (N, C, spatial...), got rank {}", rank);
+  const KernelCreateContext attributes = attribute_reader(context);
+  const ConvAttributes conv(attributes);
+  const ConvTransposeAttributes transpose(attributes);
+  const size_t spatial = rank - 2;
+  if (const std::string error = transpose.shape_error(spatial); !error.empty()) fail("{}", error);
+  std::vector<Dim> out{x ? (*x)[0] : Dim{},
+                       w && w->size() == rank
+                           ? map_dim((*w)[1], [&](int64_t value) { return value * conv.group; })
+                           : Dim{}};
+  for (size_t d = 0; d < spatial; ++d) {
+    Dim kernel = !conv.kernel_shape.empty() ? Dim::known(conv.kernel_shape.at(d))
+                 : w && w->size() == rank   ? (*w)[d + 2]
+                                            : Dim{};
+    if (!transpose.output_shape.empty()) {
+      out.push_back(
+          Dim::known(transpose.output_shape[transpose.output_shape.size() - spatial + d]));
+    } else if (x && (*x)[d + 2].is_known() && kernel.is_known()) {
+      out.push_back(
+          Dim::known(transpose.window(conv, d, spatial, (*x)[d + 2].value, kernel.value).out));
+    } else {
+      out.emplace_back();
+    }
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+}  // namespace
+
 void register_conv_ops(OpRegistry& registry) {
   registry.add("Conv", {1, 11, 22}, kernel_factory<ConvKernel>());
   registry.add("ConvTranspose", {1, 11, 22}, kernel_factory<ConvTransposeKernel>());
@@ -670,6 +719,10 @@ void register_conv_ops(OpRegistry& registry) {
                    .with_types(infer_causal_conv_with_state));
   registry.add("DeformConv", {19, 22},
                OpDefinition(kernel_factory<DeformConvKernel>()).with_types(infer_deform_conv));
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Conv", infer_conv);
+  registry.set_type_rule("", "ConvTranspose", infer_conv_transpose);
 }
 
 }  // namespace onnxkit

@@ -257,4 +257,41 @@ ConvGeometry conv_transpose_geometry(const KernelContext& context, const ConvAtt
   return g;
 }
 
+std::vector<Dim> window_dims(const ConvAttributes& attrs, std::span<const Dim> in,
+                             std::span<const Dim> kernel) {
+  std::vector<Dim> out(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d].is_known() && d < kernel.size() && kernel[d].is_known()) {
+      out[d] = Dim::known(attrs.window(d, in[d].value, kernel[d].value).out);
+    }
+  }
+  return out;
+}
+
+void infer_conv_output(TypeInferenceContext& context, size_t x, size_t w, DType dtype) {
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x_dims = input_dims(context, x);
+  const std::vector<Dim>* w_dims = input_dims(context, w);
+  const KernelCreateContext attributes = attribute_reader(context);
+  const ConvAttributes attrs(attributes);
+  const size_t rank = x_dims ? x_dims->size() : w_dims ? w_dims->size() : 0;
+  if (rank == 0) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  if (rank < 3) fail("X must have rank >= 3 (N, C, spatial...), got rank {}", rank);
+  if (w_dims && w_dims->size() != rank) {
+    fail("W has rank {} but X has rank {}", w_dims->size(), rank);
+  }
+  std::vector<Dim> kernel =
+      attrs.kernel_shape.empty()
+          ? (w_dims ? std::vector<Dim>(w_dims->begin() + 2, w_dims->end()) : unknown_dims(rank - 2))
+          : known_dims(attrs.kernel_shape);
+  std::vector<Dim> out{x_dims ? (*x_dims)[0] : Dim{}, w_dims ? (*w_dims)[0] : Dim{}};
+  const std::vector<Dim> spatial =
+      x_dims ? window_dims(attrs, std::span(*x_dims).subspan(2), kernel) : unknown_dims(rank - 2);
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
 }  // namespace onnxkit

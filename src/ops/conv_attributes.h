@@ -10,6 +10,7 @@
 
 #include "onnxkit/tensor.h"
 #include "ops/kernel.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 
@@ -112,5 +113,16 @@ ConvGeometry conv_geometry(const KernelContext& context, const ConvAttributes& a
 ConvGeometry conv_transpose_geometry(const KernelContext& context, const ConvAttributes& attrs,
                                      const ConvTransposeAttributes& transpose, const Shape& x,
                                      const Shape& w);
+
+// Type inference (ops/type_inference.h).
+
+// The output dims of the spatial axes of a convolution or pool over `in` with a kernel of
+// `kernel` taps (ConvAttributes::window): unknown where the input dim or the kernel is.
+std::vector<Dim> window_dims(const ConvAttributes& attrs, std::span<const Dim> in,
+                             std::span<const Dim> kernel);
+// A convolution's output (Conv, ConvInteger, QLinearConv, FusedConv): [N, M, spatial...] of
+// `dtype` for X input `x` and W input `w`, M being W's first dim, the kernel W's spatial
+// dims unless kernel_shape gives it.
+void infer_conv_output(TypeInferenceContext& context, size_t x, size_t w, DType dtype);
 
 }  // namespace onnxkit

@@ -657,6 +657,60 @@ std::optional<ShapeVector> extremum_shape_vector(const ShapeVectorContext& conte
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// Before opset 7 the binary ops broadcast only B to A (with the `broadcast` attribute) or
+// took equal shapes: the output has A's shape.
+void infer_arithmetic(TypeInferenceContext& context) {
+  if (context.opset() < 7) {
+    infer_same_as_input(context);
+  } else {
+    infer_broadcast(context);
+  }
+}
+
+void infer_logic(TypeInferenceContext& context) {
+  if (context.opset() >= 7) {
+    infer_broadcast_bool(context);
+    return;
+  }
+  const ValueType* type = context.input_type(0);
+  if (type && type->is_tensor()) context.set_output(0, tensor_type(DType::kBool, type->shape));
+}
+
+// Where(condition, X, Y): the three broadcast; the values' dtype.
+void infer_where(TypeInferenceContext& context) {
+  DType dtype = input_dtype(context, 1);
+  if (dtype == DType::kUndefined) dtype = input_dtype(context, 2);
+  if (dtype == DType::kUndefined) return;
+  std::vector<SymbolicShape> shapes;
+  for (size_t i = 0; i < 3; ++i) {
+    const ValueType* type = context.input_type(i);
+    shapes.push_back(type && type->is_tensor() ? type->shape : std::nullopt);
+  }
+  context.set_output(0, tensor_type(dtype, broadcast_shapes(shapes)));
+}
+
+// Min, Max, Sum, Mean broadcast from opset 8; before, every input has one shape.
+void infer_variadic(TypeInferenceContext& context) {
+  if (context.opset() >= 8) {
+    infer_broadcast(context);
+    return;
+  }
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    const ValueType* type = context.input_type(i);
+    if (type && type->is_tensor() && type->shape) {
+      context.set_output(0, *type);
+      return;
+    }
+  }
+  infer_same_as_input(context);
+}
+
+}  // namespace
+
 void register_elementwise_binary_ops(OpRegistry& registry) {
   registry.add("Add", {1, 6, 7, 13, 14}, kernel_factory<ArithmeticKernel<Arithmetic::kAdd>>(),
                kCommutativeZeroKeepingBroadcastingOp, arithmetic_shape_vector<'+'>);
@@ -710,6 +764,28 @@ void register_elementwise_binary_ops(OpRegistry& registry) {
                kCommutativeZeroKeepingBroadcastingOp);
   registry.add("Mean", {1, 6, 8, 13}, kernel_factory<VariadicKernel<Variadic::kMean>>(),
                kCommutativeZeroKeepingBroadcastingOp);
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Add", infer_arithmetic);
+  registry.set_type_rule("", "Sub", infer_arithmetic);
+  registry.set_type_rule("", "Mul", infer_arithmetic);
+  registry.set_type_rule("", "Div", infer_arithmetic);
+  registry.set_type_rule("", "Pow", infer_arithmetic);
+  registry.set_type_rule("", "Mod", infer_broadcast);
+  registry.set_type_rule("", "BitShift", infer_broadcast);
+  registry.set_type_rule("", "And", infer_logic);
+  registry.set_type_rule("", "Or", infer_logic);
+  registry.set_type_rule("", "Xor", infer_logic);
+  registry.set_type_rule("", "Equal", infer_logic);
+  registry.set_type_rule("", "Less", infer_logic);
+  registry.set_type_rule("", "Greater", infer_logic);
+  registry.set_type_rule("", "LessOrEqual", infer_broadcast_bool);
+  registry.set_type_rule("", "GreaterOrEqual", infer_broadcast_bool);
+  registry.set_type_rule("", "Where", infer_where);
+  registry.set_type_rule("", "Min", infer_variadic);
+  registry.set_type_rule("", "Max", infer_variadic);
+  registry.set_type_rule("", "Sum", infer_variadic);
+  registry.set_type_rule("", "Mean", infer_variadic);
 }
 
 }  // namespace onnxkit

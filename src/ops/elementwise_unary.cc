@@ -213,6 +213,18 @@ class BitwiseNotKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// IsNaN, IsInf: a bool of the input's shape.
+void infer_same_shape_bool(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (type && type->is_tensor()) context.set_output(0, tensor_type(DType::kBool, type->shape));
+}
+
+}  // namespace
+
 void register_elementwise_unary_ops(OpRegistry& registry) {
   // Opset 6 dropped `consumed_inputs`; 13 added bfloat16 and 22 (trigonometry, Round) float8
   // and bfloat16 to the rest: every registration accepts the types the kernels dispatch on.
@@ -262,6 +274,33 @@ void register_elementwise_unary_ops(OpRegistry& registry) {
                OpDefinition(kernel_factory<BitwiseNotKernel>(), kElementwiseOp)
                    .with_types(infer_same_as_input));
   registry.add("Not", {1}, kernel_factory<NotKernel>(), kElementwiseOp);
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Neg", infer_same_as_input);
+  registry.set_type_rule("", "Abs", infer_same_as_input);
+  registry.set_type_rule("", "Sign", infer_same_as_input);
+  registry.set_type_rule("", "Sqrt", infer_same_as_input);
+  registry.set_type_rule("", "Reciprocal", infer_same_as_input);
+  registry.set_type_rule("", "Exp", infer_same_as_input);
+  registry.set_type_rule("", "Log", infer_same_as_input);
+  registry.set_type_rule("", "Erf", infer_same_as_input);
+  registry.set_type_rule("", "Sin", infer_same_as_input);
+  registry.set_type_rule("", "Cos", infer_same_as_input);
+  registry.set_type_rule("", "Tan", infer_same_as_input);
+  registry.set_type_rule("", "Asin", infer_same_as_input);
+  registry.set_type_rule("", "Acos", infer_same_as_input);
+  registry.set_type_rule("", "Atan", infer_same_as_input);
+  registry.set_type_rule("", "Sinh", infer_same_as_input);
+  registry.set_type_rule("", "Cosh", infer_same_as_input);
+  registry.set_type_rule("", "Asinh", infer_same_as_input);
+  registry.set_type_rule("", "Acosh", infer_same_as_input);
+  registry.set_type_rule("", "Atanh", infer_same_as_input);
+  registry.set_type_rule("", "Floor", infer_same_as_input);
+  registry.set_type_rule("", "Ceil", infer_same_as_input);
+  registry.set_type_rule("", "Round", infer_same_as_input);
+  registry.set_type_rule("", "Not", infer_same_as_input);
+  registry.set_type_rule("", "IsNaN", infer_same_shape_bool);
+  registry.set_type_rule("", "IsInf", infer_same_shape_bool);
 }
 
 }  // namespace onnxkit

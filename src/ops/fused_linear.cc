@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "ops/conv_attributes.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 #include "ops/matmul_shape.h"
@@ -166,10 +167,41 @@ class FusedMatMulKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// FusedConv: Conv's output.
+void infer_fused_conv(TypeInferenceContext& context) {
+  infer_conv_output(context, 0, 1, input_dtype(context, 0));
+}
+
+// FusedMatMul: MatMul's output with trans_a / trans_b.
+void infer_fused_matmul(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* a = input_dims(context, 0);
+  const std::vector<Dim>* b = input_dims(context, 1);
+  if (!a || !b) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  context.set_output(0,
+                     tensor_type(dtype, matmul_dims(*a, *b, attributes.attr_int("trans_a", 0) != 0,
+                                                    attributes.attr_int("trans_b", 0) != 0)));
+}
+
+}  // namespace
+
 void register_fused_linear_ops(OpRegistry& registry) {
   const std::string domain(kOnnxkitDomain);
   registry.add(domain, "FusedConv", 1, kernel_factory<FusedConvKernel>());
   registry.add(domain, "FusedMatMul", 1, kernel_factory<FusedMatMulKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule(domain, "FusedConv", infer_fused_conv);
+  registry.set_type_rule(domain, "FusedMatMul", infer_fused_matmul);
 }
 
 }  // namespace onnxkit

@@ -310,6 +310,40 @@ class AttentionKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// SkipLayerNormalization: Y and Sum like X.
+void infer_skip_layer_normalization(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type) return;
+  context.set_output(0, *type);
+  context.set_output(1, *type);
+}
+
+// Attention: Y [B, H, Sq, Dv] (B, H, Sq from Q, Dv from V, each read through its perm) stored
+// through y_perm.
+void infer_attention(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const AttentionLayout layout(attribute_reader(context));
+  std::array<Dim, 4> logical;
+  const auto logical_dim = [&](size_t input, size_t d) {
+    const std::vector<Dim>* stored = input_dims(context, input);
+    if (!stored) return Dim{};
+    if (stored->size() != 4) fail("input {} has rank {}; it needs rank 4", input, stored->size());
+    return (*stored)[static_cast<size_t>(layout.perm(input)[d])];
+  };
+  for (size_t d = 0; d < 3; ++d) logical[d] = logical_dim(0, d);
+  logical[3] = logical_dim(2, 3);
+  std::vector<Dim> out(4);
+  for (size_t j = 0; j < 4; ++j) out[j] = logical[static_cast<size_t>(layout.perm(3)[j])];
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+}  // namespace
+
 void register_fused_transformer_ops(OpRegistry& registry) {
   const std::string domain(kOnnxkitDomain);
   registry.add(domain, "LayerNormalization", 1, kernel_factory<LayerNormalizationKernel>());
@@ -317,6 +351,13 @@ void register_fused_transformer_ops(OpRegistry& registry) {
   registry.add(domain, "Gelu", 1, kernel_factory<GeluKernel>());
   registry.add(domain, "BiasSoftmax", 1, kernel_factory<BiasSoftmaxKernel>());
   registry.add(domain, "Attention", 1, kernel_factory<AttentionKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule(domain, "LayerNormalization", infer_same_as_input);
+  registry.set_type_rule(domain, "SkipLayerNormalization", infer_skip_layer_normalization);
+  registry.set_type_rule(domain, "Gelu", infer_same_as_input);
+  registry.set_type_rule(domain, "BiasSoftmax", infer_same_as_input);
+  registry.set_type_rule(domain, "Attention", infer_attention);
 }
 
 }  // namespace onnxkit

@@ -180,6 +180,32 @@ void scatter_blocks(const KernelContext& context, Reduction reduction,
 // ---------------------------------------------------------------------------------------
 // Slice
 
+// Where Slice reads along one axis of `dim` elements: the first index and how many, with
+// start and end counted from the back when negative and clamped as ONNX defines.
+struct SliceAxis {
+  int64_t first = 0, count = 0;
+};
+
+SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  int64_t count = 0;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    if (end > start) count = (end - start - 1) / step + 1;
+  } else if (dim > 0) {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    // |step| as unsigned: -INT64_MIN does not fit an int64.
+    const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(step);
+    if (start > end) {
+      count = static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / magnitude) + 1;
+    }
+  }
+  return {count > 0 ? start : 0, count};
+}
+
 class SliceKernel : public OpKernel {
  public:
   explicit SliceKernel(const KernelCreateContext& context) : from_inputs_(context.opset() >= 10) {
@@ -233,26 +259,9 @@ class SliceKernel : public OpKernel {
       seen[axis] = true;
       const int64_t step = steps ? (*steps)[i] : 1;
       if (step == 0) context.fail("step for axis {} is 0", axis);
-      const int64_t dim = in_shape[axis];
-      int64_t start = starts[i];
-      int64_t end = ends[i];
-      if (start < 0) start += dim;
-      if (end < 0) end += dim;
-      int64_t count = 0;
-      if (step > 0) {
-        start = std::clamp<int64_t>(start, 0, dim);
-        end = std::clamp<int64_t>(end, 0, dim);
-        if (end > start) count = (end - start - 1) / step + 1;
-      } else if (dim > 0) {
-        start = std::clamp<int64_t>(start, 0, dim - 1);
-        end = std::clamp<int64_t>(end, -1, dim - 1);
-        // |step| as unsigned: -INT64_MIN does not fit an int64.
-        const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(step);
-        if (start > end)
-          count = static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / magnitude) + 1;
-      }
-      out_shape[axis] = count;
-      first[axis] = count > 0 ? start : 0;
+      const SliceAxis window = slice_axis(in_shape[axis], starts[i], ends[i], step);
+      out_shape[axis] = window.count;
+      first[axis] = window.first;
       step_of[axis] = step;
     }
 
@@ -1040,6 +1049,197 @@ class UniqueKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// Slice: starts/ends/axes attributes before opset 10, inputs (with steps) from 10. An axis
+// whose window is unknown (unknown dim or bounds) gets an unknown dim; an axis read whole
+// keeps its dim, named or not.
+void infer_slice(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = dims->size();
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+  if (context.opset() < 10) {
+    const KernelCreateContext attributes = attribute_reader(context);
+    starts = attributes.attr_ints("starts");
+    ends = attributes.attr_ints("ends");
+    if (attributes.has_attribute("axes")) axes = attributes.attr_ints("axes");
+  } else {
+    starts = input_ints(context, 1);
+    ends = input_ints(context, 2);
+    if (context.has_input(3)) axes = input_ints(context, 3);
+    if (context.has_input(4)) steps = input_ints(context, 4);
+  }
+  std::vector<Dim> out = *dims;
+  const bool axes_known = !context.has_input(3) || axes;
+  if (!axes_known || (!axes && !starts)) {
+    // Which axes are sliced is unknown: every dim may change.
+    context.set_output(0, tensor_type(dtype, unknown_dims(rank)));
+    return;
+  }
+  const size_t n = axes ? axes->size() : starts->size();
+  const bool bounds_known = starts && ends && (!context.has_input(4) || steps) &&
+                            starts->size() == n && ends->size() == n;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t axis = rule_axis(axes ? (*axes)[i] : static_cast<int64_t>(i), rank, "axes");
+    if (!bounds_known) {
+      out[axis] = Dim{};
+      continue;
+    }
+    const int64_t step = steps ? (*steps)[i] : 1;
+    if (step == 0) fail("step for axis {} is 0", axis);
+    const Dim& dim = (*dims)[axis];
+    const int64_t start = (*starts)[i], end = (*ends)[i];
+    if (dim.is_known()) {
+      out[axis] = Dim::known(slice_axis(dim.value, start, end, step).count);
+    } else if (!(step == 1 && start == 0 && end >= std::numeric_limits<int32_t>::max())) {
+      out[axis] = Dim{};
+    }
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Gather: data's dims with `axis` replaced by the indices' dims.
+void infer_gather(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* data = input_dims(context, 0);
+  const std::vector<Dim>* indices = input_dims(context, 1);
+  if (!data || !indices) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t axis = rule_axis(attribute_reader(context).attr_int("axis", 0), data->size());
+  std::vector<Dim> out(data->begin(), data->begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices->begin(), indices->end());
+  out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(axis) + 1, data->end());
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// GatherElements: data's dtype, the indices' shape.
+void infer_gather_elements(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const ValueType* indices = context.input_type(1);
+  context.set_output(0, tensor_type(dtype, indices ? indices->shape : std::nullopt));
+}
+
+// GatherND: indices' dims but the last, then data's dims after batch_dims + the last
+// indices dim.
+void infer_gather_nd(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* data = input_dims(context, 0);
+  const std::vector<Dim>* indices = input_dims(context, 1);
+  if (!data || !indices || indices->empty() || !indices->back().is_known()) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const auto batch_dims = static_cast<size_t>(attribute_reader(context).attr_int("batch_dims", 0));
+  const auto last = static_cast<size_t>(indices->back().value);
+  if (batch_dims + last > data->size()) {
+    fail("indices' last dim {} with batch_dims {} exceeds the data rank {}", last, batch_dims,
+         data->size());
+  }
+  std::vector<Dim> out(indices->begin(), indices->end() - 1);
+  out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(batch_dims + last),
+             data->end());
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// NonZero: int64 [rank, count], the count known only when running.
+void infer_non_zero(TypeInferenceContext& context) {
+  if (!context.input_type(0)) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  context.set_output(
+      0, tensor_type(DType::kInt64,
+                     std::vector<Dim>{dims ? Dim::known(static_cast<int64_t>(dims->size())) : Dim{},
+                                      Dim{}}));
+}
+
+// OneHot: the indices' dims with depth inserted at `axis`, of the values' dtype.
+void infer_one_hot(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 2);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* indices = input_dims(context, 0);
+  if (!indices) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = indices->size() + 1;
+  const size_t axis = rule_axis(attribute_reader(context).attr_int("axis", -1), rank);
+  Dim depth;
+  if (const std::optional<double> value = input_scalar(context, 1)) {
+    depth = Dim::known(static_cast<int64_t>(*value));
+  }
+  std::vector<Dim> out = *indices;
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// EyeLike: the input's shape, of `dtype` (the input's when absent).
+void infer_eye_like(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const DType dtype = attributes.has_attribute("dtype")
+                          ? static_cast<DType>(attributes.attr_int("dtype"))
+                          : type->elem_type;
+  context.set_output(0, tensor_type(dtype, type->shape));
+}
+
+// Compress: with `axis`, that dim becomes unknown; without, the output is 1-D.
+void infer_compress(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  if (!attributes.has_attribute("axis")) {
+    context.set_output(0, tensor_type(dtype, unknown_dims(1)));
+    return;
+  }
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::vector<Dim> out = *dims;
+  out[rule_axis(attributes.attr_int("axis"), dims->size())] = Dim{};
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Unique: Y flat (no axis) or X's shape with `axis` unknown; indices and counts 1-D of the
+// unique count; inverse_indices one per element of X (per slice along `axis`).
+void infer_unique(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  SymbolicShape y;
+  Dim inverse;
+  if (!attributes.has_attribute("axis")) {
+    y = unknown_dims(1);
+    if (dims) inverse = dims_product(*dims);
+  } else if (dims) {
+    const size_t axis = rule_axis(attributes.attr_int("axis"), dims->size());
+    y = *dims;
+    (*y)[axis] = Dim{};
+    inverse = (*dims)[axis];
+  }
+  context.set_output(0, tensor_type(dtype, y));
+  context.set_output(1, tensor_type(DType::kInt64, unknown_dims(1)));
+  context.set_output(2, tensor_type(DType::kInt64, std::vector<Dim>{inverse}));
+  context.set_output(3, tensor_type(DType::kInt64, unknown_dims(1)));
+}
+
+}  // namespace
+
 void register_indexing_ops(OpRegistry& registry) {
   registry.add("Slice", {1, 10, 11, 13}, kernel_factory<SliceKernel>(), {}, slice_shape_vector);
   registry.add("Gather", {1, 11, 13}, kernel_factory<GatherKernel>(), {}, gather_shape_vector);
@@ -1056,6 +1256,21 @@ void register_indexing_ops(OpRegistry& registry) {
   registry.add("EyeLike", {9, 22}, kernel_factory<EyeLikeKernel>());
   registry.add("Compress", {9, 11, 28}, kernel_factory<CompressKernel>());
   registry.add("Unique", {11, 28}, kernel_factory<UniqueKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Slice", infer_slice);
+  registry.set_type_rule("", "Gather", infer_gather);
+  registry.set_type_rule("", "GatherElements", infer_gather_elements);
+  registry.set_type_rule("", "GatherND", infer_gather_nd);
+  registry.set_type_rule("", "Scatter", infer_same_as_input);
+  registry.set_type_rule("", "ScatterElements", infer_same_as_input);
+  registry.set_type_rule("", "ScatterND", infer_same_as_input);
+  registry.set_type_rule("", "NonZero", infer_non_zero);
+  registry.set_type_rule("", "OneHot", infer_one_hot);
+  registry.set_type_rule("", "Trilu", infer_same_as_input);
+  registry.set_type_rule("", "EyeLike", infer_eye_like);
+  registry.set_type_rule("", "Compress", infer_compress);
+  registry.set_type_rule("", "Unique", infer_unique);
 }
 
 }  // namespace onnxkit

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -281,6 +282,25 @@ class EinsumKernel : public OpKernel {
     }
   }
 
+  // The parsed equation (the type inference reads it too).
+  const std::vector<EinsumTerm>& terms() const { return terms_; }
+  const EinsumTerm& output() const { return output_; }
+
+  // One label per dim of a term whose operand has `own` ellipsis dims, `ellipsis_rank` the
+  // most any operand has (ellipsis dims are right-aligned).
+  static std::vector<int> expand_term(const EinsumTerm& term, int64_t own, int64_t ellipsis_rank) {
+    std::vector<int> labels;
+    for (size_t j = 0; j <= term.labels.size(); ++j) {
+      if (static_cast<int>(j) == term.ellipsis_at) {
+        for (int64_t e = ellipsis_rank - own; e < ellipsis_rank; ++e) {
+          labels.push_back(kLetterLabels + static_cast<int>(e));
+        }
+      }
+      if (j < term.labels.size()) labels.push_back(term.labels[j]);
+    }
+    return labels;
+  }
+
   void compute(KernelContext& context) const override {
     if (context.num_inputs() != terms_.size()) {
       context.fail("equation has {} input terms but the node has {} inputs", terms_.size(),
@@ -356,19 +376,6 @@ class EinsumKernel : public OpKernel {
   }
 
   // One label per dim: `own` ellipsis dims take the last `own` of `ellipsis_rank` ids.
-  static std::vector<int> expand_term(const EinsumTerm& term, int64_t own, int64_t ellipsis_rank) {
-    std::vector<int> labels;
-    for (size_t j = 0; j <= term.labels.size(); ++j) {
-      if (static_cast<int>(j) == term.ellipsis_at) {
-        for (int64_t e = ellipsis_rank - own; e < ellipsis_rank; ++e) {
-          labels.push_back(kLetterLabels + static_cast<int>(e));
-        }
-      }
-      if (j < term.labels.size()) labels.push_back(term.labels[j]);
-    }
-    return labels;
-  }
-
   static std::string describe_label(int label) {
     if (label < kLetterLabels) return std::string(1, label_char(label));
     return "...#" + std::to_string(label - kLetterLabels);
@@ -602,12 +609,118 @@ class DetKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// MatMul: numpy matmul's dims (matmul_dims).
+void infer_matmul(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* a = input_dims(context, 0);
+  const std::vector<Dim>* b = input_dims(context, 1);
+  context.set_output(
+      0, tensor_type(dtype, a && b ? SymbolicShape(matmul_dims(*a, *b)) : std::nullopt));
+}
+
+// Gemm: [M, N] of op(A) and op(B).
+void infer_gemm(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* a = input_dims(context, 0);
+  const std::vector<Dim>* b = input_dims(context, 1);
+  const KernelCreateContext attributes = attribute_reader(context);
+  const bool trans_a = attributes.attr_int("transA", 0) != 0;
+  const bool trans_b = attributes.attr_int("transB", 0) != 0;
+  std::vector<Dim> out(2);
+  if (a) {
+    if (a->size() != 2) fail("A must have rank 2, got {}", a->size());
+    out[0] = (*a)[trans_a ? 1 : 0];
+  }
+  if (b) {
+    if (b->size() != 2) fail("B must have rank 2, got {}", b->size());
+    out[1] = (*b)[trans_b ? 0 : 1];
+  }
+  if (a && b) out = matmul_dims(*a, *b, trans_a, trans_b);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Einsum: each output label's size from the inputs (a 1 broadcasts), ellipsis dims
+// right-aligned across the inputs, as the kernel lays them out (EinsumKernel::expand_term).
+void infer_einsum(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const EinsumKernel equation(attribute_reader(context));
+  const std::vector<EinsumTerm>& terms = equation.terms();
+  if (terms.size() != context.num_inputs()) {
+    fail("equation has {} input terms but the node has {} inputs", terms.size(),
+         context.num_inputs());
+  }
+  int64_t ellipsis_rank = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::vector<Dim>* dims = input_dims(context, i);
+    if (!dims) {
+      if (terms[i].ellipsis_at >= 0) {
+        context.set_output(0, tensor_type(dtype));
+        return;
+      }
+      continue;
+    }
+    const auto rank = static_cast<int64_t>(dims->size());
+    const auto letters = static_cast<int64_t>(terms[i].labels.size());
+    if (terms[i].ellipsis_at < 0 ? rank != letters : rank < letters) {
+      fail("input {} has rank {} but its term names {} dimensions", i, rank, letters);
+    }
+    ellipsis_rank = std::max(ellipsis_rank, rank - letters);
+  }
+  // Per label: its size where some input gives one other than 1, 1 where all give 1.
+  std::map<int, std::vector<Dim>> sizes;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::vector<Dim>* dims = input_dims(context, i);
+    if (!dims) {
+      for (int label : terms[i].labels) sizes[label].emplace_back();
+      continue;
+    }
+    const auto own = static_cast<int64_t>(dims->size() - terms[i].labels.size());
+    const std::vector<int> labels = EinsumKernel::expand_term(terms[i], own, ellipsis_rank);
+    for (size_t d = 0; d < labels.size(); ++d) sizes[labels[d]].push_back((*dims)[d]);
+  }
+  std::vector<Dim> out;
+  for (int label : EinsumKernel::expand_term(equation.output(), ellipsis_rank, ellipsis_rank)) {
+    std::vector<SymbolicShape> each;
+    for (const Dim& dim : sizes[label]) each.push_back(std::vector<Dim>{dim});
+    out.push_back(each.empty() ? Dim::known(1) : (*broadcast_shapes(each))[0]);
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Det: the batch dims, without the square matrices' two.
+void infer_det(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  if (dims->size() < 2) fail("input must have rank >= 2, got {}", dims->size());
+  context.set_output(0, tensor_type(dtype, std::vector<Dim>(dims->begin(), dims->end() - 2)));
+}
+
+}  // namespace
+
 void register_linalg_ops(OpRegistry& registry) {
   registry.add("MatMul", {1, 9, 13}, kernel_factory<MatMulKernel>());
   registry.add("Gemm", {1, 6, 7, 9, 11, 13}, kernel_factory<GemmKernel>());
   // Einsum 28 and Det 22 added bfloat16.
   registry.add("Einsum", {12, 28}, kernel_factory<EinsumKernel>());
   registry.add("Det", {11, 22}, kernel_factory<DetKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "MatMul", infer_matmul);
+  registry.set_type_rule("", "Gemm", infer_gemm);
+  registry.set_type_rule("", "Einsum", infer_einsum);
+  registry.set_type_rule("", "Det", infer_det);
 }
 
 }  // namespace onnxkit

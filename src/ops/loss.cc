@@ -197,12 +197,36 @@ class SoftmaxCrossEntropyLossKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: the loss per target element with
+// reduction "none", else a scalar; SoftmaxCrossEntropyLoss's log_prob like the scores.
+void infer_loss(TypeInferenceContext& context) {
+  const ValueType* scores = context.input_type(0);
+  if (!scores || !scores->is_tensor()) return;
+  if (attribute_reader(context).attr_string("reduction", "mean") == "none") {
+    const ValueType* target = context.input_type(1);
+    context.set_output(0, tensor_type(scores->elem_type, target ? target->shape : std::nullopt));
+  } else {
+    context.set_output(0, tensor_type(scores->elem_type, std::vector<Dim>{}));
+  }
+  context.set_output(1, *scores);
+}
+
+}  // namespace
+
 void register_loss_ops(OpRegistry& registry) {
   // NegativeLogLikelihoodLoss 22 added bfloat16.
   registry.add("NegativeLogLikelihoodLoss", {12, 13, 22},
                kernel_factory<NegativeLogLikelihoodLossKernel>());
   registry.add("SoftmaxCrossEntropyLoss", {12, 13},
                kernel_factory<SoftmaxCrossEntropyLossKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "NegativeLogLikelihoodLoss", infer_loss);
+  registry.set_type_rule("", "SoftmaxCrossEntropyLoss", infer_loss);
 }
 
 }  // namespace onnxkit

@@ -44,4 +44,27 @@ MatMulShape matmul_shape(const Node& node, const Shape& a, const Shape& b, bool 
   return s;
 }
 
+std::vector<Dim> matmul_dims(std::vector<Dim> a, std::vector<Dim> b, bool trans_a, bool trans_b) {
+  if (a.empty() || b.empty()) {
+    fail("inputs must have rank >= 1, got shapes {} and {}", symbolic_shape_to_string(a),
+         symbolic_shape_to_string(b));
+  }
+  const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
+  if (trans_a && !a_vector) std::swap(a[a.size() - 1], a[a.size() - 2]);
+  if (trans_b && !b_vector) std::swap(b[b.size() - 1], b[b.size() - 2]);
+  if (a_vector) a.insert(a.begin(), Dim::known(1));
+  if (b_vector) b.push_back(Dim::known(1));
+  const Dim& k_a = a.back();
+  const Dim& k_b = b[b.size() - 2];
+  if (k_a.is_known() && k_b.is_known() && k_a.value != k_b.value) {
+    fail("inner dimensions differ: {} vs {}", k_a.value, k_b.value);
+  }
+  const std::vector<SymbolicShape> batches{std::vector<Dim>(a.begin(), a.end() - 2),
+                                           std::vector<Dim>(b.begin(), b.end() - 2)};
+  std::vector<Dim> out = *broadcast_shapes(batches);
+  if (!a_vector) out.push_back(a[a.size() - 2]);
+  if (!b_vector) out.push_back(b.back());
+  return out;
+}
+
 }  // namespace onnxkit

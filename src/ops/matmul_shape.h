@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "onnxkit/tensor.h"
 #include "ops/op_utils.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 
@@ -40,5 +41,11 @@ struct MatMulShape {
 // scalar, the inner dims differ or the batch dims do not broadcast.
 MatMulShape matmul_shape(const Node& node, const Shape& a, const Shape& b, bool trans_a = false,
                          bool trans_b = false);
+
+// The same for type inference, on symbolic dims: op(A) @ op(B)'s output dims (unknown where
+// they depend on an unknown dim). Fails when an operand is a scalar, the known inner dims
+// differ or the batch dims do not broadcast.
+std::vector<Dim> matmul_dims(std::vector<Dim> a, std::vector<Dim> b, bool trans_a = false,
+                             bool trans_b = false);
 
 }  // namespace onnxkit

@@ -508,6 +508,50 @@ class DropoutKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// BatchNormalization: Y like X; the training outputs (running or saved mean and variance)
+// like the mean and var inputs.
+void infer_batch_normalization(TypeInferenceContext& context) {
+  infer_same_as_input(context);
+  for (size_t i = 1; i < context.num_outputs(); ++i) {
+    if (const ValueType* stats = context.input_type(i % 2 == 1 ? 3 : 4)) {
+      context.set_output(i, *stats);
+    }
+  }
+}
+
+// LayerNormalization: Y like X; Mean and InvStdDev of stash_type (default float), X's dims
+// with those from `axis` on set to 1.
+void infer_layer_normalization(TypeInferenceContext& context) {
+  infer_same_as_input(context);
+  if (context.num_outputs() < 2 || !context.input_type(0)) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const auto stash = static_cast<DType>(attributes.attr_int("stash_type", 1));
+  const std::vector<Dim>* x = input_dims(context, 0);
+  SymbolicShape stats;
+  if (x) {
+    const size_t axis = rule_axis(attributes.attr_int("axis", -1), x->size());
+    stats = *x;
+    for (size_t d = axis; d < x->size(); ++d) (*stats)[d] = Dim::known(1);
+  }
+  context.set_output(1, tensor_type(stash, stats));
+  context.set_output(2, tensor_type(stash, stats));
+}
+
+// Dropout: output like X; the mask of X's shape, bool from opset 10 (X's dtype before).
+void infer_dropout(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type || !type->is_tensor()) return;
+  context.set_output(0, *type);
+  context.set_output(
+      1, tensor_type(context.opset() >= 10 ? DType::kBool : type->elem_type, type->shape));
+}
+
+}  // namespace
+
 void register_normalization_ops(OpRegistry& registry) {
   // One kernel per op reads the attributes its opset defines (spatial up to 7, is_test at
   // 6, training_mode from 14; Dropout's ratio moved from attribute to input at 12).
@@ -526,6 +570,14 @@ void register_normalization_ops(OpRegistry& registry) {
   // Dropout 22 added bfloat16 and the float8 types.
   registry.add("Dropout", {7, 10, 12, 13, 22}, kernel_factory<DropoutKernel>(),
                OpTraits{.random_in_training = true});
+
+  // Type inference, every version.
+  registry.set_type_rule("", "BatchNormalization", infer_batch_normalization);
+  registry.set_type_rule("", "InstanceNormalization", infer_same_as_input);
+  registry.set_type_rule("", "LayerNormalization", infer_layer_normalization);
+  registry.set_type_rule("", "MeanVarianceNormalization", infer_same_as_input);
+  registry.set_type_rule("", "LRN", infer_same_as_input);
+  registry.set_type_rule("", "Dropout", infer_dropout);
 }
 
 }  // namespace onnxkit

@@ -320,9 +320,42 @@ class RoiAlignKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// NonMaxSuppression: int64 [selected, 3], the count known only when running.
+void infer_non_max_suppression(TypeInferenceContext& context) {
+  context.set_output(0, tensor_type(DType::kInt64, std::vector<Dim>{Dim{}, Dim::known(3)}));
+}
+
+// RoiAlign: [num_rois, C, output_height, output_width] of X's dtype.
+void infer_roi_align(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* rois = input_dims(context, 1);
+  Dim count = rois && !rois->empty() ? (*rois)[0] : Dim{};
+  if (const std::vector<Dim>* batch_indices = input_dims(context, 2);
+      !count.is_known() && batch_indices && batch_indices->size() == 1) {
+    count = (*batch_indices)[0];
+  }
+  context.set_output(
+      0, tensor_type(dtype, std::vector<Dim>{count, x && x->size() == 4 ? (*x)[1] : Dim{},
+                                             Dim::known(attributes.attr_int("output_height", 1)),
+                                             Dim::known(attributes.attr_int("output_width", 1))}));
+}
+
+}  // namespace
+
 void register_object_detection_ops(OpRegistry& registry) {
   registry.add("NonMaxSuppression", {10, 11}, kernel_factory<NonMaxSuppressionKernel>());
   registry.add("RoiAlign", {10, 16, 22}, kernel_factory<RoiAlignKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "NonMaxSuppression", infer_non_max_suppression);
+  registry.set_type_rule("", "RoiAlign", infer_roi_align);
 }
 
 }  // namespace onnxkit

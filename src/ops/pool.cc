@@ -547,6 +547,102 @@ void infer_max_roi_pool(TypeInferenceContext& context) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// MaxPool, AveragePool, LpPool: [N, C, windows...] (ConvAttributes::window), with the
+// attributes each version reads: dilations in MaxPool from 10, AveragePool from 19, LpPool
+// from 18; ceil_mode in MaxPool and AveragePool from 10, LpPool from 18. MaxPool's Indices
+// are int64 of Y's shape.
+void infer_pool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::string& op = context.node().op_type();
+  const int64_t opset = context.opset();
+  const bool dilations = op == "MaxPool"       ? opset >= 10
+                         : op == "AveragePool" ? opset >= 19
+                                               : opset >= 18;
+  const bool ceil_mode = op == "LpPool" ? opset >= 18 : opset >= 10;
+  const ConvAttributes attrs =
+      ConvAttributes::pool(attribute_reader(context), dilations, ceil_mode);
+  const size_t rank = attrs.kernel_shape.size() + 2;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  if (x && x->size() != rank) {
+    fail("X has rank {}, kernel_shape needs {}", x->size(), rank);
+  }
+  std::vector<Dim> out = unknown_dims(rank);
+  if (x) {
+    out[0] = (*x)[0];
+    out[1] = (*x)[1];
+    const std::vector<Dim> spatial =
+        window_dims(attrs, std::span(*x).subspan(2), known_dims(attrs.kernel_shape));
+    std::copy(spatial.begin(), spatial.end(), out.begin() + 2);
+  }
+  context.set_output(0, tensor_type(dtype, out));
+  context.set_output(1, tensor_type(DType::kInt64, std::move(out)));
+}
+
+// The global pools: [N, C, 1, ...].
+void infer_global_pool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  if (!x) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  if (x->size() < 2) fail("X must have rank >= 2 (N, C, ...), got rank {}", x->size());
+  std::vector<Dim> out(x->size(), Dim::known(1));
+  out[0] = (*x)[0];
+  out[1] = (*x)[1];
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// MaxUnpool: output_shape (input 2) when given, else each spatial dim
+// (in - 1) * stride + kernel - pads.
+void infer_max_unpool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  if (context.has_input(2)) {
+    if (const std::optional<std::vector<int64_t>> shape = input_ints(context, 2)) {
+      context.set_output(0, tensor_type(dtype, known_dims(*shape)));
+    } else {
+      const std::optional<int64_t> rank = input_length(context, 2);
+      context.set_output(
+          0, tensor_type(dtype, rank ? SymbolicShape(unknown_dims(*rank)) : std::nullopt));
+    }
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<int64_t> kernel = attributes.attr_ints("kernel_shape");
+  if (kernel.empty()) fail("required attribute 'kernel_shape' is missing or empty");
+  const size_t spatial = kernel.size();
+  const std::vector<int64_t> strides =
+      attributes.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads =
+      attributes.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (strides.size() != spatial || pads.size() != 2 * spatial) {
+    fail("strides and pads must have {} and {} values", spatial, 2 * spatial);
+  }
+  const std::vector<Dim>* x = input_dims(context, 0);
+  std::vector<Dim> out = unknown_dims(spatial + 2);
+  if (x) {
+    if (x->size() != spatial + 2)
+      fail("X has rank {}, kernel_shape needs {}", x->size(), spatial + 2);
+    out[0] = (*x)[0];
+    out[1] = (*x)[1];
+    for (size_t d = 0; d < spatial; ++d) {
+      out[d + 2] = map_dim((*x)[d + 2], [&](int64_t in) {
+        return (in - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial];
+      });
+    }
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+}  // namespace
+
 void register_pool_ops(OpRegistry& registry) {
   // Since-versions as the schemas define them; one kernel reads the attributes its opset
   // has (dilations and ceil_mode from 10, storage_order from 8, int8/uint8 from 12).
@@ -562,6 +658,15 @@ void register_pool_ops(OpRegistry& registry) {
   registry.add("MaxUnpool", {9, 11, 22}, kernel_factory<MaxUnpoolKernel>());
   registry.add("MaxRoiPool", {1, 22},
                OpDefinition(kernel_factory<MaxRoiPoolKernel>()).with_types(infer_max_roi_pool));
+
+  // Type inference, every version.
+  registry.set_type_rule("", "MaxPool", infer_pool);
+  registry.set_type_rule("", "AveragePool", infer_pool);
+  registry.set_type_rule("", "LpPool", infer_pool);
+  registry.set_type_rule("", "GlobalAveragePool", infer_global_pool);
+  registry.set_type_rule("", "GlobalMaxPool", infer_global_pool);
+  registry.set_type_rule("", "GlobalLpPool", infer_global_pool);
+  registry.set_type_rule("", "MaxUnpool", infer_max_unpool);
 }
 
 }  // namespace onnxkit

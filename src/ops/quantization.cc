@@ -1088,6 +1088,31 @@ void infer_qlinear_matmul(TypeInferenceContext& context) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// QLinearConv: Conv's output of y_zero_point's dtype (input 7).
+void infer_qlinear_conv(TypeInferenceContext& context) {
+  infer_conv_output(context, 0, 3, input_dtype(context, 7));
+}
+
+// ConvInteger: Conv's output in int32.
+void infer_conv_integer(TypeInferenceContext& context) {
+  if (!context.input_type(0)) return;
+  infer_conv_output(context, 0, 1, DType::kInt32);
+}
+
+// MatMulInteger: MatMul's output in int32.
+void infer_matmul_integer(TypeInferenceContext& context) {
+  const std::vector<Dim>* a = input_dims(context, 0);
+  const std::vector<Dim>* b = input_dims(context, 1);
+  context.set_output(
+      0, tensor_type(DType::kInt32, a && b ? SymbolicShape(matmul_dims(*a, *b)) : std::nullopt));
+}
+
+}  // namespace
+
 void register_quantization_ops(OpRegistry& registry) {
   constexpr OpTraits kQuantization{.quantization = true};
   registry.add("QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28},
@@ -1105,6 +1130,11 @@ void register_quantization_ops(OpRegistry& registry) {
       OpDefinition(kernel_factory<QLinearMatMulKernel>()).with_types(infer_qlinear_matmul));
   registry.add("MatMulInteger", {10}, kernel_factory<MatMulIntegerKernel>());
   registry.add("ConvInteger", {10}, kernel_factory<ConvIntegerKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "QLinearConv", infer_qlinear_conv);
+  registry.set_type_rule("", "MatMulInteger", infer_matmul_integer);
+  registry.set_type_rule("", "ConvInteger", infer_conv_integer);
 }
 
 }  // namespace onnxkit

@@ -299,6 +299,39 @@ KernelFactory random_factory(Distribution distribution, bool like) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// RandomUniform, RandomNormal: `shape` of `dtype` (float when absent).
+void infer_random(TypeInferenceContext& context) {
+  const KernelCreateContext attributes = attribute_reader(context);
+  context.set_output(0, tensor_type(dtype_attribute(attributes).value_or(DType::kFloat),
+                                    known_dims(attributes.attr_ints("shape"))));
+}
+
+// The Like ops and Bernoulli: the input's shape, of `dtype` (the input's when absent).
+void infer_random_like(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type || !type->is_tensor()) return;
+  context.set_output(
+      0, tensor_type(dtype_attribute(attribute_reader(context)).value_or(type->elem_type),
+                     type->shape));
+}
+
+// Multinomial: [batch, sample_size] of `dtype` (int32 when absent).
+void infer_multinomial(TypeInferenceContext& context) {
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  const auto dtype =
+      static_cast<DType>(attributes.attr_int("dtype", static_cast<int64_t>(DType::kInt32)));
+  context.set_output(
+      0, tensor_type(dtype, std::vector<Dim>{dims && !dims->empty() ? (*dims)[0] : Dim{},
+                                             Dim::known(attributes.attr_int("sample_size", 1))}));
+}
+
+}  // namespace
+
 void register_random_ops(OpRegistry& registry) {
   // Version 22 of each added bfloat16.
   registry.add("RandomUniform", {1, 22}, random_factory(Distribution::kUniform, false), kRandomOp);
@@ -308,6 +341,14 @@ void register_random_ops(OpRegistry& registry) {
   registry.add("RandomNormalLike", {1, 22}, random_factory(Distribution::kNormal, true), kRandomOp);
   registry.add("Bernoulli", {15, 22}, kernel_factory<BernoulliKernel>(), kRandomOp);
   registry.add("Multinomial", {7, 22}, kernel_factory<MultinomialKernel>(), kRandomOp);
+
+  // Type inference, every version.
+  registry.set_type_rule("", "RandomUniform", infer_random);
+  registry.set_type_rule("", "RandomNormal", infer_random);
+  registry.set_type_rule("", "RandomUniformLike", infer_random_like);
+  registry.set_type_rule("", "RandomNormalLike", infer_random_like);
+  registry.set_type_rule("", "Bernoulli", infer_random_like);
+  registry.set_type_rule("", "Multinomial", infer_multinomial);
 }
 
 }  // namespace onnxkit

@@ -463,11 +463,52 @@ class RecurrentKernel final : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// RNN, GRU, LSTM: Y [seq, directions, batch, hidden] and Y_h (and LSTM's Y_c) [directions,
+// batch, hidden]; with layout 1 (opset 14) batch comes first: [batch, seq, directions,
+// hidden] and [batch, directions, hidden]. hidden from hidden_size or R's last dim.
+void infer_recurrent(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const bool batch_first = context.opset() >= 14 && attributes.attr_int("layout", 0) != 0;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* r = input_dims(context, 2);
+  if (x && x->size() != 3) fail("X must have rank 3, got {}", x->size());
+  const Dim seq = x ? (*x)[batch_first ? 1 : 0] : Dim{};
+  const Dim batch = x ? (*x)[batch_first ? 0 : 1] : Dim{};
+  Dim hidden;
+  if (attributes.has_attribute("hidden_size")) {
+    hidden = Dim::known(attributes.attr_int("hidden_size"));
+  } else if (r && r->size() == 3) {
+    hidden = (*r)[2];
+  }
+  const Dim directions =
+      Dim::known(attributes.attr_string("direction", "forward") == "bidirectional" ? 2 : 1);
+  context.set_output(
+      0, tensor_type(dtype, batch_first ? std::vector<Dim>{batch, seq, directions, hidden}
+                                        : std::vector<Dim>{seq, directions, batch, hidden}));
+  const std::vector<Dim> state = batch_first ? std::vector<Dim>{batch, directions, hidden}
+                                             : std::vector<Dim>{directions, batch, hidden};
+  for (size_t i = 1; i < context.num_outputs(); ++i)
+    context.set_output(i, tensor_type(dtype, state));
+}
+
+}  // namespace
+
 void register_recurrent_ops(OpRegistry& registry) {
   // Version 22 of each added bfloat16.
   registry.add("RNN", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kRnn>>());
   registry.add("GRU", {1, 3, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kGru>>());
   registry.add("LSTM", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kLstm>>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "RNN", infer_recurrent);
+  registry.set_type_rule("", "GRU", infer_recurrent);
+  registry.set_type_rule("", "LSTM", infer_recurrent);
 }
 
 }  // namespace onnxkit

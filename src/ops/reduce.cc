@@ -614,6 +614,97 @@ class CumulativeKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// The reductions: axes from the attribute (before opset 13 for ReduceSum, 18 for the others)
+// or input 1; none given reduces every axis, unless noop_with_empty_axes.
+void infer_reduction(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type || !type->is_tensor()) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const bool keepdims = attributes.attr_int("keepdims", 1) != 0;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  std::optional<std::vector<int64_t>> axes;
+  if (context.has_input(1)) {
+    axes = input_ints(context, 1);
+    if (!axes) {
+      // Axes unknown before running: with keepdims the rank stays.
+      context.set_output(0, tensor_type(type->elem_type,
+                                        keepdims && dims ? SymbolicShape(unknown_dims(dims->size()))
+                                                         : std::nullopt));
+      return;
+    }
+  } else {
+    axes = attributes.attr_ints("axes");
+  }
+  if (axes->empty() && attributes.attr_int("noop_with_empty_axes", 0) != 0) {
+    context.set_output(0, *type);
+    return;
+  }
+  if (!dims) {
+    context.set_output(0, tensor_type(type->elem_type));
+    return;
+  }
+  std::vector<bool> reduced(dims->size(), axes->empty());
+  for (int64_t axis : *axes) reduced[rule_axis(axis, dims->size(), "axes")] = true;
+  std::vector<Dim> out;
+  for (size_t d = 0; d < dims->size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back((*dims)[d]);
+    } else if (keepdims) {
+      out.push_back(Dim::known(1));
+    }
+  }
+  context.set_output(0, tensor_type(type->elem_type, std::move(out)));
+}
+
+// ArgMax, ArgMin: int64 indices, `axis` reduced (kept as 1 with keepdims).
+void infer_arg_extreme(TypeInferenceContext& context) {
+  if (!context.input_type(0)) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(DType::kInt64));
+    return;
+  }
+  const size_t axis = rule_axis(attributes.attr_int("axis", 0), dims->size());
+  std::vector<Dim> out = *dims;
+  if (attributes.attr_int("keepdims", 1) != 0) {
+    out[axis] = Dim::known(1);
+  } else {
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
+  }
+  context.set_output(0, tensor_type(DType::kInt64, std::move(out)));
+}
+
+// TopK: values and int64 indices, `axis` cut to k (an attribute before opset 10, input K
+// after).
+void infer_top_k(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  SymbolicShape out;
+  if (dims) {
+    const size_t axis = rule_axis(attributes.attr_int("axis", -1), dims->size());
+    out = *dims;
+    Dim k;
+    if (context.opset() < 10) {
+      k = Dim::known(attributes.attr_int("k"));
+    } else if (const std::optional<std::vector<int64_t>> ks = input_ints(context, 1)) {
+      if (ks->size() != 1) fail("K must hold exactly one value, got {}", ks->size());
+      k = Dim::known((*ks)[0]);
+    }
+    (*out)[axis] = k;
+  }
+  context.set_output(0, tensor_type(dtype, out));
+  context.set_output(1, tensor_type(DType::kInt64, out));
+}
+
+}  // namespace
+
 void register_reduce_ops(OpRegistry& registry) {
   // Reductions keep axis order (AxisRule::kReduction); their axes moved from an attribute
   // to input 1 in opset 13 (ReduceSum) and 18 (the others).
@@ -654,6 +745,22 @@ void register_reduce_ops(OpRegistry& registry) {
   registry.add(
       "CumProd", {26},
       OpDefinition(kernel_factory<CumulativeKernel<true>>()).with_types(infer_same_as_input));
+
+  // Type inference, every version.
+  registry.set_type_rule("", "ReduceSum", infer_reduction);
+  registry.set_type_rule("", "ReduceMean", infer_reduction);
+  registry.set_type_rule("", "ReduceMax", infer_reduction);
+  registry.set_type_rule("", "ReduceMin", infer_reduction);
+  registry.set_type_rule("", "ReduceProd", infer_reduction);
+  registry.set_type_rule("", "ReduceL1", infer_reduction);
+  registry.set_type_rule("", "ReduceL2", infer_reduction);
+  registry.set_type_rule("", "ReduceLogSum", infer_reduction);
+  registry.set_type_rule("", "ReduceLogSumExp", infer_reduction);
+  registry.set_type_rule("", "ReduceSumSquare", infer_reduction);
+  registry.set_type_rule("", "ArgMax", infer_arg_extreme);
+  registry.set_type_rule("", "ArgMin", infer_arg_extreme);
+  registry.set_type_rule("", "TopK", infer_top_k);
+  registry.set_type_rule("", "CumSum", infer_same_as_input);
 }
 
 }  // namespace onnxkit

@@ -241,6 +241,171 @@ class OptionalGetElementKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+ValueType container_of(ValueType::Kind kind, ValueType element) {
+  ValueType type;
+  type.kind = kind;
+  if (element.kind != ValueType::Kind::kNone) type.element.push_back(std::move(element));
+  return type;
+}
+
+ValueType sequence_of(ValueType element) {
+  return container_of(ValueType::Kind::kSequence, std::move(element));
+}
+
+// The element type of input i when it is a sequence (or optional) whose element is known.
+const ValueType* element_of(const TypeInferenceContext& context, size_t i) {
+  const ValueType* type = context.input_type(i);
+  return type && type->has_element() ? &type->element_type() : nullptr;
+}
+
+// SequenceEmpty: a sequence of `dtype` (float when absent) tensors.
+void infer_sequence_empty(TypeInferenceContext& context) {
+  const auto dtype = static_cast<DType>(
+      attribute_reader(context).attr_int("dtype", static_cast<int64_t>(DType::kFloat)));
+  context.set_output(0, sequence_of(tensor_type(dtype)));
+}
+
+// SequenceConstruct: a sequence of what its tensors' types agree on.
+void infer_sequence_construct(TypeInferenceContext& context) {
+  std::optional<ValueType> element;
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    const ValueType* type = context.input_type(i);
+    if (!type) return;
+    element = element ? merge_types(*element, *type) : *type;
+  }
+  if (element) context.set_output(0, sequence_of(*element));
+}
+
+// SequenceInsert: the sequence's element type merged with the inserted tensor's.
+void infer_sequence_insert(TypeInferenceContext& context) {
+  const ValueType* sequence = context.input_type(0);
+  const ValueType* tensor = context.input_type(1);
+  if (!sequence) return;
+  if (!sequence->has_element() || !tensor) {
+    context.set_output(0, *sequence);
+    return;
+  }
+  context.set_output(0, sequence_of(merge_types(sequence->element_type(), *tensor)));
+}
+
+void infer_sequence_at(TypeInferenceContext& context) {
+  if (const ValueType* element = element_of(context, 0)) context.set_output(0, *element);
+}
+
+void infer_sequence_length(TypeInferenceContext& context) {
+  context.set_output(0, tensor_type(DType::kInt64, std::vector<Dim>{}));
+}
+
+// SplitToSequence: tensors of the input's dtype; without `split`, one per index of `axis`
+// (that dim 1 with keepdims, dropped without); with it, `axis` of the split's size.
+void infer_split_to_sequence(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, sequence_of(tensor_type(dtype)));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const size_t axis = rule_axis(attributes.attr_int("axis", 0), dims->size());
+  std::vector<Dim> element = *dims;
+  if (!context.has_input(1)) {
+    if (attributes.attr_int("keepdims", 1) != 0) {
+      element[axis] = Dim::known(1);
+    } else {
+      element.erase(element.begin() + static_cast<std::ptrdiff_t>(axis));
+    }
+  } else {
+    const std::optional<std::vector<int64_t>> split = input_ints(context, 1);
+    const ValueType* split_type = context.input_type(1);
+    const bool scalar = split_type && split_type->shape && split_type->shape->empty();
+    // Equal parts of a scalar split but a shorter last one; parts all equal in a list.
+    std::optional<int64_t> size;
+    if (split && !split->empty() && !scalar &&
+        std::all_of(split->begin(), split->end(), [&](int64_t s) { return s == split->front(); })) {
+      size = split->front();
+    } else if (split && split->size() == 1 && scalar && element[axis].is_known() &&
+               element[axis].value % split->front() == 0) {
+      size = split->front();
+    }
+    element[axis] = size ? Dim::known(*size) : Dim{};
+  }
+  context.set_output(0, sequence_of(tensor_type(dtype, std::move(element))));
+}
+
+// ConcatFromSequence: the element's dims, `axis` of unknown size (a new axis with
+// new_axis).
+void infer_concat_from_sequence(TypeInferenceContext& context) {
+  const ValueType* element = element_of(context, 0);
+  if (!element || !element->is_tensor()) return;
+  if (!element->shape) {
+    context.set_output(0, tensor_type(element->elem_type));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const bool new_axis = attributes.attr_int("new_axis", 0) != 0;
+  std::vector<Dim> dims = *element->shape;
+  const size_t axis = rule_axis(attributes.attr_int("axis"), dims.size() + (new_axis ? 1 : 0));
+  if (new_axis) {
+    dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis), Dim{});
+  } else {
+    dims[axis] = Dim{};
+  }
+  context.set_output(0, tensor_type(element->elem_type, std::move(dims)));
+}
+
+// SequenceMap: the body runs on each position of the sequence inputs (their element types)
+// with the other inputs whole; each output is a sequence of the body's output.
+void infer_sequence_map(TypeInferenceContext& context) {
+  const Graph* body = attribute_reader(context).attr_graph("body");
+  if (!body) fail("required graph attribute 'body' is missing");
+  std::vector<ValueType> inputs;
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    const ValueType* type = context.input_type(i);
+    if (!type) {
+      inputs.emplace_back();
+    } else if (type->kind == ValueType::Kind::kSequence) {
+      inputs.push_back(type->has_element() ? type->element_type() : ValueType{});
+    } else {
+      inputs.push_back(*type);
+    }
+  }
+  const std::vector<ValueType> outputs = context.infer_subgraph(*body, inputs);
+  for (size_t i = 0; i < outputs.size() && i < context.num_outputs(); ++i) {
+    context.set_output(i, sequence_of(outputs[i]));
+  }
+}
+
+// Optional: of the `type` attribute, else of the input's type.
+void infer_optional(TypeInferenceContext& context) {
+  if (const Attribute* attribute = context.node().find_attribute("type")) {
+    context.set_output(0, container_of(ValueType::Kind::kOptional, attribute->tp));
+  } else if (const ValueType* type = context.input_type(0)) {
+    context.set_output(0, container_of(ValueType::Kind::kOptional, *type));
+  }
+}
+
+void infer_optional_has_element(TypeInferenceContext& context) {
+  context.set_output(0, tensor_type(DType::kBool, std::vector<Dim>{}));
+}
+
+// OptionalGetElement: the optional's element; a tensor or sequence input (opset 18) itself.
+void infer_optional_get_element(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type) return;
+  if (type->kind != ValueType::Kind::kOptional) {
+    context.set_output(0, *type);
+  } else if (type->has_element()) {
+    context.set_output(0, type->element_type());
+  }
+}
+
+}  // namespace
+
 void register_sequence_ops(OpRegistry& registry) {
   registry.add("SequenceEmpty", {11}, kernel_factory<SequenceEmptyKernel>());
   registry.add("SequenceConstruct", {11}, kernel_factory<SequenceConstructKernel>());
@@ -257,6 +422,20 @@ void register_sequence_ops(OpRegistry& registry) {
   registry.add("Optional", {15, 28}, kernel_factory<OptionalKernel>());
   registry.add("OptionalHasElement", {15, 18, 28}, kernel_factory<OptionalHasElementKernel>());
   registry.add("OptionalGetElement", {15, 18, 28}, kernel_factory<OptionalGetElementKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "SequenceEmpty", infer_sequence_empty);
+  registry.set_type_rule("", "SequenceConstruct", infer_sequence_construct);
+  registry.set_type_rule("", "SequenceInsert", infer_sequence_insert);
+  registry.set_type_rule("", "SequenceErase", infer_same_as_input);
+  registry.set_type_rule("", "SequenceAt", infer_sequence_at);
+  registry.set_type_rule("", "SequenceLength", infer_sequence_length);
+  registry.set_type_rule("", "SplitToSequence", infer_split_to_sequence);
+  registry.set_type_rule("", "ConcatFromSequence", infer_concat_from_sequence);
+  registry.set_type_rule("", "SequenceMap", infer_sequence_map);
+  registry.set_type_rule("", "Optional", infer_optional);
+  registry.set_type_rule("", "OptionalHasElement", infer_optional_has_element);
+  registry.set_type_rule("", "OptionalGetElement", infer_optional_get_element);
 }
 
 }  // namespace onnxkit

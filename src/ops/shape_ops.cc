@@ -763,54 +763,57 @@ Tensor densify(const KernelCreateContext& context, const SparseTensor& sparse) {
   return dense;
 }
 
-// Constant: the one value attribute as a tensor (shared, never copied per run).
+// Constant's value: the one value attribute as a tensor (the kernel's output, shared, never
+// copied per run; and what type inference reads).
+Tensor constant_value(const KernelCreateContext& context) {
+  static constexpr std::string_view kNames[] = {"value",        "sparse_value", "value_float",
+                                                "value_floats", "value_int",    "value_ints",
+                                                "value_string", "value_strings"};
+  std::string_view found;
+  for (std::string_view name : kNames) {
+    if (!context.has_attribute(name)) continue;
+    if (!found.empty()) {
+      context.fail("has both '{}' and '{}'; exactly one value attribute is allowed", found, name);
+    }
+    found = name;
+  }
+  if (found.empty()) context.fail("needs one of the attributes value, sparse_value, value_*");
+  const int64_t needs = found == "value" ? 1 : found == "sparse_value" ? 11 : 12;
+  if (context.opset() < needs) {
+    context.fail("attribute '{}' needs opset {} or later (model uses opset {})", found, needs,
+                 context.opset());
+  }
+  if (found == "value") {
+    return *context.attr_tensor("value");
+  } else if (found == "sparse_value") {
+    const Attribute* attribute = context.node().find_attribute("sparse_value");
+    if (attribute->type != AttrType::kSparseTensor) {
+      context.fail("attribute 'sparse_value' must be a sparse tensor, is {}",
+                   attr_type_name(attribute->type));
+    }
+    return densify(context, attribute->sparse_tensor);
+  } else if (found == "value_float") {
+    return Tensor::from_vector<float>(DType::kFloat, {}, {context.attr_float(found)});
+  } else if (found == "value_floats") {
+    std::vector<float> values = context.attr_floats(found);
+    return Tensor::from_vector(DType::kFloat, {static_cast<int64_t>(values.size())}, values);
+  } else if (found == "value_int") {
+    return Tensor::from_vector<int64_t>(DType::kInt64, {}, {context.attr_int(found)});
+  } else if (found == "value_ints") {
+    std::vector<int64_t> values = context.attr_ints(found);
+    return Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
+  } else if (found == "value_string") {
+    return Tensor::from_strings({}, {context.attr_string(found)});
+  } else {
+    std::vector<std::string> values = context.attr_strings(found);
+    const int64_t n = static_cast<int64_t>(values.size());
+    return Tensor::from_strings({n}, std::move(values));
+  }
+}
+
 class ConstantKernel : public OpKernel {
  public:
-  explicit ConstantKernel(const KernelCreateContext& context) {
-    static constexpr std::string_view kNames[] = {"value",        "sparse_value", "value_float",
-                                                  "value_floats", "value_int",    "value_ints",
-                                                  "value_string", "value_strings"};
-    std::string_view found;
-    for (std::string_view name : kNames) {
-      if (!context.has_attribute(name)) continue;
-      if (!found.empty()) {
-        context.fail("has both '{}' and '{}'; exactly one value attribute is allowed", found, name);
-      }
-      found = name;
-    }
-    if (found.empty()) context.fail("needs one of the attributes value, sparse_value, value_*");
-    const int64_t needs = found == "value" ? 1 : found == "sparse_value" ? 11 : 12;
-    if (context.opset() < needs) {
-      context.fail("attribute '{}' needs opset {} or later (model uses opset {})", found, needs,
-                   context.opset());
-    }
-    if (found == "value") {
-      value_ = *context.attr_tensor("value");
-    } else if (found == "sparse_value") {
-      const Attribute* attribute = context.node().find_attribute("sparse_value");
-      if (attribute->type != AttrType::kSparseTensor) {
-        context.fail("attribute 'sparse_value' must be a sparse tensor, is {}",
-                     attr_type_name(attribute->type));
-      }
-      value_ = densify(context, attribute->sparse_tensor);
-    } else if (found == "value_float") {
-      value_ = Tensor::from_vector<float>(DType::kFloat, {}, {context.attr_float(found)});
-    } else if (found == "value_floats") {
-      std::vector<float> values = context.attr_floats(found);
-      value_ = Tensor::from_vector(DType::kFloat, {static_cast<int64_t>(values.size())}, values);
-    } else if (found == "value_int") {
-      value_ = Tensor::from_vector<int64_t>(DType::kInt64, {}, {context.attr_int(found)});
-    } else if (found == "value_ints") {
-      std::vector<int64_t> values = context.attr_ints(found);
-      value_ = Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
-    } else if (found == "value_string") {
-      value_ = Tensor::from_strings({}, {context.attr_string(found)});
-    } else {
-      std::vector<std::string> values = context.attr_strings(found);
-      const int64_t n = static_cast<int64_t>(values.size());
-      value_ = Tensor::from_strings({n}, std::move(values));
-    }
-  }
+  explicit ConstantKernel(const KernelCreateContext& context) : value_(constant_value(context)) {}
   void compute(KernelContext& context) const override { context.set_output(0, value_); }
 
  private:
@@ -1010,6 +1013,388 @@ class ReverseSequenceKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// Shape: int64 [end - start], start/end (opset 15) clamped to the rank.
+void infer_shape(TypeInferenceContext& context) {
+  if (!context.input_type(0)) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  Dim length;
+  if (dims) {
+    const auto rank = static_cast<int64_t>(dims->size());
+    int64_t start = 0, end = rank;
+    if (context.opset() >= 15) {
+      const KernelCreateContext attributes = attribute_reader(context);
+      start = attributes.attr_int("start", 0);
+      end = attributes.attr_int("end", rank);
+    }
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+    length = Dim::known(std::max<int64_t>(end - start, 0));
+  }
+  context.set_output(0, tensor_type(DType::kInt64, std::vector<Dim>{length}));
+}
+
+void infer_size(TypeInferenceContext& context) {
+  if (context.input_type(0)) context.set_output(0, tensor_type(DType::kInt64, std::vector<Dim>{}));
+}
+
+// The dim -1 stands for in Reshape: what is left of the input's element count after the
+// other output dims. Dims the input and output share (equal numbers, equal names) cancel
+// first, so [batch, 3, 4] to [0, -1] gives [batch, 12].
+Dim reshape_inferred_dim(std::vector<Dim> in, std::vector<Dim> out) {
+  for (auto it = out.begin(); it != out.end();) {
+    const auto same = std::find_if(in.begin(), in.end(), [&](const Dim& dim) {
+      return (dim.is_known() && it->is_known() && dim.value == it->value) ||
+             (dim.is_symbolic() && it->is_symbolic() && dim.param == it->param);
+    });
+    if (same != in.end()) {
+      in.erase(same);
+      it = out.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const Dim rest = dims_product(out);
+  if (!rest.is_known() || rest.value == 0) return Dim{};
+  int64_t known = 1;
+  std::vector<Dim> unknown;
+  for (const Dim& dim : in) {
+    if (dim.is_known()) {
+      known *= dim.value;
+    } else {
+      unknown.push_back(dim);
+    }
+  }
+  if (unknown.empty()) return Dim::known(known / rest.value);
+  if (unknown.size() == 1 && known == rest.value) return unknown[0];
+  return Dim{};
+}
+
+// Reshape: the shape input's dims; 0 copies the input dim (unless allowzero, opset 14), -1
+// takes the rest.
+void infer_reshape(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::optional<std::vector<int64_t>> shape = input_ints(context, 1);
+  if (!shape) {
+    const std::optional<int64_t> rank = input_length(context, 1);
+    context.set_output(
+        0, tensor_type(dtype, rank ? SymbolicShape(unknown_dims(*rank)) : std::nullopt));
+    return;
+  }
+  const bool allowzero =
+      context.opset() >= 14 && attribute_reader(context).attr_int("allowzero", 0) != 0;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  std::vector<Dim> out;
+  std::optional<size_t> inferred;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const int64_t value = (*shape)[i];
+    if (value == 0 && !allowzero) {
+      if (dims && i >= dims->size())
+        fail("shape[{}] is 0 but the input has rank {}", i, dims->size());
+      out.push_back(dims ? (*dims)[i] : Dim{});
+    } else if (value == -1) {
+      if (inferred) fail("shape {} has more than one -1", shape_to_string(*shape));
+      inferred = i;
+      out.emplace_back();
+    } else if (value < -1) {
+      fail("shape[{}] is {}", i, value);
+    } else {
+      out.push_back(Dim::known(value));
+    }
+  }
+  if (inferred && dims) {
+    std::vector<Dim> others = out;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(*inferred));
+    out[*inferred] = reshape_inferred_dim(*dims, std::move(others));
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Flatten: [product of the dims before axis, product of the rest].
+void infer_flatten(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype, unknown_dims(2)));
+    return;
+  }
+  const auto rank = static_cast<int64_t>(dims->size());
+  int64_t axis = attribute_reader(context).attr_int("axis", 1);
+  if (axis < -rank || axis > rank) fail("axis {} is out of range for rank {}", axis, rank);
+  if (axis < 0) axis += rank;
+  const std::span<const Dim> all(*dims);
+  context.set_output(
+      0,
+      tensor_type(dtype, std::vector<Dim>{dims_product(all.first(static_cast<size_t>(axis))),
+                                          dims_product(all.subspan(static_cast<size_t>(axis)))}));
+}
+
+// The axes of Squeeze and Unsqueeze: an attribute before opset 13, input 1 from 13; nullopt
+// when they are an input not known before running. Absent: an empty list.
+std::optional<std::vector<int64_t>> squeeze_axes(const TypeInferenceContext& context) {
+  if (context.opset() < 13) return attribute_reader(context).attr_ints("axes");
+  if (!context.has_input(1)) return std::vector<int64_t>{};
+  return input_ints(context, 1);
+}
+
+// Squeeze: drops the axes named (every dim of 1 when none are).
+void infer_squeeze(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  const std::optional<std::vector<int64_t>> axes = squeeze_axes(context);
+  if (!dims || !axes) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::vector<bool> drop(dims->size(), false);
+  if (axes->empty()) {
+    for (size_t d = 0; d < dims->size(); ++d) {
+      const Dim& dim = (*dims)[d];
+      if (!dim.is_known()) {
+        // Dropped only if it turns out to be 1: the rank is unknown.
+        context.set_output(0, tensor_type(dtype));
+        return;
+      }
+      drop[d] = dim.value == 1;
+    }
+  }
+  for (int64_t axis : *axes) {
+    const size_t d = rule_axis(axis, dims->size(), "axes");
+    if ((*dims)[d].is_known() && (*dims)[d].value != 1) {
+      fail("cannot squeeze axis {} of size {}", d, (*dims)[d].value);
+    }
+    drop[d] = true;
+  }
+  std::vector<Dim> out;
+  for (size_t d = 0; d < dims->size(); ++d) {
+    if (!drop[d]) out.push_back((*dims)[d]);
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Unsqueeze: a 1 at each axis named (axes of the output's rank).
+void infer_unsqueeze(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  const std::optional<std::vector<int64_t>> axes = squeeze_axes(context);
+  if (!dims || !axes) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = dims->size() + axes->size();
+  std::vector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    const size_t d = rule_axis(axis, rank, "axes");
+    if (inserted[d]) fail("axis {} appears more than once in axes", d);
+    inserted[d] = true;
+  }
+  std::vector<Dim> out;
+  auto next = dims->begin();
+  for (size_t d = 0; d < rank; ++d) out.push_back(inserted[d] ? Dim::known(1) : *next++);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Transpose: the dims in `perm` order (reversed when absent).
+void infer_transpose(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  const KernelCreateContext attributes = attribute_reader(context);
+  if (!dims) {
+    const std::vector<int64_t> perm = attributes.attr_ints("perm");
+    context.set_output(
+        0,
+        tensor_type(dtype, perm.empty() ? std::nullopt : SymbolicShape(unknown_dims(perm.size()))));
+    return;
+  }
+  std::vector<int64_t> perm = attributes.attr_ints("perm");
+  if (perm.empty()) {
+    for (size_t d = dims->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  }
+  if (perm.size() != dims->size()) {
+    fail("perm {} has {} entries, the input has rank {}", shape_to_string(perm), perm.size(),
+         dims->size());
+  }
+  std::vector<Dim> out;
+  for (int64_t axis : perm) out.push_back((*dims)[rule_axis(axis, dims->size(), "perm")]);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Concat: the inputs' dims, `axis` summed; a dim one input knows and another does not is
+// the known one (they must agree).
+void infer_concat(TypeInferenceContext& context) {
+  DType dtype = DType::kUndefined;
+  std::vector<const std::vector<Dim>*> shapes;
+  bool all_shapes = true;
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    if (dtype == DType::kUndefined) dtype = input_dtype(context, i);
+    const std::vector<Dim>* dims = input_dims(context, i);
+    if (dims) {
+      shapes.push_back(dims);
+    } else {
+      all_shapes = false;
+    }
+  }
+  if (dtype == DType::kUndefined) return;
+  if (shapes.empty()) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = shapes[0]->size();
+  const int64_t axis_value = context.opset() < 4 ? attribute_reader(context).attr_int("axis", 1)
+                                                 : attribute_reader(context).attr_int("axis");
+  const size_t axis = rule_axis(axis_value, rank);
+  std::vector<Dim> out(rank);
+  std::vector<Dim> along;
+  for (const std::vector<Dim>* dims : shapes) {
+    if (dims->size() != rank) fail("inputs have ranks {} and {}", rank, dims->size());
+    for (size_t d = 0; d < rank; ++d) {
+      const Dim& dim = (*dims)[d];
+      if (d == axis) continue;
+      if (dim.is_known() && out[d].is_known() && dim.value != out[d].value) {
+        fail("inputs differ in dim {}: {} and {}", d, out[d].value, dim.value);
+      }
+      if (dim.is_known() || (!out[d].is_known() && !out[d].is_symbolic())) out[d] = dim;
+    }
+    along.push_back((*dims)[axis]);
+  }
+  out[axis] = all_shapes ? dims_sum(along) : Dim{};
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Split: the input's dims with `axis` cut by `split` (an attribute before opset 13, input 1
+// from 13), or in num_outputs (opset 18) / as many outputs equal parts.
+void infer_split(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  const size_t parts = context.num_outputs();
+  if (!dims) {
+    for (size_t i = 0; i < parts; ++i) context.set_output(i, tensor_type(dtype));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const size_t axis = rule_axis(attributes.attr_int("axis", 0), dims->size());
+  const Dim& dim = (*dims)[axis];
+  std::vector<Dim> sizes(parts);
+  std::optional<std::vector<int64_t>> split;
+  bool split_unknown = false;
+  if (context.opset() < 13) {
+    if (attributes.has_attribute("split")) split = attributes.attr_ints("split");
+  } else if (context.has_input(1)) {
+    split = input_ints(context, 1);
+    split_unknown = !split;
+  }
+  if (split) {
+    if (split->size() != parts) {
+      fail("split {} has {} entries for {} outputs", shape_to_string(*split), split->size(), parts);
+    }
+    for (size_t i = 0; i < parts; ++i) sizes[i] = Dim::known((*split)[i]);
+  } else if (!split_unknown && dim.is_known() && parts > 0) {
+    const auto n = static_cast<int64_t>(parts);
+    if (attributes.has_attribute("num_outputs")) {
+      // Opset 18: parts of ceil(dim / n), the last one what is left.
+      const int64_t chunk = (dim.value + n - 1) / n;
+      for (size_t i = 0; i < parts; ++i) {
+        sizes[i] =
+            Dim::known(std::clamp<int64_t>(dim.value - chunk * static_cast<int64_t>(i), 0, chunk));
+      }
+    } else {
+      if (dim.value % n != 0) {
+        fail("dim {} of size {} cannot be split into {} equal parts", axis, dim.value, n);
+      }
+      for (Dim& size : sizes) size = Dim::known(dim.value / n);
+    }
+  } else if (!split_unknown && parts == 1) {
+    sizes[0] = dim;
+  }
+  for (size_t i = 0; i < parts; ++i) {
+    std::vector<Dim> out = *dims;
+    out[axis] = sizes[i];
+    context.set_output(i, tensor_type(dtype, std::move(out)));
+  }
+}
+
+// The dims a shape input (Expand's, ConstantOfShape's) gives: known when it is constant,
+// unknown dims of its length when only that is known.
+SymbolicShape shape_input_dims(const TypeInferenceContext& context, size_t i) {
+  if (const std::optional<std::vector<int64_t>> shape = input_ints(context, i)) {
+    return known_dims(*shape);
+  }
+  if (const std::optional<int64_t> rank = input_length(context, i)) return unknown_dims(*rank);
+  return std::nullopt;
+}
+
+// Expand: the input broadcast with the shape input.
+void infer_expand(TypeInferenceContext& context) {
+  const ValueType* type = context.input_type(0);
+  if (!type || !type->is_tensor()) return;
+  const std::vector<SymbolicShape> shapes{type->shape, shape_input_dims(context, 1)};
+  context.set_output(0, tensor_type(type->elem_type, broadcast_shapes(shapes)));
+}
+
+// Tile: each dim times its repeat.
+void infer_tile(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::vector<Dim> out = *dims;
+  const std::optional<std::vector<int64_t>> repeats = input_ints(context, 1);
+  if (repeats && repeats->size() != dims->size()) {
+    fail("repeats has {} values, the input has rank {}", repeats->size(), dims->size());
+  }
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (!repeats) {
+      out[d] = Dim{};
+    } else if ((*repeats)[d] != 1) {
+      out[d] = map_dim(out[d], [&](int64_t value) { return value * (*repeats)[d]; });
+    }
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+void infer_constant(TypeInferenceContext& context) {
+  const Tensor value = constant_value(attribute_reader(context));
+  context.set_output(0, tensor_type(value.dtype(), known_dims(value.shape())));
+}
+
+// ConstantOfShape: the shape input's dims, of `value`'s dtype (float when absent).
+void infer_constant_of_shape(TypeInferenceContext& context) {
+  const Tensor* value = attribute_reader(context).attr_tensor("value");
+  context.set_output(
+      0, tensor_type(value ? value->dtype() : DType::kFloat, shape_input_dims(context, 0)));
+}
+
+// Range: 1-D, max(ceil((limit - start) / delta), 0) elements when all three are constant.
+void infer_range(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  Dim length;
+  const std::optional<double> start = input_scalar(context, 0);
+  const std::optional<double> limit = input_scalar(context, 1);
+  const std::optional<double> delta = input_scalar(context, 2);
+  if (start && limit && delta && *delta != 0) {
+    length = Dim::known(
+        std::max<int64_t>(static_cast<int64_t>(std::ceil((*limit - *start) / *delta)), 0));
+  }
+  context.set_output(0, tensor_type(dtype, std::vector<Dim>{length}));
+}
+
+}  // namespace
+
 void register_shape_ops(OpRegistry& registry) {
   // The versions from 13 on of Identity, Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
   // Transpose, Constant and ConstantOfShape only added types (bfloat16, then 19-25 the float8,
@@ -1039,6 +1424,24 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add("Range", {11, 27}, kernel_factory<RangeKernel>());
   // ReverseSequence 28 added bfloat16.
   registry.add("ReverseSequence", {10, 28}, kernel_factory<ReverseSequenceKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Identity", infer_same_as_input);
+  registry.set_type_rule("", "Shape", infer_shape);
+  registry.set_type_rule("", "Size", infer_size);
+  registry.set_type_rule("", "Reshape", infer_reshape);
+  registry.set_type_rule("", "Flatten", infer_flatten);
+  registry.set_type_rule("", "Squeeze", infer_squeeze);
+  registry.set_type_rule("", "Unsqueeze", infer_unsqueeze);
+  registry.set_type_rule("", "Transpose", infer_transpose);
+  registry.set_type_rule("", "Concat", infer_concat);
+  registry.set_type_rule("", "Split", infer_split);
+  registry.set_type_rule("", "Expand", infer_expand);
+  registry.set_type_rule("", "Tile", infer_tile);
+  registry.set_type_rule("", "Constant", infer_constant);
+  registry.set_type_rule("", "ConstantOfShape", infer_constant_of_shape);
+  registry.set_type_rule("", "Range", infer_range);
+  registry.set_type_rule("", "ReverseSequence", infer_same_as_input);
 }
 
 }  // namespace onnxkit

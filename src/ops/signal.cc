@@ -489,6 +489,106 @@ class MelWeightMatrixKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// DFT: X's dims with the last 2 (complex) and the transformed axis dft_length long (input
+// 1), floor(n / 2) + 1 for a forward onesided transform; an inverse onesided one (IRFFT, opset
+// 20) is real (last dim 1) of dft_length, by default 2 * (n - 1). The axis: an attribute
+// (default 1) in opset 17, input 2 (default -2) from 20.
+void infer_dft(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  if (dims->size() < 2) fail("input must have rank >= 2, got {}", dims->size());
+  const KernelCreateContext attributes = attribute_reader(context);
+  const bool onesided = attributes.attr_int("onesided", 0) != 0;
+  const bool inverse = attributes.attr_int("inverse", 0) != 0;
+  std::vector<Dim> out = *dims;
+  out.back() = Dim::known(onesided && inverse ? 1 : 2);
+  std::optional<int64_t> axis_value;
+  if (context.opset() < 20) {
+    axis_value = attributes.attr_int("axis", 1);
+  } else if (!context.has_input(2)) {
+    axis_value = -2;
+  } else if (const std::optional<double> given = input_scalar(context, 2)) {
+    axis_value = static_cast<int64_t>(*given);
+  }
+  if (!axis_value) {
+    for (size_t d = 1; d + 1 < out.size(); ++d) out[d] = Dim{};
+    context.set_output(0, tensor_type(dtype, std::move(out)));
+    return;
+  }
+  const size_t axis = rule_axis(*axis_value, dims->size());
+  Dim length = (*dims)[axis];
+  if (context.has_input(1)) {
+    const std::optional<double> given = input_scalar(context, 1);
+    length = given ? Dim::known(static_cast<int64_t>(*given)) : Dim{};
+  } else if (onesided && inverse) {
+    length = map_dim(length, [](int64_t n) { return 2 * (n - 1); });
+  }
+  if (onesided && !inverse) length = map_dim(length, [](int64_t n) { return n / 2 + 1; });
+  out[axis] = length;
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// STFT: [batch, frames, bins, 2]; frames (length - frame_length) / frame_step + 1, bins
+// frame_length (/ 2 + 1 when onesided), frame_length from input 3 or the window's length.
+void infer_stft(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* signal = input_dims(context, 0);
+  std::optional<int64_t> frame_length;
+  if (const std::optional<double> given = input_scalar(context, 3)) {
+    frame_length = static_cast<int64_t>(*given);
+  } else if (const std::vector<Dim>* window = input_dims(context, 2);
+             window && window->size() == 1 && (*window)[0].is_known()) {
+    frame_length = (*window)[0].value;
+  }
+  const std::optional<double> step = input_scalar(context, 1);
+  std::vector<Dim> out{signal && !signal->empty() ? (*signal)[0] : Dim{}, Dim{}, Dim{},
+                       Dim::known(2)};
+  if (signal && signal->size() >= 2 && (*signal)[1].is_known() && frame_length && step &&
+      *step > 0) {
+    out[1] = Dim::known(((*signal)[1].value - *frame_length) / static_cast<int64_t>(*step) + 1);
+  }
+  if (frame_length) {
+    const bool onesided = attribute_reader(context).attr_int("onesided", 1) != 0;
+    out[2] = Dim::known(onesided ? *frame_length / 2 + 1 : *frame_length);
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+DType output_datatype(const TypeInferenceContext& context) {
+  return static_cast<DType>(attribute_reader(context).attr_int("output_datatype", 1));
+}
+
+// HannWindow, HammingWindow, BlackmanWindow: [size] of output_datatype.
+void infer_window(TypeInferenceContext& context) {
+  const std::optional<double> size = input_scalar(context, 0);
+  context.set_output(
+      0, tensor_type(output_datatype(context),
+                     std::vector<Dim>{size ? Dim::known(static_cast<int64_t>(*size)) : Dim{}}));
+}
+
+// MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype.
+void infer_mel_weight_matrix(TypeInferenceContext& context) {
+  const std::optional<double> bins = input_scalar(context, 0);
+  const std::optional<double> dft_length = input_scalar(context, 1);
+  context.set_output(
+      0, tensor_type(output_datatype(context),
+                     std::vector<Dim>{
+                         dft_length ? Dim::known(static_cast<int64_t>(*dft_length) / 2 + 1) : Dim{},
+                         bins ? Dim::known(static_cast<int64_t>(*bins)) : Dim{}}));
+}
+
+}  // namespace
+
 void register_signal_ops(OpRegistry& registry) {
   registry.add("DFT", {17, 20}, kernel_factory<DftKernel>());
   registry.add("STFT", {17}, kernel_factory<StftKernel>());
@@ -496,6 +596,14 @@ void register_signal_ops(OpRegistry& registry) {
   registry.add("HammingWindow", {17}, kernel_factory<WindowKernel<kHamming>>());
   registry.add("BlackmanWindow", {17}, kernel_factory<WindowKernel<kBlackman>>());
   registry.add("MelWeightMatrix", {17}, kernel_factory<MelWeightMatrixKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule("", "DFT", infer_dft);
+  registry.set_type_rule("", "STFT", infer_stft);
+  registry.set_type_rule("", "HannWindow", infer_window);
+  registry.set_type_rule("", "HammingWindow", infer_window);
+  registry.set_type_rule("", "BlackmanWindow", infer_window);
+  registry.set_type_rule("", "MelWeightMatrix", infer_mel_weight_matrix);
 }
 
 }  // namespace onnxkit

@@ -107,6 +107,12 @@ void register_softmax_ops(OpRegistry& registry) {
   add("Softmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kSoftmax>>());
   add("LogSoftmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kLogSoftmax>>());
   add("Hardmax", kernel_factory<SoftmaxKernel<SoftmaxKind::kHardmax>>());
+
+  // Type inference, every version.
+  // Softmax, LogSoftmax and Hardmax keep their input's type at every version.
+  registry.set_type_rule("", "Softmax", infer_same_as_input);
+  registry.set_type_rule("", "LogSoftmax", infer_same_as_input);
+  registry.set_type_rule("", "Hardmax", infer_same_as_input);
 }
 
 }  // namespace onnxkit

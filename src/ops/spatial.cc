@@ -1337,6 +1337,221 @@ void infer_center_crop_pad(TypeInferenceContext& context) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// Pad: each dim grows by its two pads (an attribute before opset 11, named `paddings` in
+// opset 1; input 1 from 11, over the axes of input 3 from 18).
+void infer_pad(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = dims->size();
+  std::optional<std::vector<int64_t>> pads;
+  std::vector<int64_t> axes;
+  if (context.opset() < 11) {
+    pads = attribute_reader(context).attr_ints(context.opset() >= 2 ? "pads" : "paddings");
+  } else {
+    pads = input_ints(context, 1);
+    if (context.has_input(3)) {
+      const std::optional<std::vector<int64_t>> given = input_ints(context, 3);
+      if (!given) pads.reset();
+      if (given) axes = *given;
+    }
+  }
+  if (!pads) {
+    context.set_output(0, tensor_type(dtype, unknown_dims(rank)));
+    return;
+  }
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (pads->size() != 2 * axes.size()) {
+    fail("pads has {} values, needs {} (2 per padded axis)", pads->size(), 2 * axes.size());
+  }
+  std::vector<Dim> out = *dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t d = rule_axis(axes[i], rank, "axes");
+    const int64_t grow = (*pads)[i] + (*pads)[i + axes.size()];
+    if (grow != 0) out[d] = map_dim(out[d], [&](int64_t value) { return value + grow; });
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// DepthToSpace [N, C, H, W] -> [N, C / b^2, H * b, W * b]; SpaceToDepth the other way.
+template <bool kToSpace>
+void infer_depth_space(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype, unknown_dims(4)));
+    return;
+  }
+  if (dims->size() != 4) fail("input must have rank 4, got {}", dims->size());
+  const int64_t b = attribute_reader(context).attr_int("blocksize");
+  if (b <= 0) fail("blocksize must be positive, got {}", b);
+  const auto grow = [&](int64_t value) { return value * b; };
+  const auto shrink = [&](int64_t value) { return value / b; };
+  const auto grow2 = [&](int64_t value) { return value * b * b; };
+  const auto shrink2 = [&](int64_t value) { return value / (b * b); };
+  std::vector<Dim> out{(*dims)[0]};
+  if (kToSpace) {
+    out.push_back(map_dim((*dims)[1], shrink2));
+    out.push_back(map_dim((*dims)[2], grow));
+    out.push_back(map_dim((*dims)[3], grow));
+  } else {
+    out.push_back(map_dim((*dims)[1], grow2));
+    out.push_back(map_dim((*dims)[2], shrink));
+    out.push_back(map_dim((*dims)[3], shrink));
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// A dim resized by `scale`: floor(scale * dim), as the kernels size their outputs
+// (shape_from_scales).
+Dim scaled_dim(const Dim& dim, double scale) {
+  if (scale == 1.0) return dim;
+  return map_dim(dim, [&](int64_t value) {
+    return static_cast<int64_t>(std::floor(scale * static_cast<double>(value)));
+  });
+}
+
+// Upsample: each dim times its scale (an attribute in opset 7, input 1 from 9).
+void infer_upsample(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::optional<std::vector<double>> scales;
+  if (context.opset() < 9) {
+    const std::vector<float> floats = attribute_reader(context).attr_floats("scales");
+    scales.emplace(floats.begin(), floats.end());
+  } else {
+    scales = input_doubles(context, 1);
+  }
+  std::vector<Dim> out(dims->size());
+  if (scales) {
+    if (scales->size() != dims->size()) {
+      fail("scales has {} values, the input has rank {}", scales->size(), dims->size());
+    }
+    for (size_t d = 0; d < out.size(); ++d) out[d] = scaled_dim((*dims)[d], (*scales)[d]);
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// Resize: scales (input 1 in opset 10, 2 from 11) or sizes (input 3) over every axis, or
+// over `axes` (opset 18); sizes with keep_aspect_ratio_policy (18) scale every axis named
+// by one factor. An empty scales or sizes input counts as absent.
+void infer_resize(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const size_t rank = dims->size();
+  const KernelCreateContext attributes = attribute_reader(context);
+  std::vector<int64_t> axes = attributes.attr_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  std::vector<Dim> out = *dims;
+  const auto is_empty = [&](size_t i) {
+    const ValueType* type = context.input_type(i);
+    return !context.has_input(i) ||
+           (type && type->shape && type->shape->size() == 1 && (*type->shape)[0] == Dim::known(0));
+  };
+  const size_t scales_input = context.opset() < 11 ? 1 : 2;
+  if (!is_empty(scales_input)) {
+    const std::optional<std::vector<double>> scales = input_doubles(context, scales_input);
+    if (scales && !scales->empty()) {
+      if (scales->size() != axes.size()) {
+        fail("scales has {} values for {} axes", scales->size(), axes.size());
+      }
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const size_t d = rule_axis(axes[i], rank, "axes");
+        out[d] = scaled_dim((*dims)[d], (*scales)[i]);
+      }
+      context.set_output(0, tensor_type(dtype, std::move(out)));
+      return;
+    }
+    if (!scales) {
+      for (int64_t axis : axes) out[rule_axis(axis, rank, "axes")] = Dim{};
+      context.set_output(0, tensor_type(dtype, std::move(out)));
+      return;
+    }
+  }
+  const std::optional<std::vector<int64_t>> sizes =
+      context.opset() >= 11 ? input_ints(context, 3) : std::nullopt;
+  if (!sizes || sizes->empty()) {
+    for (int64_t axis : axes) out[rule_axis(axis, rank, "axes")] = Dim{};
+    context.set_output(0, tensor_type(dtype, std::move(out)));
+    return;
+  }
+  if (sizes->size() != axes.size()) {
+    fail("sizes has {} values for {} axes", sizes->size(), axes.size());
+  }
+  const std::string policy = attributes.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      out[rule_axis(axes[i], rank, "axes")] = Dim::known((*sizes)[i]);
+    }
+  } else {
+    // One scale for every axis named: the smallest (not_larger) or largest (not_smaller)
+    // ratio; each size is then round(scale * dim), halves to even as numpy rounds.
+    std::optional<double> scale;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const Dim& dim = (*dims)[rule_axis(axes[i], rank, "axes")];
+      if (!dim.is_known() || dim.value == 0) {
+        scale.reset();
+        break;
+      }
+      const double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(dim.value);
+      if (i == 0) scale = ratio;
+      if (policy == "not_larger") scale = std::min(*scale, ratio);
+      if (policy == "not_smaller") scale = std::max(*scale, ratio);
+    }
+    for (int64_t axis : axes) {
+      const size_t d = rule_axis(axis, rank, "axes");
+      out[d] = scale ? map_dim((*dims)[d],
+                               [&](int64_t value) {
+                                 return static_cast<int64_t>(
+                                     std::nearbyint(*scale * static_cast<double>(value)));
+                               })
+                     : Dim{};
+    }
+  }
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+// GridSample: [N, C] of X, then the grid's spatial dims ([N, D1.., r] -> [N, C, D1..]).
+void infer_grid_sample(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* grid = input_dims(context, 1);
+  if (!grid || grid->size() < 3) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::vector<Dim> out{(*grid)[0], x && x->size() >= 2 ? (*x)[1] : Dim{}};
+  if (x && !x->empty() && (*x)[0].is_known()) out[0] = (*x)[0];
+  out.insert(out.end(), grid->begin() + 1, grid->end() - 1);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
+}  // namespace
+
 void register_spatial_ops(OpRegistry& registry) {
   registry.add("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}, kernel_factory<PadKernel>());
   registry.add("DepthToSpace", {1, 11, 13, 28}, kernel_factory<DepthToSpaceKernel>());
@@ -1349,6 +1564,14 @@ void register_spatial_ops(OpRegistry& registry) {
   registry.add(
       "CenterCropPad", {18},
       OpDefinition(kernel_factory<CenterCropPadKernel>()).with_types(infer_center_crop_pad));
+
+  // Type inference, every version.
+  registry.set_type_rule("", "Pad", infer_pad);
+  registry.set_type_rule("", "DepthToSpace", infer_depth_space<true>);
+  registry.set_type_rule("", "SpaceToDepth", infer_depth_space<false>);
+  registry.set_type_rule("", "Upsample", infer_upsample);
+  registry.set_type_rule("", "Resize", infer_resize);
+  registry.set_type_rule("", "GridSample", infer_grid_sample);
 }
 
 }  // namespace onnxkit

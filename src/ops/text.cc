@@ -568,6 +568,42 @@ void infer_string_split(TypeInferenceContext& context) {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// StringNormalizer: [C] or [1, C] strings; stopwords may drop some, so C is kept only when
+// there are none.
+void infer_string_normalizer(TypeInferenceContext& context) {
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(DType::kString));
+    return;
+  }
+  std::vector<Dim> out = *dims;
+  if (!out.empty() && !attribute_reader(context).attr_strings("stopwords").empty()) {
+    out.back() = Dim{};
+  }
+  context.set_output(0, tensor_type(DType::kString, std::move(out)));
+}
+
+// TfIdfVectorizer: float [max(ngram_indexes) + 1], after the batch dim of a 2-D input.
+void infer_tf_idf_vectorizer(TypeInferenceContext& context) {
+  const std::vector<int64_t> indexes = attribute_reader(context).attr_ints("ngram_indexes");
+  const Dim width =
+      indexes.empty() ? Dim{} : Dim::known(*std::max_element(indexes.begin(), indexes.end()) + 1);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) {
+    context.set_output(0, tensor_type(DType::kFloat));
+  } else if (dims->size() == 2) {
+    context.set_output(0, tensor_type(DType::kFloat, std::vector<Dim>{(*dims)[0], width}));
+  } else {
+    context.set_output(0, tensor_type(DType::kFloat, std::vector<Dim>{width}));
+  }
+}
+
+}  // namespace
+
 void register_text_ops(OpRegistry& registry) {
   registry.add("StringNormalizer", {10}, kernel_factory<StringNormalizerKernel>());
   registry.add("TfIdfVectorizer", {9}, kernel_factory<TfIdfVectorizerKernel>());
@@ -579,6 +615,10 @@ void register_text_ops(OpRegistry& registry) {
   registry.add("RegexFullMatch", {20},
                OpDefinition(kernel_factory<RegexFullMatchKernel>(), kElementwiseOp)
                    .with_types(infer_regex_full_match));
+
+  // Type inference, every version.
+  registry.set_type_rule("", "StringNormalizer", infer_string_normalizer);
+  registry.set_type_rule("", "TfIdfVectorizer", infer_tf_idf_vectorizer);
 }
 
 }  // namespace onnxkit

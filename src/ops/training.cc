@@ -213,10 +213,37 @@ class MomentumKernel : public OpKernel {
 
 }  // namespace
 
+namespace {
+
+// Type inference (ops/type_inference.h).
+
+// The optimizers take R, T, then kGroups groups of n tensors (X, G, and the op's states)
+// and return every group but the gradients': each output like the tensor it updates.
+template <size_t kGroups>
+void infer_optimizer(TypeInferenceContext& context) {
+  if (context.num_inputs() < 2 || (context.num_inputs() - 2) % kGroups != 0) {
+    fail("takes R, T and {} groups of tensors, got {} inputs", kGroups, context.num_inputs());
+  }
+  const size_t n = (context.num_inputs() - 2) / kGroups;
+  if (n == 0) return;
+  for (size_t j = 0; j < context.num_outputs(); ++j) {
+    const size_t group = j / n;
+    const size_t input = 2 + (group == 0 ? 0 : group + 1) * n + j % n;
+    if (const ValueType* type = context.input_type(input)) context.set_output(j, *type);
+  }
+}
+
+}  // namespace
+
 void register_training_ops(OpRegistry& registry) {
   registry.add(kTrainingDomain, "Adagrad", 1, kernel_factory<AdagradKernel>());
   registry.add(kTrainingDomain, "Adam", 1, kernel_factory<AdamKernel>());
   registry.add(kTrainingDomain, "Momentum", 1, kernel_factory<MomentumKernel>());
+
+  // Type inference, every version.
+  registry.set_type_rule(kTrainingDomain, "Adagrad", infer_optimizer<3>);
+  registry.set_type_rule(kTrainingDomain, "Adam", infer_optimizer<4>);
+  registry.set_type_rule(kTrainingDomain, "Momentum", infer_optimizer<3>);
 }
 
 }  // namespace onnxkit

@@ -1,6 +1,10 @@
 #include "ops/type_inference.h"
 
+#include <string>
+
 #include "core/status.h"
+#include "ops/op_utils.h"
+#include "ops/registry.h"
 
 namespace onnxkit {
 
@@ -30,6 +34,116 @@ std::optional<std::vector<int64_t>> input_ints(const TypeInferenceContext& conte
     return std::nullopt;
   }
   return result;
+}
+
+std::optional<double> input_scalar(const TypeInferenceContext& context, size_t i) {
+  const Tensor* value = context.input_value(i);
+  if (!value || value->numel() != 1 || value->dtype() == DType::kString) return std::nullopt;
+  return read_scalar(*value, "scalar input");
+}
+
+std::optional<std::vector<double>> input_doubles(const TypeInferenceContext& context, size_t i) {
+  const Tensor* value = context.input_value(i);
+  if (!value || value->dtype() == DType::kString || value->dtype() == DType::kBool) {
+    return std::nullopt;
+  }
+  std::vector<double> values(static_cast<size_t>(value->numel()));
+  dispatch_numeric(value->dtype(), "constant input", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* data = value->data<T>();
+    for (size_t k = 0; k < values.size(); ++k) values[k] = convert_element<double>(data[k]);
+  });
+  return values;
+}
+
+KernelCreateContext attribute_reader(const TypeInferenceContext& context) {
+  // Attribute reading needs no registry; the reader's registry is never asked.
+  static const OpRegistry kNoRegistry;
+  return KernelCreateContext(context.node(), context.opset(), kNoRegistry);
+}
+
+Dim dims_product(std::span<const Dim> dims) {
+  int64_t product = 1;
+  const Dim* named = nullptr;
+  size_t not_one = 0;
+  bool all_known = true;
+  for (const Dim& dim : dims) {
+    if (dim.is_known()) {
+      product *= dim.value;
+      if (dim.value != 1) ++not_one;
+    } else {
+      all_known = false;
+      ++not_one;
+      named = &dim;
+    }
+  }
+  if (all_known) return Dim::known(product);
+  if (not_one == 1 && named->is_symbolic()) return Dim::symbol(named->param);
+  return Dim{};
+}
+
+Dim dims_sum(std::span<const Dim> dims) {
+  int64_t sum = 0;
+  const Dim* named = nullptr;
+  size_t not_zero = 0;
+  bool all_known = true;
+  for (const Dim& dim : dims) {
+    if (dim.is_known()) {
+      sum += dim.value;
+      if (dim.value != 0) ++not_zero;
+    } else {
+      all_known = false;
+      ++not_zero;
+      named = &dim;
+    }
+  }
+  if (all_known) return Dim::known(sum);
+  if (not_zero == 1 && named->is_symbolic()) return Dim::symbol(named->param);
+  return Dim{};
+}
+
+std::vector<Dim> known_dims(std::span<const int64_t> values) {
+  std::vector<Dim> dims;
+  dims.reserve(values.size());
+  for (int64_t value : values) dims.push_back(Dim::known(value));
+  return dims;
+}
+
+std::vector<Dim> unknown_dims(size_t rank) {
+  return std::vector<Dim>(rank);
+}
+
+ValueType merge_types(const ValueType& a, const ValueType& b) {
+  if (a.kind == ValueType::Kind::kNone || b.kind == ValueType::Kind::kNone) return {};
+  if (a == b) return a;
+  ValueType merged;
+  merged.kind = a.kind;
+  if (a.kind != b.kind) return {};
+  merged.elem_type = a.elem_type == b.elem_type ? a.elem_type : DType::kUndefined;
+  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+    std::vector<Dim> dims(a.shape->size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if ((*a.shape)[d] == (*b.shape)[d]) dims[d] = (*a.shape)[d];
+    }
+    merged.shape = std::move(dims);
+  }
+  if (a.has_element() && b.has_element()) {
+    merged.element.push_back(merge_types(a.element_type(), b.element_type()));
+  }
+  return merged;
+}
+
+std::optional<int64_t> input_length(const TypeInferenceContext& context, size_t i) {
+  if (const std::optional<std::vector<int64_t>> values = input_ints(context, i)) {
+    return static_cast<int64_t>(values->size());
+  }
+  const std::vector<Dim>* dims = input_dims(context, i);
+  if (!dims || dims->size() != 1 || !(*dims)[0].is_known()) return std::nullopt;
+  return (*dims)[0].value;
+}
+
+size_t rule_axis(int64_t axis, size_t rank, std::string_view what) {
+  return static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(rank), what));
 }
 
 SymbolicShape broadcast_shapes(std::span<const SymbolicShape> shapes) {

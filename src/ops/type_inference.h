@@ -20,6 +20,7 @@
 #include "ir/graph.h"
 #include "ir/value_type.h"
 #include "onnxkit/tensor.h"
+#include "ops/kernel.h"
 
 namespace onnxkit {
 
@@ -74,7 +75,7 @@ void infer_broadcast_bool(TypeInferenceContext& context);
 // its name; two different names give an unknown dim.
 SymbolicShape broadcast_shapes(std::span<const SymbolicShape> shapes);
 // A tensor type of `dtype` with `shape`.
-inline ValueType tensor_type(DType dtype, SymbolicShape shape) {
+inline ValueType tensor_type(DType dtype, SymbolicShape shape = std::nullopt) {
   return ValueType::tensor(dtype, std::move(shape));
 }
 // Input i's shape when its type is a tensor of known rank, else nullptr.
@@ -84,5 +85,41 @@ DType input_dtype(const TypeInferenceContext& context, size_t i);
 // The int64/int32 values of constant input i (axes, pads, sizes, shape); nullopt when the
 // input is absent, not constant or not an integer tensor.
 std::optional<std::vector<int64_t>> input_ints(const TypeInferenceContext& context, size_t i);
+// The value of constant scalar (or one-element) input i as a double, of any numeric dtype;
+// nullopt when it is absent, not constant or not one element.
+std::optional<double> input_scalar(const TypeInferenceContext& context, size_t i);
+// The values of constant numeric input i as doubles (Resize's scales); nullopt when it is
+// absent, not constant or not numeric.
+std::optional<std::vector<double>> input_doubles(const TypeInferenceContext& context, size_t i);
+// The node's attributes read as a kernel constructor reads them (typed, defaults, errors
+// naming the node), at the context's opset; valid while `context` is. Lets a rule share an
+// op's attribute structs (ConvAttributes, ...) with its kernels.
+KernelCreateContext attribute_reader(const TypeInferenceContext& context);
+
+// Symbolic dim arithmetic: a known result where every operand is known, else an unknown dim
+// (a named dim survives only where the result is that dim itself).
+template <typename F>
+Dim map_dim(const Dim& dim, F&& f) {
+  return dim.is_known() ? Dim::known(f(dim.value)) : Dim{};
+}
+// The product of `dims`: known when all are; the one named dim when every other is 1.
+Dim dims_product(std::span<const Dim> dims);
+// The sum of `dims`: known when all are; the one named dim when every other is 0.
+Dim dims_sum(std::span<const Dim> dims);
+// Known dims from values.
+std::vector<Dim> known_dims(std::span<const int64_t> values);
+// `rank` unknown dims.
+std::vector<Dim> unknown_dims(size_t rank);
+// What two types of one value agree on (If's branches, a sequence's elements, a loop's
+// carried value before and after the body): the dtype when equal, each dim where equal
+// (else unknown), the rank where equal (else unknown). kNone when either is kNone.
+ValueType merge_types(const ValueType& a, const ValueType& b);
+// The length of a constant 1-D (or the rank of an unknown-valued) integer input holding one
+// value per axis (Reshape's shape, Expand's shape, ...): nullopt unless input i is a tensor
+// of known rank 1 and known length.
+std::optional<int64_t> input_length(const TypeInferenceContext& context, size_t i);
+// Axis `axis` of a tensor of `rank` normalized to [0, rank); fails naming `what` when it is
+// out of range.
+size_t rule_axis(int64_t axis, size_t rank, std::string_view what = "axis");
 
 }  // namespace onnxkit
