@@ -97,11 +97,12 @@ TEST(Activation, Version1IgnoresConsumedInputs) {
   Tensor x = floats({4}, {-2.0f, -0.2f, 0.7f, 3.0f});
   const SetAttributes legacy = [](Node* n) { set_ints(n, "consumed_inputs", {0}); };
   expect_floats(run_one("Relu", {x}, 1, legacy), {0.0f, 0.0f, 0.7f, 3.0f});
-  expect_floats(run_one("Clip", {x}, 1, [&](Node* n) {
-                  legacy(n);
-                  set_float(n, "min", -0.5f);
-                  set_float(n, "max", 0.5f);
-                }),
+  expect_floats(run_one("Clip", {x}, 1,
+                        [&](Node* n) {
+                          legacy(n);
+                          set_float(n, "min", -0.5f);
+                          set_float(n, "max", 0.5f);
+                        }),
                 {-0.5f, -0.2f, 0.5f, 0.5f});
   expect_floats(run_one("Clip", {x}, 1), {-2.0f, -0.2f, 0.7f, 3.0f});
   // Version 1 PRelu reads a 1-D slope per channel, as 6 does.
