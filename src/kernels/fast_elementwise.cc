@@ -353,7 +353,8 @@ KernelFactory float_input_factory(size_t input) {
 
 void register_fast_elementwise_kernels(OpRegistry& registry) {
   // Since-versions mirror the reference registrations (an optimized kernel serves an opset
-  // only when it is at least as new as the reference one); opsets 1-6 of the arithmetic
+  // only when it is at least as new as the reference one; version 1 of the unary ops and
+  // Clip differs from 6 only by the ignored `consumed_inputs`); opsets 1-6 of the arithmetic
   // ops had another broadcasting rule and stay on the reference kernels.
   const std::pair<const char*, BinaryOp> arithmetic[] = {{"Add", BinaryOp::kAdd},
                                                          {"Sub", BinaryOp::kSub},
@@ -368,23 +369,23 @@ void register_fast_elementwise_kernels(OpRegistry& registry) {
     UnaryOp op;
   };
   const UnaryRegistration unary[] = {
-      {"Relu", {6, 13, 14}, UnaryOp::kRelu},
-      {"LeakyRelu", {6, 16}, UnaryOp::kLeakyRelu},
-      {"HardSigmoid", {6, 22}, UnaryOp::kHardSigmoid},
+      {"Relu", {1, 6, 13, 14}, UnaryOp::kRelu},
+      {"LeakyRelu", {1, 6, 16}, UnaryOp::kLeakyRelu},
+      {"HardSigmoid", {1, 6, 22}, UnaryOp::kHardSigmoid},
       {"HardSwish", {14, 22}, UnaryOp::kHardSwish},
-      {"Sigmoid", {6, 13}, UnaryOp::kSigmoid},
-      {"Tanh", {6, 13}, UnaryOp::kTanh},
+      {"Sigmoid", {1, 6, 13}, UnaryOp::kSigmoid},
+      {"Tanh", {1, 6, 13}, UnaryOp::kTanh},
       {"Erf", {9, 13}, UnaryOp::kErf},
-      {"Exp", {6, 13}, UnaryOp::kExp},
-      {"Sqrt", {6, 13}, UnaryOp::kSqrt},
-      {"Reciprocal", {6, 13}, UnaryOp::kReciprocal},
-      {"Neg", {6, 13}, UnaryOp::kNeg},
-      {"Abs", {6, 13}, UnaryOp::kAbs},
+      {"Exp", {1, 6, 13}, UnaryOp::kExp},
+      {"Sqrt", {1, 6, 13}, UnaryOp::kSqrt},
+      {"Reciprocal", {1, 6, 13}, UnaryOp::kReciprocal},
+      {"Neg", {1, 6, 13}, UnaryOp::kNeg},
+      {"Abs", {1, 6, 13}, UnaryOp::kAbs},
   };
   for (const auto& [name, versions, op] : unary) {
     for (int64_t since : versions) registry.add_optimized("", name, since, unary_factory(op));
   }
-  for (int64_t since : {6, 11, 12, 13}) {
+  for (int64_t since : {1, 6, 11, 12, 13}) {
     registry.add_optimized("", "Clip", since, float_input_factory<FastClipKernel>(0));
   }
   for (int64_t since : {7, 12, 13, 15}) {

@@ -33,6 +33,11 @@ class ActivationKernel : public OpKernel {
  public:
   explicit ActivationKernel(const KernelCreateContext& context)
       : activation_(activation_op(context, kOp)) {
+    if (kOp == Act::kSelu && context.opset() < 6) {
+      // Selu-1's defaults are the constants rounded to five digits.
+      activation_.alpha = context.attr_float("alpha", 1.6732f);
+      activation_.beta = context.attr_float("gamma", 1.0507f);
+    }
     if (kOp == Act::kCelu && activation_.alpha == 0.0f) {
       context.fail("alpha must not be 0 (Celu divides by it)");
     }
@@ -276,37 +281,39 @@ class SmoothGateKernel : public OpKernel {
 }  // namespace
 
 void register_activation_ops(OpRegistry& registry) {
-  // Since-version 6 dropped `consumed_inputs`; later versions (13, 22 with bfloat16 and
+  // Since-version 6 dropped version 1's `consumed_inputs` (a legacy in-place hint the kernels
+  // ignore) and gave Selu its exact defaults; later versions (13, 22 with bfloat16 and
   // float16 for some, Celu 28 the 16-bit floats and double) only widened the types, which
   // every registration accepts.
-  registry.add("Relu", {6, 13, 14}, kernel_factory<ActivationKernel<Act::kRelu>>(),
+  registry.add("Relu", {1, 6, 13, 14}, kernel_factory<ActivationKernel<Act::kRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("LeakyRelu", {6, 16}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
+  registry.add("LeakyRelu", {1, 6, 16}, kernel_factory<ActivationKernel<Act::kLeakyRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Elu", {6, 22}, kernel_factory<ActivationKernel<Act::kElu>>(),
+  registry.add("Elu", {1, 6, 22}, kernel_factory<ActivationKernel<Act::kElu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Selu", {6, 22}, kernel_factory<ActivationKernel<Act::kSelu>>(),
+  registry.add("Selu", {1, 6, 22}, kernel_factory<ActivationKernel<Act::kSelu>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Celu", {12, 28}, kernel_factory<ActivationKernel<Act::kCelu>>(),
                kZeroKeepingElementwiseOp);
   registry.add("ThresholdedRelu", {10, 22},
                kernel_factory<ActivationKernel<Act::kThresholdedRelu>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("HardSigmoid", {6, 22}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>(),
+  registry.add("HardSigmoid", {1, 6, 22}, kernel_factory<ActivationKernel<Act::kHardSigmoid>>(),
                kElementwiseOp);
   registry.add("HardSwish", {14, 22}, kernel_factory<ActivationKernel<Act::kHardSwish>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Sigmoid", {6, 13}, kernel_factory<ActivationKernel<Act::kSigmoid>>(),
+  registry.add("Sigmoid", {1, 6, 13}, kernel_factory<ActivationKernel<Act::kSigmoid>>(),
                kElementwiseOp);
-  registry.add("Tanh", {6, 13}, kernel_factory<ActivationKernel<Act::kTanh>>(),
+  registry.add("Tanh", {1, 6, 13}, kernel_factory<ActivationKernel<Act::kTanh>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Softplus", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftplus>>(),
                kElementwiseOp);
   registry.add("Softsign", {1, 22}, kernel_factory<ActivationKernel<Act::kSoftsign>>(),
                kZeroKeepingElementwiseOp);
-  // Opset 6 PRelu reads a 1-D slope per channel; 7 made it unidirectional broadcasting; 9 and
+  // Opset 1 and 6 PRelu read a 1-D slope per channel; 7 made it unidirectional broadcasting; 9 and
   // 16 added types.
-  registry.add("PRelu", {6, 7, 9, 16}, kernel_factory<PReluKernel>(), kZeroKeepingBroadcastingOp);
+  registry.add("PRelu", {1, 6, 7, 9, 16}, kernel_factory<PReluKernel>(),
+               kZeroKeepingBroadcastingOp);
   registry.add("Gelu", {20},
                OpDefinition(kernel_factory<GeluKernel>(), kZeroKeepingElementwiseOp)
                    .with_types(infer_same_as_input));
@@ -318,7 +325,7 @@ void register_activation_ops(OpRegistry& registry) {
                OpDefinition(kernel_factory<SmoothGateKernel<true>>(), kZeroKeepingElementwiseOp)
                    .with_types(infer_same_as_input));
   registry.add("Shrink", {9}, kernel_factory<ShrinkKernel>(), kElementwiseOp);
-  registry.add("Clip", {6, 11, 12, 13}, kernel_factory<ClipKernel>(), kElementwiseOp);
+  registry.add("Clip", {1, 6, 11, 12, 13}, kernel_factory<ClipKernel>(), kElementwiseOp);
 
   // Type inference, every version.
   // Every activation keeps its input's type (PRelu's slope broadcasts to X).

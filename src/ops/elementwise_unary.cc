@@ -226,20 +226,21 @@ void infer_same_shape_bool(TypeInferenceContext& context) {
 }  // namespace
 
 void register_elementwise_unary_ops(OpRegistry& registry) {
-  // Opset 6 dropped `consumed_inputs`; 13 added bfloat16 and 22 (trigonometry, Round) float8
-  // and bfloat16 to the rest: every registration accepts the types the kernels dispatch on.
-  registry.add("Neg", {6, 13}, kernel_factory<UnaryKernel<Unary::kNeg>>(),
+  // Version 1's `consumed_inputs` (a legacy in-place hint, dropped at 6) changes nothing the
+  // kernels compute; 13 added bfloat16 and 22 (trigonometry, Round) float8 and bfloat16 to the
+  // rest: every registration accepts the types the kernels dispatch on.
+  registry.add("Neg", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kNeg>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Abs", {6, 13}, kernel_factory<UnaryKernel<Unary::kAbs>>(),
+  registry.add("Abs", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kAbs>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Sign", {9, 13}, kernel_factory<UnaryKernel<Unary::kSign>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Sqrt", {6, 13}, kernel_factory<UnaryKernel<Unary::kSqrt>>(),
+  registry.add("Sqrt", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kSqrt>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Reciprocal", {6, 13}, kernel_factory<UnaryKernel<Unary::kReciprocal>>(),
+  registry.add("Reciprocal", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kReciprocal>>(),
                kElementwiseOp);
-  registry.add("Exp", {6, 13}, kernel_factory<UnaryKernel<Unary::kExp>>(), kElementwiseOp);
-  registry.add("Log", {6, 13}, kernel_factory<UnaryKernel<Unary::kLog>>(), kElementwiseOp);
+  registry.add("Exp", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kExp>>(), kElementwiseOp);
+  registry.add("Log", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kLog>>(), kElementwiseOp);
   registry.add("Erf", {9, 13}, kernel_factory<UnaryKernel<Unary::kErf>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Sin", {7, 22}, kernel_factory<UnaryKernel<Unary::kSin>>(),
@@ -260,9 +261,9 @@ void register_elementwise_unary_ops(OpRegistry& registry) {
   registry.add("Acosh", {9, 22}, kernel_factory<UnaryKernel<Unary::kAcosh>>(), kElementwiseOp);
   registry.add("Atanh", {9, 22}, kernel_factory<UnaryKernel<Unary::kAtanh>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Floor", {6, 13}, kernel_factory<UnaryKernel<Unary::kFloor>>(),
+  registry.add("Floor", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kFloor>>(),
                kZeroKeepingElementwiseOp);
-  registry.add("Ceil", {6, 13}, kernel_factory<UnaryKernel<Unary::kCeil>>(),
+  registry.add("Ceil", {1, 6, 13}, kernel_factory<UnaryKernel<Unary::kCeil>>(),
                kZeroKeepingElementwiseOp);
   registry.add("Round", {11, 22}, kernel_factory<UnaryKernel<Unary::kRound>>(),
                kZeroKeepingElementwiseOp);

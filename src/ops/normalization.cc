@@ -75,7 +75,7 @@ class BatchNormalizationKernel : public OpKernel {
     if (x.rank() < 2) context.fail("input has rank {}, needs at least 2 (N, C, ...)", x.rank());
     const int64_t channels = x.shape()[1];
     const int64_t spatial_size = shape_numel(std::span(x.shape()).subspan(2));
-    // spatial=0 (opsets 6-7): one set of statistics per (C, D1, ...) activation.
+    // spatial=0 (opsets 1-7): one set of statistics per (C, D1, ...) activation.
     const int64_t groups = spatial_ ? channels : channels * spatial_size;
     const int64_t inner = spatial_ ? spatial_size : 1;
     static constexpr const char* kNames[] = {"X", "scale", "B", "mean", "var"};
@@ -439,7 +439,9 @@ class DropoutKernel : public OpKernel {
       : opset_(context.opset()),
         ratio_(context.opset() < 12 ? context.attr_float("ratio", 0.5f) : 0.5f),
         has_seed_(context.has_attribute("seed")),
-        seed_(context.attr_int("seed", 0)) {
+        seed_(context.attr_int("seed", 0)),
+        // Versions 1 and 6 train (drop at random) unless is_test is set; 7 to 11 never train.
+        legacy_training_(context.opset() < 7 && context.attr_int("is_test", 0) == 0) {
     if (opset_ < 12 && (ratio_ < 0 || ratio_ >= 1)) {
       context.fail("ratio is {}, must be in [0, 1)", ratio_);
     }
@@ -448,7 +450,7 @@ class DropoutKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     double ratio = ratio_;
-    bool training = false;
+    bool training = legacy_training_;
     if (opset_ >= 12) {
       if (context.has_input(1)) ratio = read_scalar(context.input(1), "Dropout ratio");
       if (context.has_input(2)) {
@@ -496,14 +498,18 @@ class DropoutKernel : public OpKernel {
       for (size_t i = 0; i < n; ++i) m[i] = keep ? (*keep)[i] != 0 : true;
       return;
     }
-    std::vector<double> ones(n, 1.0);
-    write_doubles(context, 1, x.dtype(), x.shape(), ones);
+    std::vector<double> kept(n, 1.0);
+    if (keep) {
+      for (size_t i = 0; i < n; ++i) kept[i] = (*keep)[i] != 0 ? 1.0 : 0.0;
+    }
+    write_doubles(context, 1, x.dtype(), x.shape(), kept);
   }
 
   int64_t opset_;
   float ratio_;
   bool has_seed_;
   int64_t seed_;
+  bool legacy_training_;
 };
 
 }  // namespace
@@ -553,9 +559,11 @@ void infer_dropout(TypeInferenceContext& context) {
 }  // namespace
 
 void register_normalization_ops(OpRegistry& registry) {
-  // One kernel per op reads the attributes its opset defines (spatial up to 7, is_test at
-  // 6, training_mode from 14; Dropout's ratio moved from attribute to input at 12).
-  registry.add("BatchNormalization", {6, 7, 9, 14, 15}, kernel_factory<BatchNormalizationKernel>());
+  // One kernel per op reads the attributes its opset defines (spatial up to 7, is_test in 1
+  // and 6, training_mode from 14; Dropout's ratio moved from attribute to input at 12).
+  // Version 1's `consumed_inputs` is a legacy in-place hint, ignored.
+  registry.add("BatchNormalization", {1, 6, 7, 9, 14, 15},
+               kernel_factory<BatchNormalizationKernel>());
   registry.add("InstanceNormalization", {1, 6, 22}, kernel_factory<InstanceNormalizationKernel>());
   registry.add(
       "GroupNormalization", {18, 21},
@@ -568,7 +576,7 @@ void register_normalization_ops(OpRegistry& registry) {
                kernel_factory<MeanVarianceNormalizationKernel>());
   registry.add("LRN", {1, 13}, kernel_factory<LrnKernel>());
   // Dropout 22 added bfloat16 and the float8 types.
-  registry.add("Dropout", {7, 10, 12, 13, 22}, kernel_factory<DropoutKernel>(),
+  registry.add("Dropout", {1, 6, 7, 10, 12, 13, 22}, kernel_factory<DropoutKernel>(),
                OpTraits{.random_in_training = true});
 
   // Type inference, every version.

@@ -147,6 +147,26 @@ std::vector<int64_t> read_index_input(const KernelContext& context, size_t i,
   return read_int64s(tensor, what);
 }
 
+// Counts given as a tensor of the data's type (Split-1's split, Tile-1's tiles and axis are
+// typed T, a float type, in that version's schema) or of an integer type, as int64; fails
+// on a value that is not a whole number.
+std::vector<int64_t> read_count_input(const KernelContext& context, size_t i,
+                                      std::string_view what) {
+  const Tensor& tensor = context.input(i);
+  if (tensor.rank() > 1) {
+    context.fail("{} must be 1-D, got shape {}", what, shape_to_string(tensor.shape()));
+  }
+  if (!dtype_is_float(tensor.dtype())) return read_int64s(tensor, what);
+  std::vector<int64_t> values;
+  for (double v : read_doubles(context, tensor, what)) {
+    if (!(std::trunc(v) == v) || std::abs(v) > 9.0e15) {
+      context.fail("{} holds {}, which is not a whole number", what, v);
+    }
+    values.push_back(static_cast<int64_t>(v));
+  }
+  return values;
+}
+
 // Identity: passes the value through (tensors share storage; sequences too).
 class IdentityKernel : public OpKernel {
  public:
@@ -237,16 +257,22 @@ std::optional<ShapeVector> size_shape_vector(const ShapeVectorContext& context) 
   return out;
 }
 
-// Reshape: shape from input 1; 0 copies the input dim (or is a 0 dim with allowzero, opset
-// 14), one -1 is inferred. The output shares the input's bytes.
+// Reshape: shape from input 1 (the `shape` attribute in version 1); 0 copies the input dim
+// (or is a 0 dim with allowzero, opset 14), one -1 is inferred. The output shares the
+// input's bytes.
 class ReshapeKernel : public OpKernel {
  public:
   explicit ReshapeKernel(const KernelCreateContext& context) {
     if (context.opset() >= 14) allow_zero_ = context.attr_int("allowzero", 0) != 0;
+    if (context.opset() < 5) {
+      shape_attribute_ = context.attr_ints_opt("shape");
+      if (!shape_attribute_) context.fail("Reshape-1 needs the `shape` attribute");
+    }
   }
   void compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const std::vector<int64_t> requested = read_index_input(context, 1, "shape");
+    const std::vector<int64_t> requested =
+        shape_attribute_ ? *shape_attribute_ : read_index_input(context, 1, "shape");
     const Shape& in_shape = input.shape();
     Shape shape(requested.size());
     std::optional<size_t> inferred;
@@ -299,6 +325,7 @@ class ReshapeKernel : public OpKernel {
 
  private:
   bool allow_zero_ = false;
+  std::optional<std::vector<int64_t>> shape_attribute_;  // version 1
 };
 
 // 1-D <-> 1-D or scalar, element order unchanged.
@@ -575,14 +602,19 @@ std::optional<ShapeVector> concat_shape_vector(const ShapeVectorContext& context
 }
 
 // Split: cuts the input along `axis` into the outputs; sizes from `split` (attribute before
-// opset 13, optional input after) or equal parts that must divide the dim exactly.
+// opset 13, optional input after; version 1 takes either) or equal parts that must divide
+// the dim exactly.
 class SplitKernel : public OpKernel {
  public:
   explicit SplitKernel(const KernelCreateContext& context)
       : axis_(context.attr_int("axis", 0)),
-        split_input_(context.opset() >= 13),
+        split_input_(context.opset() >= 13 || context.opset() < 2),
         uneven_(context.opset() >= 18) {
-    if (!split_input_) split_ = context.attr_ints_opt("split");
+    if (context.opset() < 13) split_ = context.attr_ints_opt("split");
+    if (context.opset() < 2 && split_ && context.node().inputs().size() > 1 &&
+        context.node().input(1) != nullptr) {
+      context.fail("split is given both as an attribute and as input 1");
+    }
     if (uneven_ && context.has_attribute("num_outputs")) {
       const int64_t num_outputs = context.attr_int("num_outputs");
       if (num_outputs != static_cast<int64_t>(context.node().outputs().size())) {
@@ -607,7 +639,8 @@ class SplitKernel : public OpKernel {
     const size_t parts = context.num_outputs();
     std::vector<int64_t> sizes;
     if (split_input_ && context.has_input(1)) {
-      sizes = read_index_input(context, 1, "split");
+      // Version 1's split input has the data's (float) type.
+      sizes = read_count_input(context, 1, "split");
     } else if (split_) {
       sizes = *split_;
     }
@@ -687,14 +720,16 @@ class ExpandKernel : public OpKernel {
   }
 };
 
-// Tile: repeats the input repeats[d] times along each dim d.
+// Tile: repeats the input repeats[d] times along each dim d. Version 1 repeats it `tiles`
+// times along one `axis` (scalar inputs 1 and 2, of the data's type in its schema).
 class TileKernel : public OpKernel {
  public:
-  explicit TileKernel(const KernelCreateContext&) {}
+  explicit TileKernel(const KernelCreateContext& context) : legacy_(context.opset() < 6) {}
   void compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const std::vector<int64_t> repeats = read_index_input(context, 1, "repeats");
     const size_t rank = input.rank();
+    const std::vector<int64_t> repeats =
+        legacy_ ? legacy_repeats(context, rank) : read_index_input(context, 1, "repeats");
     if (repeats.size() != rank) {
       context.fail("repeats has {} entries, the input {} has rank {}", repeats.size(),
                    shape_to_string(input.shape()), rank);
@@ -720,6 +755,26 @@ class TileKernel : public OpKernel {
                    mutable_tensor_elements<T>(out));
     });
   }
+
+ private:
+  // Version 1's (tiles, axis) as one repeat per dim.
+  static std::vector<int64_t> legacy_repeats(const KernelContext& context, size_t rank) {
+    const std::vector<int64_t> tiles = read_count_input(context, 1, "tiles");
+    const std::vector<int64_t> axis = read_count_input(context, 2, "axis");
+    if (tiles.size() != 1 || axis.size() != 1) {
+      context.fail("tiles and axis must be single values, got {} and {}", tiles.size(),
+                   axis.size());
+    }
+    std::vector<int64_t> repeats(rank, 1);
+    const auto r = static_cast<int64_t>(rank);
+    if (axis[0] < -r || axis[0] >= r) {
+      context.fail("axis {} is out of range for rank {}", axis[0], rank);
+    }
+    repeats[static_cast<size_t>(axis[0] < 0 ? axis[0] + r : axis[0])] = tiles[0];
+    return repeats;
+  }
+
+  bool legacy_;
 };
 
 // A COO sparse tensor made dense (indices flat [NNZ] or coordinates [NNZ, rank]).
@@ -1075,12 +1130,18 @@ Dim reshape_inferred_dim(std::vector<Dim> in, std::vector<Dim> out) {
   return Dim{};
 }
 
-// Reshape: the shape input's dims; 0 copies the input dim (unless allowzero, opset 14), -1
-// takes the rest.
+// Reshape: the shape input's dims (the `shape` attribute in version 1); 0 copies the input
+// dim (unless allowzero, opset 14), -1 takes the rest.
 void infer_reshape(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
-  const std::optional<std::vector<int64_t>> shape = input_ints(context, 1);
+  const std::optional<std::vector<int64_t>> shape =
+      context.opset() < 5 ? attribute_reader(context).attr_ints_opt("shape")
+                          : input_ints(context, 1);
+  if (!shape && context.opset() < 5) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
   if (!shape) {
     const std::optional<int64_t> rank = input_length(context, 1);
     context.set_output(
@@ -1290,7 +1351,15 @@ void infer_split(TypeInferenceContext& context) {
   bool split_unknown = false;
   if (context.opset() < 13) {
     if (attributes.has_attribute("split")) split = attributes.attr_ints("split");
-  } else if (context.has_input(1)) {
+  }
+  if (context.opset() < 2 && !split && context.has_input(1)) {
+    // Version 1's split input has the data's (float) type.
+    if (const std::optional<std::vector<double>> values = input_doubles(context, 1)) {
+      split.emplace();
+      for (double v : *values) split->push_back(static_cast<int64_t>(v));
+    }
+    split_unknown = !split;
+  } else if (context.opset() >= 13 && context.has_input(1)) {
     split = input_ints(context, 1);
     split_unknown = !split;
   }
@@ -1342,7 +1411,7 @@ void infer_expand(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(type->elem_type, broadcast_shapes(shapes)));
 }
 
-// Tile: each dim times its repeat.
+// Tile: each dim times its repeat (version 1: dim `axis` times `tiles`, both scalar inputs).
 void infer_tile(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
@@ -1352,7 +1421,26 @@ void infer_tile(TypeInferenceContext& context) {
     return;
   }
   std::vector<Dim> out = *dims;
-  const std::optional<std::vector<int64_t>> repeats = input_ints(context, 1);
+  std::optional<std::vector<int64_t>> repeats;
+  if (context.opset() < 6) {
+    const std::optional<double> axis = input_scalar(context, 2);
+    const std::optional<double> tiles = input_scalar(context, 1);
+    if (!axis) {
+      context.set_output(0, tensor_type(dtype, unknown_dims(dims->size())));
+      return;
+    }
+    const size_t d = rule_axis(static_cast<int64_t>(*axis), dims->size());
+    if (tiles) {
+      repeats.emplace(dims->size(), 1);
+      (*repeats)[d] = static_cast<int64_t>(*tiles);
+    } else {
+      out[d] = Dim{};
+      context.set_output(0, tensor_type(dtype, std::move(out)));
+      return;
+    }
+  } else {
+    repeats = input_ints(context, 1);
+  }
   if (repeats && repeats->size() != dims->size()) {
     fail("repeats has {} values, the input has rank {}", repeats->size(), dims->size());
   }
@@ -1405,7 +1493,9 @@ void register_shape_ops(OpRegistry& registry) {
                shape_shape_vector);
   registry.add("Size", {1, 13, 19, 21, 23, 24, 25}, kernel_factory<SizeKernel>(), {},
                size_shape_vector);
-  registry.add("Reshape", {5, 13, 14, 19, 21, 23, 24, 25}, kernel_factory<ReshapeKernel>(), {},
+  // Version 1 of Reshape (the shape an attribute), Split (split an attribute or an input) and
+  // Tile (tiles and axis inputs) is read by the same kernels and rules, by opset.
+  registry.add("Reshape", {1, 5, 13, 14, 19, 21, 23, 24, 25}, kernel_factory<ReshapeKernel>(), {},
                reshape_shape_vector);
   registry.add("Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, kernel_factory<FlattenKernel>());
   registry.add("Squeeze", {1, 11, 13, 21, 23, 24, 25}, kernel_factory<SqueezeKernel>(), {},
@@ -1415,9 +1505,9 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add("Transpose", {1, 13, 21, 23, 24, 25}, kernel_factory<TransposeKernel>());
   registry.add("Concat", {1, 4, 11, 13}, kernel_factory<ConcatKernel>(),
                OpTraits{.axes = AxisRule::kSingleAxis}, concat_shape_vector);
-  registry.add("Split", {2, 11, 13, 18}, kernel_factory<SplitKernel>());
+  registry.add("Split", {1, 2, 11, 13, 18}, kernel_factory<SplitKernel>());
   registry.add("Expand", {8, 13}, kernel_factory<ExpandKernel>());
-  registry.add("Tile", {6, 13}, kernel_factory<TileKernel>());
+  registry.add("Tile", {1, 6, 13}, kernel_factory<TileKernel>());
   registry.add("Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, kernel_factory<ConstantKernel>(),
                {}, constant_shape_vector);
   registry.add("ConstantOfShape", {9, 20, 21, 23, 24, 25}, kernel_factory<ConstantOfShapeKernel>());

@@ -724,11 +724,23 @@ Shape shape_from_scales(const KernelContext& context, const Tensor& x,
   return out;
 }
 
-// Upsample-7 (scales attribute) and Upsample-9 (scales input): asymmetric coordinates.
+// Upsample-1 (NCHW, height_scale and width_scale; mode nearest or bilinear), Upsample-7
+// (scales attribute) and Upsample-9/10 (scales input): asymmetric coordinates.
 class UpsampleKernel : public OpKernel {
  public:
   explicit UpsampleKernel(const KernelCreateContext& context)
       : scales_from_input_(context.opset() >= 9) {
+    if (context.opset() < 7) {
+      // Version 1's bilinear is Upsample-7's linear over the two spatial axes (what onnx's
+      // version converter turns it into).
+      const std::string mode = context.attr_string("mode", "nearest");
+      if (mode != "nearest" && mode != "bilinear") {
+        context.fail("mode '{}' is not one of nearest, bilinear", mode);
+      }
+      options_.mode = mode == "nearest" ? InterpMode::kNearest : InterpMode::kLinear;
+      scales_ = {1.0, 1.0, context.attr_float("height_scale"), context.attr_float("width_scale")};
+      return;
+    }
     options_.mode = parse_interp_mode(context, false);
     if (!scales_from_input_) {
       if (!context.has_attribute("scales")) context.fail("required attribute 'scales' is missing");
@@ -1422,7 +1434,8 @@ Dim scaled_dim(const Dim& dim, double scale) {
   });
 }
 
-// Upsample: each dim times its scale (an attribute in opset 7, input 1 from 9).
+// Upsample: each dim times its scale (an attribute in opset 7, input 1 from 9; version 1's
+// height_scale and width_scale scale dims 2 and 3 of NCHW).
 void infer_upsample(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
@@ -1432,7 +1445,11 @@ void infer_upsample(TypeInferenceContext& context) {
     return;
   }
   std::optional<std::vector<double>> scales;
-  if (context.opset() < 9) {
+  if (context.opset() < 7) {
+    const KernelCreateContext attributes = attribute_reader(context);
+    scales = {1.0, 1.0, attributes.attr_float("height_scale"),
+              attributes.attr_float("width_scale")};
+  } else if (context.opset() < 9) {
     const std::vector<float> floats = attribute_reader(context).attr_floats("scales");
     scales.emplace(floats.begin(), floats.end());
   } else {
@@ -1556,7 +1573,8 @@ void register_spatial_ops(OpRegistry& registry) {
   registry.add("Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}, kernel_factory<PadKernel>());
   registry.add("DepthToSpace", {1, 11, 13, 28}, kernel_factory<DepthToSpaceKernel>());
   registry.add("SpaceToDepth", {1, 13, 28}, kernel_factory<SpaceToDepthKernel>());
-  registry.add("Upsample", {7, 9}, kernel_factory<UpsampleKernel>());
+  // Upsample 10 only deprecated the op (Resize replaces it); its semantics are 9's.
+  registry.add("Upsample", {1, 7, 9, 10}, kernel_factory<UpsampleKernel>());
   registry.add("Resize", {10, 11, 13, 18, 19}, kernel_factory<ResizeKernel>());
   registry.add("GridSample", {16, 20, 22}, kernel_factory<GridSampleKernel>());
   registry.add("AffineGrid", {20},

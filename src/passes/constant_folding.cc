@@ -274,6 +274,14 @@ bool fold(Graph& graph, Node& node, PassContext& context) {
   const OpTraits& traits = context.traits(&node);
   if (traits.quantization) return keep("quantization op kept");
   if (!traits.deterministic) return keep("non-deterministic op");
+  if (op == "Dropout" && context.opset(node.domain()) < 7) {
+    // Versions 1 and 6 drop at random unless is_test is set.
+    const Attribute* is_test = node.find_attribute("is_test");
+    const Attribute* ratio = node.find_attribute("ratio");
+    if (!(is_test && is_test->i != 0) && !(ratio && ratio->f == 0.0f)) {
+      return keep("non-deterministic op");
+    }
+  }
   if (op == "Dropout" && context.opset(node.domain()) >= 12 && inputs.size() > 2 && inputs[2]) {
     const Tensor& training = *inputs[2];
     if (training.dtype() != DType::kBool || training.numel() != 1 || training.data<bool>()[0]) {

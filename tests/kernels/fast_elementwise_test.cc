@@ -121,7 +121,8 @@ TEST(FastElementwise, UnaryOpsMatchReference) {
 }
 
 // The versions that later opsets added (types only) keep their fast kernels, and ai.onnx's
-// Gelu (20), the onnxkit Gelu's formula, has it too.
+// Gelu (20), the onnxkit Gelu's formula, has it too; so do version 1 (opsets 1-5, whose
+// `consumed_inputs` the kernels ignore).
 TEST(FastElementwise, NewerOpsetVersionsKeepTheFastKernels) {
   struct Case {
     const char* op;
@@ -142,6 +143,16 @@ TEST(FastElementwise, NewerOpsetVersionsKeepTheFastKernels) {
       {"Exp", 13, 1e-6, 1e-37, {}},
       {"HardSigmoid", 22, 3e-7, 1e-7, {}},
       {"HardSwish", 22, 3e-7, 1e-7, {}},
+      {"Relu", 1, 0, 0, [](Node* n) { set_ints(n, "consumed_inputs", {0}); }},
+      {"LeakyRelu", 5, 0, 0, {}},
+      {"HardSigmoid", 1, 3e-7, 1e-7, {}},
+      {"Sigmoid", 1, 1e-6, 1e-37, {}},
+      {"Tanh", 1, 1e-6, 1e-37, {}},
+      {"Exp", 1, 1e-6, 1e-37, {}},
+      {"Sqrt", 1, 0, 0, {}},
+      {"Reciprocal", 1, 0, 0, {}},
+      {"Neg", 1, 0, 0, {}},
+      {"Abs", 1, 0, 0, {}},
       {"Gelu", 20, 1e-5, 1e-6, {}},
       {"Gelu", 20, 1e-5, 1e-6, [](Node* n) { set_string(n, "approximate", "tanh"); }},
   };
@@ -166,6 +177,14 @@ TEST(FastElementwise, ClipWithAttributesAndInputs) {
                                    set_float(n, "max", 2.0f);
                                  }},
                                 0, 0, "Clip opset 6");
+  expect_fast_matches_reference({"Clip",
+                                 {x},
+                                 1,
+                                 [](Node* n) {
+                                   set_ints(n, "consumed_inputs", {0});
+                                   set_float(n, "max", 0.5f);
+                                 }},
+                                0, 0, "Clip opset 1");
   expect_fast_matches_reference({"Clip", {x, float_scalar(0.0f), float_scalar(6.0f)}, 13}, 0, 0,
                                 "Clip 0..6");
   expect_fast_matches_reference({"Clip", {x, Tensor(), float_scalar(1.5f)}, 13}, 0, 0,

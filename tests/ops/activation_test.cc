@@ -93,6 +93,33 @@ TEST(Activation, ClipOpset6UsesAttributes) {
   expect_floats(run_one("Clip", {x}, 6, float_attrs({{"min", 0.0f}})), {0.0f, 0.0f, 0.7f, 3.0f});
 }
 
+TEST(Activation, Version1IgnoresConsumedInputs) {
+  Tensor x = floats({4}, {-2.0f, -0.2f, 0.7f, 3.0f});
+  const SetAttributes legacy = [](Node* n) { set_ints(n, "consumed_inputs", {0}); };
+  expect_floats(run_one("Relu", {x}, 1, legacy), {0.0f, 0.0f, 0.7f, 3.0f});
+  expect_floats(run_one("Clip", {x}, 1,
+                        [&](Node* n) {
+                          legacy(n);
+                          set_float(n, "min", -0.5f);
+                          set_float(n, "max", 0.5f);
+                        }),
+                {-0.5f, -0.2f, 0.5f, 0.5f});
+  expect_floats(run_one("Clip", {x}, 1), {-2.0f, -0.2f, 0.7f, 3.0f});
+  // Version 1 PRelu reads a 1-D slope per channel, as 6 does.
+  Tensor y = floats({1, 2, 2}, {-1, 1, -1, 1});
+  expect_floats(run_one("PRelu", {y, floats({2}, {2.0f, 3.0f})}, 1, legacy), {-2, 1, -3, 1});
+}
+
+TEST(Activation, SeluVersion1HasRoundedDefaults) {
+  Tensor x = floats({2}, {1.0f, -1.0f});
+  Tensor v1 = run_one("Selu", {x}, 1);
+  EXPECT_EQ(v1.data<float>()[0], 1.0507f);
+  EXPECT_NEAR(v1.data<float>()[1], 1.0507f * 1.6732f * std::expm1(-1.0f), 1e-6f);
+  EXPECT_EQ(run_one("Selu", {x}, 6).data<float>()[0], 1.05070102214813232421875f);
+  // Attributes given win at any version.
+  EXPECT_EQ(run_one("Selu", {x}, 1, float_attrs({{"gamma", 2.0f}})).data<float>()[0], 2.0f);
+}
+
 TEST(Activation, ClipOpset11UsesOptionalInputs) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = floats({5}, {-2.0f, -0.2f, 0.7f, 3.0f, nan});

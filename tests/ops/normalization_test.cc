@@ -58,6 +58,35 @@ TEST(BatchNormalization, Opset7PerActivationWhenNotSpatial) {
   expect_near(y, {0, 11});
 }
 
+TEST(BatchNormalization, Version1IsTestAndSpatial) {
+  // spatial=0: statistics per (C, D1, ...) activation, as at 6 and 7.
+  Tensor x = floats({1, 1, 2}, {1, 2});
+  SetAttributes per_activation = [=](Node* n) {
+    set_ints(n, "consumed_inputs", {0, 0, 0, 1, 1});
+    set_float(n, "epsilon", 0);
+    set_int(n, "spatial", 0);
+    set_int(n, "is_test", 1);
+  };
+  expect_near(run_one("BatchNormalization",
+                      {x, floats({1, 2}, {1, 1}), floats({1, 2}, {0, 10}), floats({1, 2}, {1, 0}),
+                       floats({1, 2}, {1, 4})},
+                      1, per_activation),
+              {0, 11});
+  // is_test=0 with the statistics outputs asked for: this batch's statistics.
+  Tensor batch = floats({2, 1, 2}, {1, 3, 5, 7});  // mean 4, variance 5
+  Tensor one = floats({1}, {1}), zero = floats({1}, {0});
+  SetAttributes train = [=](Node* n) {
+    set_ints(n, "consumed_inputs", {0, 0, 0, 1, 1});
+    set_float(n, "epsilon", 0);
+  };
+  auto out = run_op("BatchNormalization", {batch, one, zero, zero, one}, 1, train, 5);
+  expect_near(out[0], {-1.3416408f, -0.4472136f, 0.4472136f, 1.3416408f});
+  expect_near(out[1], {0.4f});
+  expect_near(out[2], {1.4f});
+  expect_near(out[3], {4.0f});
+  expect_near(out[4], {5.0f});
+}
+
 TEST(BatchNormalization, WrongParameterSizeFails) {
   Tensor x = floats({1, 2, 1}, {1, 2});
   Tensor p = floats({3}, {1, 1, 1});
@@ -153,6 +182,32 @@ TEST(Dropout, InferenceAndZeroRatioPassThrough) {
   expect_near(out[1], {1, 1, 1, 1});
   out = run_op("Dropout", {x}, 10, {}, 2);
   EXPECT_EQ(out[1].dtype(), DType::kBool);
+}
+
+TEST(Dropout, Versions1And6TrainUnlessIsTest) {
+  std::vector<float> v(64, 1.f);
+  Tensor x = floats({64}, v);
+  for (int64_t opset : {1, 6}) {
+    auto out = run_op("Dropout", {x}, opset, with_int("is_test", 1), 2);
+    expect_near(out[0], v);
+    EXPECT_EQ(out[1].dtype(), DType::kFloat);
+    expect_near(out[1], v);
+    // is_test defaults to 0: drops at `ratio`, scales the rest; the mask (data type) says
+    // which were kept.
+    out = run_op(
+        "Dropout", {x}, opset, [](Node* n) { set_float(n, "ratio", 0.75f); }, 2);
+    const std::vector<float> y = values_of<float>(out[0]);
+    const std::vector<float> mask = values_of<float>(out[1]);
+    size_t kept = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_TRUE(mask[i] == 0.f || mask[i] == 1.f) << i;
+      EXPECT_EQ(y[i], mask[i] * 4.f) << i;
+      kept += mask[i] == 1.f;
+    }
+    EXPECT_LT(kept, y.size()) << "opset " << opset;  // P(keeping all 64) = 0.25^64
+  }
+  // 7 to 11 never train.
+  expect_near(run_op("Dropout", {x}, 7, {}, 1)[0], v);
 }
 
 TEST(Dropout, TrainingWithSeedMatchesNumpy) {

@@ -11,6 +11,7 @@
 #include "op_test_util.h"
 #include "ops/shape_vector.h"
 #include "registry/builtin_registry.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -86,6 +87,22 @@ TEST(Reshape, AllowZeroMakesZeroDims) {
   EXPECT_NE(run_error("Reshape", {x, int64s({2}, {0, -1})}, 14, with_int("allowzero", 1))
                 .find("both 0 and -1"),
             std::string::npos);
+}
+
+TEST(Reshape, Version1TakesTheShapeAttribute) {
+  Tensor x = iota({2, 3, 4});
+  Tensor y =
+      run_one("Reshape", {x}, 1, with_ints("shape", {0, -1}, with_ints("consumed_inputs", {0})));
+  EXPECT_EQ(y.shape(), (Shape{2, 12}));
+  EXPECT_EQ(y.data<float>()[23], 23.0f);
+  EXPECT_EQ(run_one("Reshape", {iota({1})}, 1, with_ints("shape", {})).shape(), (Shape{}));
+  EXPECT_NE(run_error("Reshape", {x}, 1).find("needs the `shape` attribute"), std::string::npos);
+  EXPECT_NE(run_error("Reshape", {x}, 1, with_ints("shape", {5, -1})).find("cannot be inferred"),
+            std::string::npos);
+  // The type rule reads the attribute too.
+  const ValueType x_type = ValueType::tensor(DType::kFloat, dims({2, 3, 4}));
+  EXPECT_EQ(type_text(infer_op_type("Reshape", {x_type}, 1, with_ints("shape", {4, -1}))),
+            "float[4,6]");
 }
 
 TEST(Reshape, Errors) {
@@ -233,6 +250,33 @@ TEST(Split, EqualPartsAndSizes) {
   EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{4, 5, 6, 7}));
 }
 
+TEST(Split, Version1SplitAttributeOrInput) {
+  Tensor x = iota({2, 4});
+  auto parts = run_op("Split", {x}, 1, both(with_ints("split", {1, 3}), with_int("axis", 1)), 2);
+  EXPECT_EQ(values_of<float>(parts[0]), (std::vector<float>{0, 4}));
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{1, 2, 3, 5, 6, 7}));
+  // The split input has the data's type in version 1; int64 is read as well.
+  parts = run_op("Split", {x, floats({2}, {3, 1})}, 1, with_int("axis", 1), 2);
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{3, 7}));
+  parts = run_op("Split", {x, int64s({2}, {2, 2})}, 1, with_int("axis", 1), 2);
+  EXPECT_EQ(values_of<float>(parts[0]), (std::vector<float>{0, 1, 4, 5}));
+  parts = run_op("Split", {x}, 1, {}, 2);  // equal parts along axis 0
+  EXPECT_EQ(values_of<float>(parts[1]), (std::vector<float>{4, 5, 6, 7}));
+  std::string e = run_error("Split", {x, floats({2}, {2.5f, 1.5f})}, 1, with_int("axis", 1), 2);
+  EXPECT_NE(e.find("not a whole number"), std::string::npos) << e;
+  e = run_error("Split", {x, floats({2}, {2, 2})}, 1, with_ints("split", {2, 2}), 2);
+  EXPECT_NE(e.find("both as an attribute and as input 1"), std::string::npos) << e;
+  // Opset 2 to 12 read only the attribute.
+  e = run_error("Split", {x}, 2, with_ints("split", {2, 2}), 3);
+  EXPECT_NE(e.find("has 2 entries for 3 outputs"), std::string::npos) << e;
+  // The type rule (one output here) reads version 1's constant split input or attribute
+  // where the dim is unknown.
+  const ValueType x_type = ValueType::tensor(DType::kFloat, dims({-1, -1}));
+  EXPECT_EQ(type_text(infer_op_type("Split", {x_type, floats({1}, {5})}, 1, with_int("axis", 1))),
+            "float[?,5]");
+  EXPECT_EQ(type_text(infer_op_type("Split", {x_type}, 1, with_ints("split", {7}))), "float[7,?]");
+}
+
 TEST(Split, Errors) {
   Tensor x = iota({5});
   std::string e = run_error("Split", {x}, 13, {}, 2);
@@ -293,6 +337,27 @@ TEST(Tile, RepeatsEachDim) {
   EXPECT_NE(run_error("Tile", {x, int64s({1}, {2})}, 13).find("repeats has 1 entries"),
             std::string::npos);
   EXPECT_NE(run_error("Tile", {x, int64s({2}, {1, -1})}, 13).find("negative"), std::string::npos);
+}
+
+TEST(Tile, Version1RepeatsAlongOneAxis) {
+  Tensor x = iota({2, 2});
+  Tensor y = run_one("Tile", {x, floats({}, {3}), floats({}, {1})}, 1);
+  EXPECT_EQ(y.shape(), (Shape{2, 6}));
+  EXPECT_EQ(values_of<float>(y), (std::vector<float>{0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3}));
+  y = run_one("Tile", {x, int64s({1}, {2}), int64s({1}, {-2})}, 1);
+  EXPECT_EQ(y.shape(), (Shape{4, 2}));
+  EXPECT_EQ(values_of<float>(y), (std::vector<float>{0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_NE(run_error("Tile", {x, floats({}, {2}), floats({}, {2})}, 1).find("out of range"),
+            std::string::npos);
+  EXPECT_NE(run_error("Tile", {x, floats({2}, {2, 2}), floats({}, {0})}, 1).find("single values"),
+            std::string::npos);
+  // The type rule: dim `axis` times `tiles` when both are constant.
+  const ValueType x_type = ValueType::tensor(DType::kFloat, dims({2, 5}));
+  EXPECT_EQ(type_text(infer_op_type("Tile", {x_type, floats({}, {3}), floats({}, {1})}, 1)),
+            "float[2,15]");
+  const ValueType scalar = ValueType::tensor(DType::kFloat, dims({}));
+  EXPECT_EQ(type_text(infer_op_type("Tile", {x_type, scalar, floats({}, {0})}, 1)), "float[?,5]");
+  EXPECT_EQ(type_text(infer_op_type("Tile", {x_type, floats({}, {3}), scalar}, 1)), "float[?,?]");
 }
 
 // ---- Constant, ConstantOfShape, Range ----

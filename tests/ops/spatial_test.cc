@@ -303,6 +303,48 @@ TEST(Upsample, AttributeScalesLinearAndInputScalesNearest) {
       "is below 1");
 }
 
+TEST(Upsample, Version1HeightWidthScalesAndVersion10) {
+  // The schema's example: nearest, both scales 2.
+  Tensor x = floats({1, 1, 2, 2}, {1, 2, 3, 4});
+  const std::vector<double> expected{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
+  Tensor out = run_one("Upsample", {x}, 1, [](Node* n) {
+    set_float(n, "height_scale", 2.0f);
+    set_float(n, "width_scale", 2.0f);
+  });
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 4, 4}));
+  expect_near(out, expected);
+  // bilinear is Upsample-7's linear along H and W.
+  out = run_one("Upsample", {floats({1, 1, 1, 2}, {1, 3})}, 1, [](Node* n) {
+    set_string(n, "mode", "bilinear");
+    set_float(n, "height_scale", 1.0f);
+    set_float(n, "width_scale", 2.0f);
+  });
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 1, 4}));
+  expect_near(out, {1, 2, 3, 3});
+  expect_error(
+      [&] {
+        run_one("Upsample", {x}, 1, [](Node* n) {
+          set_string(n, "mode", "linear");
+          set_float(n, "height_scale", 2.0f);
+          set_float(n, "width_scale", 2.0f);
+        });
+      },
+      "not one of nearest, bilinear");
+  expect_error(
+      [&] { run_one("Upsample", {x}, 1, [](Node* n) { set_float(n, "height_scale", 2); }); },
+      "width_scale");
+  // Version 10 only deprecated the op: scales are input 1, as at 9.
+  expect_near(run_one("Upsample", {x, floats({4}, {1, 1, 2, 2})}, 10), expected);
+  // The type rule reads version 1's scales.
+  const ValueType x_type = ValueType::tensor(DType::kFloat, dims({1, 3, 2, 5}));
+  EXPECT_EQ(type_text(infer_op_type("Upsample", {x_type}, 1,
+                                    [](Node* n) {
+                                      set_float(n, "height_scale", 2.0f);
+                                      set_float(n, "width_scale", 1.5f);
+                                    })),
+            "float[1,3,4,7]");
+}
+
 // ---- GridSample ----
 
 Tensor ramp2x2() {

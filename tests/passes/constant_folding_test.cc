@@ -328,6 +328,23 @@ TEST(ConstantFolding, NonDeterministicOpsAreKept) {
   EXPECT_TRUE(same_outputs(before, model));  // seeded, so both runs draw alike
 }
 
+TEST(ConstantFolding, LegacyDropoutTrainsUnlessIsTest) {
+  // Versions 1 and 6: is_test defaults to 0, which drops at random.
+  for (int64_t opset : {1, 6}) {
+    Model model = empty_model(opset);
+    Graph& g = model.graph();
+    Value* c = g.add_initializer("c", random_floats({3}, 11));
+    g.add_output(g.add_node("Dropout", {c}, {"trained"})->output(0));
+    Node* test = g.add_node("Dropout", {c}, {"tested"});
+    test->set_attribute(int_attribute("is_test", 1));
+    g.add_output(test->output(0));
+    PassContext context;
+    EXPECT_EQ(fold(model, context), 1u) << "opset " << opset;
+    EXPECT_EQ(context.not_folded["trained"], "non-deterministic op");
+    EXPECT_TRUE(g.find_value("tested")->has_initializer());
+  }
+}
+
 TEST(ConstantFolding, KernelErrorIsRecordedNotThrown) {
   Model model = empty_model(13);
   Value* x = model.graph().add_input("x", float_type({2}));
