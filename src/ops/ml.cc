@@ -1,6 +1,6 @@
 // Op family: the ai.onnx.ml domain: the ops the ONNX backend suite runs (ArrayFeatureExtractor,
 // Binarizer, LabelEncoder, TreeEnsemble) and the classic ones sklearn-onnx exports (tree
-// ensembles, linear models, SVMRegressor, Scaler, Normalizer, Imputer, encoders,
+// ensembles, linear models, SVMs, Scaler, Normalizer, Imputer, encoders,
 // FeatureVectorizer). ZipMap, DictVectorizer and CastMap are not here: they take or give maps,
 // which a RuntimeValue cannot hold.
 #include <algorithm>
@@ -1549,6 +1549,264 @@ void infer_svm_regressor(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(DType::kFloat, rows_by(rule_rows(context), Dim::known(1))));
 }
 
+// ---- SVMClassifier ----
+
+// libsvm's pairwise coupling (Wu, Lin and Weng's second method): the class probabilities
+// from the pairwise ones r[i][j] (k x k, row-major).
+std::vector<double> multiclass_probability(size_t k, const std::vector<double>& r) {
+  std::vector<double> q(k * k), qp(k), p(k, 1.0 / static_cast<double>(k));
+  for (size_t t = 0; t < k; ++t) {
+    q[t * k + t] = 0.0;
+    for (size_t j = 0; j < t; ++j) {
+      q[t * k + t] += r[j * k + t] * r[j * k + t];
+      q[t * k + j] = q[j * k + t];
+    }
+    for (size_t j = t + 1; j < k; ++j) {
+      q[t * k + t] += r[j * k + t] * r[j * k + t];
+      q[t * k + j] = -r[j * k + t] * r[t * k + j];
+    }
+  }
+  const double eps = 0.005 / static_cast<double>(k);
+  for (size_t iteration = 0; iteration < std::max<size_t>(100, k); ++iteration) {
+    double pqp = 0.0;
+    for (size_t t = 0; t < k; ++t) {
+      qp[t] = 0.0;
+      for (size_t j = 0; j < k; ++j) qp[t] += q[t * k + j] * p[j];
+      pqp += p[t] * qp[t];
+    }
+    double max_error = 0.0;
+    for (size_t t = 0; t < k; ++t) max_error = std::max(max_error, std::abs(qp[t] - pqp));
+    if (max_error < eps) break;
+    for (size_t t = 0; t < k; ++t) {
+      const double diff = (-qp[t] + pqp) / q[t * k + t];
+      p[t] += diff;
+      pqp = (pqp + diff * (diff * q[t * k + t] + 2 * qp[t])) / ((1 + diff) * (1 + diff));
+      for (size_t j = 0; j < k; ++j) {
+        p[j] /= 1 + diff;
+        qp[j] = (qp[j] + diff * q[t * k + j]) / (1 + diff);
+      }
+    }
+  }
+  return p;
+}
+
+// With support vectors (vectors_per_class), one-vs-one: each pair of classes (i, j) scores
+// rho[pair] + the coefficients' sums over both classes' vectors, and the class of the most
+// votes wins; prob_a / prob_b turn the pair scores into class probabilities (Platt scaling
+// then pairwise coupling). Without, one linear score per class (rho[0] + coefficients . x).
+// One rho means a binary model: its label and the extra score column follow libsvm /
+// ONNX Runtime (see label_of and final_scores), as the reference does.
+class SvmClassifierKernel : public OpKernel {
+ public:
+  explicit SvmClassifierKernel(const KernelCreateContext& context)
+      : kernel_(context),
+        labels_(class_labels(context, "classlabels_ints")),
+        coefficients_(context.attr_floats("coefficients")),
+        support_vectors_(context.attr_floats("support_vectors")),
+        rho_(context.attr_floats("rho")),
+        prob_a_(context.attr_floats("prob_a")),
+        prob_b_(context.attr_floats("prob_b")),
+        vectors_per_class_(context.attr_ints("vectors_per_class")),
+        post_transform_(classic_post_transform_of(context)) {
+    classes_ = std::max<size_t>(labels_.size(), 1);
+    for (int64_t count : vectors_per_class_) {
+      if (count < 0) context.fail("vectors_per_class has {}", count);
+      starts_.push_back(vectors_);
+      vectors_ += count;
+    }
+    if (vectors_ > 0 && vectors_per_class_.size() != classes_) {
+      context.fail("vectors_per_class has {} entries for {} classes", vectors_per_class_.size(),
+                   classes_);
+    }
+    const size_t pairs = classes_ * (classes_ - 1) / 2;
+    if (rho_.empty() || (vectors_ > 0 && rho_.size() < pairs)) {
+      context.fail("rho has {} values, needs {}", rho_.size(), vectors_ > 0 ? pairs : 1);
+    }
+    if (coefficients_.empty()) context.fail("coefficients is empty");
+    if (vectors_ > 0 && coefficients_.size() != (classes_ - 1) * static_cast<size_t>(vectors_)) {
+      context.fail("{} coefficients for {} classes of {} support vectors", coefficients_.size(),
+                   classes_, vectors_);
+    }
+    probabilities_ = vectors_ > 0 && !prob_a_.empty();
+    if (probabilities_ && (prob_a_.size() < pairs || prob_b_.size() < pairs)) {
+      context.fail("prob_a and prob_b need {} values, have {} and {}", pairs, prob_a_.size(),
+                   prob_b_.size());
+    }
+    all_positive_ = *std::min_element(coefficients_.begin(), coefficients_.end()) >= 0;
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const FeatureRows shape = feature_rows(context, x);
+    const auto features = static_cast<size_t>(shape.columns);
+    if (vectors_ > 0 ? support_vectors_.size() != static_cast<size_t>(vectors_) * features
+                     : coefficients_.size() != classes_ * features) {
+      context.fail("{} has {} values, X has {} features",
+                   vectors_ > 0 ? "support_vectors" : "coefficients",
+                   vectors_ > 0 ? support_vectors_.size() : coefficients_.size(), features);
+    }
+    const std::vector<double> values = numeric_doubles(x, "X");
+    std::vector<double> all_scores;
+    std::vector<int64_t> labels(static_cast<size_t>(shape.rows));
+    size_t columns = 0;
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      const double* row = values.data() + r * shape.columns;
+      std::vector<double> votes;
+      std::vector<double> scores =
+          vectors_ > 0 ? pair_scores(row, features, votes) : linear_scores_of(row, features);
+      if (probabilities_) scores = probabilities(scores);
+      const std::vector<double>& decider = votes.empty() ? scores : votes;
+      const size_t best = argmax(decider.data(), decider.size());
+      const double best_weight = decider[best];
+      int extra = -1;
+      labels[static_cast<size_t>(r)] = label_of(best, best_weight, extra);
+      scores = final_scores(std::move(scores), extra);
+      columns = scores.size();
+      all_scores.insert(all_scores.end(), scores.begin(), scores.end());
+    }
+    const Shape label_shape{shape.rows};
+    if (labels_.is_string) {
+      std::vector<std::string> out;
+      for (int64_t index : labels) {
+        if (static_cast<size_t>(index) >= labels_.size()) {
+          context.fail("label {} is out of range for {} class labels", index, labels_.size());
+        }
+        out.push_back(labels_.strings[static_cast<size_t>(index)]);
+      }
+      context.allocate_output(0, DType::kString, label_shape).mutable_strings() = std::move(out);
+    } else {
+      int64_t* out = context.allocate_output(0, DType::kInt64, label_shape).mutable_data<int64_t>();
+      std::copy(labels.begin(), labels.end(), out);
+    }
+    write_doubles(context, 1, DType::kFloat, {shape.rows, static_cast<int64_t>(columns)},
+                  all_scores);
+  }
+
+ private:
+  std::vector<double> linear_scores_of(const double* row, size_t features) const {
+    std::vector<double> scores(classes_);
+    for (size_t j = 0; j < classes_; ++j) {
+      scores[j] = rho_[0] + kernel_(row, coefficients_.data() + j * features,
+                                    static_cast<int64_t>(features), SvmKernelType::kLinear);
+    }
+    return scores;
+  }
+
+  std::vector<double> pair_scores(const double* row, size_t features,
+                                  std::vector<double>& votes) const {
+    const auto n = static_cast<size_t>(vectors_);
+    std::vector<double> kernels(n);
+    for (size_t j = 0; j < n; ++j) {
+      kernels[j] = kernel_(row, support_vectors_.data() + j * features,
+                           static_cast<int64_t>(features), kernel_.type);
+    }
+    votes.assign(classes_, 0.0);
+    std::vector<double> scores;
+    // Row c of the coefficients, from support vector `start`, `count` of them, . kernels.
+    auto dot = [&](size_t c, int64_t start, int64_t count) {
+      double sum = 0.0;
+      for (int64_t v = start; v < start + count; ++v) {
+        sum += coefficients_[c * n + static_cast<size_t>(v)] * kernels[static_cast<size_t>(v)];
+      }
+      return sum;
+    };
+    for (size_t i = 0; i < classes_; ++i) {
+      for (size_t j = i + 1; j < classes_; ++j) {
+        const double s = rho_[scores.size()] + dot(j - 1, starts_[i], vectors_per_class_[i]) +
+                         dot(i, starts_[j], vectors_per_class_[j]);
+        scores.push_back(s);
+        votes[s > 0 ? i : j] += 1;
+      }
+    }
+    return scores;
+  }
+
+  std::vector<double> probabilities(const std::vector<double>& pair_scores) const {
+    std::vector<double> pairs(classes_ * classes_);
+    size_t index = 0;
+    for (size_t i = 0; i < classes_; ++i) {
+      for (size_t j = i + 1; j < classes_; ++j, ++index) {
+        const double platt =
+            1.0 - 1.0 / (1.0 + std::exp(-(pair_scores[index] * prob_a_[index] + prob_b_[index])));
+        const double clamped = std::clamp(platt, 1e-7, 1.0 - 1e-7);
+        pairs[i * classes_ + j] = clamped;
+        pairs[j * classes_ + i] = 1.0 - clamped;
+      }
+    }
+    return multiclass_probability(classes_, pairs);
+  }
+
+  // The label (an int64 label's value, or a string label's index); sets `extra` to 2 for a
+  // binary model (one rho, two labels), whose one score gains a second column.
+  int64_t label_of(size_t best, double weight, int& extra) const {
+    const auto index = static_cast<int64_t>(best);
+    if (rho_.size() == 1) {
+      if (labels_.size() == 2) {
+        extra = 2;
+        int64_t chosen = index;
+        if (!probabilities_ && all_positive_ && weight >= 0.5) chosen = 1;
+        return labels_.is_string ? chosen : labels_.ints[static_cast<size_t>(chosen)];
+      }
+      return weight > 0 ? 1 : 0;
+    }
+    return labels_.is_string ? index : labels_.ints[best];
+  }
+
+  std::vector<double> final_scores(std::vector<double> scores, int extra) const {
+    if (scores.size() >= 2) {
+      classic_post_transform(post_transform_, scores.data(), scores.size());
+      return scores;
+    }
+    const double s = scores[0];
+    if (post_transform_ == PostTransform::kProbit) return {classic_probit(s)};
+    if (extra != 2) return scores;
+    std::vector<double> both{-s, s};
+    classic_post_transform(post_transform_, both.data(), 2);
+    return both;
+  }
+
+  SvmKernel kernel_;
+  ClassLabels labels_;
+  std::vector<float> coefficients_;
+  std::vector<float> support_vectors_;
+  std::vector<float> rho_;
+  std::vector<float> prob_a_;
+  std::vector<float> prob_b_;
+  std::vector<int64_t> vectors_per_class_;
+  std::vector<int64_t> starts_;
+  int64_t vectors_ = 0;
+  size_t classes_ = 1;
+  bool probabilities_ = false;
+  bool all_positive_ = false;
+  PostTransform post_transform_;
+};
+
+// Y: [N] labels; Z: [N, E] float, E the classes (probabilities or linear scores), the class
+// pairs (one-vs-one scores), 2 for one score of a binary model.
+void infer_svm_classifier(TypeInferenceContext& context) {
+  const std::optional<Dim> rows = rule_rows(context);
+  set_label_output(context, rows);
+  const size_t labels = std::max(attribute_length(context, "classlabels_ints"),
+                                 attribute_length(context, "classlabels_strings"));
+  const size_t classes = std::max<size_t>(labels, 1);
+  const Attribute* per_class = context.node().find_attribute("vectors_per_class");
+  int64_t vectors = 0;
+  if (per_class) {
+    for (int64_t v : per_class->ints) vectors += v;
+  }
+  size_t columns = classes;
+  if (vectors > 0 && attribute_length(context, "prob_a") == 0) {
+    columns = classes * (classes - 1) / 2;
+  }
+  const Attribute* post = context.node().find_attribute("post_transform");
+  if (columns == 1 && !(post && post->s == "PROBIT") && attribute_length(context, "rho") == 1 &&
+      labels == 2) {
+    columns = 2;
+  }
+  context.set_output(
+      1, tensor_type(DType::kFloat, rows_by(rows, Dim::known(static_cast<int64_t>(columns)))));
+}
+
 // ---- FeatureVectorizer ----
 
 // Each input read as [N, C_i] (1-D: [N, 1]), cut or zero-padded to inputdimensions[i]
@@ -1665,6 +1923,9 @@ void register_ml_ops(OpRegistry& registry) {
                    .with_types(infer_string_int_map));
   registry.add(domain, "SVMRegressor", 1,
                OpDefinition(kernel_factory<SvmRegressorKernel>()).with_types(infer_svm_regressor));
+  registry.add(
+      domain, "SVMClassifier", 1,
+      OpDefinition(kernel_factory<SvmClassifierKernel>()).with_types(infer_svm_classifier));
   registry.add(
       domain, "FeatureVectorizer", 1,
       OpDefinition(kernel_factory<FeatureVectorizerKernel>()).with_types(infer_feature_vectorizer));

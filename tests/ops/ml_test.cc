@@ -395,6 +395,108 @@ TEST(SVMRegressor, RbfAndPolyKernels) {
   expect_floats(poly, {1.875f, 0.9375f});
 }
 
+Tensor svm_input() {
+  return floats({3, 2}, {1.0f, 2.0f, -1.0f, 0.5f, 0.0f, -2.0f});
+}
+
+// Three classes of 2, 2 and 1 support vectors, one-vs-one.
+SetAttributes svm_three_classes(const std::string& kernel, std::vector<float> params) {
+  return [=](Node* n) {
+    set_floats(n, "coefficients",
+               {0.5f, -0.25f, 1.0f, 0.75f, -1.0f, -0.5f, 0.25f, 0.5f, -1.5f, 1.0f});
+    set_floats(n, "support_vectors", {0, 1, 1, 1, -1, 0, 0.5f, -1, 2, -2});
+    set_ints(n, "vectors_per_class", {2, 2, 1});
+    set_floats(n, "rho", {0.1f, -0.2f, 0.3f});
+    set_string(n, "kernel_type", kernel);
+    set_floats(n, "kernel_params", params);
+  };
+}
+
+TEST(SVMClassifier, OneVsOneVotesAndProbabilities) {
+  auto votes = run_ml_outputs(
+      "SVMClassifier", {svm_input()}, 1,
+      [](Node* n) {
+        svm_three_classes("RBF", {0.5f, 0, 0})(n);
+        set_ints(n, "classlabels_ints", {10, 20, 30});
+      },
+      2);
+  EXPECT_EQ(values_of<int64_t>(votes[0]), (std::vector<int64_t>{10, 10, 30}));
+  expect_floats(votes[1],
+                {0.15797544f, -0.23251052f, 0.29465580f, 1.29931879f, -0.43826056f, 0.58363771f,
+                 0.58740109f, -0.33920529f, -0.32651430f},
+                1e-5f);
+  auto probabilities = run_ml_outputs(
+      "SVMClassifier", {svm_input()}, 1,
+      [](Node* n) {
+        svm_three_classes("RBF", {0.5f, 0, 0})(n);
+        set_ints(n, "classlabels_ints", {10, 20, 30});
+        set_floats(n, "prob_a", {-1.5f, -2.0f, -0.5f});
+        set_floats(n, "prob_b", {0.1f, -0.2f, 0.05f});
+      },
+      2);
+  EXPECT_EQ(values_of<int64_t>(probabilities[0]), (std::vector<int64_t>{10, 10, 30}));
+  // onnx 1.23's reference fills each row of Q past the diagonal with one sum in its
+  // pairwise coupling; these values come from it with libsvm's (and ONNX Runtime's)
+  // Q[t][j] = -r[j][t] r[t][j].
+  expect_floats(probabilities[1],
+                {0.31773943f, 0.33080637f, 0.35145420f, 0.36607301f, 0.20882660f, 0.42510038f,
+                 0.33536974f, 0.23945828f, 0.42517197f},
+                1e-5f);
+  auto strings = run_ml_outputs(
+      "SVMClassifier", {svm_input()}, 1,
+      [](Node* n) {
+        svm_three_classes("SIGMOID", {0.5f, 0.1f, 0})(n);
+        set_strings(n, "classlabels_strings", {"a", "b", "c"});
+      },
+      2);
+  EXPECT_EQ(strings[0].strings(), (std::vector<std::string>{"b", "a", "a"}));
+  expect_floats(strings[1],
+                {-0.53886902f, 0.34646541f, 0.25123262f, 0.55749691f, 0.47994262f, 0.25309658f,
+                 0.62096781f, -0.99137747f, 0.11953735f},
+                1e-5f);
+}
+
+// Two classes, one rho: the one pair score s gives the scores [-s, s] (then the
+// post_transform); a positive s votes for the first class.
+TEST(SVMClassifier, BinaryAndLinear) {
+  auto binary = [](const std::string& kernel, const std::string& post_transform) {
+    return [=](Node* n) {
+      set_ints(n, "classlabels_ints", {4, 7});
+      set_floats(n, "coefficients", {0.5f, -0.25f, 1.0f});
+      set_floats(n, "support_vectors", {0, 1, 1, 1, -1, 0});
+      set_ints(n, "vectors_per_class", {2, 1});
+      set_floats(n, "rho", {0.2f});
+      set_string(n, "kernel_type", kernel);
+      set_floats(n, "kernel_params", {0.5f, 1.0f, 2.0f});
+      set_string(n, "post_transform", post_transform);
+    };
+  };
+  auto linear = run_ml_outputs("SVMClassifier", {svm_input()}, 1, binary("LINEAR", "NONE"), 2);
+  EXPECT_EQ(values_of<int64_t>(linear[0]), (std::vector<int64_t>{7, 4, 7}));
+  expect_floats(linear[1], {0.55f, -0.55f, -1.575f, 1.575f, 0.3f, -0.3f}, 1e-5f);
+  auto logistic = run_ml_outputs("SVMClassifier", {svm_input()}, 1, binary("POLY", "LOGISTIC"), 2);
+  EXPECT_EQ(values_of<int64_t>(logistic[0]), (std::vector<int64_t>{4, 4, 4}));
+  expect_floats(logistic[1],
+                {0.29162604f, 0.70837396f, 0.04349566f, 0.95650434f, 0.23147517f, 0.76852483f},
+                1e-5f);
+  // No support vectors: one linear score per class, each with rho[0]; with one rho and
+  // not two labels the label is 1 for a positive best score.
+  auto per_class = run_ml_outputs(
+      "SVMClassifier", {svm_input()}, 1,
+      [](Node* n) {
+        set_ints(n, "classlabels_ints", {0, 1, 2});
+        set_floats(n, "coefficients", {1.0f, -1.0f, 0.5f, 0.5f, -1.0f, 0.25f});
+        set_floats(n, "rho", {0.5f});
+        set_string(n, "post_transform", "SOFTMAX");
+      },
+      2);
+  EXPECT_EQ(values_of<int64_t>(per_class[0]), (std::vector<int64_t>{1, 1, 1}));
+  expect_floats(per_class[1],
+                {0.06742536f, 0.82140899f, 0.11116561f, 0.05465999f, 0.19078212f, 0.75455791f,
+                 0.88349205f, 0.04398648f, 0.07252146f},
+                1e-5f);
+}
+
 TEST(FeatureVectorizer, CutsAndPads) {
   Tensor y =
       run_ml("FeatureVectorizer", {int64s({2, 3}, {1, 2, 3, 4, 5, 6}), floats({2}, {7.5f, 8.5f})},
@@ -489,6 +591,13 @@ TEST(MlTypeInference, OutputTypesAndShapes) {
   auto vectorized = infer_ml("FeatureVectorizer", 1, {ValueType::tensor(DType::kFloat, batch_by_4)},
                              with_ints("inputdimensions", {3}));
   EXPECT_EQ(vectorized[0],
+            ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("N"), Dim::known(3)}));
+  auto svm =
+      infer_ml("SVMClassifier", 1, {ValueType::tensor(DType::kFloat, batch_by_4)}, [](Node* n) {
+        svm_three_classes("RBF", {0.5f, 0, 0})(n);
+        set_ints(n, "classlabels_ints", {10, 20, 30});
+      });
+  EXPECT_EQ(svm[1],
             ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::symbol("N"), Dim::known(3)}));
   auto columns = infer_ml("ArrayFeatureExtractor", 1,
                           {ValueType::tensor(DType::kFloat, std::vector<Dim>{Dim::known(5)}),
