@@ -790,6 +790,14 @@ class ClassicTrees {
   }
 
   size_t trees() const { return roots_.size(); }
+  bool weights_positive() const {
+    for (const auto& leaf : leaf_weights_) {
+      for (const auto& entry : leaf) {
+        if (entry.second < 0) return false;
+      }
+    }
+    return true;
+  }
   const std::vector<double>& base_values() const { return base_values_; }
   int64_t max_id() const { return max_id_; }
   std::vector<int64_t> ids() const {
@@ -949,9 +957,10 @@ void infer_tree_ensemble_regressor(TypeInferenceContext& context) {
 
 // Scores start from base_values and add the class weights of the leaves reached. With one
 // class id among the weights (a binary model, or one class label) score column 1 is the
-// model's and column 0 its complement: 1 - s (NONE, PROBIT) or -s (the others), before the
-// post_transform. The label is the class of the largest score; with the one class label 1,
-// the labels are 1 and 0.
+// model's and column 0 its complement, before the post_transform: 1 - s for NONE and PROBIT
+// when no class weight is negative, else -s (as ONNX Runtime does; the reference takes 1 - s
+// for NONE and PROBIT whatever the weights). The label is the class of the largest score; with the
+// one class label 1, the labels are 1 and 0.
 class TreeEnsembleClassifierKernel : public OpKernel {
  public:
   explicit TreeEnsembleClassifierKernel(const KernelCreateContext& context)
@@ -964,6 +973,7 @@ class TreeEnsembleClassifierKernel : public OpKernel {
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     binary_ = classes <= 2 && ids.size() == 1;
     if (binary_) binary_id_ = static_cast<size_t>(ids[0]);
+    weights_positive_ = trees_.weights_positive();
     columns_ = binary_ ? 2 : classes;
     if (classes == 1 && (labels_.is_string || labels_.ints[0] != 1)) {
       context.fail("a single class label must be the int64 1");
@@ -994,8 +1004,8 @@ class TreeEnsembleClassifierKernel : public OpKernel {
       }
       if (binary_) {
         const double model = out[binary_id_];
-        const bool complement =
-            post_transform_ == PostTransform::kNone || post_transform_ == PostTransform::kProbit;
+        const bool complement = weights_positive_ && (post_transform_ == PostTransform::kNone ||
+                                                      post_transform_ == PostTransform::kProbit);
         out[1] = model;
         out[0] = complement ? 1.0 - model : -model;
       }
@@ -1016,6 +1026,7 @@ class TreeEnsembleClassifierKernel : public OpKernel {
   ClassLabels labels_;
   PostTransform post_transform_;
   bool binary_ = false;
+  bool weights_positive_ = true;
   size_t binary_id_ = 0;
   size_t columns_ = 0;
 };
@@ -1218,7 +1229,8 @@ void infer_float_like_input(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(DType::kFloat, x && x->is_tensor() ? x->shape : std::nullopt));
 }
 
-// Each row divided by its max |x|, sum |x| or L2 norm; a 1-D X is one row.
+// Each row divided by its max (not of |x|: the spec and ONNX Runtime; the reference takes
+// max |x|), sum |x| or L2 norm, unless that is 0; a 1-D X is one row.
 class NormalizerKernel : public OpKernel {
  public:
   explicit NormalizerKernel(const KernelCreateContext& context)
@@ -1237,13 +1249,13 @@ class NormalizerKernel : public OpKernel {
       double norm = 0.0;
       for (int64_t c = 0; c < shape.columns; ++c) {
         if (norm_ == "MAX") {
-          norm = std::max(norm, std::abs(row[c]));
+          norm = c == 0 ? row[c] : std::max(norm, row[c]);
         } else {
           norm += norm_ == "L1" ? std::abs(row[c]) : row[c] * row[c];
         }
       }
       if (norm_ == "L2") norm = std::sqrt(norm);
-      norm = std::max(norm, 1e-30);
+      if (norm == 0.0) continue;
       for (int64_t c = 0; c < shape.columns; ++c) row[c] /= norm;
     }
     write_doubles(context, 0, DType::kFloat, x.shape(), values);

@@ -247,8 +247,21 @@ TEST(TreeEnsembleClassifier, BinaryCase) {
   expect_floats(logistic[1], {0.67917871f, 0.32082131f, 0.5f, 0.5f, 0.09534947f, 0.90465051f});
   auto none = run_ml_outputs("TreeEnsembleClassifier", {classic_tree_input()}, 1,
                              binary_classifier_attributes("NONE", false), 2);
+  // Negative weights: the complement is -s (ONNX Runtime's values; the reference gives 1 - s).
   EXPECT_EQ(values_of<int64_t>(none[0]), (std::vector<int64_t>{0, 0, 1}));
-  expect_floats(none[1], {1.75f, -0.75f, 1, 0, -1.25f, 2.25f});
+  expect_floats(none[1], {0.75f, -0.75f, 0, 0, -2.25f, 2.25f});
+  // Positive weights and the one class label 1: [1 - s, s], labels 1 and 0.
+  auto one_label = run_ml_outputs(
+      "TreeEnsembleClassifier", {classic_tree_input()}, 1,
+      [](Node* n) {
+        binary_classifier_attributes("NONE", false)(n);
+        n->remove_attribute("classlabels_int64s");
+        set_ints(n, "classlabels_int64s", {1});
+        set_floats(n, "class_weights", {0.1f, 0.2f, 0.3f, 0.25f, 0.5f});
+      },
+      2);
+  EXPECT_EQ(values_of<int64_t>(one_label[0]), (std::vector<int64_t>{0, 1, 1}));
+  expect_floats(one_label[1], {0.65f, 0.35f, 0.3f, 0.7f, 0.45f, 0.55f});
 }
 
 Tensor linear_input() {
@@ -319,7 +332,11 @@ TEST(Normalizer, MaxL1L2) {
   auto norm = [&](const std::string& name) {
     return run_ml("Normalizer", {x}, 1, with_string("norm", name));
   };
-  expect_floats(norm("MAX"), {0.5f, -1, 1, 0, 0.75f, -1});
+  // MAX divides by the row's max, not max |x| (the reference's; ONNX Runtime's values here).
+  expect_floats(norm("MAX"), {0.5f, -1, 1, 0, 1, -1.33333337f});
+  expect_floats(
+      run_ml("Normalizer", {floats({2, 2}, {-1, -2, 0, 0})}, 1, with_string("norm", "MAX")),
+      {1, 2, 0, 0});
   expect_floats(norm("L1"), {0.2f, -0.4f, 0.4f, 0, 0.42857143f, -0.57142860f});
   expect_floats(norm("L2"), {0.33333334f, -0.66666669f, 0.66666669f, 0, 0.6f, -0.8f});
 }
