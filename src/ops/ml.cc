@@ -1821,8 +1821,9 @@ void infer_svm_classifier(TypeInferenceContext& context) {
 
 // ---- FeatureVectorizer ----
 
-// Each input read as [N, C_i] (1-D: [N, 1]), cut or zero-padded to inputdimensions[i]
-// columns, concatenated into float [N, sum of inputdimensions].
+// Each input read as [N_i, C_i] (1-D: [1, C], per the spec), cut or zero-padded to
+// inputdimensions[i] columns, concatenated into float [N, sum of inputdimensions]; N is the
+// most rows of any input, and an input's missing rows are zeros (as ONNX Runtime does).
 class FeatureVectorizerKernel : public OpKernel {
  public:
   explicit FeatureVectorizerKernel(const KernelCreateContext& context)
@@ -1836,29 +1837,25 @@ class FeatureVectorizerKernel : public OpKernel {
     if (context.num_inputs() != dimensions_.size()) {
       context.fail("{} inputs for {} inputdimensions", context.num_inputs(), dimensions_.size());
     }
-    int64_t rows = -1;
+    int64_t rows = 0;
     int64_t width = 0;
     for (size_t i = 0; i < dimensions_.size(); ++i) {
       const Tensor& x = context.input(i);
       if (x.rank() != 1 && x.rank() != 2) {
         context.fail("input {} must have rank 1 or 2, got shape {}", i, shape_to_string(x.shape()));
       }
-      if (rows >= 0 && x.shape()[0] != rows) {
-        context.fail("input {} has {} rows, input 0 {}", i, x.shape()[0], rows);
-      }
-      rows = x.shape()[0];
+      rows = std::max(rows, x.rank() == 1 ? 1 : x.shape()[0]);
       width += dimensions_[i];
     }
     std::vector<double> out(static_cast<size_t>(rows * width));
     int64_t offset = 0;
     for (size_t i = 0; i < dimensions_.size(); ++i) {
-      const Tensor& x = context.input(i);
-      const int64_t columns = x.rank() == 1 ? 1 : x.shape()[1];
-      const std::vector<double> values = numeric_doubles(x, "input");
-      const int64_t kept = std::min(columns, dimensions_[i]);
-      for (int64_t r = 0; r < rows; ++r) {
+      const FeatureRows shape = feature_rows(context, context.input(i));
+      const std::vector<double> values = numeric_doubles(context.input(i), "input");
+      const int64_t kept = std::min(shape.columns, dimensions_[i]);
+      for (int64_t r = 0; r < shape.rows; ++r) {
         for (int64_t c = 0; c < kept; ++c) {
-          out[r * width + offset + c] = values[r * columns + c];
+          out[r * width + offset + c] = values[r * shape.columns + c];
         }
       }
       offset += dimensions_[i];
@@ -1870,17 +1867,23 @@ class FeatureVectorizerKernel : public OpKernel {
   std::vector<int64_t> dimensions_;
 };
 
-// Y: [N, sum of inputdimensions] float.
+// Y: [N, sum of inputdimensions] float; N known when every input gives the same rows.
 void infer_feature_vectorizer(TypeInferenceContext& context) {
   const Attribute* dimensions = context.node().find_attribute("inputdimensions");
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  SymbolicShape shape;
-  if (dimensions && dims && !dims->empty()) {
-    int64_t width = 0;
+  int64_t width = 0;
+  if (dimensions) {
     for (int64_t d : dimensions->ints) width += d;
-    shape = std::vector<Dim>{(*dims)[0], Dim::known(width)};
   }
-  context.set_output(0, tensor_type(DType::kFloat, std::move(shape)));
+  std::optional<Dim> rows;
+  for (size_t i = 0; i < context.num_inputs(); ++i) {
+    const std::vector<Dim>* dims = input_dims(context, i);
+    const Dim here = !dims || dims->empty() || dims->size() > 2 ? Dim{}
+                     : dims->size() == 1                        ? Dim::known(1)
+                                                                : (*dims)[0];
+    rows = !rows || *rows == here ? here : Dim{};
+  }
+  context.set_output(
+      0, tensor_type(DType::kFloat, rows_by(rows, dimensions ? Dim::known(width) : Dim{})));
 }
 
 }  // namespace

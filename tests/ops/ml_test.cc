@@ -514,12 +514,16 @@ TEST(SVMClassifier, BinaryAndLinear) {
                 1e-5f);
 }
 
+// A 1-D input is one row [1, C]; rows an input lacks are zeros (ONNX Runtime's values).
 TEST(FeatureVectorizer, CutsAndPads) {
   Tensor y =
-      run_ml("FeatureVectorizer", {int64s({2, 3}, {1, 2, 3, 4, 5, 6}), floats({2}, {7.5f, 8.5f})},
-             1, with_ints("inputdimensions", {2, 2}));
-  EXPECT_EQ(y.shape(), (Shape{2, 4}));
-  expect_floats(y, {1, 2, 7.5f, 0, 4, 5, 8.5f, 0});
+      run_ml("FeatureVectorizer", {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({2}, {7.5f, 8.5f})},
+             1, with_ints("inputdimensions", {2, 3}));
+  EXPECT_EQ(y.shape(), (Shape{2, 5}));
+  expect_floats(y, {1, 2, 7.5f, 8.5f, 0, 4, 5, 0, 0, 0});
+  Tensor ints =
+      run_ml("FeatureVectorizer", {int64s({2, 1}, {3, 4})}, 1, with_ints("inputdimensions", {2}));
+  expect_floats(ints, {3, 0, 4, 0});
 }
 
 // ---- type inference ----
