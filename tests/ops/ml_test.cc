@@ -365,6 +365,12 @@ TEST(OneHotEncoder, IntsAndStrings) {
   expect_floats(s, {0, 1, 1, 0});
   expect_error(
       [&] {
+        run_ml("Imputer", {int64s({1, 2}, {1, 0})}, 1,
+               [](Node* n) { set_floats(n, "imputed_value_floats", {1.0f}); });
+      },
+      "X of type int64 needs imputed_value_int64s");
+  expect_error(
+      [&] {
         run_ml("OneHotEncoder", {int64s({1}, {4})}, 1, [](Node* n) {
           set_ints(n, "cats_int64s", {2, 3});
           set_int(n, "zeros", 0);
@@ -452,6 +458,17 @@ TEST(SVMClassifier, OneVsOneVotesAndProbabilities) {
       },
       2);
   EXPECT_EQ(values_of<int64_t>(probabilities[0]), (std::vector<int64_t>{10, 10, 30}));
+  expect_error(
+      [&] {
+        run_ml_outputs(
+            "SVMClassifier", {svm_input()}, 1,
+            [](Node* n) {
+              svm_three_classes("RBF", {0.5f, 0, 0})(n);
+              set_ints(n, "classlabels_ints", {10, 20});
+            },
+            2);
+      },
+      "vectors_per_class has 3 entries for 2 classes");
   // onnx 1.23's reference fills each row of Q past the diagonal with one sum in its
   // pairwise coupling; these values come from it with libsvm's (and ONNX Runtime's)
   // Q[t][j] = -r[j][t] r[t][j].
