@@ -1143,6 +1143,15 @@ void infer_reshape(TypeInferenceContext& context) {
     return;
   }
   if (!shape) {
+    // A computed target (Shape -> Gather -> Concat): its named dims pass through; an
+    // element known only at run time may be 0 or -1, so it stays unknown.
+    if (SymbolicShape target = context.input_as_dims(1)) {
+      for (Dim& dim : *target) {
+        if (dim.is_known() && dim.value <= 0) dim = Dim{};
+      }
+      context.set_output(0, tensor_type(dtype, std::move(target)));
+      return;
+    }
     const std::optional<int64_t> rank = input_length(context, 1);
     context.set_output(
         0, tensor_type(dtype, rank ? SymbolicShape(unknown_dims(*rank)) : std::nullopt));
@@ -1396,8 +1405,11 @@ void infer_split(TypeInferenceContext& context) {
 // The dims a shape input (Expand's, ConstantOfShape's) gives: known when it is constant,
 // unknown dims of its length when only that is known.
 SymbolicShape shape_input_dims(const TypeInferenceContext& context, size_t i) {
-  if (const std::optional<std::vector<int64_t>> shape = input_ints(context, i)) {
-    return known_dims(*shape);
+  if (SymbolicShape shape = context.input_as_dims(i)) {
+    for (const Dim& dim : *shape) {
+      if (dim.is_known() && dim.value < 0) fail("shape input has a negative value {}", dim.value);
+    }
+    return shape;
   }
   if (const std::optional<int64_t> rank = input_length(context, i)) return unknown_dims(*rank);
   return std::nullopt;

@@ -146,6 +146,15 @@ size_t rule_axis(int64_t axis, size_t rank, std::string_view what) {
   return static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(rank), what));
 }
 
+SymbolicShape TypeInferenceContext::input_as_dims(size_t i) const {
+  const std::optional<std::vector<int64_t>> values = input_ints(*this, i);
+  if (!values) return std::nullopt;
+  std::vector<Dim> dims;
+  dims.reserve(values->size());
+  for (int64_t value : *values) dims.push_back(Dim::known(value));
+  return dims;
+}
+
 SymbolicShape broadcast_shapes(std::span<const SymbolicShape> shapes) {
   size_t rank = 0;
   for (const SymbolicShape& shape : shapes) {

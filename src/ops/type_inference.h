@@ -42,6 +42,11 @@ class TypeInferenceContext {
   // The input's value when it is known before running (an initializer, a Constant's output,
   // or a value the engine folded); nullptr otherwise.
   virtual const Tensor* input_value(size_t i) const = 0;
+  // A 1-D integer input's elements as dims (Reshape's shape, Expand's shape, ...): known
+  // numbers, named dims, or unknown (a fresh Dim) for what is only known at run time; nullopt
+  // when nothing is known about the input's value. The base reads input_value; the engine
+  // also knows the shape computations (Shape -> Gather -> Concat) it evaluated symbolically.
+  virtual SymbolicShape input_as_dims(size_t i) const;
   // The output types of a subgraph attribute (If's branches, Loop's and Scan's body) when
   // its inputs have `input_types`; an entry is kNone where nothing is known.
   virtual std::vector<ValueType> infer_subgraph(const Graph& subgraph,

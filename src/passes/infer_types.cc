@@ -118,6 +118,21 @@ void collect_symbols(const Graph& graph, std::set<std::string>& symbols) {
   }
 }
 
+// A shape vector's elements as dims: numbers, named dims, unknown for the rest.
+std::vector<Dim> vector_dims(const ShapeVector& vector) {
+  std::vector<Dim> dims;
+  dims.reserve(vector.elems.size());
+  for (const SymbolicInt& element : vector.elems) {
+    if (element.known)
+      dims.push_back(Dim::known(*element.known));
+    else if (const std::string* name = element.named_dim())
+      dims.push_back(Dim::symbol(*name));
+    else
+      dims.emplace_back();
+  }
+  return dims;
+}
+
 class Engine {
  public:
   Engine(Model& model, const OpRegistry& registry, const TypeInferenceOptions& options,
@@ -199,6 +214,12 @@ class Engine {
     int64_t opset() const override { return opset_; }
     const ValueType* input_type(size_t i) const override { return engine_.type_of(node_.input(i)); }
     const Tensor* input_value(size_t i) const override { return engine_.value_of(node_.input(i)); }
+    SymbolicShape input_as_dims(size_t i) const override {
+      if (input_value(i)) return TypeInferenceContext::input_as_dims(i);
+      const ShapeVector* vector = engine_.vector_of(node_.input(i));
+      if (!vector || vector->scalar) return std::nullopt;
+      return vector_dims(*vector);
+    }
     std::vector<ValueType> infer_subgraph(const Graph& subgraph,
                                           std::span<const ValueType> input_types) override {
       return engine_.infer_subgraph(subgraph_of(node_, subgraph), input_types);
@@ -282,15 +303,7 @@ class Engine {
       inputs.symbolic_values.push_back(nullptr);
       const ShapeVector* vector = inputs.values.back() ? nullptr : vector_of(input);
       if (vector && !vector->scalar) {
-        std::vector<Dim>& dims = symbolic[i].emplace();
-        for (const SymbolicInt& element : vector->elems) {
-          if (element.known)
-            dims.push_back(Dim::known(*element.known));
-          else if (const std::string* name = element.named_dim())
-            dims.push_back(Dim::symbol(*name));
-          else
-            dims.emplace_back();
-        }
+        symbolic[i] = vector_dims(*vector);
         inputs.symbolic_values.back() = &symbolic[i];
       }
     }

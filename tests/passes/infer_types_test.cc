@@ -134,6 +134,34 @@ TEST(InferTypes, ConstantShapeComputationsReachLibonnxAsData) {
   EXPECT_EQ(type_of(partly), "float[batch,4]");
 }
 
+// Rules alone (an opset libonnx does not know: Shape, Gather, Concat and Reshape at 21 are
+// all newer than libonnx's) still see a computed Reshape target's named dims.
+TEST(InferTypes, RulesSeeComputedShapeTargetsSymbolically) {
+  Model model = model_at(21);
+  GraphBuilder b(model);
+  Value* x = b.input("x", std::vector<Dim>{Dim::symbol("batch"), Dim::symbol("seq"), Dim::known(8)},
+                     DType::kFloat);
+  const auto axis0 = [](Node* n) { set_int(n, "axis", 0); };
+  Value* shape = b.op("Shape", {x});
+  Value* batch = b.op("Gather", {shape, b.ints({0})}, axis0);
+  Value* seq = b.op("Gather", {shape, b.ints({1})}, axis0);
+  Value* target = b.op("Concat", {batch, seq, b.ints({2, 4})}, axis0);
+  Value* reshaped = b.op("Reshape", {x, target});
+  Value* expanded = b.op("Expand", {b.constant(Tensor(DType::kFloat, {1})), target});
+  Value* filled = b.op("ConstantOfShape", {target});
+  b.output(reshaped);
+  b.output(expanded);
+  b.output(filled);
+  const OpRegistry registry = test_registry();
+  TypeInferenceOptions options;
+  options.use_libonnx = false;
+  TypeInferenceReport report = infer_types(model, registry, options).value();
+  EXPECT_EQ(report.unknown, 0u);
+  EXPECT_EQ(type_of(reshaped), "float[batch,seq,2,4]");
+  EXPECT_EQ(type_of(expanded), "float[batch,seq,2,4]");
+  EXPECT_EQ(type_of(filled), "float[batch,seq,2,4]");
+}
+
 TEST(InferTypes, DeclaredOutputDimsAreNotReplacedWithLess) {
   Model model = model_at(18);
   GraphBuilder b(model);
