@@ -1058,12 +1058,8 @@ namespace {
 // keeps its dim, named or not.
 void infer_slice(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   const size_t rank = dims->size();
   std::optional<std::vector<int64_t>> starts, ends, axes, steps;
   if (context.opset() < 10) {

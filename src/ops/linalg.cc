@@ -697,12 +697,8 @@ void infer_einsum(TypeInferenceContext& context) {
 // Det: the batch dims, without the square matrices' two.
 void infer_det(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   if (dims->size() < 2) fail("input must have rank >= 2, got {}", dims->size());
   context.set_output(0, tensor_type(dtype, std::vector<Dim>(dims->begin(), dims->end() - 2)));
 }

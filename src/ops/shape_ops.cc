@@ -1426,12 +1426,8 @@ void infer_expand(TypeInferenceContext& context) {
 // Tile: each dim times its repeat (version 1: dim `axis` times `tiles`, both scalar inputs).
 void infer_tile(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   std::vector<Dim> out = *dims;
   std::optional<std::vector<int64_t>> repeats;
   if (context.opset() < 6) {

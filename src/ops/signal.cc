@@ -499,12 +499,8 @@ namespace {
 // (default 1) in opset 17, input 2 (default -2) from 20.
 void infer_dft(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   if (dims->size() < 2) fail("input must have rank >= 2, got {}", dims->size());
   const KernelCreateContext attributes = attribute_reader(context);
   const bool onesided = attributes.attr_int("onesided", 0) != 0;

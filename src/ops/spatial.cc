@@ -1357,12 +1357,8 @@ namespace {
 // opset 1; input 1 from 11, over the axes of input 3 from 18).
 void infer_pad(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   const size_t rank = dims->size();
   std::optional<std::vector<int64_t>> pads;
   std::vector<int64_t> axes;
@@ -1438,12 +1434,8 @@ Dim scaled_dim(const Dim& dim, double scale) {
 // height_scale and width_scale scale dims 2 and 3 of NCHW).
 void infer_upsample(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   std::optional<std::vector<double>> scales;
   if (context.opset() < 7) {
     const KernelCreateContext attributes = attribute_reader(context);
@@ -1470,12 +1462,8 @@ void infer_upsample(TypeInferenceContext& context) {
 // by one factor. An empty scales or sizes input counts as absent.
 void infer_resize(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
-  const std::vector<Dim>* dims = input_dims(context, 0);
-  if (!dims) {
-    context.set_output(0, tensor_type(dtype));
-    return;
-  }
+  const std::vector<Dim>* dims = ranked_input_dims(context, 0);
+  if (!dims) return;
   const size_t rank = dims->size();
   const KernelCreateContext attributes = attribute_reader(context);
   std::vector<int64_t> axes = attributes.attr_ints("axes");

@@ -14,6 +14,14 @@ const std::vector<Dim>* input_dims(const TypeInferenceContext& context, size_t i
   return &*type->shape;
 }
 
+const std::vector<Dim>* ranked_input_dims(TypeInferenceContext& context, size_t i) {
+  const DType dtype = input_dtype(context, i);
+  if (dtype == DType::kUndefined) return nullptr;
+  const std::vector<Dim>* dims = input_dims(context, i);
+  if (!dims) context.set_output(0, tensor_type(dtype));
+  return dims;
+}
+
 DType input_dtype(const TypeInferenceContext& context, size_t i) {
   const ValueType* type = context.input_type(i);
   return type ? type->elem_type : DType::kUndefined;

@@ -85,6 +85,10 @@ inline ValueType tensor_type(DType dtype, SymbolicShape shape = std::nullopt) {
 }
 // Input i's shape when its type is a tensor of known rank, else nullptr.
 const std::vector<Dim>* input_dims(const TypeInferenceContext& context, size_t i);
+// Input i's dims for a rule whose output 0 has input i's dtype: nullptr when its rank is
+// unknown, after setting output 0 to that dtype with unknown rank (left unset when the dtype is
+// unknown too).
+const std::vector<Dim>* ranked_input_dims(TypeInferenceContext& context, size_t i);
 // Input i's dtype when known, else DType::kUndefined.
 DType input_dtype(const TypeInferenceContext& context, size_t i);
 // The int64/int32 values of constant input i (axes, pads, sizes, shape); nullopt when the
