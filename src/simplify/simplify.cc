@@ -93,8 +93,8 @@ std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions&
                                        : fmt::format("{} tries, the last {}", attempt + 1,
                                                      dims.describe_try(attempt));
       fail(
-          "the input model failed on the check inputs ({}): {}\nthe dynamic input dims, by "
-          "what they feed, and the sizes tried:{}\n{}",
+          "the input model failed on the check inputs ({}): {}\nthe dynamic input dims, what "
+          "they feed and the sizes to try:{}\n{}",
           tried, expected.error(), dims.explain(), kDimOptions);
     }
     check_run.expected = std::move(expected.value());
