@@ -121,6 +121,19 @@ TEST(CheckDims, GivenSizesWinAndMustAgree) {
   EXPECT_THROW(CheckDims(model, {}, {{"nope", {1}}}, {}), Error);
 }
 
+TEST(CheckInputs, SampleRateScalarsAndThePublicEntryPoint) {
+  // Silero-style: an int64 scalar `sr` the graph compares with 16000 or 8000.
+  GraphBuilder b(13);
+  Value* audio = b.input("input", {sym("batch"), sym("sequence")}, DType::kFloat);
+  Value* sr = b.input("sr", std::vector<Dim>{}, DType::kInt64);
+  b.output(b.op("Identity", {audio}));
+  b.output(b.op("Identity", {sr}));
+  NamedValues inputs = make_check_inputs(b.model(), {{"sequence", 512}}, {}, 0);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].second.tensor().shape(), (Shape{1, 512}));
+  EXPECT_EQ(*inputs[1].second.tensor().data<int64_t>(), 16000);
+}
+
 // x + upsample(pool(x)) by 64: the sizes only add up when H and W are multiples of 64, so
 // 224 fails for a shape reason and 256 is tried next.
 Model downsample_64x() {
