@@ -446,6 +446,46 @@ class TinyConvNetBN(nn.Module):
         return self.fc(self.dropout(x))
 
 
+class TinyFPN(nn.Module):
+    """An FPN/UNet-style net on an input whose batch, height and width are all dynamic: five
+    stride-2 stages (a MaxPool among them) downsample 32x, nearest upsampling and skip Adds
+    come back up. Its Adds only broadcast when H and W are multiples of 32, as in the
+    detectors converted from Paddle."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        def block(c1, c2, stride):
+            return nn.Sequential(nn.Conv2d(c1, c2, 3, stride, 1, bias=False), nn.BatchNorm2d(c2), nn.ReLU())
+        self.down = nn.ModuleList([block(3, width, 2), block(width, width, 2), nn.MaxPool2d(2, 2),
+                                   block(width, width, 2), block(width, width, 2)])
+        self.lateral = nn.Conv2d(width, width, 1)
+        self.head = nn.Conv2d(width, 1, 3, 1, 1)
+
+    def forward(self, x):
+        skips = []
+        for stage in self.down:
+            x = stage(x)
+            skips.append(x)
+        for skip in reversed(skips[:-1]):
+            x = F.interpolate(x, scale_factor=2.0, mode="nearest") + self.lateral(skip)
+        return torch.sigmoid(self.head(x))
+
+
+class TinyStatefulLSTM(nn.Module):
+    """A voice-activity-detector-like net with its LSTM state as inputs and outputs:
+    input [batch, sequence], h and c [2, batch, 16]; 'batch' is one symbol across the three."""
+
+    def __init__(self, hidden=16):
+        super().__init__()
+        self.embed = nn.Linear(1, 8)
+        self.lstm = nn.LSTM(8, hidden, num_layers=2, batch_first=True)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, x, h, c):
+        y, (hn, cn) = self.lstm(torch.tanh(self.embed(x.unsqueeze(-1))), (h, c))
+        return torch.sigmoid(self.out(y)).squeeze(-1), hn, cn
+
+
 # --------------------------------------------------------------------------------------------
 # The model set
 
@@ -548,6 +588,15 @@ def small_specs():
              ["input"], ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}}, grad_trace=True),
         bert_spec("bert_tiny", 16, vocab=128, hidden=32, layers=2, heads=4, intermediate=128, max_pos=32),
         gpt2_spec("gpt2_tiny", 16, vocab=128, hidden=32, layers=2, heads=4, max_pos=64),
+        Spec("fpn_dynamic_tiny", TinyFPN, image_inputs(1, 64), ["x"], ["mask"],
+             {"x": {0: "N", 2: "H", 3: "W"}, "mask": {0: "N", 2: "H", 3: "W"}},
+             bn_calibrate=lambda g: torch.randn(4, 3, 64, 64, generator=g)),
+        Spec("lstm_state_tiny", TinyStatefulLSTM,
+             lambda g: (torch.randn(1, 12, generator=g), torch.randn(2, 1, 16, generator=g),
+                        torch.randn(2, 1, 16, generator=g)),
+             ["input", "h", "c"], ["output", "hn", "cn"],
+             {"input": {0: "batch", 1: "sequence"}, "h": {1: "batch"}, "c": {1: "batch"},
+              "output": {0: "batch", 1: "sequence"}, "hn": {1: "batch"}, "cn": {1: "batch"}}),
     ]
 
 

@@ -36,11 +36,19 @@ struct SimplifyOptions {
   int64_t target_opset = -1;  // -1: keep the model's opset
 
   // Equivalence check: check_n runs with generated (or given) inputs; 0 disables it.
+  // Dynamic dims the options below leave open get sizes from evidence: 1 for a batch,
+  // sizes that survive downsampling for a dim reaching Conv / pool / Resize spatial axes
+  // (224, 256, 320, ... tried in turn while the model fails for a shape reason), moderate
+  // lengths for sequences; one value per symbol across all inputs.
   int check_n = 1;
   double check_rtol = 1e-4;
   double check_atol = 1e-5;
   std::map<std::string, Tensor> check_inputs;  // --input NAME=FILE
-  std::map<std::string, int64_t> check_dims;   // values for symbolic dims in checks
+  std::map<std::string, int64_t> check_dims;   // --dim NAME=V: values for symbolic dims
+  // --test-input-shape NAME:D0,D1,...: an input's shape in checks; the model keeps its dims.
+  std::map<std::string, std::vector<int64_t>> test_input_shapes;
+  // Both models run as given (no session rewrites) on these kernels.
+  KernelTier check_kernels = KernelTier::kOptimized;
   uint64_t seed = 0;
   // On a failed check, find the first pass application that broke it. Needs a fresh
   // copy of the input model for every try.
@@ -81,6 +89,7 @@ struct SimplifyReport {
   double seconds_passes = 0;
   double seconds_check = 0;
   int checks_run = 0;
+  std::string check_dims;  // the sizes the check gave dynamic input dims: "N=1, H=224, W=224"
   bool check_ok = true;
   std::vector<OutputCheck> checks;  // worst per output over all runs
   std::string check_message;        // why the check failed (which output, by how much)
@@ -98,8 +107,8 @@ struct SimplifyReport {
 Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options);
 
 // Inputs for checks: floats normal(0,1); integers that feed Gather-like indices get ids in
-// range of the table; masks get 0/1; other integers [0, 10). Symbolic dims from `dims`
-// (default: 1 for the first dim, 16 for the others).
+// range of the table; masks get 0/1; other integers [0, 10). Symbolic dims from `dims`, the
+// others sized from evidence as SimplifyOptions says (the first size of each).
 NamedValues make_check_inputs(const Model& model, const std::map<std::string, int64_t>& dims,
                               const std::map<std::string, Tensor>& given, uint64_t seed);
 

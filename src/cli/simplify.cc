@@ -45,6 +45,8 @@ struct SimplifyArgs {
   double check_atol = 1e-5;
   std::vector<std::string> check_inputs;
   std::vector<std::string> dims;
+  std::vector<std::string> test_input_shapes;
+  std::string check_kernels = "optimized";
   uint64_t seed = 0;
   bool explain = false;
   bool bisect = false;
@@ -67,12 +69,13 @@ uint64_t parse_size(const std::string& text) {
   return static_cast<uint64_t>(value * std::pow(1024.0, power));
 }
 
-std::map<std::string, std::vector<Dim>> parse_input_shapes(const std::vector<std::string>& specs) {
+std::map<std::string, std::vector<Dim>> parse_input_shapes(const std::vector<std::string>& specs,
+                                                           const char* flag) {
   std::map<std::string, std::vector<Dim>> shapes;
   for (const auto& spec : specs) {
     auto colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      fail("--overwrite-input-shape expects NAME:D0,D1,..., got '{}'", spec);
+      fail("{} expects NAME:D0,D1,..., got '{}'", flag, spec);
     }
     std::vector<Dim> dims;
     std::string list = spec.substr(colon + 1);
@@ -81,7 +84,7 @@ std::map<std::string, std::vector<Dim>> parse_input_shapes(const std::vector<std
       size_t comma = list.find(',', start);
       std::string item =
           list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (item.empty()) fail("--overwrite-input-shape '{}': empty dimension", spec);
+      if (item.empty()) fail("{} '{}': empty dimension", flag, spec);
       if (std::all_of(item.begin(), item.end(), ::isdigit)) {
         dims.push_back(Dim::known(std::stoll(item)));
       } else {
@@ -170,7 +173,20 @@ int run_simplify(const SimplifyArgs& args) {
     fail("cannot write {}: directory {} does not exist", args.output, output_dir.string());
   }
   SimplifyOptions options;
-  options.input_shapes = parse_input_shapes(args.input_shapes);
+  options.input_shapes = parse_input_shapes(args.input_shapes, "--overwrite-input-shape");
+  for (const auto& [name, dims] :
+       parse_input_shapes(args.test_input_shapes, "--test-input-shape")) {
+    std::vector<int64_t>& sizes = options.test_input_shapes[name];
+    for (const Dim& dim : dims) {
+      if (!dim.is_known()) {
+        fail("--test-input-shape {}: '{}' is not a size (the check needs numbers)", name,
+             dim.param);
+      }
+      sizes.push_back(dim.value);
+    }
+  }
+  options.check_kernels =
+      args.check_kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
   std::vector<std::string> skipped;
   for (const auto& name : args.skip_optimization) {
     if (!name.empty()) skipped.push_back(name);
@@ -275,7 +291,8 @@ int run_simplify(const SimplifyArgs& args) {
                         {"seconds", p.seconds}});
     }
     out["passes"] = passes;
-    nlohmann::json check{{"runs", report.checks_run}, {"ok", report.check_ok}};
+    nlohmann::json check{
+        {"runs", report.checks_run}, {"ok", report.check_ok}, {"dims", report.check_dims}};
     for (const auto& c : report.checks) {
       check["outputs"].push_back({{"name", c.name},
                                   {"max_abs_error", c.max_abs_error},
@@ -307,8 +324,9 @@ int run_simplify(const SimplifyArgs& args) {
         max_rel = std::max(max_rel, c.max_rel_error);
       }
       std::cout << fmt::format(
-          "check: {} run(s), {} (max abs error {:.3g}, max relative error {:.3g})\n",
-          report.checks_run, report.check_ok ? "outputs match" : "MISMATCH", max_abs, max_rel);
+          "check: {} run(s), {} (max abs error {:.3g}, max relative error {:.3g}){}\n",
+          report.checks_run, report.check_ok ? "outputs match" : "MISMATCH", max_abs, max_rel,
+          report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims);
     } else if (args.check_n > 0) {
       std::cout << "check: not run\n";
     }
@@ -380,6 +398,14 @@ Command add_simplify_command(CLI::App& root) {
       ->capture_default_str();
   c->add_option("--input", args->check_inputs, "NAME=FILE (.npy or .pb) check data; repeatable");
   c->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim in checks; repeatable");
+  c->add_option("--test-input-shape", args->test_input_shapes,
+                "NAME:D0,D1,... an input's shape in checks (the model stays dynamic); "
+                "repeatable");
+  c->add_option("--check-kernels", args->check_kernels,
+                "Kernels both models run on in the check: optimized (full speed) or "
+                "reference")
+      ->check(CLI::IsMember({"optimized", "reference"}))
+      ->capture_default_str();
   c->add_option("--seed", args->seed, "Seed for generated check inputs")->capture_default_str();
   c->add_flag("--explain", args->explain, "List nodes left with constant/shape inputs and why");
   c->add_flag("--bisect", args->bisect, "On a failed check, name the pass that broke it");

@@ -42,7 +42,9 @@ Attribute clone_attribute(const Attribute& attribute, Graph* parent, const Clone
 
 void clone_nodes_into(const Graph& source, Graph& target, Node* before,
                       const CloneOptions& options) {
-  for (const Node* node : source.nodes()) {
+  // Producers first: an input is mapped to its copy only once its producer was copied, and
+  // files need not list nodes in order (float16 converters append the input Casts last).
+  for (const Node* node : source.topological_order()) {
     std::vector<Value*> inputs;
     for (Value* input : node->inputs()) inputs.push_back(mapped(options, input));
     std::vector<std::string> outputs;

@@ -28,8 +28,9 @@ Attribute clone_attribute(const Attribute& attribute, Graph* parent, const Clone
 // A deep copy of `source` as a subgraph of `parent`.
 std::unique_ptr<Graph> clone_graph(const Graph& source, Graph* parent, const CloneOptions& options);
 
-// Copies the nodes of `source` into `target` before `before` (end if nullptr), creating their
-// outputs in `target`. Inputs are looked up in options.value_map.
+// Copies the nodes of `source` into `target` before `before` (end if nullptr), in
+// topological order, creating their outputs in `target`. Inputs are looked up in
+// options.value_map.
 void clone_nodes_into(const Graph& source, Graph& target, Node* before,
                       const CloneOptions& options);
 

@@ -76,8 +76,6 @@ Graph* chosen_branch(const Node& node, const PassContext& context) {
 }
 
 void inline_branch(Graph& graph, Node& node, Graph& branch) {
-  // clone_nodes_into copies in list order, so producers must come first.
-  branch.sort_topologically();
   Renamer renamer(graph, node);
   std::unordered_map<const Value*, Value*> value_map;
   CloneOptions options;

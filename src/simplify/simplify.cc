@@ -17,7 +17,7 @@
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
 #include "runtime/compare.h"
-#include "runtime/random_inputs.h"
+#include "simplify/check_inputs.h"
 
 namespace onnxkit {
 namespace {
@@ -41,49 +41,6 @@ void count_graph(const Graph& graph, ModelCounts& counts) {
   }
 }
 
-// The largest index an integer input may hold when it (through shape-preserving ops) is
-// used as the indices of a Gather-like op over a table whose size is known; -1 when none.
-int64_t index_bound(const Value* value, int depth = 0) {
-  if (depth > 4) return -1;
-  int64_t bound = -1;
-  for (const Use& use : value->uses()) {
-    const Node* node = use.node;
-    const std::string& op = node->op_type();
-    if ((op == "Gather" || op == "GatherElements") && use.input == 1) {
-      const Value* data = node->input(0);
-      int64_t axis = 0;
-      if (const Attribute* a = node->find_attribute("axis")) axis = a->i;
-      const auto& shape = data->type().shape;
-      if (shape && !shape->empty()) {
-        axis = axis < 0 ? axis + static_cast<int64_t>(shape->size()) : axis;
-        if (axis >= 0 && axis < static_cast<int64_t>(shape->size()) && (*shape)[axis].is_known()) {
-          int64_t size = (*shape)[static_cast<size_t>(axis)].value;
-          bound = bound < 0 ? size : std::min(bound, size);
-        }
-      }
-      if (data->has_initializer() && data->initializer().rank() > 0) {
-        int64_t rank = static_cast<int64_t>(data->initializer().rank());
-        int64_t size =
-            data->initializer().shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
-        bound = bound < 0 ? size : std::min(bound, size);
-      }
-    } else if (op == "Cast" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
-               op == "Flatten" || op == "Identity" || op == "Expand") {
-      if (use.input == 0 && node->output(0)) {
-        int64_t inner = index_bound(node->output(0), depth + 1);
-        if (inner >= 0) bound = bound < 0 ? inner : std::min(bound, inner);
-      }
-    }
-  }
-  return bound;
-}
-
-bool looks_like_mask(const std::string& name) {
-  std::string lower;
-  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("mask") != std::string::npos;
-}
-
 // The input model's outputs on the check inputs, computed before any pass runs, so the
 // input model need not be kept (with its weights resident) beside the simplified one.
 struct CheckRun {
@@ -91,29 +48,59 @@ struct CheckRun {
   NamedValues expected;
 };
 
-// Both graphs run exactly as they are (no session-level rewrites), on the reference kernels:
-// a one-off run does not pay back the optimized kernels' weight packing (BERT-base: 2.1 s
-// against 1.0 s), and the reference kernels are the ones every other kernel is tested on.
-SessionOptions check_session_options() {
-  SessionOptions session_options = SessionOptions::reference();
+// Both graphs run exactly as they are (no session-level rewrites), on the optimized kernels
+// by default: a check then costs about two runs at full speed (`check_kernels` picks the
+// reference kernels, the ones every other kernel is tested on).
+SessionOptions check_session_options(const SimplifyOptions& options) {
+  SessionOptions session_options;
+  session_options.level = OptimizationLevel::kNone;
+  session_options.kernels = options.check_kernels;
   session_options.intra_op_threads = 0;
   session_options.release_weights_after_use = true;
   return session_options;
 }
 
-std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions& options) {
-  auto session = Session::create(clone_model(model), check_session_options());
+constexpr const char* kDimOptions =
+    "set them with --dim NAME=V (a named dim), --test-input-shape NAME:D0,D1,... (the check's "
+    "shapes; the model stays dynamic) or --overwrite-input-shape NAME:D0,D1,... (makes the "
+    "model static)";
+
+// Runs the input model on check inputs. The first run tries the dynamic dims' candidate
+// sizes in turn while the model fails for a shape reason; later runs reuse the sizes that
+// worked.
+std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions& options,
+                                      SimplifyReport& report) {
+  const CheckDims dims(model, options.check_dims, options.test_input_shapes, options.check_inputs);
+  auto session = Session::create(clone_model(model), check_session_options(options));
   if (!session) fail("the input model cannot run for the check: {}", session.error());
   std::vector<CheckRun> runs;
+  size_t attempt = 0;
   for (int run = 0; run < options.check_n; ++run) {
     CheckRun check_run;
-    check_run.inputs = make_check_inputs(model, options.check_dims, options.check_inputs,
-                                         options.seed + static_cast<uint64_t>(run));
+    const uint64_t seed = options.seed + static_cast<uint64_t>(run);
+    check_run.inputs = make_check_inputs(model, dims, options.check_inputs, seed, attempt);
     auto expected = session.value()->run(check_run.inputs);
-    if (!expected) fail("the input model failed on the check inputs: {}", expected.error());
+    while (!expected && run == 0 && is_shape_error(expected.error()) &&
+           attempt + 1 < dims.tries()) {
+      check_run.inputs = make_check_inputs(model, dims, options.check_inputs, seed, ++attempt);
+      expected = session.value()->run(check_run.inputs);
+    }
+    if (!expected) {
+      if (dims.dims().empty()) {
+        fail("the input model failed on the check inputs: {}", expected.error());
+      }
+      std::string tried = attempt == 0 ? dims.describe_try(0)
+                                       : fmt::format("{} tries, the last {}", attempt + 1,
+                                                     dims.describe_try(attempt));
+      fail(
+          "the input model failed on the check inputs ({}): {}\nthe dynamic input dims, what "
+          "they feed and the sizes to try:{}\n{}",
+          tried, expected.error(), dims.explain(), kDimOptions);
+    }
     check_run.expected = std::move(expected.value());
     runs.push_back(std::move(check_run));
   }
+  report.check_dims = dims.describe_try(attempt);
   return runs;
 }
 
@@ -140,7 +127,7 @@ void release_weight_pages(const Model& model) {
 // on a mismatch.
 bool check_simplified(const std::vector<CheckRun>& runs, const Model& simplified,
                       const SimplifyOptions& options, SimplifyReport& report) {
-  auto session = Session::create(clone_model(simplified), check_session_options());
+  auto session = Session::create(clone_model(simplified), check_session_options(options));
   if (!session) {
     report.check_ok = false;
     report.check_message = "the simplified model cannot run: " + session.error();
@@ -308,57 +295,7 @@ ModelCounts count_model(const Model& model) {
 
 NamedValues make_check_inputs(const Model& model, const std::map<std::string, int64_t>& dims,
                               const std::map<std::string, Tensor>& given, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  NamedValues inputs;
-  for (const Value* input : model.graph().inputs()) {
-    if (input->has_initializer()) continue;
-    auto file = given.find(input->name());
-    if (file != given.end()) {
-      inputs.emplace_back(input->name(), file->second);
-      continue;
-    }
-    const ValueType& type = input->type();
-    if (type.kind != ValueType::Kind::kTensor) {
-      fail("input '{}' is a {}: give check data with --input", input->name(),
-           value_type_to_string(type));
-    }
-    std::map<std::string, int64_t> bound_dims = dims;
-    Shape shape;
-    if (type.shape) {
-      for (size_t d = 0; d < type.shape->size(); ++d) {
-        const Dim& dim = (*type.shape)[d];
-        if (dim.is_known()) {
-          shape.push_back(dim.value);
-        } else if (dim.is_symbolic() && bound_dims.count(dim.param)) {
-          shape.push_back(bound_dims[dim.param]);
-        } else {
-          shape.push_back(d == 0 ? 1 : 16);
-        }
-      }
-    }
-    Tensor tensor = random_tensor(type.elem_type, shape, rng);
-    if (dtype_is_integer(type.elem_type)) {
-      const int64_t bound = index_bound(input);
-      const bool mask = looks_like_mask(input->name());
-      dispatch_integer(type.elem_type, "check input", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T* data = tensor.mutable_data<T>();
-        const int64_t n = tensor.numel();
-        const int64_t last = shape.empty() ? 1 : shape.back();
-        for (int64_t i = 0; i < n; ++i) {
-          if (mask) {
-            // Mostly ones, with the tail of every other row masked out, like padding.
-            int64_t row = last ? i / last : 0, column = last ? i % last : 0;
-            data[i] = static_cast<T>(!(row % 2 == 1 && column >= last - last / 4));
-          } else if (bound > 0) {
-            data[i] = static_cast<T>(rng() % static_cast<uint64_t>(bound));
-          }
-        }
-      });
-    }
-    inputs.emplace_back(input->name(), std::move(tensor));
-  }
-  return inputs;
+  return make_check_inputs(model, CheckDims(model, dims, {}, given), given, seed, 0);
 }
 
 Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
@@ -376,7 +313,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     if (options.check_n > 0) {
       progress("running the input model");
       auto check_start = Clock::now();
-      check_runs = run_input_model(model, options);
+      check_runs = run_input_model(model, options, report);
       release_weight_pages(model);
       report.seconds_check = seconds_since(check_start);
     }

@@ -53,7 +53,7 @@ TEST_P(SimplifyExport, FewerNodesSameOutputsValidOnnx) {
 
 INSTANTIATE_TEST_SUITE_P(SmallExports, SimplifyExport,
                          ::testing::Values("bert_tiny", "convnet_bn_tiny", "gpt2_tiny", "vit_tiny",
-                                           "yolo_tiny"));
+                                           "yolo_tiny", "fpn_dynamic_tiny", "lstm_state_tiny"));
 
 // The same exports converted up to modern opsets first (libonnx's converter to 17, onnxkit's
 // adapters past it): no refusal, a valid result as far as libonnx can tell, PyTorch's outputs.
@@ -83,10 +83,65 @@ TEST_P(SimplifyModernOpset, ConvertsSimplifiesAndMatches) {
   EXPECT_EQ(conformance.exit_code, 0) << conformance.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(SmallExports, SimplifyModernOpset,
-                         ::testing::Combine(::testing::Values("bert_tiny", "convnet_bn_tiny",
-                                                              "gpt2_tiny", "vit_tiny", "yolo_tiny"),
-                                            ::testing::Values(18, 21)));
+INSTANTIATE_TEST_SUITE_P(
+    SmallExports, SimplifyModernOpset,
+    ::testing::Combine(::testing::Values("bert_tiny", "convnet_bn_tiny", "gpt2_tiny", "vit_tiny",
+                                         "yolo_tiny", "fpn_dynamic_tiny", "lstm_state_tiny"),
+                       ::testing::Values(18, 21)));
+
+// Dynamic models simplify with default options and stay dynamic: an FPN whose N, H and W
+// are all dynamic and that downsamples 32x (the check sizes H and W for that), and an LSTM
+// with state inputs (one `batch` across input, h and c).
+TEST(SimplifyCli, DynamicModelsKeepTheirDims) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"fpn_dynamic_tiny", {"x: float[N,3,H,W]", "mask: float[N,1,H,W]"}},
+      {"lstm_state_tiny",
+       {"input: float[batch,sequence]", "h: float[2,batch,16]", "c: float[2,batch,16]",
+        "output: float[batch,sequence]", "hn: float[2,batch,16]", "cn: float[2,batch,16]"}}};
+  for (const auto& [name, types] : cases) {
+    testing::TempDir dir;
+    auto result = run_command(onnxkit("simplify " + (kModels / name / "model.onnx").string() + " " +
+                                      (dir / "o.onnx").string()));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("outputs match"), std::string::npos) << result.output;
+    auto model = load_model(dir / "o.onnx");
+    ASSERT_TRUE(model.ok()) << model.error();
+    std::vector<std::string> actual;
+    for (const auto* values : {&model.value().graph().inputs(), &model.value().graph().outputs()}) {
+      for (const Value* value : *values) {
+        actual.push_back(value->name() + ": " + value_type_to_string(value->type()));
+      }
+    }
+    EXPECT_EQ(actual, types) << name;
+  }
+}
+
+TEST(SimplifyCli, TestInputShapeSetsTheCheckAndKeepsTheModelDynamic) {
+  testing::TempDir dir;
+  const std::string in = (kModels / "fpn_dynamic_tiny" / "model.onnx").string();
+  auto result = run_command(onnxkit("simplify --json --check-kernels reference " + in + " " +
+                                    (dir / "o.onnx").string() + " --test-input-shape x:2,3,64,96"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(result.output);
+  EXPECT_TRUE(report["check"]["ok"].get<bool>());
+  EXPECT_EQ(report["check"]["dims"], "N=2, H=64, W=96");
+  auto model = load_model(dir / "o.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  EXPECT_EQ(value_type_to_string(model.value().graph().inputs()[0]->type()), "float[N,3,H,W]");
+
+  // 48 is no multiple of 32: the check fails and says which dims the flags set.
+  auto bad = run_command(onnxkit("simplify " + in + " " + (dir / "p.onnx").string() +
+                                 " --test-input-shape x:1,3,48,48"));
+  EXPECT_EQ(bad.exit_code, 1);
+  for (const char* expected :
+       {"cannot be broadcast", "H (x[2])", "--test-input-shape x", "--overwrite-input-shape"}) {
+    EXPECT_NE(bad.output.find(expected), std::string::npos) << expected << "\n" << bad.output;
+  }
+  auto symbol = run_command(onnxkit("simplify " + in + " " + (dir / "q.onnx").string() +
+                                    " --test-input-shape x:1,3,H,64"));
+  EXPECT_EQ(symbol.exit_code, 1);
+  EXPECT_NE(symbol.output.find("'H' is not a size"), std::string::npos) << symbol.output;
+}
 
 TEST(SimplifyCli, RefusesOnlyOpsetsNewerThanOnnx123) {
   testing::TempDir dir;

@@ -1,0 +1,233 @@
+// simplify's check: the sizes it gives dynamic input dims, its retries, its kernels, and
+// models whose files list nodes out of order.
+#include <gtest/gtest.h>
+
+#include "../graph_test_util.h"
+#include "core/half.h"
+#include "onnxkit/simplify.h"
+#include "simplify/check_inputs.h"
+
+namespace onnxkit {
+namespace {
+
+using testing::Attr;
+using testing::GraphBuilder;
+
+Dim sym(const std::string& name) {
+  return Dim::symbol(name);
+}
+Dim known(int64_t value) {
+  return Dim::known(value);
+}
+Dim unnamed() {
+  return Dim{};
+}
+
+Tensor random_weights(DType dtype, const Shape& shape, float scale = 0.1f) {
+  Tensor t(dtype, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = scale * static_cast<float>((i * 7919) % 17 - 8) / 8.0f;
+    if (dtype == DType::kFloat16) {
+      t.mutable_data<Float16>()[i] = Float16(v);
+    } else {
+      t.mutable_data<float>()[i] = v;
+    }
+  }
+  return t;
+}
+
+const DynamicDim& find_dim(const CheckDims& dims, const std::string& symbol) {
+  for (const DynamicDim& dim : dims.dims()) {
+    if (dim.symbol == symbol) return dim;
+  }
+  throw Error("no dim " + symbol);
+}
+
+SimplifyReport simplify_ok(Model& model, const SimplifyOptions& options = {}) {
+  auto report = simplify(model, options);
+  if (!report) throw Error(report.error());
+  EXPECT_TRUE(report.value().check_ok) << report.value().check_message;
+  EXPECT_EQ(report.value().checks_run, options.check_n);
+  return std::move(report).value();
+}
+
+// The voice-activity detector's inputs: one `batch` across input, h and c.
+Model state_model() {
+  GraphBuilder b(13);
+  Value* input = b.input("input", {sym("batch"), sym("sequence")}, DType::kFloat);
+  Value* h = b.input("h", {known(2), sym("batch"), known(8)}, DType::kFloat);
+  Value* c = b.input("c", {known(2), sym("batch"), known(8)}, DType::kFloat);
+  Value* state = b.op("Add", {h, c});
+  // [batch, sequence] -> [1, batch, sequence] + [2, batch, 1]: needs one batch everywhere.
+  Value* x = b.op("Unsqueeze", {input, b.ints({0})});
+  Value* s = b.op("ReduceMean", {state, b.ints({2})}, {Attr::Int("keepdims", 1)});
+  b.output(b.op("Add", {x, s}));
+  b.output(state);
+  return std::move(b.model());
+}
+
+TEST(CheckDims, OneValuePerSymbolAcrossInputs) {
+  Model model = state_model();
+  CheckDims dims(model, {}, {}, {});
+  ASSERT_EQ(dims.dims().size(), 2u);
+  const DynamicDim& batch = find_dim(dims, "batch");
+  EXPECT_EQ(batch.role, DimRole::kBatch);
+  EXPECT_EQ(batch.places.size(), 3u);
+  EXPECT_EQ(batch.candidates, std::vector<int64_t>{1});
+  EXPECT_EQ(find_dim(dims, "sequence").role, DimRole::kSequence);
+  EXPECT_EQ(dims.shape_of(*model.graph().inputs()[1], 0), (Shape{2, 1, 8}));
+  EXPECT_EQ(dims.describe_try(0), "batch=1, sequence=16");
+
+  SimplifyReport report = simplify_ok(model);
+  EXPECT_EQ(report.check_dims, "batch=1, sequence=16");
+}
+
+TEST(CheckDims, DimsReachingConvSpatialAxesAreSpatial) {
+  // NCHW with named dims, and NHWC through a Transpose with unnamed ones.
+  GraphBuilder b(13);
+  Value* x = b.input("x", {sym("N"), known(3), sym("H"), sym("W")}, DType::kFloat);
+  Value* y = b.input("y", {unnamed(), unnamed(), unnamed(), known(3)}, DType::kFloat);
+  Value* w = b.constant(random_weights(DType::kFloat, {4, 3, 3, 3}));
+  Value* scaled = b.op("Mul", {x, b.scalar(0.5f)});
+  b.output(b.op("Conv", {scaled, w}, {Attr::Ints("pads", {1, 1, 1, 1})}));
+  Value* nchw = b.op("Transpose", {y}, {Attr::Ints("perm", {0, 3, 1, 2})});
+  b.output(b.op("Conv", {nchw, w}));
+  CheckDims dims(b.model(), {}, {}, {});
+  ASSERT_EQ(dims.dims().size(), 6u);
+  EXPECT_EQ(find_dim(dims, "N").role, DimRole::kBatch);
+  EXPECT_EQ(find_dim(dims, "H").role, DimRole::kSpatial);
+  EXPECT_EQ(find_dim(dims, "H").candidates.front(), 224);
+  EXPECT_EQ(find_dim(dims, "W").role, DimRole::kSpatial);
+  // y: dim 0 by position (a batch), dims 1 and 2 through the Transpose.
+  EXPECT_EQ(dims.dims()[3].role, DimRole::kBatch);
+  EXPECT_EQ(dims.dims()[4].role, DimRole::kSpatial);
+  EXPECT_EQ(dims.dims()[5].role, DimRole::kSpatial);
+  EXPECT_EQ(dims.shape_of(*b.graph().inputs()[1], 0), (Shape{1, 224, 224, 3}));
+}
+
+TEST(CheckDims, GivenSizesWinAndMustAgree) {
+  Model model = state_model();
+  CheckDims dims(model, {{"sequence", 40}}, {{"h", {2, 3, 8}}}, {});
+  EXPECT_EQ(find_dim(dims, "batch").role, DimRole::kGiven);
+  EXPECT_EQ(dims.describe_try(0), "batch=3, sequence=40");
+  EXPECT_EQ(dims.tries(), 1u);
+  try {
+    CheckDims conflict(model, {{"batch", 1}}, {{"h", {2, 3, 8}}}, {});
+    FAIL() << "expected a conflict";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--dim batch"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CheckDims(model, {}, {{"h", {2, 3}}}, {}), Error);
+  EXPECT_THROW(CheckDims(model, {}, {{"nope", {1}}}, {}), Error);
+}
+
+TEST(CheckInputs, SampleRateScalarsAndThePublicEntryPoint) {
+  // Silero-style: an int64 scalar `sr` the graph compares with 16000 or 8000.
+  GraphBuilder b(13);
+  Value* audio = b.input("input", {sym("batch"), sym("sequence")}, DType::kFloat);
+  Value* sr = b.input("sr", std::vector<Dim>{}, DType::kInt64);
+  b.output(b.op("Identity", {audio}));
+  b.output(b.op("Identity", {sr}));
+  NamedValues inputs = make_check_inputs(b.model(), {{"sequence", 512}}, {}, 0);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].second.tensor().shape(), (Shape{1, 512}));
+  EXPECT_EQ(*inputs[1].second.tensor().data<int64_t>(), 16000);
+}
+
+// x + upsample(pool(x)) by 64: the sizes only add up when H and W are multiples of 64, so
+// 224 fails for a shape reason and 256 is tried next.
+Model downsample_64x() {
+  GraphBuilder b(13);
+  Value* x = b.input("x", {sym("N"), known(2), sym("H"), sym("W")}, DType::kFloat);
+  Value* pooled =
+      b.op("MaxPool", {x}, {Attr::Ints("kernel_shape", {64, 64}), Attr::Ints("strides", {64, 64})});
+  Tensor scales = Tensor::from_vector(DType::kFloat, {4}, std::vector<float>{1, 1, 64, 64});
+  Value* up =
+      b.op("Resize", {pooled, nullptr, b.constant(scales)}, {Attr::String("mode", "nearest")});
+  b.output(b.op("Add", {x, up}));
+  return std::move(b.model());
+}
+
+TEST(SimplifyCheck, TriesTheNextSizeAfterAShapeFailure) {
+  Model model = downsample_64x();
+  SimplifyReport report = simplify_ok(model);
+  EXPECT_EQ(report.check_dims, "N=1, H=256, W=256");
+  // The written model keeps its dims.
+  EXPECT_EQ(value_type_to_string(model.graph().inputs()[0]->type()), "float[N,2,H,W]");
+}
+
+TEST(SimplifyCheck, AudioThroughUnsqueezeIntoConv1d) {
+  // [batch, samples] -> [batch, 1, samples] -> a 400-sample window: 256 samples are too few.
+  GraphBuilder b(13);
+  Value* audio = b.input("audio", {sym("batch"), sym("samples")}, DType::kFloat);
+  Value* frames = b.op("Unsqueeze", {audio, b.ints({1})});
+  Value* w = b.constant(random_weights(DType::kFloat, {4, 1, 400}));
+  b.output(b.op("Conv", {frames, w}, {Attr::Ints("strides", {160})}));
+  CheckDims dims(b.model(), {}, {}, {});
+  EXPECT_EQ(find_dim(dims, "samples").role, DimRole::kSpatial);
+  EXPECT_EQ(find_dim(dims, "samples").spatial_rank, 1);
+  SimplifyReport report = simplify_ok(b.model());
+  EXPECT_EQ(report.check_dims, "batch=1, samples=512");
+}
+
+TEST(SimplifyCheck, WhenEverySizeFailsTheErrorListsTheDimsAndFlags) {
+  GraphBuilder b(13);
+  Value* x = b.input("x", {sym("N"), known(3), sym("H"), unnamed()}, DType::kFloat);
+  Value* conv = b.op("Conv", {x, b.constant(random_weights(DType::kFloat, {4, 3, 1, 1}))});
+  b.output(b.op("Add", {conv, b.constant(random_weights(DType::kFloat, {1, 4, 7, 5}))}));
+  auto report = simplify(b.model(), SimplifyOptions());
+  ASSERT_FALSE(report.ok());
+  for (const char* expected :
+       {"cannot be broadcast", "7 tries", "x[0]", "H (x[2])", "x[3]", "224, 256", "--dim NAME=V",
+        "--test-input-shape NAME:D0,D1", "--overwrite-input-shape"}) {
+    EXPECT_NE(report.error().find(expected), std::string::npos) << expected << "\n"
+                                                                << report.error();
+  }
+}
+
+TEST(SimplifyCheck, TestInputShapesSetTheCheckOnly) {
+  Model model = downsample_64x();
+  SimplifyOptions options;
+  options.test_input_shapes["x"] = {2, 2, 128, 192};
+  SimplifyReport report = simplify_ok(model, options);
+  EXPECT_EQ(report.check_dims, "N=2, H=128, W=192");
+  EXPECT_EQ(value_type_to_string(model.graph().inputs()[0]->type()), "float[N,2,H,W]");
+}
+
+TEST(SimplifyCheck, ReferenceKernelsOnRequest) {
+  Model model = state_model();
+  SimplifyOptions options;
+  options.check_kernels = KernelTier::kReference;
+  options.check_n = 2;
+  simplify_ok(model, options);
+}
+
+// float16 converters (onnxconverter-common, keep_io_types) append the graph input's Cast
+// after the nodes that read it: the check's copy of the model must still wire it up.
+TEST(SimplifyCheck, Float16ModelWithTheInputCastListedLast) {
+  GraphBuilder b(13);
+  Value* x = b.input("x", {sym("N"), known(3), sym("H"), sym("W")}, DType::kFloat);
+  Node* cast_in = b.node("Cast", {x}, {Attr::Int("to", static_cast<int64_t>(DType::kFloat16))});
+  Value* w = b.constant(random_weights(DType::kFloat16, {4, 3, 3, 3}));
+  Value* conv = b.op("Conv", {cast_in->output(0), w}, {Attr::Ints("pads", {1, 1, 1, 1})});
+  Value* relu = b.op("Relu", {conv});
+  Node* cast_out = b.node("Cast", {relu}, {Attr::Int("to", static_cast<int64_t>(DType::kFloat))});
+  b.output(cast_out->output(0));
+  b.graph().move_before(cast_in, nullptr);
+  ASSERT_EQ(b.graph().nodes().back(), cast_in);
+
+  SimplifyReport report = simplify_ok(b.model());
+  EXPECT_EQ(report.check_dims, "N=1, H=224, W=224");
+  // The model stays float16 inside.
+  std::string ops;
+  for (const Node* node : b.graph().nodes()) {
+    ops += node->op_type() + " ";
+    if (node->op_type() == "Conv") {
+      EXPECT_EQ(node->input(1)->initializer().dtype(), DType::kFloat16);
+    }
+  }
+  EXPECT_EQ(ops, "Cast Conv Relu Cast ");
+}
+
+}  // namespace
+}  // namespace onnxkit
