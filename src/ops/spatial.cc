@@ -1514,26 +1514,29 @@ void infer_resize(TypeInferenceContext& context) {
   } else {
     // One scale for every axis named: the smallest (not_larger) or largest (not_smaller)
     // ratio; each size is then round(scale * dim), halves to even as numpy rounds.
-    std::optional<double> scale;
-    for (size_t i = 0; i < axes.size(); ++i) {
+    // (A plain double and a flag: g++ 12 calls an engaged std::optional<double> read here
+    // maybe-uninitialized.)
+    double scale = 0;
+    bool scale_known = true;
+    for (size_t i = 0; i < axes.size() && scale_known; ++i) {
       const Dim& dim = (*dims)[rule_axis(axes[i], rank, "axes")];
       if (!dim.is_known() || dim.value == 0) {
-        scale.reset();
+        scale_known = false;
         break;
       }
       const double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(dim.value);
       if (i == 0) scale = ratio;
-      if (policy == "not_larger") scale = std::min(*scale, ratio);
-      if (policy == "not_smaller") scale = std::max(*scale, ratio);
+      if (policy == "not_larger") scale = std::min(scale, ratio);
+      if (policy == "not_smaller") scale = std::max(scale, ratio);
     }
     for (int64_t axis : axes) {
       const size_t d = rule_axis(axis, rank, "axes");
-      out[d] = scale ? map_dim((*dims)[d],
-                               [&](int64_t value) {
-                                 return static_cast<int64_t>(
-                                     std::nearbyint(*scale * static_cast<double>(value)));
-                               })
-                     : Dim{};
+      out[d] = scale_known ? map_dim((*dims)[d],
+                                     [scale](int64_t value) {
+                                       return static_cast<int64_t>(
+                                           std::nearbyint(scale * static_cast<double>(value)));
+                                     })
+                           : Dim{};
     }
   }
   context.set_output(0, tensor_type(dtype, std::move(out)));
