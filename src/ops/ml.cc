@@ -269,6 +269,28 @@ enum class TreeMode : uint8_t { kLeq, kLt, kGte, kGt, kEq, kNeq, kMember };
 enum class Aggregate { kAverage, kSum, kMin, kMax };
 enum class PostTransform { kNone, kSoftmax, kLogistic, kSoftmaxZero, kProbit };
 
+// Whether `v` goes down a branch node's true side, for every mode but kMember (which
+// compares with the node's member list).
+bool split_holds(TreeMode mode, double v, double split) {
+  switch (mode) {
+    case TreeMode::kLeq:
+      return v <= split;
+    case TreeMode::kLt:
+      return v < split;
+    case TreeMode::kGte:
+      return v >= split;
+    case TreeMode::kGt:
+      return v > split;
+    case TreeMode::kEq:
+      return v == split;
+    case TreeMode::kNeq:
+      return v != split;
+    case TreeMode::kMember:
+      break;
+  }
+  return false;
+}
+
 // The inverse error function: Giles' single-precision approximation refined by two Newton
 // steps on erf.
 double erfinv(double y) {
@@ -445,24 +467,10 @@ class TreeEnsembleKernel : public OpKernel {
     if (std::isnan(v) && !missing_tracks_true_.empty() && missing_tracks_true_[node] != 0) {
       return true;
     }
-    const double split = splits_[node];
-    switch (modes_[node]) {
-      case TreeMode::kLeq:
-        return v <= split;
-      case TreeMode::kLt:
-        return v < split;
-      case TreeMode::kGte:
-        return v >= split;
-      case TreeMode::kGt:
-        return v > split;
-      case TreeMode::kEq:
-        return v == split;
-      case TreeMode::kNeq:
-        return v != split;
-      case TreeMode::kMember:
-        return std::ranges::find(members_[node], v) != members_[node].end();
+    if (modes_[node] == TreeMode::kMember) {
+      return std::ranges::find(members_[node], v) != members_[node].end();
     }
-    return false;
+    return split_holds(modes_[node], v, splits_[node]);
   }
 
   // The leaf index the row reaches from `root`; a root whose both children are the same leaf
@@ -845,24 +853,7 @@ class ClassicTrees {
   bool goes_true(size_t node, const double* row) const {
     const double v = row[features_[node]];
     if (std::isnan(v)) return !missing_true_.empty() && missing_true_[node] != 0;
-    const double split = values_[node];
-    switch (static_cast<TreeMode>(modes_[node])) {
-      case TreeMode::kLeq:
-        return v <= split;
-      case TreeMode::kLt:
-        return v < split;
-      case TreeMode::kGte:
-        return v >= split;
-      case TreeMode::kGt:
-        return v > split;
-      case TreeMode::kEq:
-        return v == split;
-      case TreeMode::kNeq:
-        return v != split;
-      case TreeMode::kMember:
-        break;
-    }
-    return false;
+    return split_holds(static_cast<TreeMode>(modes_[node]), v, values_[node]);
   }
 
   std::vector<int64_t> features_;
