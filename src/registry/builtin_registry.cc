@@ -17,6 +17,7 @@ void register_indexing_ops(OpRegistry& registry);
 void register_linalg_ops(OpRegistry& registry);
 void register_loss_ops(OpRegistry& registry);
 void register_ml_ops(OpRegistry& registry);
+void register_ml_classic_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
 void register_object_detection_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
@@ -54,6 +55,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_linalg_ops(registry);
   register_loss_ops(registry);
   register_ml_ops(registry);
+  register_ml_classic_ops(registry);
   register_normalization_ops(registry);
   register_object_detection_ops(registry);
   register_pool_ops(registry);
