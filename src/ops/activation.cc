@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/domain.h"
 #include "ops/fused_activation.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -317,6 +318,9 @@ void register_activation_ops(OpRegistry& registry) {
   registry.add("Gelu", {20},
                OpDefinition(kernel_factory<GeluKernel>(), kZeroKeepingElementwiseOp)
                    .with_types(infer_same_as_input));
+  // onnxkit's Gelu (fused_ops.h) is ONNX Gelu-20 for models older than opset 20: one kernel.
+  registry.add(std::string(kOnnxkitDomain), "Gelu", 1,
+               OpDefinition(kernel_factory<GeluKernel>()).with_types(infer_same_as_input));
   // Mish 22 added bfloat16.
   registry.add("Mish", {18, 22},
                OpDefinition(kernel_factory<SmoothGateKernel<false>>(), kZeroKeepingElementwiseOp)

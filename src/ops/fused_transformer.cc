@@ -1,5 +1,6 @@
 // Op family: onnxkit's transformer ops (domain com.onnxkit, ops/fused_ops.h), reference
-// kernels: LayerNormalization, SkipLayerNormalization, Gelu, BiasSoftmax, Attention.
+// kernels: LayerNormalization, SkipLayerNormalization, BiasSoftmax, Attention. Its Gelu is
+// registered in activation.cc beside ONNX Gelu-20, whose kernel it shares.
 //
 // Written to be obviously right rather than fast (the optimized kernels in src/kernels are
 // tested against these): every element is read into double, computed in double and
@@ -144,35 +145,6 @@ class SkipLayerNormalizationKernel : public OpKernel {
   }
 
   float epsilon_;
-};
-
-// Gelu(X) -> Y, approximate "none" (erf) or "tanh".
-class GeluKernel : public OpKernel {
- public:
-  explicit GeluKernel(const KernelCreateContext& context) {
-    const std::string approximate = context.attr_string("approximate", "none");
-    if (approximate != "none" && approximate != "tanh") {
-      context.fail("approximate is '{}'; it needs 'none' or 'tanh'", approximate);
-    }
-    tanh_ = approximate == "tanh";
-  }
-
-  void compute(KernelContext& context) const override {
-    const Tensor& x = context.input(0);
-    std::vector<double> y = read_doubles(context, x, "X");
-    const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
-    for (double& v : y) {
-      if (tanh_) {
-        v = 0.5 * v * (1.0 + std::tanh(sqrt_2_over_pi * (v + 0.044715 * v * v * v)));
-      } else {
-        v = 0.5 * v * (1.0 + std::erf(v / std::numbers::sqrt2));
-      }
-    }
-    write_doubles(context, 0, x.dtype(), x.shape(), y);
-  }
-
- private:
-  bool tanh_ = false;
 };
 
 // BiasSoftmax(X, Bias) -> Y = Softmax(X + Bias) over one axis.
@@ -348,14 +320,12 @@ void register_fused_transformer_ops(OpRegistry& registry) {
   const std::string domain(kOnnxkitDomain);
   registry.add(domain, "LayerNormalization", 1, kernel_factory<LayerNormalizationKernel>());
   registry.add(domain, "SkipLayerNormalization", 1, kernel_factory<SkipLayerNormalizationKernel>());
-  registry.add(domain, "Gelu", 1, kernel_factory<GeluKernel>());
   registry.add(domain, "BiasSoftmax", 1, kernel_factory<BiasSoftmaxKernel>());
   registry.add(domain, "Attention", 1, kernel_factory<AttentionKernel>());
 
   // Type inference, every version.
   registry.set_type_rule(domain, "LayerNormalization", infer_same_as_input);
   registry.set_type_rule(domain, "SkipLayerNormalization", infer_skip_layer_normalization);
-  registry.set_type_rule(domain, "Gelu", infer_same_as_input);
   registry.set_type_rule(domain, "BiasSoftmax", infer_same_as_input);
   registry.set_type_rule(domain, "Attention", infer_attention);
 }
