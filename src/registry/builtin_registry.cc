@@ -30,6 +30,7 @@ void register_shape_ops(OpRegistry& registry);
 void register_signal_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
+void register_grid_sample_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
 void register_transformer_ops(OpRegistry& registry);
@@ -68,6 +69,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_signal_ops(registry);
   register_softmax_ops(registry);
   register_spatial_ops(registry);
+  register_grid_sample_ops(registry);
   register_text_ops(registry);
   register_training_ops(registry);
   register_transformer_ops(registry);
