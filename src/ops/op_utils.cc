@@ -73,6 +73,15 @@ std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what) {
   return values;
 }
 
+std::vector<int64_t> read_index_input(const KernelContext& context, size_t i,
+                                      std::string_view what) {
+  const Tensor& tensor = context.input(i);
+  if (tensor.rank() > 1) {
+    context.fail("{} must be 1-D, got shape {}", what, shape_to_string(tensor.shape()));
+  }
+  return read_int64s(tensor, what);
+}
+
 double read_scalar(const Tensor& tensor, std::string_view what) {
   if (tensor.numel() != 1) {
     fail("{}: expected a single value, got shape {}", what, shape_to_string(tensor.shape()));

@@ -99,6 +99,10 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what);
 
 // Values of an integer tensor (int32 or int64, any shape) as int64.
 std::vector<int64_t> read_int64s(const Tensor& tensor, std::string_view what);
+// Input i, a 1-D (or scalar) integer tensor (a shape, axes), as int64 values; fails naming
+// `what` for another rank.
+std::vector<int64_t> read_index_input(const KernelContext& context, size_t i,
+                                      std::string_view what);
 // A scalar (or one-element) tensor of any numeric type, as double.
 double read_scalar(const Tensor& tensor, std::string_view what);
 

@@ -22,6 +22,17 @@ const std::vector<Dim>* ranked_input_dims(TypeInferenceContext& context, size_t 
   return dims;
 }
 
+SymbolicShape shape_input_dims(const TypeInferenceContext& context, size_t i) {
+  if (SymbolicShape shape = context.input_as_dims(i)) {
+    for (const Dim& dim : *shape) {
+      if (dim.is_known() && dim.value < 0) fail("shape input has a negative value {}", dim.value);
+    }
+    return shape;
+  }
+  if (const std::optional<int64_t> rank = input_length(context, i)) return unknown_dims(*rank);
+  return std::nullopt;
+}
+
 DType input_dtype(const TypeInferenceContext& context, size_t i) {
   const ValueType* type = context.input_type(i);
   return type ? type->elem_type : DType::kUndefined;

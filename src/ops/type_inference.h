@@ -89,6 +89,9 @@ const std::vector<Dim>* input_dims(const TypeInferenceContext& context, size_t i
 // unknown, after setting output 0 to that dtype with unknown rank (left unset when the dtype is
 // unknown too).
 const std::vector<Dim>* ranked_input_dims(TypeInferenceContext& context, size_t i);
+// The dims a shape input (Expand's, ConstantOfShape's) gives: input_as_dims when known (fails on
+// a negative element), unknown dims of its length when only that is known.
+SymbolicShape shape_input_dims(const TypeInferenceContext& context, size_t i);
 // Input i's dtype when known, else DType::kUndefined.
 DType input_dtype(const TypeInferenceContext& context, size_t i);
 // The int64/int32 values of constant input i (axes, pads, sizes, shape); nullopt when the

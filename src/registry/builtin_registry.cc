@@ -27,6 +27,7 @@ void register_recurrent_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
 void register_sequence_ops(OpRegistry& registry);
 void register_shape_ops(OpRegistry& registry);
+void register_generator_ops(OpRegistry& registry);
 void register_signal_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_spatial_ops(OpRegistry& registry);
@@ -66,6 +67,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_reduce_ops(registry);
   register_sequence_ops(registry);
   register_shape_ops(registry);
+  register_generator_ops(registry);
   register_signal_ops(registry);
   register_softmax_ops(registry);
   register_spatial_ops(registry);
