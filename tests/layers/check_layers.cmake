@@ -1,7 +1,7 @@
 # Fails when a file under src/ or include/onnxkit/ includes a header of a higher layer
 # (ARCHITECTURE.md's layer table: each layer may include only the ones before it in this list).
 # Run: cmake -DSOURCE_DIR=<repository root> -P check_layers.cmake
-set(layers core ir onnx ops kernels registry passes runtime simplify cli)
+set(layers core ir onnx ops kernels registry passes runtime simplify quantize report serve capi cli)
 # The public headers (include/onnxkit/, included as "onnxkit/<name>.h") sit in the layer that
 # implements them: src/ includes them as that layer, and each includes only public headers of
 # its own layer or below.
