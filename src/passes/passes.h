@@ -55,6 +55,8 @@ std::unique_ptr<GraphPass> make_common_subexpression_elimination_pass();
 // Initializers with identical contents are merged.
 std::unique_ptr<GraphPass> make_dedup_initializers_pass();
 // Extended level (com.onnxkit ops, see ops/fused_ops.h):
+// float16 / bfloat16 nodes compute in float32, with casts at the region's edges (sessions).
+std::unique_ptr<GraphPass> make_compute_fp16_in_fp32_pass();
 // Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
 std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
 // MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.

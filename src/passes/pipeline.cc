@@ -45,9 +45,10 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
   return passes;
 }
 
-// Why this order: the transformer fusions come first. LayerNormalization is recognised
-// before SkipLayerNormalization is built on it; BiasSoftmax before Attention, which takes a
-// BiasSoftmax's bias as its mask. Attention renames the symbols of its output's dims
+// Why this order: 16-bit float regions turn float32 first, so the fusions and the fast
+// kernels, which are float32, see them. Then the transformer fusions: LayerNormalization is
+// recognised before SkipLayerNormalization is built on it; BiasSoftmax before Attention, which
+// takes a BiasSoftmax's bias as its mask. Attention renames the symbols of its output's dims
 // (GPT-2's Where makes fresh ones), so the next round's skip_layer_norm can see equal
 // shapes on the residual Add. The linear fusions come after them: attention reads the
 // plain MatMul / Transpose / Div it is made of, and Gelu must exist before it can join a
@@ -56,6 +57,7 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
 // activation cannot).
 std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_compute_fp16_in_fp32_pass());
   passes.push_back(make_fuse_layer_norm_pass());
   passes.push_back(make_fuse_gelu_pass());
   passes.push_back(make_fuse_skip_layer_norm_pass());

@@ -17,6 +17,9 @@ struct GeluGraph {
   bool erf_by_mul = false;  // x * 0.70710678 instead of x / 1.41421356
   Cube cube = Cube::kPow;
   float sqrt2 = 1.4142135381698608f;
+  float inv_sqrt2 = 0.70710678f;
+  float sqrt_2_over_pi = 0.7978845834732056f;
+  float cube_coefficient = 0.044714998453855515f;
 };
 
 Model gelu_model(const GeluGraph& spec) {
@@ -37,10 +40,10 @@ Model gelu_model(const GeluGraph& spec) {
         cube = b.op("Mul", {b.op("Mul", {x, x}), x});
         break;
     }
-    Value* inner = b.op("Add", {x, b.op("Mul", {cube, b.scalar(0.044714998453855515f)})});
-    f = b.op("Tanh", {b.op("Mul", {inner, b.scalar(0.7978845834732056f)})});
+    Value* inner = b.op("Add", {x, b.op("Mul", {cube, b.scalar(spec.cube_coefficient)})});
+    f = b.op("Tanh", {b.op("Mul", {inner, b.scalar(spec.sqrt_2_over_pi)})});
   } else {
-    Value* u = spec.erf_by_mul ? b.op("Mul", {x, b.scalar(0.70710678f)})
+    Value* u = spec.erf_by_mul ? b.op("Mul", {x, b.scalar(spec.inv_sqrt2)})
                                : b.op("Div", {x, b.scalar(spec.sqrt2)});
     f = b.op("Erf", {u});
   }
@@ -69,7 +72,8 @@ size_t run_pass(Model& model) {
   return apply_pass(*make_fuse_gelu_pass(), model);
 }
 
-void expect_fused(const GeluGraph& spec) {
+// `rtol`: how far the fused Gelu may be from the graph (whose constants may be rounded).
+void expect_fused(const GeluGraph& spec, double rtol = 1e-4) {
   Model model = gelu_model(spec);
   Model before = copy_model(model);
   ASSERT_EQ(run_pass(model), 1u);
@@ -86,7 +90,7 @@ void expect_fused(const GeluGraph& spec) {
   } else {
     EXPECT_TRUE(!approximate || approximate->s == "none");
   }
-  EXPECT_TRUE(same_outputs(before, model));
+  EXPECT_TRUE(same_outputs(before, model, rtol, 1e-5 + rtol));
 }
 
 TEST(FuseGelu, ErfFormInEveryOrder) {
@@ -120,6 +124,24 @@ TEST(FuseGelu, ConstantsWithinToleranceOnly) {
   spec.sqrt2 = 1.41421f;  // rounded by an exporter: still sqrt(2)
   expect_fused(spec);
   spec.sqrt2 = 1.5f;
+  Model model = gelu_model(spec);
+  EXPECT_EQ(run_pass(model), 0u);
+}
+
+// A float16 model's constants, rounded to float16 and widened again (compute_fp16_in_fp32).
+TEST(FuseGelu, Float16RoundedConstantsFuse) {
+  auto rounded = [](float value) { return static_cast<float>(Float16(value)); };
+  GeluGraph spec;
+  spec.sqrt2 = rounded(spec.sqrt2);
+  expect_fused(spec, 1e-3);
+  spec.erf_by_mul = true;
+  spec.inv_sqrt2 = rounded(spec.inv_sqrt2);
+  expect_fused(spec, 1e-3);
+  spec.tanh = true;
+  spec.sqrt_2_over_pi = rounded(spec.sqrt_2_over_pi);
+  spec.cube_coefficient = rounded(spec.cube_coefficient);
+  expect_fused(spec, 1e-3);
+  spec.cube_coefficient = 0.0455f;  // 1.8% off: another function
   Model model = gelu_model(spec);
   EXPECT_EQ(run_pass(model), 0u);
 }
