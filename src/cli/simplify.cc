@@ -297,6 +297,7 @@ int run_simplify(const SimplifyArgs& args) {
       check["outputs"].push_back({{"name", c.name},
                                   {"max_abs_error", c.max_abs_error},
                                   {"max_rel_error", c.max_rel_error},
+                                  {"precision_floor", c.precision_floor},
                                   {"ok", c.ok}});
     }
     if (!report.check_ok) check["message"] = report.check_message;
@@ -318,14 +319,19 @@ int run_simplify(const SimplifyArgs& args) {
         load_seconds, report.seconds_passes, report.pipeline.rounds,
         report.pipeline.shape_inference_seconds, report.seconds_check, save_seconds, total);
     if (report.checks_run > 0) {
-      double max_abs = 0, max_rel = 0;
+      double max_abs = 0, max_rel = 0, precision_floor = 0;
       for (const auto& c : report.checks) {
         max_abs = std::max(max_abs, c.max_abs_error);
         max_rel = std::max(max_rel, c.max_rel_error);
+        precision_floor = std::max(precision_floor, c.precision_floor);
       }
       std::cout << fmt::format(
-          "check: {} run(s), {} (max abs error {:.3g}, max relative error {:.3g}){}\n",
+          "check: {} run(s), {} (max abs error {:.3g}, max relative error {:.3g}{}){}\n",
           report.checks_run, report.check_ok ? "outputs match" : "MISMATCH", max_abs, max_rel,
+          precision_floor > 0
+              ? fmt::format("; 16-bit outputs, whose own float32 computation is {:.3g} away",
+                            precision_floor)
+              : "",
           report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims);
     } else if (args.check_n > 0) {
       std::cout << "check: not run\n";

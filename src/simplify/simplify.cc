@@ -46,6 +46,8 @@ void count_graph(const Graph& graph, ModelCounts& counts) {
 struct CheckRun {
   NamedValues inputs;
   NamedValues expected;
+  // Per 16-bit float output: OutputCheck::precision_floor on these inputs.
+  std::map<std::string, double> precision_floor;
 };
 
 // Both graphs run exactly as they are (no session-level rewrites), on the optimized kernels
@@ -58,6 +60,46 @@ SessionOptions check_session_options(const SimplifyOptions& options) {
   session_options.intra_op_threads = 0;
   session_options.release_weights_after_use = true;
   return session_options;
+}
+
+// A computed output of dtype float16 or bfloat16 (declared types may be missing).
+bool is_16bit_float(const RuntimeValue& value) {
+  if (!value.is_tensor()) return false;
+  const DType dtype = value.tensor().dtype();
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
+// The graph as given, its 16-bit float regions computed in float32: the one rewrite that
+// changes no semantics but precision (compute_fp16_in_fp32).
+SessionOptions float32_compute_options(const SimplifyOptions& options) {
+  SessionOptions session_options = check_session_options(options);
+  session_options.level = OptimizationLevel::kExtended;
+  for (const std::string& pass : all_pass_names()) {
+    if (pass != "compute_fp16_in_fp32") session_options.skip_passes.insert(pass);
+  }
+  return session_options;
+}
+
+// Records each 16-bit output's precision floor: the input model run again in float32.
+void measure_precision_floor(const Model& model, const SimplifyOptions& options,
+                             std::vector<CheckRun>& runs) {
+  std::set<std::string> narrow_outputs;
+  for (const auto& [name, value] : runs.front().expected) {
+    if (is_16bit_float(value)) narrow_outputs.insert(name);
+  }
+  if (narrow_outputs.empty()) return;
+  auto session = Session::create(clone_model(model), float32_compute_options(options));
+  if (!session) fail("the input model cannot run in float32 for the check: {}", session.error());
+  for (CheckRun& run : runs) {
+    auto wide = session.value()->run(run.inputs);
+    if (!wide) fail("the input model failed in float32 on the check inputs: {}", wide.error());
+    for (size_t i = 0; i < run.expected.size() && i < wide.value().size(); ++i) {
+      const auto& [name, expected] = run.expected[i];
+      if (!narrow_outputs.count(name)) continue;
+      const Comparison c = compare_values(wide.value()[i].second, expected, Tolerance{0, 0});
+      run.precision_floor[name] = c.max_abs_error;
+    }
+  }
 }
 
 constexpr const char* kDimOptions =
@@ -101,6 +143,7 @@ std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions&
     runs.push_back(std::move(check_run));
   }
   report.check_dims = dims.describe_try(attempt);
+  if (!runs.empty()) measure_precision_floor(model, options, runs);
   return runs;
 }
 
@@ -160,8 +203,12 @@ bool check_simplified(const std::vector<CheckRun>& runs, const Model& simplified
         if (name == check.name) want = &value;
       }
       if (!want) continue;
-      Comparison c = compare_values(actual.value()[i].second, *want,
-                                    Tolerance{options.check_rtol, options.check_atol, true});
+      auto floor = run.precision_floor.find(check.name);
+      const double precision_floor = floor == run.precision_floor.end() ? 0.0 : floor->second;
+      check.precision_floor = std::max(check.precision_floor, precision_floor);
+      Comparison c = compare_values(
+          actual.value()[i].second, *want,
+          Tolerance{options.check_rtol, options.check_atol + 2 * precision_floor, true});
       check.max_abs_error = std::max(check.max_abs_error, c.max_abs_error);
       check.max_rel_error = std::max(check.max_rel_error, c.max_rel_error);
       if (!c.ok && check.ok) {

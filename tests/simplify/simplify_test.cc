@@ -229,5 +229,47 @@ TEST(SimplifyCheck, Float16ModelWithTheInputCastListedLast) {
   EXPECT_EQ(ops, "Cast Conv Relu Cast ");
 }
 
+// A float16 net whose Conv+BatchNormalization folding rounds the folded weights to float16:
+// the simplified outputs move by about as much as 16-bit compute itself moves them, far
+// beyond float32's tolerance. The check measures that floor (the input model in float32) and
+// allows for it; the model stays float16 throughout.
+TEST(SimplifyCheck, Float16OutputsAreCheckedAgainstTheirOwnPrecision) {
+  GraphBuilder b(13);
+  Value* x = b.input("x", {sym("N"), known(8), known(32), known(32)}, DType::kFloat16);
+  for (int layer = 0; layer < 6; ++layer) {
+    Value* w = b.constant(random_weights(DType::kFloat16, {8, 8, 3, 3}, 0.3f + 0.01f * layer));
+    Value* conv = b.op("Conv", {x, w}, {Attr::Ints("pads", {1, 1, 1, 1})});
+    Tensor scale = random_weights(DType::kFloat16, {8}, 0.5f);
+    for (int64_t c = 0; c < 8; ++c) {
+      scale.mutable_data<Float16>()[c] =
+          Float16(1.1f + static_cast<float>(scale.mutable_data<Float16>()[c]));
+    }
+    Tensor variance = scale;
+    Value* bn =
+        b.op("BatchNormalization",
+             {conv, b.constant(scale), b.constant(random_weights(DType::kFloat16, {8})),
+              b.constant(random_weights(DType::kFloat16, {8}, 0.2f)), b.constant(variance)});
+    x = b.op("Relu", {bn});
+  }
+  b.output(x);
+  SimplifyReport report = simplify_ok(b.model());
+  ASSERT_EQ(report.checks.size(), 1u);
+  EXPECT_GT(report.checks[0].precision_floor, 0.0);
+  EXPECT_GT(report.checks[0].max_abs_error, 1e-4) << "float32's tolerance would have failed";
+  EXPECT_EQ(report.after.ops.count("BatchNormalization"), 0u);
+  EXPECT_EQ(b.graph().outputs()[0]->type().elem_type, DType::kFloat16);
+  for (const Value* weight : b.graph().initializers()) {
+    EXPECT_EQ(weight->initializer().dtype(), DType::kFloat16) << weight->name();
+  }
+}
+
+// A float32 model has no precision floor: the float32 tolerance alone applies.
+TEST(SimplifyCheck, Float32OutputsHaveNoPrecisionFloor) {
+  Model model = downsample_64x();
+  SimplifyReport report = simplify_ok(model);
+  ASSERT_EQ(report.checks.size(), 1u);
+  EXPECT_EQ(report.checks[0].precision_floor, 0.0);
+}
+
 }  // namespace
 }  // namespace onnxkit
