@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""onnxkit simplify beside onnxsim and onnxslim, in one run: nodes after, wall time, peak RSS
+and whether the simplified model still computes what the original does.
+
+    .venv/bin/python bench/peer_simplifiers.py [MODEL.onnx | DIR]... [--out FILE.md]
+        [--onnxkit build/onnxkit] [--timeout S] [--keep DIR]
+
+Default models: the full-size set (bench/models/*.onnx) and the real-model suite
+(bench/real_models/openwakeword/*.onnx, fetched by bench/fetch_real_models.sh).
+
+Every tool runs with its default options, in its own process (so peak RSS, from wait4's
+ru_maxrss, is that tool's alone), one model at a time; the order of the three tools rotates
+from model to model. Wall time includes each tool's start-up (Python imports for the peers).
+Nodes are counted with the nodes of If/Loop/Scan bodies. "matches" runs ONNX Runtime (the
+.venv's onnxruntime, one thread) on the original and on each result with the same generated
+inputs (first dim 1, audio lengths 512, other dims 128; floats normal(0,1); token ids below
+1000, masks of ones, a scalar `sr` 16000) and takes max |a - b| / (|a| + mean|a|) over every
+output; a result matches within 1e-4.
+
+Needs the peers in .venv: scripts/setup_venv.sh scripts/requirements-test.txt
+bench/requirements-ort.txt bench/requirements-peers.txt (peers, never dependencies).
+"""
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TOLERANCE = 1e-4
+
+
+def count_nodes(graph):
+    n = 0
+    for node in graph.node:
+        n += 1
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                n += count_nodes(a.g)
+            for g in a.graphs:
+                n += count_nodes(g)
+    return n
+
+
+def model_nodes(path):
+    return count_nodes(onnx.load(path, load_external_data=False).graph)
+
+
+def timed(command, timeout):
+    """Runs a command; returns (seconds, peak RSS in MB, return code, stderr tail)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                pid, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.02)
+        seconds = time.perf_counter() - start
+        err.seek(0)
+        tail = err.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
+    code = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss / 1024.0, code, tail[0][:160]
+
+
+def tools(onnxkit):
+    python = sys.executable
+    return {
+        "onnxkit": lambda i, o: [onnxkit, "simplify", i, o],
+        "onnxsim": lambda i, o: [python, "-m", "onnxsim", i, o],
+        "onnxslim": lambda i, o: [python, "-m", "onnxslim", i, o],
+    }
+
+
+def dim_size(dim, axis):
+    if dim.dim_value > 0:
+        return dim.dim_value
+    name = dim.dim_param.lower()
+    if axis == 0:
+        return 1
+    if "sampl" in name or name == "sequence":
+        return 512
+    return 128
+
+
+def make_inputs(path, seed=0):
+    rng = np.random.default_rng(seed)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    model = onnx.load(path, load_external_data=False)
+    declared = {v.name: v for v in model.graph.input}
+    feeds = {}
+    for meta in session.get_inputs():
+        dims = declared[meta.name].type.tensor_type.shape.dim
+        shape = [dim_size(d, axis) for axis, d in enumerate(dims)]
+        name = meta.name.lower()
+        if meta.type == "tensor(float)":
+            feeds[meta.name] = rng.standard_normal(shape).astype(np.float32)
+        elif meta.type == "tensor(float16)":
+            feeds[meta.name] = rng.standard_normal(shape).astype(np.float16)
+        elif meta.type in ("tensor(int64)", "tensor(int32)"):
+            dtype = np.int64 if meta.type == "tensor(int64)" else np.int32
+            if name == "sr" and not shape:
+                feeds[meta.name] = np.array(16000, dtype=dtype)
+            elif "mask" in name:
+                feeds[meta.name] = np.ones(shape, dtype=dtype)
+            else:
+                feeds[meta.name] = rng.integers(0, 1000, shape).astype(dtype)
+        elif meta.type == "tensor(bool)":
+            feeds[meta.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            raise RuntimeError(f"input {meta.name}: {meta.type} not generated")
+    return feeds
+
+
+def ort_run(path, feeds):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, feeds)))
+
+
+def max_relative(reference, other):
+    worst = 0.0
+    for name, a in reference.items():
+        if name not in other:
+            return float("inf")
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(other[name], dtype=np.float64)
+        if a.shape != b.shape:
+            return float("inf")
+        if a.size == 0:
+            continue
+        diff = np.abs(a - b)
+        worst = max(worst, float((diff / (np.abs(a) + np.abs(a).mean() + 1e-12)).max()))
+    return worst
+
+
+def collect(paths):
+    models = []
+    for p in paths:
+        if os.path.isdir(p):
+            models += sorted(glob.glob(os.path.join(p, "*.onnx")))
+        elif os.path.exists(p):
+            models.append(p)
+    return models
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*")
+    parser.add_argument("--onnxkit", default=os.path.join(ROOT, "build", "onnxkit"))
+    parser.add_argument("--out")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--keep", help="keep the simplified models in this folder")
+    args = parser.parse_args()
+    models = collect(args.models or [os.path.join(ROOT, "bench", "models"),
+                                     os.path.join(ROOT, "bench", "real_models", "openwakeword")])
+    if not models:
+        sys.exit("peer_simplifiers: no models (bench/fetch_real_models.sh fetches the real ones)")
+    work = args.keep or tempfile.mkdtemp(prefix="peers-")
+    os.makedirs(work, exist_ok=True)
+    commands = tools(os.path.abspath(args.onnxkit))
+    names = list(commands)
+    rows = []
+    for index, model in enumerate(models):
+        stem = os.path.splitext(os.path.basename(model))[0]
+        before = model_nodes(model)
+        try:
+            feeds = make_inputs(model)
+            reference = ort_run(model, feeds)
+        except Exception as e:  # the original must run in ORT for "matches" to mean anything
+            print(f"{stem}: ORT cannot run the original: {e}", file=sys.stderr)
+            feeds = reference = None
+        order = names[index % 3:] + names[:index % 3]
+        results = {}
+        for tool in order:
+            out = os.path.join(work, f"{stem}.{tool}.onnx")
+            seconds, rss, code, tail = timed(commands[tool](model, out), args.timeout)
+            result = {"seconds": seconds, "rss": rss, "code": code, "error": tail}
+            if code == 0 and os.path.exists(out):
+                result["nodes"] = model_nodes(out)
+                if reference is not None:
+                    try:
+                        result["error_rel"] = max_relative(reference, ort_run(out, feeds))
+                    except Exception as e:
+                        result["error_rel"] = float("inf")
+                        result["error"] = f"ORT cannot run the result: {str(e)[:120]}"
+            results[tool] = result
+            print(f"{stem:20s} {tool:8s} rc {code} {seconds:7.2f}s {rss:7.0f} MB "
+                  f"nodes {result.get('nodes', '-')} rel {result.get('error_rel', '-')} {tail if code else ''}",
+                  file=sys.stderr, flush=True)
+            if not args.keep:
+                for f in glob.glob(out + "*"):
+                    os.remove(f)
+        rows.append((stem, before, results))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+    def cell(r, key, fmt):
+        return fmt.format(r[key]) if key in r else "failed"
+
+    lines = ["| model | nodes before | nodes after: onnxkit / onnxsim / onnxslim | wall s: onnxkit / onnxsim / onnxslim | onnxkit / onnxsim time | peak RSS MB: onnxkit / onnxsim / onnxslim | matches (max rel. error): onnxkit / onnxsim / onnxslim |",
+             "| --- | ---: | --- | --- | ---: | --- | --- |"]
+    for stem, before, results in rows:
+        k, s, l = (results[t] for t in names)
+        nodes = " / ".join(cell(r, "nodes", "{}") for r in (k, s, l))
+        wall = " / ".join(f"{r['seconds']:.2f}" for r in (k, s, l))
+        ratio = f"{k['seconds'] / s['seconds']:.3f}" if s["code"] == 0 else "-"
+        rss = " / ".join(f"{r['rss']:.0f}" for r in (k, s, l))
+
+        def match(r):
+            if "error_rel" not in r:
+                return "failed" if r["code"] else "-"
+            return ("yes" if r["error_rel"] <= TOLERANCE else "NO") + f" ({r['error_rel']:.1e})"
+        matches = " / ".join(match(r) for r in (k, s, l))
+        lines.append(f"| {stem} | {before} | {nodes} | {wall} | {ratio} | {rss} | {matches} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table + "\n")
+    failed = any(r["code"] != 0 for _, _, results in rows for r in [results["onnxkit"]])
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
