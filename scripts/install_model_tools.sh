@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the tools the model benchmarks need (bench/): Debian's PyTorch, torchvision, ONNX
-# and NumPy for /usr/bin/python3 (bench/export_models.py), and ONNX Runtime for Node
+# and NumPy for /usr/bin/python3 (bench/export_models.py), espeak-ng and sox (speech for
+# bench/real_models.py), and ONNX Runtime for Node
 # (bench/ort_optimize.js) into bench/node_modules. Idempotent: does nothing that is already
 # done. Needs root (or sudo) for the Debian part.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-packages=(python3-torch python3-torchvision python3-onnx python3-numpy nodejs npm)
+packages=(python3-torch python3-torchvision python3-onnx python3-numpy nodejs npm espeak-ng sox)
 
 missing=()
 for package in "${packages[@]}"; do

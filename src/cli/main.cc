@@ -1,6 +1,7 @@
 // onnxkit: one binary, one subcommand per job (inspect, ...).
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string_view>
@@ -13,7 +14,16 @@ namespace {
 
 // --spin must hold before OpenMP starts its threads, and libgomp reads its wait policy
 // before main: when it differs, re-run onnxkit with the policy in its environment.
+// `simplify` sleeps by default (its check is two one-off runs; spinning between their
+// parallel loops only takes CPU from other processes, and on a busy machine from the
+// check's own threads), unless OMP_WAIT_POLICY says otherwise.
 void apply_spin_flag(int argc, char** argv) {
+  const bool simplify = argc > 1 && std::string_view(argv[1]) == "simplify";
+  if (simplify && !std::getenv("OMP_WAIT_POLICY")) {
+    bool flag = false;
+    for (int i = 2; i < argc; ++i) flag |= std::string_view(argv[i]).rfind("--spin", 0) == 0;
+    if (!flag) onnxkit::apply_spin_policy_and_reexec(onnxkit::SpinPolicy::kSleep, argv);
+  }
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     std::string_view value;

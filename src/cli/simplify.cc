@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/spin_policy.h"
 #include "core/status.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
@@ -47,6 +48,7 @@ struct SimplifyArgs {
   std::vector<std::string> dims;
   std::vector<std::string> test_input_shapes;
   std::string check_kernels = "optimized";
+  std::string spin = "off";  // applied in main(), before libgomp matters
   uint64_t seed = 0;
   bool explain = false;
   bool bisect = false;
@@ -291,8 +293,10 @@ int run_simplify(const SimplifyArgs& args) {
                         {"seconds", p.seconds}});
     }
     out["passes"] = passes;
-    nlohmann::json check{
-        {"runs", report.checks_run}, {"ok", report.check_ok}, {"dims", report.check_dims}};
+    nlohmann::json check{{"runs", report.checks_run},
+                         {"ok", report.check_ok},
+                         {"dims", report.check_dims},
+                         {"spin", spin_policy_name(process_spin_policy())}};
     for (const auto& c : report.checks) {
       check["outputs"].push_back({{"name", c.name},
                                   {"max_abs_error", c.max_abs_error},
@@ -411,6 +415,13 @@ Command add_simplify_command(CLI::App& root) {
                 "Kernels both models run on in the check: optimized (full speed) or "
                 "reference")
       ->check(CLI::IsMember({"optimized", "reference"}))
+      ->capture_default_str();
+  c->add_option("--spin", args->spin,
+                "Idle threads between the check's parallel loops: off (sleep at once: a "
+                "one-shot check gains nothing from spinning, and spinning starves other "
+                "processes on a busy machine), on, or default (libgomp's: spin, then sleep); "
+                "OMP_WAIT_POLICY in the environment wins over the default")
+      ->check(CLI::IsMember({"default", "on", "off"}))
       ->capture_default_str();
   c->add_option("--seed", args->seed, "Seed for generated check inputs")->capture_default_str();
   c->add_flag("--explain", args->explain, "List nodes left with constant/shape inputs and why");

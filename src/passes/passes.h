@@ -34,6 +34,8 @@ std::unique_ptr<GraphPass> make_fuse_reshape_gemm_into_matmul_pass();
 std::unique_ptr<GraphPass> make_fuse_transpose_into_gemm_pass();
 // A constant-zero Pad before Conv / AveragePool / MaxPool becomes the op's pads.
 std::unique_ptr<GraphPass> make_fuse_pad_into_conv_pass();
+// Max / Min of a tensor and a one-element constant becomes Clip with that bound.
+std::unique_ptr<GraphPass> make_max_min_into_clip_pass();
 // Consecutive Transposes become one (or none).
 std::unique_ptr<GraphPass> make_merge_transposes_pass();
 // A Transpose moves down through elementwise ops, reductions, Softmax and Concat until it meets

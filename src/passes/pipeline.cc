@@ -32,6 +32,7 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
   passes.push_back(make_fuse_reshape_gemm_into_matmul_pass());
   passes.push_back(make_fuse_matmul_add_into_gemm_pass());
   passes.push_back(make_fuse_transpose_into_gemm_pass());
+  passes.push_back(make_max_min_into_clip_pass());
   passes.push_back(make_cancel_transposes_pass());
   passes.push_back(make_merge_transposes_pass());
   passes.push_back(make_merge_reshapes_pass());

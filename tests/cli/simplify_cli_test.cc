@@ -165,6 +165,27 @@ TEST(SimplifyCli, FoldsTheExampleAndPrintsTheTable) {
   EXPECT_TRUE(fs::exists(dir / "out.onnx"));
 }
 
+TEST(SimplifyCli, ThreadsSleepBetweenLoopsUnlessAskedToSpin) {
+  // libgomp reads its wait policy before main: simplify re-runs itself with it set.
+  const std::string model = ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx";
+  for (const auto& [flag, policy] : std::vector<std::pair<std::string, std::string>>{
+           {"", "off"}, {" --spin default", "default"}, {" --spin=on", "on"}}) {
+    testing::TempDir dir;
+    auto result =
+        run_command("env -u OMP_WAIT_POLICY " + onnxkit("simplify --json" + flag + " " + model +
+                                                        " " + (dir / "out.onnx").string()));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(nlohmann::json::parse(result.output)["check"]["spin"], policy) << flag;
+  }
+  // A policy in the environment wins over simplify's default.
+  testing::TempDir dir;
+  auto result =
+      run_command("env OMP_WAIT_POLICY=active " +
+                  onnxkit("simplify --json " + model + " " + (dir / "out.onnx").string()));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(nlohmann::json::parse(result.output)["check"]["spin"], "on");
+}
+
 TEST(SimplifyCli, RefusesToOverwriteItsInput) {
   testing::TempDir dir;
   fs::copy(ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx", dir / "m.onnx");

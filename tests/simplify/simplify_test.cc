@@ -170,6 +170,26 @@ TEST(SimplifyCheck, AudioThroughUnsqueezeIntoConv1d) {
   EXPECT_EQ(report.check_dims, "batch=1, samples=512");
 }
 
+TEST(SimplifyCheck, SequenceLengthsGrowWhenTheEvidenceIsLost) {
+  // Silero VAD's front end: [batch, sequence] reshaped to [batch, 1, sequence] with a shape
+  // computed from its own Shape (which the evidence does not follow), then a 256-sample STFT
+  // window: sequence 16 to 128 fail for a shape reason, 256 fits.
+  GraphBuilder b(13);
+  Value* audio = b.input("input", {sym("batch"), sym("sequence")}, DType::kFloat);
+  Value* shape = b.op("Shape", {audio});
+  Value* batch = b.op("Gather", {shape, b.ints({0})}, {Attr::Int("axis", 0)});
+  Value* length = b.op("Gather", {shape, b.ints({1})}, {Attr::Int("axis", 0)});
+  Value* target = b.op("Concat", {batch, b.ints({1}), length}, {Attr::Int("axis", 0)});
+  Value* frames = b.op("Reshape", {audio, target});
+  Value* w = b.constant(random_weights(DType::kFloat, {4, 1, 256}));
+  b.output(b.op("Conv", {frames, w}, {Attr::Ints("strides", {128})}));
+  CheckDims dims(b.model(), {}, {}, {});
+  EXPECT_EQ(find_dim(dims, "sequence").role, DimRole::kSequence);
+  SimplifyReport report = simplify_ok(b.model());
+  EXPECT_EQ(report.check_dims, "batch=1, sequence=256");
+  EXPECT_EQ(value_type_to_string(b.graph().inputs()[0]->type()), "float[batch,sequence]");
+}
+
 TEST(SimplifyCheck, WhenEverySizeFailsTheErrorListsTheDimsAndFlags) {
   GraphBuilder b(13);
   Value* x = b.input("x", {sym("N"), known(3), sym("H"), unnamed()}, DType::kFloat);
