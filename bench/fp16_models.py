@@ -152,18 +152,30 @@ def main():
     p.add_argument("--timeout", type=float, default=1800, help="seconds per onnxkit command")
     p.add_argument("--onnxkit", default=os.path.join(ROOT, "build", "onnxkit"))
     p.add_argument("--keep", help="keep the converted and simplified models in this folder")
+    p.add_argument("--one", help=argparse.SUPPRESS)  # internal: one model, its row as JSON
     args = p.parse_args()
-    names = [n for n in args.models.split(",") if n]
     work = args.keep or tempfile.mkdtemp(prefix="fp16_models_")
+    if args.one:
+        print(json.dumps(one(args, args.one, work)))
+        return 0
     rows = []
-    for name in names:
+    for name in [n for n in args.models.split(",") if n]:
         log(f"{name}")
-        try:
-            rows.append(one(args, name, work))
-        except Exception as e:  # a failure is a row of the table, not the end of the run
-            rows.append({"model": name, "failed": str(e).splitlines()[0][:300]})
+        # Each model in its own process: ORT 1.31 crashes on some fp16 models (ViT: SIGSEGV
+        # at session creation), which must be a row of the table, not the end of the run.
+        command = [sys.executable, os.path.abspath(__file__), "--one", name] + \
+            [a for a in sys.argv[1:] if not a.startswith("--one")]
         if not args.keep:
-            subprocess.run(["rm", "-rf", os.path.join(work, name)])
+            command += ["--keep", os.path.join(work, "work")]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0:
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        else:
+            reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+            if done.returncode < 0:
+                reason = f"the process died of signal {-done.returncode} {reason}"
+            rows.append({"model": name, "failed": reason[:300]})
+        subprocess.run(["rm", "-rf", os.path.join(work, "work", name)])
     print("| model | nodes before | nodes after | simplify s | stays fp16 | onnxkit vs ORT "
           "| ORT fp16 vs fp32 | onnxkit ms | ORT ms | ratio |")
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
