@@ -28,6 +28,14 @@ double seconds_since(Clock::time_point start) {
 const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv"};
 const std::vector<std::string> kDynamicDefault = {"MatMul", "Gemm"};
 
+// Weights that are views of the mapped model file: their pages leave the resident set (read
+// back from the file when touched again). Simplify's passes and calibration's kernels read
+// every weight, and a model's pages resident beside the calibration session and the new int8
+// weights would double the peak memory for nothing.
+void release_weight_pages(const Graph& graph) {
+  for (const Value* value : graph.initializers()) value->initializer().release_mapped_pages();
+}
+
 bool is_quantized_op(const Node& node) {
   static const std::set<std::string> ops = {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
@@ -93,6 +101,7 @@ class DynamicQuantizer {
     }
     Tensor scale = w.scale;
     if (conv && scale.rank() == 1) scale = broadcast_channels(scale, weight.rank());
+    node->input(1)->initializer().release_mapped_pages();
     Value* wq = rewriter_.constant(base + "_quantized", w.data);
     Value* wzp = rewriter_.constant(base + "_zero_point", w.zero_point);
     Value* ws = rewriter_.constant(base + "_scale", scale);
@@ -267,12 +276,15 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
         opset);
   }
   report.seconds_simplify = seconds_since(start);
+  release_weight_pages(graph);
 
   // Candidates: main-graph nodes of the chosen types, filtered by name.
   std::set<std::string> names_seen;
+  std::set<std::string> ops_seen;
   std::vector<Node*> candidates;
   for (Node* node : graph.nodes()) {
     names_seen.insert(node->name());
+    if (node->domain().empty()) ops_seen.insert(node->op_type());
     if (!node->domain().empty() || !op_types.count(node->op_type())) continue;
     const std::string label = node_label(*node);
     if (options.nodes_to_exclude.count(node->name())) {
@@ -292,6 +304,9 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
                                               options.simplify_first ? " (after simplify)" : ""));
       }
     }
+  }
+  for (const std::string& op : options.op_types) {
+    if (!ops_seen.count(op)) report.warnings.push_back(fmt::format("no {} node in the model", op));
   }
   for (Value* value : graph.initializers()) {
     if (value->initializer().dtype() == DType::kFloat) {
@@ -320,8 +335,12 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
     auto calibrate_start = Clock::now();
     auto ranges = quant::calibrate(model, tensors, options, report.calibration_samples);
     report.seconds_calibrate = seconds_since(calibrate_start);
+    release_weight_pages(graph);
     report.calibrated_tensors = ranges.size();
     quantizer.apply(ranges, report);
+  }
+  if (report.quantized.empty()) {
+    report.warnings.push_back("no node was quantized (see the reasons per node)");
   }
   // Float weights nothing reads any more.
   for (Value* value : std::vector<Value*>(graph.initializers())) {

@@ -325,6 +325,7 @@ void StaticQuantizer::apply(const std::map<std::string, TensorRange>& ranges,
           if (it == weights.end()) {
             QuantizedWeight w = quantize_weight(v->initializer(), options_.weight_type, slot.axis,
                                                 options_.reduce_range, symmetric_weights);
+            v->initializer().release_mapped_pages();
             Value* dq = dequantized_constant(v, w.data, w.scale, w.zero_point, slot.axis);
             it = weights.emplace(key, std::make_pair(dq, w.params)).first;
           }
