@@ -53,7 +53,8 @@ def generated_inputs(model, dims, seed=0):
                 shape.append(dims.get(d.dim_param, 1 if k == 0 else 128))
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
         if np.issubdtype(dtype, np.integer):
-            high = 2 if "mask" in value.name else 1000
+            # ids below every vocabulary size; masks of ones; token types 0.
+            high = 1 if "type" in value.name else 1000
             feeds[value.name] = (rng.integers(0, high, size=shape)).astype(dtype)
             if "mask" in value.name:
                 feeds[value.name][:] = 1

@@ -76,8 +76,10 @@ struct QuantizeOptions {
   // unless it asks for one.
   bool simplify_first = true;
   SimplifyOptions simplify;
-  // Threads of the calibration session (0: all).
+  // Threads of the calibration session (0: all), and its kernels: the optimized ones are
+  // fastest, the reference ones keep no repacked copy of the weights beside the model's.
   int calibration_threads = 0;
+  KernelTier calibration_kernels = KernelTier::kOptimized;
 };
 
 // One node that was, or was not, quantized.

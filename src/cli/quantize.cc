@@ -272,6 +272,7 @@ struct QuantizeArgs {
   size_t calibration_samples = 8;
   std::vector<std::string> dims;
   uint64_t seed = 0;
+  std::string calibration_kernels = "optimized";
   bool symmetric_activations = false;
   bool symmetric_weights = false;
   bool asymmetric_weights = false;
@@ -313,6 +314,8 @@ int run_quantize(const QuantizeArgs& args) {
   options.calibration_samples = args.calibration_samples;
   options.calibration_dims = parse_dims(args.dims);
   options.seed = args.seed;
+  options.calibration_kernels =
+      args.calibration_kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
   options.symmetric_activations = args.symmetric_activations;
   if (args.symmetric_weights && args.asymmetric_weights) {
     fail("--symmetric-weights and --asymmetric-weights conflict");
@@ -455,6 +458,11 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str();
   c->add_option("--calibration-samples", args->calibration_samples,
                 "Samples calibration runs at most")
+      ->capture_default_str();
+  c->add_option("--calibration-kernels", args->calibration_kernels,
+                "Kernels of the calibration runs: optimized (fastest) or reference (no repacked "
+                "weights: less memory)")
+      ->check(CLI::IsMember({"optimized", "reference"}))
       ->capture_default_str();
   c->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim of generated inputs");
   c->add_option("--seed", args->seed, "Seed of generated calibration inputs")

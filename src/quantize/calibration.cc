@@ -260,6 +260,7 @@ std::map<std::string, TensorRange> calibrate(const Model& model,
   SessionOptions session_options;
   session_options.level = OptimizationLevel::kNone;
   session_options.intra_op_threads = options.calibration_threads;
+  session_options.kernels = options.calibration_kernels;
   session_options.validate_inputs = true;
   session_options.release_weights_after_use = true;
   auto session = Session::create(std::move(augmented), session_options);
