@@ -3,6 +3,7 @@
 // on the same inputs. quantize refuses to write over its input and writes nothing on error.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
