@@ -1,6 +1,7 @@
 #include "quantize/static_quantizer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/status.h"
 
@@ -57,6 +58,27 @@ void set_axis(Node* node, int64_t axis) {
   a.type = AttrType::kInt;
   a.i = axis;
   node->set_attribute(std::move(a));
+}
+
+// Relu, and a Clip whose bounds hold 0 (ReLU6): quantizing the producer's output with the
+// activation's calibrated range saturates where the activation clips, since that range
+// holds 0 as every quantized range does.
+bool removable_activation(const Node& node) {
+  if (node.op_type() == "Relu") return true;
+  if (node.op_type() != "Clip") return false;
+  auto bound_holds_zero = [&](size_t input, const char* attribute, bool lower) {
+    float bound = lower ? -INFINITY : INFINITY;
+    if (const Attribute* a = node.find_attribute(attribute)) bound = a->f;
+    if (const Value* v = node.input(input)) {
+      if (!v->has_initializer() || v->initializer().dtype() != DType::kFloat ||
+          v->initializer().numel() != 1) {
+        return false;
+      }
+      bound = v->initializer().data<float>()[0];
+    }
+    return lower ? bound <= 0 : bound >= 0;
+  };
+  return bound_holds_zero(1, "min", true) && bound_holds_zero(2, "max", false);
 }
 
 }  // namespace
@@ -174,16 +196,16 @@ QParams StaticQuantizer::activation_params(const TensorRange& range) const {
                          symmetric);
 }
 
-// A Relu right after a quantized Conv / MatMul / Gemm that only it reads is dropped: the
-// producer's output is quantized with the Relu output's range, whose zero point clips the
-// negatives (ONNX Runtime's QDQRemovableActivation). Not with symmetric activations, whose
-// range would keep them.
+// A Relu (or ReLU6-like Clip) right after a quantized Conv / MatMul / Gemm that only it
+// reads is dropped: the producer's output is quantized with the activation output's range,
+// whose ends clip as the activation did (ONNX Runtime's QDQRemovableActivation). Not with
+// symmetric activations, whose range would keep the negatives.
 void StaticQuantizer::fold_relus(const std::map<std::string, TensorRange>& ranges,
                                  QuantizeReport& report) {
   if (options_.symmetric_activations) return;
   std::set<const Node*> selected(selected_.begin(), selected_.end());
   for (Node* relu : std::vector<Node*>(selected_)) {
-    if (relu->op_type() != "Relu") continue;
+    if (!removable_activation(*relu)) continue;
     Value* x = relu->input(0);
     Node* producer = x->producer();
     if (!producer || !selected.count(producer) || x->uses().size() != 1 || graph_.is_output(x) ||
@@ -193,12 +215,13 @@ void StaticQuantizer::fold_relus(const std::map<std::string, TensorRange>& range
     const std::string& op = producer->op_type();
     if (op != "Conv" && op != "MatMul" && op != "Gemm") continue;
     const std::string label = node_label(*relu);
+    const std::string activation = relu->op_type();
     rewriter_.move_output(relu, 0, producer);
     graph_.remove_node(relu);
     if (x->uses().empty() && !x->producer()) graph_.remove_value(x);
     std::erase(selected_, relu);
     report.nodes.push_back(
-        {label, "Relu", "folded into the quantization of " + node_label(*producer)});
+        {label, activation, "folded into the quantization of " + node_label(*producer)});
   }
 }
 
