@@ -72,8 +72,8 @@ struct QuantizeOptions {
   int entropy_quantized_bins = 128;
   double percentile = 99.999;
   // The model is simplified first (ONNX Runtime's quant_pre_process): shape inference,
-  // folding, BatchNorm fusion. `simplify` is used as given except that its check is off
-  // unless it asks for one.
+  // folding, BatchNorm fusion, with `simplify`'s options except its check (off), and opset
+  // 13 at least (per-axis QuantizeLinear / DequantizeLinear).
   bool simplify_first = true;
   SimplifyOptions simplify;
   // Threads of the calibration session (0: all), and its kernels: the optimized ones are
