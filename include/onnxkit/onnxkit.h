@@ -24,6 +24,7 @@
 #include "onnxkit/model.h"          // Model
 #include "onnxkit/model_io.h"       // load_model, save_model, LoadOptions, SaveOptions
 #include "onnxkit/optimization.h"   // OptimizationLevel, KernelTier, PipelineResult
+#include "onnxkit/quantize.h"       // quantize, QuantizeOptions, QuantizeReport
 #include "onnxkit/runtime_value.h"  // RuntimeValue: a run's input or output
 #include "onnxkit/session.h"        // Session, SessionOptions, RunOptions, NamedValues
 #include "onnxkit/simplify.h"       // simplify, SimplifyOptions, SimplifyReport

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,3 +133,35 @@ TEST(PublicApi, TensorsOverTheCallersData) {
 }
 
 }  // namespace
+
+TEST(PublicApi, QuantizeStaticallyAndRun) {
+  const onnxkit::Tensor input = ramp_input(2);
+  auto original = onnxkit::load_model(kTinyCnn);
+  ASSERT_TRUE(original.ok()) << original.error();
+  const std::vector<float> expected =
+      run_logits(std::move(original).value(), input, onnxkit::SessionOptions::reference());
+
+  auto model = onnxkit::load_model(kTinyCnn);
+  ASSERT_TRUE(model.ok()) << model.error();
+  onnxkit::QuantizeOptions options;
+  options.mode = onnxkit::QuantizeMode::kStatic;
+  options.calibration_source = [&](size_t index) -> std::optional<onnxkit::CalibrationSample> {
+    if (index > 0) return std::nullopt;
+    return onnxkit::CalibrationSample{{{"input", input}}, "ramp"};
+  };
+  auto report = onnxkit::quantize(model.value(), options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report.value().calibration_samples, 1u);
+  EXPECT_EQ(report.value().quantized.at("Conv"), 2u);
+  EXPECT_LT(report.value().quantized_weight_bytes, report.value().float_weight_bytes);
+  const std::vector<float> quantized =
+      run_logits(std::move(model).value(), input, onnxkit::SessionOptions());
+  ASSERT_EQ(quantized.size(), expected.size());
+  double dot = 0, a = 0, b = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    dot += double(expected[i]) * quantized[i];
+    a += double(expected[i]) * expected[i];
+    b += double(quantized[i]) * quantized[i];
+  }
+  EXPECT_GT(dot / std::sqrt(a * b), 0.99);
+}
