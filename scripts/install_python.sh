@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the onnxkit Python package into .venv (`pip install .`: scikit-build-core builds
+# python/'s extension with CMake in build-python/). Run after scripts/build.sh: the library's
+# objects then come from ccache (same flags, same relative paths), so only the bindings
+# compile. Does nothing when no source changed since the last install. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || scripts/setup_venv.sh scripts/requirements-test.txt scripts/requirements-python.txt
+stamp=.venv/.installed-onnxkit
+changed=$(find CMakeLists.txt pyproject.toml src include python examples/embed -newer "$stamp" \
+  -type f -not -path '*/__pycache__/*' -not -path 'python/tests/*' -print -quit 2>/dev/null || echo all)
+if [ -f "$stamp" ] && [ -z "$changed" ] && .venv/bin/python -c "import onnxkit" 2>/dev/null; then
+  echo "install_python: onnxkit in .venv is up to date"
+  exit 0
+fi
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+export CCACHE_NOHASHDIR=1
+start=$(date +%s)
+# The build tools are .venv's pinned ones (requirements-python.txt): no isolated download.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps .
+touch "$stamp"
+echo "install_python: installed onnxkit into .venv in $(($(date +%s) - start))s"
