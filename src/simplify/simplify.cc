@@ -16,6 +16,7 @@
 #include "passes/convert_opset.h"
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
+#include "registry/custom_op_library.h"
 #include "runtime/compare.h"
 #include "simplify/check_inputs.h"
 
@@ -51,8 +52,10 @@ struct CheckRun {
 // Both graphs run exactly as they are (no session-level rewrites), on the optimized kernels
 // by default: a check then costs about two runs at full speed (`check_kernels` picks the
 // reference kernels, the ones every other kernel is tested on).
-SessionOptions check_session_options(const SimplifyOptions& options) {
+SessionOptions check_session_options(const SimplifyOptions& options,
+                                     const OpRegistry& registry) {
   SessionOptions session_options;
+  session_options.registry = &registry;
   session_options.level = OptimizationLevel::kNone;
   session_options.kernels = options.check_kernels;
   session_options.intra_op_threads = 0;
@@ -69,9 +72,10 @@ constexpr const char* kDimOptions =
 // sizes in turn while the model fails for a shape reason; later runs reuse the sizes that
 // worked.
 std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions& options,
+                                      const OpRegistry& registry,
                                       SimplifyReport& report) {
   const CheckDims dims(model, options.check_dims, options.test_input_shapes, options.check_inputs);
-  auto session = Session::create(clone_model(model), check_session_options(options));
+  auto session = Session::create(clone_model(model), check_session_options(options, registry));
   if (!session) fail("the input model cannot run for the check: {}", session.error());
   std::vector<CheckRun> runs;
   size_t attempt = 0;
@@ -126,8 +130,9 @@ void release_weight_pages(const Model& model) {
 // Runs the simplified model on the recorded inputs; fills per-output errors. Returns false
 // on a mismatch.
 bool check_simplified(const std::vector<CheckRun>& runs, const Model& simplified,
+                      const OpRegistry& registry,
                       const SimplifyOptions& options, SimplifyReport& report) {
-  auto session = Session::create(clone_model(simplified), check_session_options(options));
+  auto session = Session::create(clone_model(simplified), check_session_options(options, registry));
   if (!session) {
     report.check_ok = false;
     report.check_message = "the simplified model cannot run: " + session.error();
@@ -302,6 +307,12 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
   return capture([&] {
     SimplifyReport report;
     report.before = count_model(model);
+    // The built-in ops, and those of the custom op libraries (shared, not owned, when none).
+    std::shared_ptr<const OpRegistry> registry(std::shared_ptr<const OpRegistry>(),
+                                               &builtin_registry());
+    if (!options.custom_op_libraries.empty()) {
+      registry = registry_with_custom_ops(builtin_registry(), options.custom_op_libraries);
+    }
     auto progress = [&](std::string_view phase) {
       if (options.progress) options.progress(phase);
     };
@@ -313,7 +324,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     if (options.check_n > 0) {
       progress("running the input model");
       auto check_start = Clock::now();
-      check_runs = run_input_model(model, options, report);
+      check_runs = run_input_model(model, options, *registry, report);
       release_weight_pages(model);
       report.seconds_check = seconds_since(check_start);
     }
@@ -326,7 +337,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     check_opsets_supported(model).throw_if_error();
 
     PassContext context;
-    context.registry = &builtin_registry();
+    context.registry = registry.get();
     context.tensor_size_threshold = options.tensor_size_threshold;
     context.mutable_initializers = options.mutable_initializers;
     auto passes = basic_passes();
@@ -352,7 +363,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     if (options.check_n > 0) {
       progress("checking");
       auto check_start = Clock::now();
-      bool ok = check_simplified(check_runs, model, options, report);
+      bool ok = check_simplified(check_runs, model, *registry, options, report);
       if (!ok && options.bisect && options.reload) {
         progress("bisecting");
         size_t low = 0, high = report.pipeline.applications;  // high fails, find first failing
@@ -372,7 +383,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
           limited.max_applications = mid;
           run_pipeline(trial, trial_passes, trial_context, limited).value();
           SimplifyReport scratch;
-          bool trial_ok = check_simplified(check_runs, trial, options, scratch);
+          bool trial_ok = check_simplified(check_runs, trial, *registry, options, scratch);
           if (trial_ok) {
             low = mid;
           } else {
