@@ -34,7 +34,7 @@ FedInput strings_from_array(const std::string& input_name, const py::array& arra
       values.push_back(item.cast<std::string>());
     } else {
       throw py::type_error("input '" + input_name + "': a string tensor's elements must be str " +
-                           "or bytes, got " + std::string(py::str(item.get_type().attr("__name__"))));
+                           "or bytes, got " + std::string(py::str(py::type::handle_of(item).attr("__name__"))));
     }
   }
   return FedInput{RuntimeValue(Tensor::from_strings(std::move(shape), std::move(values))), {}};
@@ -53,9 +53,9 @@ FedInput tensor_from_array(const std::string& input_name, py::array array) {
   if (array.dtype().byteorder() == '>') {
     array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   }
-  if (!(array.flags() & py::array::c_style) || !(array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
-    array = py::array::ensure(array, py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_);
-  }
+  constexpr int kViewable = static_cast<int>(py::array::c_style) |
+                            static_cast<int>(py::detail::npy_api::NPY_ARRAY_ALIGNED_);
+  if ((array.flags() & kViewable) != kViewable) array = py::array::ensure(array, kViewable);
   Shape shape(array.shape(), array.shape() + array.ndim());
   Tensor tensor = Tensor::external(dtype, std::move(shape), static_cast<const void*>(array.data()));
   FedInput fed{RuntimeValue(std::move(tensor)), {}};
@@ -69,7 +69,7 @@ py::array as_array(const std::string& input_name, const py::handle& object) {
     return py::module_::import("numpy").attr("asarray")(object);
   } catch (py::error_already_set& error) {
     throw py::type_error("input '" + input_name + "': cannot make an array of a " +
-                         std::string(py::str(object.get_type().attr("__name__"))) + ": " +
+                         std::string(py::str(py::type::handle_of(object).attr("__name__"))) + ": " +
                          error.what());
   }
 }
@@ -173,7 +173,7 @@ py::object numpy_from_tensor(Tensor tensor) {
       Py_XDECREF(slots[i]);
       slots[i] = value.release().ptr();
     }
-    return std::move(result);
+    return result;
   }
   py::dtype dtype = numpy_dtype(tensor.dtype());
   auto* owner = new Tensor(std::move(tensor));
@@ -193,7 +193,7 @@ py::object python_from_value(RuntimeValue value) {
     case RuntimeValue::Kind::kSequence: {
       py::list items;
       for (const Tensor& item : value.sequence_items()) items.append(numpy_from_tensor(item));
-      return std::move(items);
+      return items;
     }
   }
   return py::none();

@@ -28,6 +28,7 @@ struct SessionConfig {
   bool parallel_execution = false;
   bool memory_planning = true;
   std::string optimized_model_path;
+  std::vector<std::string> custom_op_libraries;
 };
 
 // A graph input or output as Python sees it: (name, is_tensor, element type, dims, type text);
@@ -62,6 +63,7 @@ class PySession {
     options.inter_op_threads = config.inter_op_threads;
     options.parallel_execution = config.parallel_execution;
     options.memory_planning = config.memory_planning;
+    options.custom_op_libraries = config.custom_op_libraries;
     Result<std::unique_ptr<Session>> created = Status::error("no model");
     if (py::isinstance<py::bytes>(source)) {
       std::string bytes = source.cast<std::string>();
@@ -162,7 +164,7 @@ class PySession {
     for (const auto& [key, object] : feeds) {
       if (!py::isinstance<py::str>(key)) {
         throw py::type_error("input names must be str, got " +
-                             std::string(py::str(key.get_type().attr("__name__"))));
+                             std::string(py::str(py::type::handle_of(key).attr("__name__"))));
       }
       std::string name = key.cast<std::string>();
       auto it = sequence_inputs_.find(name);
@@ -200,7 +202,8 @@ void bind_session(py::module_& module) {
       .def_readwrite("inter_op_threads", &SessionConfig::inter_op_threads)
       .def_readwrite("parallel_execution", &SessionConfig::parallel_execution)
       .def_readwrite("memory_planning", &SessionConfig::memory_planning)
-      .def_readwrite("optimized_model_path", &SessionConfig::optimized_model_path);
+      .def_readwrite("optimized_model_path", &SessionConfig::optimized_model_path)
+      .def_readwrite("custom_op_libraries", &SessionConfig::custom_op_libraries);
   py::class_<PySession>(module, "Session")
       .def(py::init<const py::object&, const SessionConfig&>(), py::arg("source"),
            py::arg("config"))

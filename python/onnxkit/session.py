@@ -48,7 +48,8 @@ class SessionOptions:
     """How an InferenceSession prepares and runs a model.
 
     Honoured: intra_op_num_threads, inter_op_num_threads, execution_mode,
-    graph_optimization_level, optimized_model_filepath, enable_mem_pattern. Accepted with no
+    graph_optimization_level, optimized_model_filepath, enable_mem_pattern,
+    register_custom_ops_library (onnxkit's custom op ABI). Accepted with no
     effect (onnxkit has no such switch): log_severity_level, log_verbosity_level, logid,
     enable_cpu_mem_arena, enable_mem_reuse, use_deterministic_compute, enable_profiling
     (warns), profile_file_prefix, and config entries.
@@ -99,6 +100,11 @@ class SessionOptions:
             raise OnnxkitError(f"SessionOptions config entry '{key}' is not set")
         return self._config[key]
 
+    def register_custom_ops_library(self, library_path):
+        """Loads onnxkit custom op library `library_path` (include/onnxkit/custom_op.h; not
+        onnxruntime's custom op ABI) into sessions made with these options."""
+        self._custom_op_libraries.append(os.fspath(library_path))
+
     def _native(self):
         config = _onnxkit.SessionConfig()
         try:
@@ -117,6 +123,7 @@ class SessionOptions:
         config.parallel_execution = ExecutionMode(self.execution_mode) == ExecutionMode.ORT_PARALLEL
         config.memory_planning = bool(self.enable_mem_pattern)
         config.optimized_model_path = os.fspath(self.optimized_model_filepath or "")
+        config.custom_op_libraries = list(self._custom_op_libraries)
         return config
 
 
@@ -158,8 +165,11 @@ _ELEMENT = re.compile(r"\b([a-z][a-z0-9]*)\b(\[[^\]]*\])?(?!\()")
 def _ort_type(is_tensor, dtype, text):
     if is_tensor:
         return f"tensor({dtype})"
-    text = text.replace("sparse(", "sparse_tensor(")
-    return _ELEMENT.sub(lambda m: m.group(1) if m.group(1) == "sparse_tensor" else f"tensor({m.group(1)})", text)
+    text = _ELEMENT.sub(lambda m: f"tensor({m.group(1)})", text.replace("sparse(", "sparse_tensor("))
+    # A map's key and a sparse tensor's element are bare: map(int64,tensor(float)),
+    # sparse_tensor(float).
+    text = re.sub(r"sparse_tensor\(tensor\((\w+)\)\)", r"sparse_tensor(\1)", text)
+    return re.sub(r"map\(tensor\((\w+)\)", r"map(\1", text)
 
 
 class NodeArg:

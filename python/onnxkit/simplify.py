@@ -111,16 +111,17 @@ def _options(check_n, perform_optimization, skip_fuse_bn, overwrite_input_shapes
     return options
 
 
-def _files_size(path):
-    """Bytes of a model file and the external data files beside it."""
+def _may_exceed_memory_limit(path):
+    """Whether a model file with its possible external data (any file beside it) could be
+    too big for one protobuf message; overestimating only costs a temporary file."""
     folder = os.path.dirname(os.path.abspath(path))
-    total = os.path.getsize(path)
-    data = path + ".data"
-    if os.path.exists(data):
-        total += os.path.getsize(data)
-    return total if total < _IN_MEMORY_LIMIT else max(total, sum(
-        os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
-        if os.path.isfile(os.path.join(folder, f))))
+    total = 0
+    for entry in os.scandir(folder):
+        if entry.is_file():
+            total += entry.stat().st_size
+            if total >= _IN_MEMORY_LIMIT:
+                return True
+    return False
 
 
 def simplify(model, check_n=1, perform_optimization=True, skip_fuse_bn=False,
@@ -128,12 +129,14 @@ def simplify(model, check_n=1, perform_optimization=True, skip_fuse_bn=False,
              skip_constant_folding=False, skip_shape_inference=False, input_data=None,
              include_subgraph=True, unused_output=None, tensor_size_threshold="1.5GB",
              mutable_initializer=False, *, check_rtol=1e-4, check_atol=1e-5,
-             target_opset_version=None, input_shapes=None, dynamic_input_shape=False):
+             target_opset_version=None, input_shapes=None, dynamic_input_shape=False,
+             custom_lib=None):
     """Simplifies ``model`` (an onnx.ModelProto or a path) as onnxsim.simplify does; returns
     ``(onnx.ModelProto, check_ok)``. ``check_ok`` is False when the simplified model's outputs
     differ from the original's on the check inputs (the reason is given as a warning).
     Models over 2 GiB: pass a path; the result then holds its tensors in memory and is
-    saved with ``onnx.save(model, path, save_as_external_data=True)``."""
+    saved with ``onnx.save(model, path, save_as_external_data=True)``. ``custom_lib``: an
+    onnxkit custom op library (include/onnxkit/custom_op.h) whose ops folding may evaluate."""
     if input_shapes is not None:  # onnxsim's deprecated name for both shape arguments
         overwrite_input_shapes = overwrite_input_shapes or input_shapes
         test_input_shapes = test_input_shapes or input_shapes
@@ -142,12 +145,14 @@ def simplify(model, check_n=1, perform_optimization=True, skip_fuse_bn=False,
                        skip_shape_inference, input_data, include_subgraph, unused_output,
                        tensor_size_threshold, mutable_initializer, check_rtol, check_atol,
                        target_opset_version)
+    if custom_lib is not None:
+        options["custom_op_libraries"] = [os.fspath(custom_lib)]
     with tempfile.TemporaryDirectory(prefix="onnxkit_simplify_") as folder:
         if isinstance(model, (str, os.PathLike)):
             source = os.fspath(model)
             if not os.path.isfile(source):
                 raise FileNotFoundError(f"{source}: no such model file")
-            large = _files_size(source) >= _IN_MEMORY_LIMIT
+            large = _may_exceed_memory_limit(source)
         elif isinstance(model, onnx.ModelProto):
             large = model.ByteSize() >= _IN_MEMORY_LIMIT
             if large:
