@@ -15,6 +15,14 @@ if [ -f "$stamp" ] && [ -z "$changed" ] && .venv/bin/python -c "import onnxkit" 
 fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CCACHE_NOHASHDIR=1
+# The compiler of build/ by the same name: ccache hashes the name it is called by, and
+# scikit-build-core would otherwise pick Python's (x86_64-linux-gnu-g++).
+build_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' "${ONNXKIT_BUILD_DIR:-build}/CMakeCache.txt" 2>/dev/null)
+export CXX="${CXX:-${build_cxx:-c++}}"
+if [ -f build-python/CMakeCache.txt ] &&
+  ! grep -qx "CMAKE_CXX_COMPILER:FILEPATH=$(command -v "$CXX")" build-python/CMakeCache.txt; then
+  rm -rf build-python  # configured with another compiler
+fi
 start=$(date +%s)
 # The build tools are .venv's pinned ones (requirements-python.txt): no isolated download.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps .

@@ -1,5 +1,8 @@
 #include "numpy_tensor.h"
 
+#include <pybind11/complex.h>
+
+#include <complex>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -12,15 +15,21 @@ struct ExtendedType {
   DType dtype;
   const char* name;
 };
-constexpr ExtendedType kExtendedTypes[] = {
-    {DType::kBFloat16, "bfloat16"},           {DType::kFloat8E4M3FN, "float8_e4m3fn"},
-    {DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz"}, {DType::kFloat8E5M2, "float8_e5m2"},
-    {DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz"}, {DType::kInt4, "int4"},
-    {DType::kUInt4, "uint4"},                 {DType::kFloat4E2M1, "float4_e2m1fn"},
-    {DType::kFloat8E8M0, "float8_e8m0fnu"},   {DType::kInt2, "int2"},
-    {DType::kUInt2, "uint2"}};
+constexpr ExtendedType kExtendedTypes[] = {{DType::kBFloat16, "bfloat16"},
+                                           {DType::kFloat8E4M3FN, "float8_e4m3fn"},
+                                           {DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz"},
+                                           {DType::kFloat8E5M2, "float8_e5m2"},
+                                           {DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz"},
+                                           {DType::kInt4, "int4"},
+                                           {DType::kUInt4, "uint4"},
+                                           {DType::kFloat4E2M1, "float4_e2m1fn"},
+                                           {DType::kFloat8E8M0, "float8_e8m0fnu"},
+                                           {DType::kInt2, "int2"},
+                                           {DType::kUInt2, "uint2"}};
 
-bool is_string_kind(char kind) { return kind == 'U' || kind == 'S' || kind == 'O'; }
+bool is_string_kind(char kind) {
+  return kind == 'U' || kind == 'S' || kind == 'O';
+}
 
 FedInput strings_from_array(const std::string& input_name, const py::array& array) {
   Shape shape(array.shape(), array.shape() + array.ndim());
@@ -34,7 +43,8 @@ FedInput strings_from_array(const std::string& input_name, const py::array& arra
       values.push_back(item.cast<std::string>());
     } else {
       throw py::type_error("input '" + input_name + "': a string tensor's elements must be str " +
-                           "or bytes, got " + std::string(py::str(py::type::handle_of(item).attr("__name__"))));
+                           "or bytes, got " +
+                           std::string(py::str(py::type::handle_of(item).attr("__name__"))));
     }
   }
   return FedInput{RuntimeValue(Tensor::from_strings(std::move(shape), std::move(values))), {}};
@@ -80,18 +90,18 @@ DType dtype_from_numpy(const py::dtype& dtype) {
   const size_t size = static_cast<size_t>(dtype.itemsize());
   switch (dtype.kind()) {
     case 'f':
-      return size == 2 ? DType::kFloat16
+      return size == 2   ? DType::kFloat16
              : size == 4 ? DType::kFloat
              : size == 8 ? DType::kDouble
                          : DType::kUndefined;
     case 'i':
-      return size == 1 ? DType::kInt8
+      return size == 1   ? DType::kInt8
              : size == 2 ? DType::kInt16
              : size == 4 ? DType::kInt32
              : size == 8 ? DType::kInt64
                          : DType::kUndefined;
     case 'u':
-      return size == 1 ? DType::kUInt8
+      return size == 1   ? DType::kUInt8
              : size == 2 ? DType::kUInt16
              : size == 4 ? DType::kUInt32
              : size == 8 ? DType::kUInt64
@@ -116,29 +126,43 @@ DType dtype_from_numpy(const py::dtype& dtype) {
 
 py::dtype numpy_dtype(DType dtype) {
   switch (dtype) {
-    case DType::kFloat: return py::dtype("float32");
-    case DType::kDouble: return py::dtype("float64");
-    case DType::kFloat16: return py::dtype("float16");
-    case DType::kInt8: return py::dtype("int8");
-    case DType::kInt16: return py::dtype("int16");
-    case DType::kInt32: return py::dtype("int32");
-    case DType::kInt64: return py::dtype("int64");
-    case DType::kUInt8: return py::dtype("uint8");
-    case DType::kUInt16: return py::dtype("uint16");
-    case DType::kUInt32: return py::dtype("uint32");
-    case DType::kUInt64: return py::dtype("uint64");
-    case DType::kBool: return py::dtype("bool");
-    case DType::kComplex64: return py::dtype("complex64");
-    case DType::kComplex128: return py::dtype("complex128");
-    case DType::kString: return py::dtype("O");
+    case DType::kFloat:
+      return py::dtype::of<float>();
+    case DType::kDouble:
+      return py::dtype::of<double>();
+    case DType::kFloat16:
+      return py::dtype("float16");
+    case DType::kInt8:
+      return py::dtype::of<int8_t>();
+    case DType::kInt16:
+      return py::dtype::of<int16_t>();
+    case DType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DType::kInt64:
+      return py::dtype::of<int64_t>();
+    case DType::kUInt8:
+      return py::dtype::of<uint8_t>();
+    case DType::kUInt16:
+      return py::dtype::of<uint16_t>();
+    case DType::kUInt32:
+      return py::dtype::of<uint32_t>();
+    case DType::kUInt64:
+      return py::dtype::of<uint64_t>();
+    case DType::kBool:
+      return py::dtype::of<bool>();
+    case DType::kComplex64:
+      return py::dtype::of<std::complex<float>>();
+    case DType::kComplex128:
+      return py::dtype::of<std::complex<double>>();
+    case DType::kString:
+      return py::dtype("O");
     default:
       break;
   }
   for (const ExtendedType& type : kExtendedTypes) {
     if (type.dtype == dtype) {
-      return py::reinterpret_borrow<py::dtype>(
-          py::module_::import("numpy").attr("dtype")(
-              py::module_::import("ml_dtypes").attr(type.name)));
+      return py::reinterpret_borrow<py::dtype>(py::module_::import("numpy").attr("dtype")(
+          py::module_::import("ml_dtypes").attr(type.name)));
     }
   }
   throw Error("no numpy dtype for ONNX element type " + std::string(dtype_name(dtype)));

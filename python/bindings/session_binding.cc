@@ -146,8 +146,10 @@ class PySession {
         auto it = output_index_.find(text);
         if (it == output_index_.end()) {
           std::string known;
-          for (const ValueInfo& info : outputs_) known += (known.empty() ? "'" : ", '") + info.name + "'";
-          throw Error("output '" + text + "' is not an output of the model (outputs: " + known + ")");
+          for (const ValueInfo& info : outputs_)
+            known += (known.empty() ? "'" : ", '") + info.name + "'";
+          throw Error("output '" + text + "' is not an output of the model (outputs: " + known +
+                      ")");
         }
         wanted.push_back(it->second);
       }
@@ -178,7 +180,8 @@ class PySession {
   void save_optimized(const std::string& path) const {
     std::error_code error;
     if (!path_.empty() && fs::exists(path, error) && fs::equivalent(path, path_, error)) {
-      throw Error("optimized_model_filepath " + path + " is the input model: refusing to write over it");
+      throw Error("optimized_model_filepath " + path +
+                  " is the input model: refusing to write over it");
     }
     Status saved = save_model(session_->model(), path);
     if (!saved.ok()) throw Error(saved.message());

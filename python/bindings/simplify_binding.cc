@@ -39,8 +39,7 @@ SimplifyOptions simplify_options(const py::dict& options, std::vector<py::object
   result.check_rtol = option(options, "check_rtol", result.check_rtol);
   result.check_atol = option(options, "check_atol", result.check_atol);
   result.seed = option(options, "seed", result.seed);
-  result.custom_op_libraries =
-      option(options, "custom_op_libraries", std::vector<std::string>{});
+  result.custom_op_libraries = option(options, "custom_op_libraries", std::vector<std::string>{});
   if (options.contains("input_shapes")) {
     // name -> dims: ints, symbol names, or None for a dim left unknown.
     for (const auto& [name, dims] : options["input_shapes"].cast<py::dict>()) {

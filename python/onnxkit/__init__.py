@@ -24,7 +24,7 @@ from .session import (
     get_available_providers,
     get_device,
 )
-from .simplify import simplify
+from .simplifier import simplify
 
 __version__ = "0.1.0"
 

@@ -40,7 +40,12 @@ def test_inputs_outputs_describe_the_model(rt, ort_reference):
         theirs = ort_reference.InferenceSession(str(model))
         for mine, peer in zip(ours.get_inputs() + ours.get_outputs(),
                               theirs.get_inputs() + theirs.get_outputs()):
-            assert (mine.name, mine.type, mine.shape) == (peer.name, peer.type, peer.shape)
+            assert (mine.name, mine.type, len(mine.shape)) == (peer.name, peer.type,
+                                                                len(peer.shape))
+            # onnxkit describes outputs as compiled: a dim the model declares as a symbol may
+            # be known by then (yolo_tiny's detections: [batch, 252, 8]).
+            for dim, declared in zip(mine.shape, peer.shape):
+                assert dim == declared or (isinstance(declared, str) and isinstance(dim, int))
         assert len(ours.get_inputs()) == len(theirs.get_inputs())
 
 
@@ -164,6 +169,7 @@ def test_gil_is_released_during_run(rt):
     nodes.append(onnx.helper.make_node("Identity", [name], ["y"]))
     model = onnx.helper.make_model(onnx.helper.make_graph(nodes, "chain", [x], [y]),
                                    opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
     options = rt.SessionOptions()
     options.intra_op_num_threads = 1
     sess = rt.InferenceSession(model.SerializeToString(), options)
@@ -208,8 +214,11 @@ def test_element_types(rt, tmp_path):
 def test_inputs_of_any_layout(rt, tmp_path):
     sess = rt.InferenceSession(str(small_models(tmp_path)["add"]))
     base = np.arange(24, dtype=np.float32).reshape(6, 4)
-    for x in (base[:, :3], base[::2, 1:], np.asfortranarray(base[:, :3]),
-              base[:, :3].astype(">f4")):
+    layouts = [base[:, :3], base[::2, 1:], np.asfortranarray(base[:, :3])]
+    if rt.__name__ == "onnxkit":
+        # onnxruntime 1.31 reads a big-endian array's bytes as they are (wrong results).
+        layouts.append(base[:, :3].astype(">f4"))
+    for x in layouts:
         (y,) = sess.run(None, {"x": x})
         np.testing.assert_array_equal(y, np.asarray(x, np.float32) * 2)
     # Outputs are the caller's to change; the next run is not affected.
@@ -293,6 +302,7 @@ def test_bad_models(rt, tmp_path):
                                    "g", [x], [onnx.helper.make_tensor_value_info(
                                        "y", onnx.TensorProto.FLOAT, [2])])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
     with pytest.raises(Exception) as error:
         rt.InferenceSession(model.SerializeToString())
     _message_names(rt, error, "NoSuchOp")
@@ -317,3 +327,13 @@ def test_onnxkit_errors_are_python_exceptions():
         sess = onnxkit.InferenceSession(str(TINY_CNN), providers=["CUDAExecutionProvider",
                                                                  "CPUExecutionProvider"])
     assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_outputs_are_handed_over_without_a_copy(tmp_path):
+    import onnxkit
+
+    sess = onnxkit.InferenceSession(str(small_models(tmp_path)["add"]))
+    (y,) = sess.run(None, {"x": np.ones((4, 3), np.float32)})
+    # The array's memory is the run's output tensor, kept alive by a capsule.
+    assert type(y.base).__name__ == "PyCapsule"
+    assert y.flags.writeable and y.flags.c_contiguous

@@ -48,7 +48,7 @@ _FOLDING = {"constant_folding", "shape_folding", "dead_code_elimination",
 
 # Above this size a model goes through files with external data rather than one protobuf
 # message (which cannot exceed 2 GiB).
-_IN_MEMORY_LIMIT = 1 << 30
+_IN_MEMORY_LIMIT = 3 << 29  # 1.5 GiB
 
 
 def _parse_size(text):
@@ -156,9 +156,14 @@ def simplify(model, check_n=1, perform_optimization=True, skip_fuse_bn=False,
         elif isinstance(model, onnx.ModelProto):
             large = model.ByteSize() >= _IN_MEMORY_LIMIT
             if large:
+                # Saving with external data rewrites the message it is given: save a copy,
+                # the caller's model stays as it is.
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)
                 source = os.path.join(folder, "input.onnx")
-                onnx.save_model(model, source, save_as_external_data=True,
+                onnx.save_model(copy, source, save_as_external_data=True,
                                 location="input.onnx.data")
+                del copy
             else:
                 source = model.SerializeToString()
         else:
