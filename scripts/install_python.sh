@@ -25,6 +25,10 @@ if [ -f build-python/CMakeCache.txt ] &&
 fi
 start=$(date +%s)
 # The build tools are .venv's pinned ones (requirements-python.txt): no isolated download.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps .
+# build-python/ sits at the depth of build/, so ccache (CCACHE_BASEDIR = the repository) sees
+# the same relative paths and flags as build.sh's objects; it stays, so a second install
+# rebuilds only what changed.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+  --no-deps --config-settings=build-dir=build-python .
 touch "$stamp"
 echo "install_python: installed onnxkit into .venv in $(($(date +%s) - start))s"
