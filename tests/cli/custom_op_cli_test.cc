@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "../test_util.h"
+#include "ir/graph.h"
 #include "onnxkit/model_io.h"
 
 namespace onnxkit {
