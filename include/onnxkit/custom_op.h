@@ -48,9 +48,12 @@ typedef struct OnnxkitCustomOp {
   const char* domain;  /* e.g. "com.microsoft"; "" is the standard domain */
   const char* op_type; /* e.g. "Inverse" */
   int64_t since_version;
-  OnnxkitKernelFn compute;   /* required */
+  OnnxkitKernelFn compute;    /* required */
   OnnxkitShapeFn infer_types; /* may be NULL: the outputs' types stay unknown until run */
   void* user_data;            /* passed to both callbacks; must outlive the process's use */
+  /* Non-zero when the same inputs may give other outputs (random ops): such nodes are never
+   * folded into constants or merged. Zero: simplify may evaluate nodes on constant inputs. */
+  int non_deterministic;
 } OnnxkitCustomOp;
 
 /* Attribute lookups return 1 when found, 0 when absent, -1 when it has another type. */
@@ -70,8 +73,7 @@ struct OnnxkitCustomOpApi {
   int (*attr_float)(const OnnxkitOpNode* node, const char* name, float* value);
   /* A string attribute: `*value` points at bytes valid during the callback (not
    * NUL-terminated when they hold a NUL), `*size` their length. */
-  int (*attr_string)(const OnnxkitOpNode* node, const char* name, const char** value,
-                     size_t* size);
+  int (*attr_string)(const OnnxkitOpNode* node, const char* name, const char** value, size_t* size);
   /* An ints attribute: `*values` valid during the callback, `*count` elements. */
   int (*attr_ints)(const OnnxkitOpNode* node, const char* name, const int64_t** values,
                    size_t* count);
@@ -85,8 +87,8 @@ struct OnnxkitCustomOpApi {
   /* Allocates output `index` (zero-filled) and fills `view` with where to write (valid
    * during the callback). Returns 0, or non-zero (bad dtype, negative dim; the error is
    * already set). */
-  int (*allocate_output)(OnnxkitKernelContext* context, size_t index, int32_t dtype,
-                         size_t rank, const int64_t* shape, OnnxkitTensorView* view);
+  int (*allocate_output)(OnnxkitKernelContext* context, size_t index, int32_t dtype, size_t rank,
+                         const int64_t* shape, OnnxkitTensorView* view);
   void (*kernel_error)(OnnxkitKernelContext* context, const char* message);
 
   /* Type inference side. */
@@ -102,8 +104,8 @@ struct OnnxkitCustomOpApi {
                            OnnxkitTensorView* view);
   /* Sets output `index`'s type: rank -1 for an unknown rank (dims ignored); a dim of value
    * -1 and symbol NULL is unknown. Returns 0, or non-zero for a bad dtype. */
-  int (*shape_set_output)(OnnxkitShapeContext* context, size_t index, int32_t dtype,
-                          int64_t rank, const OnnxkitDim* dims);
+  int (*shape_set_output)(OnnxkitShapeContext* context, size_t index, int32_t dtype, int64_t rank,
+                          const OnnxkitDim* dims);
   void (*shape_error)(OnnxkitShapeContext* context, const char* message);
 };
 

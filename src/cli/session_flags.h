@@ -17,7 +17,7 @@ struct SessionFlags {
   std::string kernels = "optimized";
   std::vector<std::string> skip_passes;
   bool no_memory_plan = false;
-  std::string spin = "default";  // applied in main(), before libgomp matters
+  std::string spin = "default";                  // applied in main(), before libgomp matters
   std::vector<std::string> custom_op_libraries;  // --custom-op-lib (run, bench)
 };
 

@@ -46,6 +46,9 @@ bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRe
     const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
     const int64_t newest = max_known_opset(node->domain());
     if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
+    // A domain libonnx has never heard of (a custom op library's) whose op has a rule: libonnx's
+    // whole-model inference would leave its outputs as they were.
+    if (newest < 0 && registration && registration->definition.infer_types) return false;
     for (const Graph* sub : node->subgraphs()) {
       if (!every_node_libonnx_knows(*sub, model, registry)) return false;
     }

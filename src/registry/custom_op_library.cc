@@ -35,7 +35,9 @@ struct OnnxkitShapeContext {
 namespace onnxkit {
 namespace {
 
-const Node& node_of(const OnnxkitOpNode* node) { return *reinterpret_cast<const Node*>(node); }
+const Node& node_of(const OnnxkitOpNode* node) {
+  return *reinterpret_cast<const Node*>(node);
+}
 
 const OnnxkitOpNode* as_op_node(const Node& node) {
   return reinterpret_cast<const OnnxkitOpNode*>(&node);
@@ -74,8 +76,7 @@ int attr_string(const OnnxkitOpNode* node, const char* name, const char** value,
   return found;
 }
 
-int attr_ints(const OnnxkitOpNode* node, const char* name, const int64_t** values,
-              size_t* count) {
+int attr_ints(const OnnxkitOpNode* node, const char* name, const int64_t** values, size_t* count) {
   int found;
   if (const Attribute* attribute = find_typed(node, name, AttrType::kInts, found)) {
     *values = attribute->ints.data();
@@ -185,33 +186,27 @@ const OnnxkitCustomOpApi kApi = {
     .register_op = register_op,
     .registrar_error = [](OnnxkitOpRegistrar* registrar,
                           const char* message) { registrar->error = message ? message : ""; },
-    .kernel_node = [](const OnnxkitKernelContext* context) {
-      return as_op_node(context->kernel->node());
-    },
-    .shape_node = [](const OnnxkitShapeContext* context) {
-      return as_op_node(context->types->node());
-    },
+    .kernel_node =
+        [](const OnnxkitKernelContext* context) { return as_op_node(context->kernel->node()); },
+    .shape_node =
+        [](const OnnxkitShapeContext* context) { return as_op_node(context->types->node()); },
     .node_name = [](const OnnxkitOpNode* node) { return node_of(node).name().c_str(); },
     .attr_int = attr_int,
     .attr_float = attr_float,
     .attr_string = attr_string,
     .attr_ints = attr_ints,
-    .input_count = [](const OnnxkitKernelContext* context) {
-      return context->kernel->num_inputs();
-    },
-    .output_count = [](const OnnxkitKernelContext* context) {
-      return context->kernel->num_outputs();
-    },
+    .input_count =
+        [](const OnnxkitKernelContext* context) { return context->kernel->num_inputs(); },
+    .output_count =
+        [](const OnnxkitKernelContext* context) { return context->kernel->num_outputs(); },
     .input = kernel_input,
     .allocate_output = allocate_output,
     .kernel_error = [](OnnxkitKernelContext* context,
                        const char* message) { context->error = message ? message : ""; },
-    .shape_input_count = [](const OnnxkitShapeContext* context) {
-      return context->types->num_inputs();
-    },
-    .shape_output_count = [](const OnnxkitShapeContext* context) {
-      return context->types->num_outputs();
-    },
+    .shape_input_count =
+        [](const OnnxkitShapeContext* context) { return context->types->num_inputs(); },
+    .shape_output_count =
+        [](const OnnxkitShapeContext* context) { return context->types->num_outputs(); },
     .shape_input = shape_input,
     .shape_input_value = shape_input_value,
     .shape_set_output = shape_set_output,
@@ -228,6 +223,7 @@ struct CustomOp {
   OnnxkitKernelFn compute;
   OnnxkitShapeFn infer_types;
   void* user_data;
+  bool deterministic;
 };
 
 class CustomOpKernel : public OpKernel {
@@ -265,9 +261,10 @@ class CustomTypeRules {
     if (it != versions.end()) {
       const CustomOp& other = *it->second;
       if (other.infer_types == op->infer_types && other.user_data == op->user_data) return;
-      fail("registers {} since version {} with a type callback other than the one library "
-           "'{}' gave it in this process",
-           op->op_type, op->since_version, other.library);
+      fail(
+          "registers {} since version {} with a type callback other than the one library "
+          "'{}' gave it in this process",
+          op->op_type, op->since_version, other.library);
     }
     versions.emplace(op->since_version, std::move(op));
   }
@@ -310,11 +307,12 @@ int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
     if (op->since_version < 1) {
       fail("op {} has since_version {} (must be >= 1)", op->op_type, op->since_version);
     }
-    auto custom = std::make_shared<CustomOp>(CustomOp{
-        registrar->library, std::string(canonical_domain(op->domain ? op->domain : "")),
-        op->op_type, op->since_version, op->compute, op->infer_types, op->user_data});
-    std::string name = custom->domain.empty() ? custom->op_type
-                                              : custom->domain + "::" + custom->op_type;
+    auto custom = std::make_shared<CustomOp>(
+        CustomOp{registrar->library, std::string(canonical_domain(op->domain ? op->domain : "")),
+                 op->op_type, op->since_version, op->compute, op->infer_types, op->user_data,
+                 op->non_deterministic == 0});
+    std::string name =
+        custom->domain.empty() ? custom->op_type : custom->domain + "::" + custom->op_type;
     if (registrar->known_before.count({custom->domain, custom->op_type})) {
       fail("registers {}, which is already defined (built in or by another library)", name);
     }
@@ -324,9 +322,11 @@ int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
       fail("registers {} since version {} twice", name, custom->since_version);
     }
     if (custom->infer_types) CustomTypeRules::instance().add(custom);
-    OpDefinition definition([custom](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
-      return std::make_unique<CustomOpKernel>(custom);
-    });
+    OpDefinition definition(
+        [custom](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<CustomOpKernel>(custom);
+        },
+        OpTraits{.deterministic = custom->deterministic});
     if (custom->infer_types) definition.infer_types = infer_custom_op_types;
     registrar->registry->add(custom->domain, custom->op_type, custom->since_version,
                              std::move(definition));
@@ -351,8 +351,8 @@ void load_custom_op_library(const std::string& path, OpRegistry& registry) {
     const char* why = dlerror();
     fail_library(fmt::format("cannot be loaded: {}", why ? why : "unknown reason"));
   }
-  auto function = reinterpret_cast<RegisterFunction>(
-      dlsym(handle, ONNXKIT_CUSTOM_OP_REGISTER_FUNCTION));
+  auto function =
+      reinterpret_cast<RegisterFunction>(dlsym(handle, ONNXKIT_CUSTOM_OP_REGISTER_FUNCTION));
   if (!function) {
     dlclose(handle);
     fail_library("exports no " ONNXKIT_CUSTOM_OP_REGISTER_FUNCTION
