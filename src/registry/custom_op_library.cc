@@ -114,6 +114,7 @@ int allocate_output(OnnxkitKernelContext* context, size_t index, int32_t dtype, 
       fail("allocate_output: output {} of {}", index, context->kernel->num_outputs());
     }
     if (!view_dtype_ok(dtype)) fail("allocate_output: dtype {} has no tensor view", dtype);
+    if (rank > 0 && !shape) fail("allocate_output: rank {} but shape is NULL", rank);
     Shape dims(shape, shape + rank);
     Tensor& tensor = context->kernel->allocate_output(index, static_cast<DType>(dtype), dims);
     fill_view(tensor, tensor.mutable_raw_data(), view);
@@ -159,6 +160,15 @@ int shape_set_output(OnnxkitShapeContext* context, size_t index, int32_t dtype, 
                      const OnnxkitDim* dims) {
   if (dtype != ONNXKIT_DTYPE_UNDEFINED && !dtype_is_known(dtype)) {
     context->error = fmt::format("shape_set_output: unknown dtype {}", dtype);
+    return -1;
+  }
+  if (index >= context->types->num_outputs()) {
+    context->error =
+        fmt::format("shape_set_output: output {} of {}", index, context->types->num_outputs());
+    return -1;
+  }
+  if (rank > 0 && !dims) {
+    context->error = fmt::format("shape_set_output: rank {} but dims is NULL", rank);
     return -1;
   }
   SymbolicShape shape;
