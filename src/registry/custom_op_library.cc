@@ -236,6 +236,10 @@ struct CustomOp {
   bool deterministic;
 };
 
+// The kernel factory of every custom op, a named type so that defined_by_custom_op_library
+// can recognise it.
+struct CustomOpKernelFactory;
+
 class CustomOpKernel : public OpKernel {
  public:
   explicit CustomOpKernel(std::shared_ptr<const CustomOp> op) : op_(std::move(op)) {}
@@ -310,6 +314,13 @@ void infer_custom_op_types(TypeInferenceContext& context) {
   }
 }
 
+struct CustomOpKernelFactory {
+  std::shared_ptr<const CustomOp> op;
+  std::unique_ptr<OpKernel> operator()(const KernelCreateContext&) const {
+    return std::make_unique<CustomOpKernel>(op);
+  }
+};
+
 int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
   try {
     if (!op || !op->op_type || !*op->op_type) fail("an op without an op type");
@@ -332,11 +343,8 @@ int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
       fail("registers {} since version {} twice", name, custom->since_version);
     }
     if (custom->infer_types) CustomTypeRules::instance().add(custom);
-    OpDefinition definition(
-        [custom](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
-          return std::make_unique<CustomOpKernel>(custom);
-        },
-        OpTraits{.deterministic = custom->deterministic});
+    OpDefinition definition(CustomOpKernelFactory{custom},
+                            OpTraits{.deterministic = custom->deterministic});
     if (custom->infer_types) definition.infer_types = infer_custom_op_types;
     registrar->registry->add(custom->domain, custom->op_type, custom->since_version,
                              std::move(definition));
@@ -376,6 +384,10 @@ void load_custom_op_library(const std::string& path, OpRegistry& registry) {
   int status = function(&registrar, &kApi);
   if (!registrar.error.empty()) fail_library(registrar.error);
   if (status != 0) fail_library(fmt::format("its registration function failed ({})", status));
+}
+
+bool defined_by_custom_op_library(const OpDefinition& definition) {
+  return definition.reference.target<CustomOpKernelFactory>() != nullptr;
 }
 
 std::shared_ptr<const OpRegistry> registry_with_custom_ops(const OpRegistry& base,
