@@ -18,7 +18,7 @@
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/passes.h"
-#include "registry/builtin_registry.h"
+#include "registry/custom_op_library.h"
 
 namespace onnxkit {
 namespace {
@@ -242,8 +242,8 @@ void replace_by_initializers(Graph& graph, Node& node, std::vector<RuntimeValue>
 bool foldable_domain(const Node& node, const PassContext& context) {
   if (node.domain().empty()) return true;
   const int64_t opset = context.opset(node.domain());
-  return context.ops().find(node.domain(), node.op_type(), opset) &&
-         !builtin_registry().find(node.domain(), node.op_type(), opset);
+  const OpRegistration* registration = context.ops().find(node.domain(), node.op_type(), opset);
+  return registration && defined_by_custom_op_library(registration->definition);
 }
 
 // Folds `node` when it can; returns whether it did.

@@ -114,6 +114,7 @@ int allocate_output(OnnxkitKernelContext* context, size_t index, int32_t dtype, 
       fail("allocate_output: output {} of {}", index, context->kernel->num_outputs());
     }
     if (!view_dtype_ok(dtype)) fail("allocate_output: dtype {} has no tensor view", dtype);
+    if (rank > 0 && !shape) fail("allocate_output: rank {} but shape is NULL", rank);
     Shape dims(shape, shape + rank);
     Tensor& tensor = context->kernel->allocate_output(index, static_cast<DType>(dtype), dims);
     fill_view(tensor, tensor.mutable_raw_data(), view);
@@ -159,6 +160,15 @@ int shape_set_output(OnnxkitShapeContext* context, size_t index, int32_t dtype, 
                      const OnnxkitDim* dims) {
   if (dtype != ONNXKIT_DTYPE_UNDEFINED && !dtype_is_known(dtype)) {
     context->error = fmt::format("shape_set_output: unknown dtype {}", dtype);
+    return -1;
+  }
+  if (index >= context->types->num_outputs()) {
+    context->error =
+        fmt::format("shape_set_output: output {} of {}", index, context->types->num_outputs());
+    return -1;
+  }
+  if (rank > 0 && !dims) {
+    context->error = fmt::format("shape_set_output: rank {} but dims is NULL", rank);
     return -1;
   }
   SymbolicShape shape;
@@ -225,6 +235,10 @@ struct CustomOp {
   void* user_data;
   bool deterministic;
 };
+
+// The kernel factory of every custom op, a named type so that defined_by_custom_op_library
+// can recognise it.
+struct CustomOpKernelFactory;
 
 class CustomOpKernel : public OpKernel {
  public:
@@ -300,6 +314,13 @@ void infer_custom_op_types(TypeInferenceContext& context) {
   }
 }
 
+struct CustomOpKernelFactory {
+  std::shared_ptr<const CustomOp> op;
+  std::unique_ptr<OpKernel> operator()(const KernelCreateContext&) const {
+    return std::make_unique<CustomOpKernel>(op);
+  }
+};
+
 int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
   try {
     if (!op || !op->op_type || !*op->op_type) fail("an op without an op type");
@@ -322,11 +343,8 @@ int register_op(OnnxkitOpRegistrar* registrar, const OnnxkitCustomOp* op) {
       fail("registers {} since version {} twice", name, custom->since_version);
     }
     if (custom->infer_types) CustomTypeRules::instance().add(custom);
-    OpDefinition definition(
-        [custom](const KernelCreateContext&) -> std::unique_ptr<OpKernel> {
-          return std::make_unique<CustomOpKernel>(custom);
-        },
-        OpTraits{.deterministic = custom->deterministic});
+    OpDefinition definition(CustomOpKernelFactory{custom},
+                            OpTraits{.deterministic = custom->deterministic});
     if (custom->infer_types) definition.infer_types = infer_custom_op_types;
     registrar->registry->add(custom->domain, custom->op_type, custom->since_version,
                              std::move(definition));
@@ -366,6 +384,10 @@ void load_custom_op_library(const std::string& path, OpRegistry& registry) {
   int status = function(&registrar, &kApi);
   if (!registrar.error.empty()) fail_library(registrar.error);
   if (status != 0) fail_library(fmt::format("its registration function failed ({})", status));
+}
+
+bool defined_by_custom_op_library(const OpDefinition& definition) {
+  return definition.reference.target<CustomOpKernelFactory>() != nullptr;
 }
 
 std::shared_ptr<const OpRegistry> registry_with_custom_ops(const OpRegistry& base,

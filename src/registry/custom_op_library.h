@@ -17,6 +17,10 @@ namespace onnxkit {
 // registers an op twice (within itself, or one `registry` already defines).
 void load_custom_op_library(const std::string& path, OpRegistry& registry);
 
+// True for the definition of an op a custom op library registered (simplify folds such ops on
+// constants; type inference runs their type callback even where libonnx infers the rest).
+bool defined_by_custom_op_library(const OpDefinition& definition);
+
 // A copy of `base` with the ops of every library in `paths` added; errors as above.
 std::shared_ptr<const OpRegistry> registry_with_custom_ops(const OpRegistry& base,
                                                            const std::vector<std::string>& paths);
