@@ -1,6 +1,7 @@
 // An embedding program: loads a model, simplifies it, compiles it into a session, runs it
 // once on inputs it builds, and prints each output's dtype, shape and first values. It
-// includes <onnxkit/onnxkit.h> only and links the `onnxkit_lib` CMake target.
+// includes <onnxkit/onnxkit.h> only and links the `onnxkit::onnxkit` CMake target (in-tree
+// or from an installed onnxkit: find_package(onnxkit)).
 //
 //   onnxkit_embed_example [MODEL]   (default: examples/models/tiny_cnn.onnx)
 //

@@ -16,7 +16,8 @@
 // that names what is at fault. Misuse throws onnxkit::Error instead: Result::value() on an
 // error, RuntimeValue::tensor() on a sequence, a Tensor with a negative dim.
 //
-// Link against the `onnxkit_lib` CMake target; its include path is this folder's parent.
+// Link against the `onnxkit::onnxkit` CMake target (find_package(onnxkit) once installed,
+// or `onnxkit_lib` in-tree); its include path is this folder's parent.
 #pragma once
 
 #include "onnxkit/dtype.h"          // DType

@@ -34,6 +34,10 @@ struct SessionOptions {
   // The kernels to build the graph from; nullptr: the built-in registry. Must outlive the
   // session.
   const OpRegistry* registry = nullptr;
+  // Custom op libraries (include/onnxkit/custom_op.h) to load: their ops are added to a copy
+  // of `registry` (or of the built-in one) that the session owns. Fails naming the library
+  // when one cannot be loaded, exports no registration function or registers an op twice.
+  std::vector<std::string> custom_op_libraries;
   // Threads one run may use (onnxkit's kernels and oneDNN's share them); 0: every core
   // available to the process (affinity and cgroup quota honoured).
   int intra_op_threads = 0;

@@ -34,6 +34,9 @@ struct SimplifyOptions {
   bool mutable_initializers = false;
   bool include_subgraphs = true;
   int64_t target_opset = -1;  // -1: keep the model's opset
+  // --custom-op-lib PATH: custom op libraries (include/onnxkit/custom_op.h) whose ops the
+  // passes and the check evaluate. Nodes of ops no library defines stay as they are.
+  std::vector<std::string> custom_op_libraries;
 
   // Equivalence check: check_n runs with generated (or given) inputs; 0 disables it.
   // Dynamic dims the options below leave open get sizes from evidence: 1 for a batch,

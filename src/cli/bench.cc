@@ -357,6 +357,7 @@ Command add_bench_command(CLI::App& root) {
   CLI::App* command = root.add_subcommand("bench", "Time a model's runs: latency, throughput");
   command->add_option("model", args->model, "The .onnx file")->required();
   add_session_flags(command, args->session, "all");
+  add_custom_op_lib_flag(command, args->session.custom_op_libraries);
   CLI::Option* parallel = command->add_flag(
       "--parallel", args->parallel, "Run independent branches of the graph at the same time");
   command

@@ -135,6 +135,7 @@ Command add_run_command(CLI::App& root) {
   command->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dimension; repeatable");
   command->add_option("--output-dir", args->output_dir, "Write each output as NAME.npy (or .pb)");
   add_session_flags(command, args->session, "all");
+  add_custom_op_lib_flag(command, args->session.custom_op_libraries);
   return {command, [args] { return run_model(*args); }};
 }
 

@@ -37,8 +37,14 @@ void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string
       ->capture_default_str();
 }
 
+void add_custom_op_lib_flag(CLI::App* command, std::vector<std::string>& paths) {
+  command->add_option("--custom-op-lib", paths,
+                      "A custom op library (include/onnxkit/custom_op.h) to load; repeatable");
+}
+
 SessionOptions to_session_options(const SessionFlags& flags) {
   SessionOptions options;
+  options.custom_op_libraries = flags.custom_op_libraries;
   auto level = parse_optimization_level(flags.level);
   if (!level) throw CLI::ValidationError("--level", "unknown level '" + flags.level + "'");
   options.level = *level;

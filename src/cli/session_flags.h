@@ -1,5 +1,5 @@
 // The session flags `run`, `bench` and `conformance` share: --level, --threads,
-// --kernels, --skip-pass, --no-memory-plan, --spin.
+// --kernels, --skip-pass, --no-memory-plan, --spin; and --custom-op-lib (run, bench, simplify).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,12 +17,16 @@ struct SessionFlags {
   std::string kernels = "optimized";
   std::vector<std::string> skip_passes;
   bool no_memory_plan = false;
-  std::string spin = "default";  // applied in main(), before libgomp matters
+  std::string spin = "default";                  // applied in main(), before libgomp matters
+  std::vector<std::string> custom_op_libraries;  // --custom-op-lib (run, bench)
 };
 
 // Adds the flags to `command`; `default_level` is what --level means when not given.
 void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string& default_level,
                        const std::string& default_kernels = "optimized");
+
+// --custom-op-lib PATH (repeatable): a custom op library to load (run, bench, simplify).
+void add_custom_op_lib_flag(CLI::App* command, std::vector<std::string>& paths);
 
 // The options the flags ask for; fails with a usage message on an unknown level or pass.
 SessionOptions to_session_options(const SessionFlags& flags);

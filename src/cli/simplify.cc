@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/session_flags.h"
 #include "core/spin_policy.h"
 #include "core/status.h"
 #include "ir/npy.h"
@@ -28,6 +29,7 @@ struct SimplifyArgs {
   std::string input;
   std::string output;
   std::vector<std::string> input_shapes;
+  std::vector<std::string> custom_op_libraries;
   int check_n = 1;
   std::vector<std::string> skip_optimization;
   bool skip_optimization_given = false;
@@ -175,6 +177,7 @@ int run_simplify(const SimplifyArgs& args) {
     fail("cannot write {}: directory {} does not exist", args.output, output_dir.string());
   }
   SimplifyOptions options;
+  options.custom_op_libraries = args.custom_op_libraries;
   options.input_shapes = parse_input_shapes(args.input_shapes, "--overwrite-input-shape");
   for (const auto& [name, dims] :
        parse_input_shapes(args.test_input_shapes, "--test-input-shape")) {
@@ -373,6 +376,7 @@ Command add_simplify_command(CLI::App& root) {
   c->add_option("output", args->output, "Output .onnx (never the input)")->required();
   c->add_option("--overwrite-input-shape,--input-shape", args->input_shapes,
                 "NAME:D0,D1,... (numbers or symbol names); repeatable");
+  add_custom_op_lib_flag(c, args->custom_op_libraries);
   c->add_option("--check-n", args->check_n, "Check runs with generated inputs (0: no check)")
       ->capture_default_str();
   args->skip_option = c->add_option("--skip-optimization", args->skip_optimization,

@@ -18,6 +18,7 @@
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/passes.h"
+#include "registry/custom_op_library.h"
 
 namespace onnxkit {
 namespace {
@@ -236,9 +237,18 @@ void replace_by_initializers(Graph& graph, Node& node, std::vector<RuntimeValue>
   }
 }
 
+// Standard ops fold, and so do the ops of custom op libraries (onnxsim folds them through ONNX
+// Runtime when given their library); onnxkit's own domains keep their nodes as they are.
+bool foldable_domain(const Node& node, const PassContext& context) {
+  if (node.domain().empty()) return true;
+  const int64_t opset = context.opset(node.domain());
+  const OpRegistration* registration = context.ops().find(node.domain(), node.op_type(), opset);
+  return registration && defined_by_custom_op_library(registration->definition);
+}
+
 // Folds `node` when it can; returns whether it did.
 bool fold(Graph& graph, Node& node, PassContext& context) {
-  if (!node.domain().empty() || node.op_type() == "Constant") return false;
+  if (!foldable_domain(node, context) || node.op_type() == "Constant") return false;
   if (!constant_value(node.input(0), context) && is_used(node.output(0))) {
     if (std::optional<Tensor> shape = static_shape_result(node, context)) {
       std::vector<RuntimeValue> outputs{RuntimeValue(std::move(*shape))};

@@ -7,6 +7,7 @@
 #include "onnx/onnx_checks.h"
 #include "ops/shape_vector.h"
 #include "ops/type_inference.h"
+#include "registry/custom_op_library.h"
 
 namespace onnxkit {
 namespace {
@@ -46,6 +47,12 @@ bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRe
     const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
     const int64_t newest = max_known_opset(node->domain());
     if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
+    // An op of a custom op library with a type callback: libonnx's whole-model inference would
+    // leave its outputs (and everything after them) as they were.
+    if (newest < 0 && registration && registration->definition.infer_types &&
+        defined_by_custom_op_library(registration->definition)) {
+      return false;
+    }
     for (const Graph* sub : node->subgraphs()) {
       if (!every_node_libonnx_knows(*sub, model, registry)) return false;
     }

@@ -17,6 +17,7 @@
 #include "passes/inline_functions.h"
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
+#include "registry/custom_op_library.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/profiler.h"
 
@@ -110,6 +111,9 @@ struct Session::State {
 
   Model model;
   SessionOptions options;
+  // The registry with the custom op libraries' ops, when the options name any: the kernels
+  // refer to it.
+  std::shared_ptr<const OpRegistry> custom_registry;
   SessionStats stats;
   std::shared_ptr<const CompiledGraph> plan;
   std::shared_ptr<MemoryPool> pool;
@@ -154,7 +158,12 @@ MemoryPlanStats Session::memory_plan_stats() const {
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
-    const OpRegistry& registry = options.registry ? *options.registry : builtin_registry();
+    const OpRegistry& base_registry = options.registry ? *options.registry : builtin_registry();
+    std::shared_ptr<const OpRegistry> custom_registry;
+    if (!options.custom_op_libraries.empty()) {
+      custom_registry = registry_with_custom_ops(base_registry, options.custom_op_libraries);
+    }
+    const OpRegistry& registry = custom_registry ? *custom_registry : base_registry;
     InlineOptions inline_options;
     inline_options.has_kernel = [&](const Node& node) {
       return registry.find(node.domain(), node.op_type(), model.opset_version(node.domain())) !=
@@ -183,6 +192,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
     stats.optimize_seconds = seconds_since(start);
     start = Clock::now();
     auto state = std::make_unique<State>(std::move(model), options);
+    state->custom_registry = std::move(custom_registry);
     state->plan = CompiledGraph::compile(state->model.graph(), registry, state->model.opset_imports,
                                          options.kernels);
     // Kernels drop the pages of the weights they packed as they pack them; what else

@@ -16,6 +16,7 @@
 #include "passes/convert_opset.h"
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
+#include "registry/custom_op_library.h"
 #include "runtime/compare.h"
 #include "simplify/check_inputs.h"
 
@@ -53,8 +54,9 @@ struct CheckRun {
 // Both graphs run exactly as they are (no session-level rewrites), on the optimized kernels
 // by default: a check then costs about two runs at full speed (`check_kernels` picks the
 // reference kernels, the ones every other kernel is tested on).
-SessionOptions check_session_options(const SimplifyOptions& options) {
+SessionOptions check_session_options(const SimplifyOptions& options, const OpRegistry& registry) {
   SessionOptions session_options;
+  session_options.registry = &registry;
   session_options.level = OptimizationLevel::kNone;
   session_options.kernels = options.check_kernels;
   session_options.intra_op_threads = 0;
@@ -107,13 +109,43 @@ constexpr const char* kDimOptions =
     "shapes; the model stays dynamic) or --overwrite-input-shape NAME:D0,D1,... (makes the "
     "model static)";
 
+// Ops of custom domains in `graph` (and its subgraphs) that `registry` does not define.
+void collect_unknown_custom_ops(const Graph& graph, const Model& model, const OpRegistry& registry,
+                                std::set<std::string>& unknown) {
+  for (const Node* node : graph.nodes()) {
+    for (const Graph* sub : node->subgraphs()) {
+      collect_unknown_custom_ops(*sub, model, registry, unknown);
+    }
+    const std::string& domain = node->domain();
+    if (domain.empty() || domain == "ai.onnx.ml" || domain == "ai.onnx.preview.training") continue;
+    if (!registry.find(node->domain(), node->op_type(), model.opset_version(node->domain()))) {
+      unknown.insert(node->domain() + "::" + node->op_type());
+    }
+  }
+}
+
+// True (with a warning saying why) when the check cannot run for want of a custom op library.
+bool skip_check_for_custom_ops(const Model& model, const OpRegistry& registry,
+                               SimplifyReport& report) {
+  std::set<std::string> unknown;
+  collect_unknown_custom_ops(model.graph(), model, registry, unknown);
+  if (unknown.empty()) return false;
+  std::string ops;
+  for (const std::string& op : unknown) ops += (ops.empty() ? "" : ", ") + op;
+  report.warnings.push_back(fmt::format(
+      "check skipped: no kernel for {} (custom ops kept as they are; load their library with "
+      "--custom-op-lib to fold and check them)",
+      ops));
+  return true;
+}
+
 // Runs the input model on check inputs. The first run tries the dynamic dims' candidate
 // sizes in turn while the model fails for a shape reason; later runs reuse the sizes that
 // worked.
 std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions& options,
-                                      SimplifyReport& report) {
+                                      const OpRegistry& registry, SimplifyReport& report) {
   const CheckDims dims(model, options.check_dims, options.test_input_shapes, options.check_inputs);
-  auto session = Session::create(clone_model(model), check_session_options(options));
+  auto session = Session::create(clone_model(model), check_session_options(options, registry));
   if (!session) fail("the input model cannot run for the check: {}", session.error());
   std::vector<CheckRun> runs;
   size_t attempt = 0;
@@ -169,8 +201,9 @@ void release_weight_pages(const Model& model) {
 // Runs the simplified model on the recorded inputs; fills per-output errors. Returns false
 // on a mismatch.
 bool check_simplified(const std::vector<CheckRun>& runs, const Model& simplified,
-                      const SimplifyOptions& options, SimplifyReport& report) {
-  auto session = Session::create(clone_model(simplified), check_session_options(options));
+                      const OpRegistry& registry, const SimplifyOptions& options,
+                      SimplifyReport& report) {
+  auto session = Session::create(clone_model(simplified), check_session_options(options, registry));
   if (!session) {
     report.check_ok = false;
     report.check_message = "the simplified model cannot run: " + session.error();
@@ -349,6 +382,12 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
   return capture([&] {
     SimplifyReport report;
     report.before = count_model(model);
+    // The built-in ops, and those of the custom op libraries (shared, not owned, when none).
+    std::shared_ptr<const OpRegistry> registry(std::shared_ptr<const OpRegistry>(),
+                                               &builtin_registry());
+    if (!options.custom_op_libraries.empty()) {
+      registry = registry_with_custom_ops(builtin_registry(), options.custom_op_libraries);
+    }
     auto progress = [&](std::string_view phase) {
       if (options.progress) options.progress(phase);
     };
@@ -357,10 +396,13 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     // The check's expected outputs come first: outputs the user dropped are not compared,
     // and --overwrite-input-shape fixes the dims of the inputs.
     std::vector<CheckRun> check_runs;
-    if (options.check_n > 0) {
+    // A node of a custom domain that no registry defines (its op library not loaded) cannot
+    // run: the model is simplified around it, unchecked, as onnxsim cannot check it either.
+    const bool check = options.check_n > 0 && !skip_check_for_custom_ops(model, *registry, report);
+    if (check) {
       progress("running the input model");
       auto check_start = Clock::now();
-      check_runs = run_input_model(model, options, report);
+      check_runs = run_input_model(model, options, *registry, report);
       release_weight_pages(model);
       report.seconds_check = seconds_since(check_start);
     }
@@ -373,7 +415,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     check_opsets_supported(model).throw_if_error();
 
     PassContext context;
-    context.registry = &builtin_registry();
+    context.registry = registry.get();
     context.tensor_size_threshold = options.tensor_size_threshold;
     context.mutable_initializers = options.mutable_initializers;
     auto passes = basic_passes();
@@ -396,10 +438,10 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     report.after = count_model(model);
     if (options.explain) explain_leftovers(model.graph(), context, report);
 
-    if (options.check_n > 0) {
+    if (check) {
       progress("checking");
       auto check_start = Clock::now();
-      bool ok = check_simplified(check_runs, model, options, report);
+      bool ok = check_simplified(check_runs, model, *registry, options, report);
       if (!ok && options.bisect && options.reload) {
         progress("bisecting");
         size_t low = 0, high = report.pipeline.applications;  // high fails, find first failing
@@ -419,7 +461,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
           limited.max_applications = mid;
           run_pipeline(trial, trial_passes, trial_context, limited).value();
           SimplifyReport scratch;
-          bool trial_ok = check_simplified(check_runs, trial, options, scratch);
+          bool trial_ok = check_simplified(check_runs, trial, *registry, options, scratch);
           if (trial_ok) {
             low = mid;
           } else {

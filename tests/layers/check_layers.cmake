@@ -6,7 +6,8 @@ set(layers core ir onnx ops kernels registry passes runtime simplify quantize re
 # implements them: src/ includes them as that layer, and each includes only public headers of
 # its own layer or below.
 set(public_header_layers
-  status:core dtype:core memory_stats:core optimization:core
+  status:core dtype:core memory_stats:core optimization:core c_types:core
+  custom_op:registry onnxkit_c:capi
   tensor:ir value_info:ir runtime_value:ir model:ir
   model_io:onnx session:runtime simplify:simplify
   quantize:quantize onnxkit:quantize)
