@@ -12,12 +12,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
-#include <limits>
-#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -443,12 +443,11 @@ void print_text(const Measured& m, const BenchArgs& args) {
   row("model", m.model);
   std::string threading = fmt::format("{} thread{}", m.threads, m.threads == 1 ? "" : "s");
   if (args.parallel) threading += fmt::format(", parallel ({} inter-op)", args.inter_op_threads);
-  row("session",
-      fmt::format("level {}, {} kernels, {}", m.level, args.session.kernels, threading));
+  row("session", fmt::format("level {}, {} kernels, {}", m.level, args.session.kernels, threading));
   for (const auto& [name, text] : m.inputs) row("input", name + ": " + text);
-  row("create", fmt::format("{:.1f} ms (optimize {:.1f} ms, compile {:.1f} ms)",
-                            m.session_create_ms, m.stats.optimize_seconds * 1e3,
-                            m.stats.compile_seconds * 1e3));
+  row("create",
+      fmt::format("{:.1f} ms (optimize {:.1f} ms, compile {:.1f} ms)", m.session_create_ms,
+                  m.stats.optimize_seconds * 1e3, m.stats.compile_seconds * 1e3));
   row("first run", fmt::format("{:.2f} ms", m.first_run_ms));
   row("timed", fmt::format("{} runs after {} warmup, concurrency {}, {:.2f} s", ms.size(),
                            args.warmup, args.concurrency, m.timed.wall_seconds));
@@ -485,17 +484,25 @@ void print_text(const Measured& m, const BenchArgs& args) {
   }
 }
 
+// "resnet50" for resnet50.onnx; the folder's name for a model.onnx in its own folder.
+std::string model_label(const std::string& path) {
+  const std::filesystem::path file(path);
+  if (file.stem() == "model" && file.has_parent_path())
+    return file.parent_path().filename().string();
+  return file.stem().string();
+}
+
 report::BenchRecord to_record(const Measured& m, const BenchArgs& args) {
   report::BenchRecord record;
-  record.label = "onnxkit " + std::filesystem::path(m.model).stem().string();
+  record.label = "onnxkit " + model_label(m.model);
   record.model = m.model;
   record.settings = {
       {"session", fmt::format("level {}, {} kernels, {} thread(s){}", m.level, args.session.kernels,
                               m.threads, args.parallel ? ", parallel" : "")},
       {"runs", fmt::format("{} timed after {} warmup, concurrency {}", m.timed.in_order_ms.size(),
                            args.warmup, args.concurrency)},
-      {"nodes", fmt::format("{} -> {} after optimization", m.stats.nodes_loaded,
-                            m.stats.nodes_optimized)},
+      {"nodes",
+       fmt::format("{} -> {} after optimization", m.stats.nodes_loaded, m.stats.nodes_optimized)},
   };
   for (const auto& [name, text] : m.inputs) record.settings.emplace_back("input " + name, text);
   if (m.profiled_runs > 0) {
@@ -529,9 +536,10 @@ report::BenchRecord read_peer_record(const std::string& path) {
     fail("--against {}: not JSON ({})", path, e.what());
   }
   if (!json.is_object() || !json.contains("median_ms")) {
-    fail("--against {}: not a bench JSON (no 'median_ms'; write one with onnxkit bench --json or "
-         "node bench/ort_bench.js --json)",
-         path);
+    fail(
+        "--against {}: not a bench JSON (no 'median_ms'; write one with onnxkit bench --json or "
+        "node bench/ort_bench.js --json)",
+        path);
   }
   auto number = [&](const char* key) {
     return json.contains(key) && json[key].is_number() ? json[key].get<double>() : 0.0;
@@ -544,7 +552,7 @@ report::BenchRecord read_peer_record(const std::string& path) {
   record.model = text("model");
   record.label = json.contains("runtime")
                      ? fmt::format("{} {}", text("runtime"), text("ort_version"))
-                     : "onnxkit " + std::filesystem::path(record.model).stem().string();
+                     : "onnxkit " + model_label(record.model);
   record.settings.emplace_back("from", path);
   if (json.contains("level")) record.settings.emplace_back("level", json["level"].dump());
   if (json.contains("threads")) record.settings.emplace_back("threads", json["threads"].dump());
@@ -562,9 +570,9 @@ report::BenchRecord read_peer_record(const std::string& path) {
   if (!record.runs_ms.empty()) {
     record.latency_ms = report::latency_summary(record.runs_ms);
   } else {
-    record.latency_ms = {{"min", number("min_ms")}, {"p50", number("median_ms")},
-                         {"p90", number("p90_ms")}, {"p95", number("p95_ms")},
-                         {"p99", number("p99_ms")}, {"max", number("max_ms")},
+    record.latency_ms = {{"min", number("min_ms")},  {"p50", number("median_ms")},
+                         {"p90", number("p90_ms")},  {"p95", number("p95_ms")},
+                         {"p99", number("p99_ms")},  {"max", number("max_ms")},
                          {"mean", number("mean_ms")}};
   }
   record.session_create_ms = number("session_create_ms");
@@ -606,8 +614,7 @@ int run_bench(const BenchArgs& args) {
     fail("--report {}: refusing to write over the model", args.report);
   }
   Progress progress("bench", !args.quiet && !args.json);
-  const Measured first =
-      measure(args.model, args, !args.profile.empty(), for_report, progress);
+  const Measured first = measure(args.model, args, !args.profile.empty(), for_report, progress);
   if (args.json) {
     print_json(first, args);
   } else {

@@ -31,7 +31,7 @@ struct InspectArgs {
 };
 
 // The graph alone as an SVG picture, with every edge's type inferred first.
-void write_svg(Model& model, const InspectArgs& args) {
+report::GraphSvg write_svg(Model& model, const InspectArgs& args) {
   auto inferred = infer_types(model, builtin_registry());
   if (!inferred) fail("type inference: {}", inferred.error());
   auto picture = report::render_graph_svg(model.graph());
@@ -40,10 +40,7 @@ void write_svg(Model& model, const InspectArgs& args) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" << picture.value().svg;
   out.close();
   if (!out.good()) fail("cannot write '{}'", args.svg);
-  if (args.json) return;
-  std::cout << fmt::format("wrote {} ({} nodes, {} edges; layout {:.2f} s, svg {:.2f} s)\n\n", args.svg,
-                           picture.value().nodes, picture.value().edges,
-                           picture.value().layout_seconds, picture.value().render_seconds);
+  return std::move(picture).value();
 }
 
 // Files the model's tensors are mapped from, besides the model file itself.
@@ -99,8 +96,12 @@ int run_inspect(const InspectArgs& args) {
       fail("--svg {}: refusing to write over the model", args.svg);
     }
     progress.phase("drawing the graph");
-    write_svg(model, args);
+    const report::GraphSvg picture = write_svg(model, args);
     progress.clear();
+    if (!args.json) {
+      std::cout << fmt::format("wrote {} ({} nodes, {} edges; layout {:.2f} s)\n\n", args.svg,
+                               picture.nodes, picture.edges, picture.layout_seconds);
+    }
   }
   progress.clear();
   const ModelStats stats = compute_model_stats(model);

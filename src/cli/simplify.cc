@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -186,8 +186,7 @@ int run_simplify(const SimplifyArgs& args) {
   if (!args.report.empty() &&
       (fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(input, ec) ||
        fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(output, ec))) {
-    fail("--report {}: the report must not be written over the input or output model",
-         args.report);
+    fail("--report {}: the report must not be written over the input or output model", args.report);
   }
   // Say so now rather than after minutes of work on a big model.
   const fs::path output_dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
@@ -284,8 +283,8 @@ int run_simplify(const SimplifyArgs& args) {
   const double total = std::chrono::duration<double>(Clock::now() - total_start).count();
   if (!args.report.empty()) {
     progress.phase("writing the report");
-    write_report(args, report, model, {size_before, size_after, written, load_seconds,
-                                       save_seconds, total});
+    write_report(args, report, model,
+                 {size_before, size_after, written, load_seconds, save_seconds, total});
     progress.clear();
   }
 

@@ -21,7 +21,9 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[below] + (sorted[above] - sorted[below]) * (rank - static_cast<double>(below));
 }
 
-std::string ms_text(double ms) { return ms > 0 ? fmt::format("{:.2f}", ms) : "-"; }
+std::string ms_text(double ms) {
+  return ms > 0 ? fmt::format("{:.2f}", ms) : "-";
+}
 
 // The ratio column: how many times the second record's number is the first's.
 std::string ratio(double first, double second) {
@@ -31,7 +33,7 @@ std::string ratio(double first, double second) {
 
 void summary_table(HtmlPage& page, const std::vector<BenchRecord>& records) {
   Table table;
-  table.header = {"ms"};
+  table.header = {"ms unless named"};
   for (const BenchRecord& r : records) table.header.push_back(r.label);
   if (records.size() == 2) table.header.push_back(records[1].label + " / " + records[0].label);
   auto add = [&](const std::string& name, auto value_of, auto text_of) {
@@ -51,15 +53,21 @@ void summary_table(HtmlPage& page, const std::vector<BenchRecord>& records) {
     return 0.0;
   };
   for (const char* key : {"min", "p50", "p90", "p95", "p99", "max", "mean"}) {
-    add(std::string("latency ") + key, [&](const BenchRecord& r) { return latency(r, key); },
+    add(
+        std::string("latency ") + key, [&](const BenchRecord& r) { return latency(r, key); },
         ms_text);
   }
-  add("first run", [](const BenchRecord& r) { return r.first_run_ms; }, ms_text);
-  add("session create", [](const BenchRecord& r) { return r.session_create_ms; }, ms_text);
-  add("throughput (1/s)", [](const BenchRecord& r) { return r.throughput; }, ms_text);
-  add("peak RSS (MB)", [](const BenchRecord& r) { return r.peak_rss_mb; },
+  add(
+      "first run", [](const BenchRecord& r) { return r.first_run_ms; }, ms_text);
+  add(
+      "session create", [](const BenchRecord& r) { return r.session_create_ms; }, ms_text);
+  add(
+      "throughput (1/s)", [](const BenchRecord& r) { return r.throughput; }, ms_text);
+  add(
+      "peak RSS (MB)", [](const BenchRecord& r) { return r.peak_rss_mb; },
       [](double v) { return v > 0 ? fmt::format("{:.1f}", v) : std::string("-"); });
-  add("timed runs", [](const BenchRecord& r) { return static_cast<double>(r.runs_ms.size()); },
+  add(
+      "timed runs", [](const BenchRecord& r) { return static_cast<double>(r.runs_ms.size()); },
       [](double v) { return v > 0 ? fmt::format("{:.0f}", v) : std::string("-"); });
   page.table(table);
 }
@@ -154,9 +162,12 @@ std::vector<std::pair<std::string, double>> latency_summary(std::vector<double> 
   if (runs_ms.empty()) return {};
   const double mean =
       std::accumulate(runs_ms.begin(), runs_ms.end(), 0.0) / static_cast<double>(runs_ms.size());
-  return {{"min", runs_ms.front()},          {"p50", percentile(runs_ms, 50)},
-          {"p90", percentile(runs_ms, 90)},  {"p95", percentile(runs_ms, 95)},
-          {"p99", percentile(runs_ms, 99)},  {"max", runs_ms.back()},
+  return {{"min", runs_ms.front()},
+          {"p50", percentile(runs_ms, 50)},
+          {"p90", percentile(runs_ms, 90)},
+          {"p95", percentile(runs_ms, 95)},
+          {"p99", percentile(runs_ms, 99)},
+          {"max", runs_ms.back()},
           {"mean", mean}};
 }
 

@@ -26,7 +26,8 @@ std::vector<double> ticks(double low, double high, int target = 5) {
     step = factor * magnitude;
     if (raw <= step) break;
   }
-  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step) out.push_back(t);
+  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step)
+    out.push_back(t);
   return out;
 }
 
@@ -41,7 +42,9 @@ std::string number(double value) {
 struct Frame {
   double x0, x1, y0, y1;  // data ranges
   double sx(double x) const { return kLeft + (x - x0) / (x1 - x0) * (kWidth - kLeft - kRight); }
-  double sy(double y) const { return kHeight - kBottom - (y - y0) / (y1 - y0) * (kHeight - kTop - kBottom); }
+  double sy(double y) const {
+    return kHeight - kBottom - (y - y0) / (y1 - y0) * (kHeight - kTop - kBottom);
+  }
 };
 
 std::string open_svg() {
@@ -164,7 +167,7 @@ std::string line_chart_svg(const std::vector<PointSeries>& series, const std::st
 
 std::string bar_chart_svg(const std::vector<std::string>& categories,
                           const std::vector<BarSeries>& series, const std::string& x_label) {
-  constexpr double kRow = 18, kNameWidth = 150;
+  constexpr double kRow = 18, kNameWidth = 210;
   const double height = kTop + kBottom + kRow * static_cast<double>(categories.size());
   double largest = 0;
   for (const BarSeries& s : series) {
@@ -179,8 +182,11 @@ std::string bar_chart_svg(const std::vector<std::string>& categories,
   const double bar = (kRow - 4) / static_cast<double>(std::max<size_t>(1, series.size()));
   for (size_t c = 0; c < categories.size(); ++c) {
     const double y = kTop + kRow * static_cast<double>(c);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6,
-                       y + kRow / 2 + 4, html_escape(categories[c]));
+    std::string name = categories[c];
+    if (name.size() > 32) name = "…" + name.substr(name.size() - 31);
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}<title>{}</title></text>", left - 6,
+        y + kRow / 2 + 4, html_escape(name), html_escape(categories[c]));
     for (size_t s = 0; s < series.size(); ++s) {
       const double v = c < series[s].values.size() ? series[s].values[c] : 0;
       out += fmt::format(

@@ -14,9 +14,9 @@ namespace onnxkit::report {
 struct GraphDiff {
   std::unordered_map<const Node*, NodeMark> before;  // marks on the graph before
   std::unordered_map<const Node*, NodeMark> after;   // marks on the graph after
-  size_t removed = 0;  // before-only nodes
-  size_t added = 0;    // after-only nodes
-  size_t fused = 0;    // after nodes that several before nodes became
+  size_t removed = 0;                                // before-only nodes
+  size_t added = 0;                                  // after-only nodes
+  size_t fused = 0;                                  // after nodes that several before nodes became
   size_t changed = 0;  // after nodes that kept a before node's name or outputs, not its op
 };
 

@@ -3,8 +3,8 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
-#include <chrono>
 #include <fmt/format.h>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -21,17 +21,24 @@ double seconds_since(Clock::time_point start) {
 }
 
 // cgraph's API takes char* for names and values it does not modify.
-char* c_str(const std::string& text) { return const_cast<char*>(text.c_str()); }
-char* c_str(const char* text) { return const_cast<char*>(text); }
+char* c_str(const std::string& text) {
+  return const_cast<char*>(text.c_str());
+}
+char* c_str(const char* text) {
+  return const_cast<char*>(text);
+}
 
 // Graphviz's record of plain labels reads backslash escapes (\n, \N, \G, ...): a name's own
 // backslashes must stay literal.
 std::string label_text(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -129,7 +136,10 @@ class DotBuilder {
     const std::string& name = node.name().empty() && !node.outputs().empty() && node.outputs()[0]
                                   ? node.outputs()[0]->name()
                                   : node.name();
-    if (!name.empty()) label += "\n" + shorten(name);
+    if (!name.empty()) {
+      label += '\n';
+      label += shorten(name);
+    }
     // Initializers are folded into their reader's box: weights are not worth a node each.
     std::string weights;
     size_t folded = 0;

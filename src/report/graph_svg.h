@@ -36,7 +36,7 @@ struct GraphSvgOptions {
 };
 
 struct GraphSvg {
-  std::string svg;  // one <svg> element, without XML prolog or doctype
+  std::string svg;   // one <svg> element, without XML prolog or doctype
   size_t nodes = 0;  // op nodes drawn, subgraphs included
   size_t edges = 0;
   std::map<NodeMark, size_t> marked;  // drawn nodes per mark other than kSame

@@ -48,7 +48,7 @@ svg text{fill:var(--fg)}
 .cluster polygon,.cluster path{fill:var(--cluster);stroke:var(--edge)}
 .chart .axis{stroke:var(--line)}.chart .grid{stroke:var(--grid)}
 .chart .s0{fill:var(--s0);stroke:var(--s0)}.chart .s1{fill:var(--s1);stroke:var(--s1)}
-.chart polyline{fill:none;stroke-width:1.5}.chart text{font-size:11px}
+.chart polyline.s0,.chart polyline.s1{fill:none;stroke-width:1.5}.chart text{font-size:11px}
 .chart rect.s0,.chart rect.s1{fill-opacity:.75}
 figure{margin:.6em 0 1.2em}figcaption{color:var(--muted);font-size:.9em}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:1em}
@@ -164,12 +164,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -213,7 +224,8 @@ void HtmlPage::facts(const std::vector<std::pair<std::string, std::string>>& ite
 
 void HtmlPage::table(const Table& table) {
   body_ += "<table>\n";
-  if (!table.caption.empty()) body_ += fmt::format("<caption>{}</caption>\n", html_escape(table.caption));
+  if (!table.caption.empty())
+    body_ += fmt::format("<caption>{}</caption>\n", html_escape(table.caption));
   body_ += "<thead><tr>";
   for (const auto& cell : table.header) body_ += fmt::format("<th>{}</th>", html_escape(cell));
   body_ += "</tr></thead>\n<tbody>\n";
@@ -234,7 +246,8 @@ void HtmlPage::graph_panes(const std::vector<GraphPane>& panes) {
       "class=\"added\">new</span></span></div>\n<div class=\"panes\">\n";
   for (const GraphPane& pane : panes) {
     body_ += fmt::format("<section class=\"pane\"><h3>{}</h3>", html_escape(pane.title));
-    if (!pane.note.empty()) body_ += fmt::format("<p class=\"note\">{}</p>", html_escape(pane.note));
+    if (!pane.note.empty())
+      body_ += fmt::format("<p class=\"note\">{}</p>", html_escape(pane.note));
     body_ += "<div class=\"view\">";
     body_ += pane.svg;
     body_ += "</div></section>\n";
@@ -248,7 +261,9 @@ void HtmlPage::figure(std::string_view svg, std::string_view caption) {
   body_ += fmt::format("<figcaption>{}</figcaption></figure>\n", html_escape(caption));
 }
 
-void HtmlPage::raw(std::string_view html) { body_ += html; }
+void HtmlPage::raw(std::string_view html) {
+  body_ += html;
+}
 
 std::string HtmlPage::finish() const {
   std::string page;

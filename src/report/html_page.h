@@ -33,7 +33,7 @@ struct Table {
 // A picture of a graph with its title, shown in a pan-and-zoom pane.
 struct GraphPane {
   std::string title;
-  std::string svg;  // from render_graph_svg
+  std::string svg;   // from render_graph_svg
   std::string note;  // a line under the title (counts, the legend)
 };
 

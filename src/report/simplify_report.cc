@@ -16,7 +16,8 @@ namespace {
 
 std::string with_delta(size_t before, size_t after) {
   if (before == after) return std::to_string(after);
-  return fmt::format("{} ({:+})", after, static_cast<int64_t>(after) - static_cast<int64_t>(before));
+  return fmt::format("{} ({:+})", after,
+                     static_cast<int64_t>(after) - static_cast<int64_t>(before));
 }
 
 Table op_count_table(const SimplifyReport& report, uint64_t size_before, uint64_t size_after) {
@@ -80,7 +81,8 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
     HtmlPage page("onnxkit simplify: " + input.input_path);
     std::vector<std::pair<std::string, std::string>> facts{
         {"input", input.input_path},
-        {"output", input.output_path.empty() ? "not written (the check failed)" : input.output_path},
+        {"output",
+         input.output_path.empty() ? "not written (the check failed)" : input.output_path},
         {"nodes", fmt::format("{} -> {}", report.before.nodes, report.after.nodes)},
         {"file size", fmt::format("{} -> {}", format_bytes(input.size_before),
                                   input.size_after ? format_bytes(input.size_after) : "-")},
@@ -88,7 +90,8 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
          fmt::format("load {}, optimize {} ({} rounds, shape inference {}), check {}, save {}, "
                      "total {}",
                      format_seconds(input.load_seconds), format_seconds(report.seconds_passes),
-                     report.pipeline.rounds, format_seconds(report.pipeline.shape_inference_seconds),
+                     report.pipeline.rounds,
+                     format_seconds(report.pipeline.shape_inference_seconds),
                      format_seconds(report.seconds_check), format_seconds(input.save_seconds),
                      format_seconds(input.total_seconds))},
     };
@@ -102,7 +105,8 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
           "check",
           fmt::format("{} run(s), {} (max abs error {:.3g}, max relative error {:.3g}){}",
                       report.checks_run, report.check_ok ? "outputs match" : "MISMATCH", max_abs,
-                      max_rel, report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims));
+                      max_rel,
+                      report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims));
     } else {
       facts.emplace_back("check", "not run");
     }

@@ -5,8 +5,8 @@
 #include <regex>
 #include <string>
 
-#include "passes/pass.h"
 #include "../passes/pass_test_util.h"
+#include "passes/pass.h"
 #include "report/bench_report.h"
 #include "report/charts.h"
 #include "report/graph_diff.h"
@@ -30,8 +30,8 @@ size_t count_matches(const std::string& text, const std::string& pattern) {
 Model conv_relu_model() {
   Model model = empty_model();
   Graph& g = model.graph();
-  Value* x = g.add_input("x", float_dims({Dim::symbol("batch"), Dim::known(3), Dim::known(8),
-                                          Dim::known(8)}));
+  Value* x = g.add_input(
+      "x", float_dims({Dim::symbol("batch"), Dim::known(3), Dim::known(8), Dim::known(8)}));
   Value* w = g.add_initializer("W", Tensor(DType::kFloat, {4, 3, 3, 3}));
   Value* b = g.add_initializer("B", Tensor(DType::kFloat, {4}));
   Node* conv = g.add_node("Conv", {x, w, b}, {"conv_out"}, "", "conv1");
