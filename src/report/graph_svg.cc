@@ -311,7 +311,11 @@ Result<GraphSvg> render_graph_svg(const Graph& graph, const GraphSvgOptions& opt
     if (!gvc) fail("graphviz: could not create a context");
     std::unique_ptr<Agraph_t, GraphDeleter> dot(
         agopen(c_str(options.id_prefix + "graph"), Agdirected, nullptr));
-    const bool large = count_nodes(graph) > options.large_graph_nodes;
+    const size_t nodes = count_nodes(graph);
+    if (nodes > options.max_nodes) {
+      fail("the graph has {} nodes to draw; pictures are drawn up to {}", nodes, options.max_nodes);
+    }
+    const bool large = nodes > options.large_graph_nodes;
     set_graph_attributes(dot.get(), large);
     DotBuilder builder(dot.get(), options, large);
     builder.add_graph(graph, dot.get(), "");

@@ -32,7 +32,10 @@ struct GraphSvgOptions {
   // Nodes without an entry are kSame.
   const std::unordered_map<const Node*, NodeMark>* marks = nullptr;
   // Graphs above this many nodes get dot's cheaper settings (see graph_svg.cc).
-  size_t large_graph_nodes = 400;
+  size_t large_graph_nodes = 200;
+  // Larger graphs are refused: dot's layout time grows faster than linearly (BERT-base's
+  // 1,136 drawn nodes take about 2 s of CPU), and a page of more would not render quickly.
+  size_t max_nodes = 5000;
 };
 
 struct GraphSvg {
@@ -44,7 +47,8 @@ struct GraphSvg {
   double render_seconds = 0;
 };
 
-// Lays out and draws `graph` (and its subgraphs). Fails only when Graphviz does.
+// Lays out and draws `graph` (and its subgraphs). Fails when it has more than
+// `options.max_nodes` nodes to draw, or when Graphviz fails.
 Result<GraphSvg> render_graph_svg(const Graph& graph, const GraphSvgOptions& options = {});
 
 // "float[batch,3,224,224]" for a tensor, the type's text otherwise.

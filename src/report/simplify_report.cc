@@ -74,10 +74,16 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
     GraphSvgOptions after_options;
     after_options.id_prefix = "a";
     after_options.marks = &diff.after;
-    auto before_svg = render_graph_svg(input.before->graph(), before_options);
-    if (!before_svg) fail("{}", before_svg.error());
-    auto after_svg = render_graph_svg(input.after->graph(), after_options);
-    if (!after_svg) fail("{}", after_svg.error());
+    // A graph too large to draw leaves its pane with the reason; the tables still come.
+    auto picture = [](const Graph& graph, const GraphSvgOptions& options) {
+      auto drawn = render_graph_svg(graph, options);
+      if (drawn) return std::move(drawn).value();
+      GraphSvg missing;
+      missing.svg = "<p class=\"note\">No picture: " + html_escape(drawn.error()) + "</p>";
+      return missing;
+    };
+    const GraphSvg before_svg = picture(input.before->graph(), before_options);
+    const GraphSvg after_svg = picture(input.after->graph(), after_options);
     HtmlPage page("onnxkit simplify: " + input.input_path);
     std::vector<std::pair<std::string, std::string>> facts{
         {"input", input.input_path},
@@ -117,9 +123,9 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
 
     page.heading("Graph before and after");
     page.graph_panes({
-        {"before: " + input.input_path, before_svg.value().svg, pane_note(before_svg.value())},
+        {"before: " + input.input_path, before_svg.svg, pane_note(before_svg)},
         {"after: " + (input.output_path.empty() ? std::string("(not written)") : input.output_path),
-         after_svg.value().svg, pane_note(after_svg.value())},
+         after_svg.svg, pane_note(after_svg)},
     });
     page.paragraph(
         "Drag to pan, wheel to zoom, double click to fit. Edges carry dtype and shape (symbolic "

@@ -62,6 +62,15 @@ TEST(GraphSvg, NodesEdgesAndLabels) {
   EXPECT_GE(count_matches(svg, R"(float\[batch,3,8,8\])"), 2u);
 }
 
+TEST(GraphSvg, RefusesGraphsAboveTheLimit) {
+  Model model = conv_relu_model();
+  GraphSvgOptions options;
+  options.max_nodes = 1;
+  auto picture = render_graph_svg(model.graph(), options);
+  ASSERT_FALSE(picture.ok());
+  EXPECT_NE(picture.error().find("2 nodes to draw"), std::string::npos) << picture.error();
+}
+
 TEST(GraphSvg, SubgraphsAreClusters) {
   Model model = empty_model();
   Graph& g = model.graph();
