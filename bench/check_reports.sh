@@ -40,11 +40,13 @@ for model in "$models"/*.onnx; do
   against=()
   peer="-"
   if [ $have_ort = 1 ]; then
-    node "$root/bench/ort_bench.js" "$model" --iterations 10 --json >"$out/$name.ort.json"
+    node "$root/bench/ort_bench.js" "$model" --iterations 10 --profile "$out/$name.ort_trace.json" \
+      --json >"$out/$name.ort.json"
     against=(--against "$out/$name.ort.json")
     peer="ORT"
   fi
-  "$onnxkit" bench "$model" --iterations 10 --quiet --report "$out/$name.bench.html" \
+  # One thread, as ort_bench.js's default.
+  "$onnxkit" bench "$model" --threads 1 --iterations 10 --quiet --report "$out/$name.bench.html" \
     "${against[@]}" >/dev/null
   if line=$("$check" "$out/$name.bench.html" 2>&1); then
     bench=$(sed -E 's/.*rendered in ([0-9.]+) ms.*/\1 ms/' <<<"$line")" ($peer)"

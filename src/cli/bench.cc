@@ -554,8 +554,11 @@ report::BenchRecord read_peer_record(const std::string& path) {
                      ? fmt::format("{} {}", text("runtime"), text("ort_version"))
                      : "onnxkit " + model_label(record.model);
   record.settings.emplace_back("from", path);
-  if (json.contains("level")) record.settings.emplace_back("level", json["level"].dump());
-  if (json.contains("threads")) record.settings.emplace_back("threads", json["threads"].dump());
+  for (const char* key : {"level", "threads", "iterations", "warmup"}) {
+    if (!json.contains(key)) continue;
+    const nlohmann::json& value = json[key];
+    record.settings.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
   if (json.contains("inputs") && json["inputs"].is_object()) {
     for (const auto& [name, value] : json["inputs"].items()) {
       record.settings.emplace_back("input " + name,
