@@ -196,6 +196,7 @@ async function main() {
     times.push(msSince(start));
   }
   const wallMs = msSince(timedStart);
+  const runsMs = times.slice();  // in run order, for onnxkit bench --report --against
   times.sort((x, y) => x - y);
   const profile = a.profile ? profileSummary(session, options.profileFilePrefix, a.profile) : null;
   const report = {
@@ -219,6 +220,7 @@ async function main() {
     mean_ms: times.reduce((x, y) => x + y, 0) / times.length,
     throughput: times.length / (wallMs / 1e3),
     peak_rss_mb: peakRssMb(),
+    runs_ms: runsMs,
     inputs: described,
   };
   if (profile) report.profile = { file: a.profile, op_types: profile };

@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
   python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
+  libgraphviz-dev                      # graph pictures of the reports (dot layout, SVG)
+  chromium                             # headless browser that checks the HTML reports
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/session_flags.h"
 #include "onnxkit/simplify.h"
 #include "runtime/conformance.h"
@@ -45,8 +46,12 @@ int run_conformance(const ConformanceArgs& args) {
   size_t passed = 0, failed = 0, unexpected = 0;
   std::vector<std::string> surprises;
   std::vector<std::pair<std::string, std::string>> failures;  // for --write-expect
+  Progress progress("conformance", !args.quiet);
+  size_t done = 0;
   for (const auto& test_case : cases) {
+    progress.count(done++, cases.size());
     if (!std::regex_search(test_case.name, filter)) continue;
+    progress.phase(test_case.name);
     ModelTransform transform;
     if (args.simplify) {
       transform = [](Model& model) -> Status {
@@ -84,9 +89,11 @@ int run_conformance(const ConformanceArgs& args) {
     }
     if (!args.quiet || (!result.passed && !expected_to_fail) ||
         (result.passed && expected_to_fail)) {
+      progress.clear();
       std::cout << line << "\n";
     }
   }
+  progress.clear();
   unexpected = surprises.size();
   if (!args.write_expect.empty()) {
     std::ofstream out(args.write_expect);

@@ -4,14 +4,19 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/progress.h"
 #include "core/buffer.h"
 #include "ir/model_stats.h"
 #include "onnxkit/model_io.h"
+#include "passes/infer_types.h"
+#include "registry/builtin_registry.h"
+#include "report/graph_svg.h"
 
 namespace onnxkit::cli {
 namespace {
@@ -21,7 +26,22 @@ namespace fs = std::filesystem;
 struct InspectArgs {
   std::string model;
   bool json = false;
+  std::string svg;
+  bool quiet = false;
 };
+
+// The graph alone as an SVG picture, with every edge's type inferred first.
+report::GraphSvg write_svg(Model& model, const InspectArgs& args) {
+  auto inferred = infer_types(model, builtin_registry());
+  if (!inferred) fail("type inference: {}", inferred.error());
+  auto picture = report::render_graph_svg(model.graph());
+  if (!picture) fail("{}", picture.error());
+  std::ofstream out(args.svg, std::ios::binary);
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" << picture.value().svg;
+  out.close();
+  if (!out.good()) fail("cannot write '{}'", args.svg);
+  return std::move(picture).value();
+}
 
 // Files the model's tensors are mapped from, besides the model file itself.
 std::set<fs::path> external_files(const Model& model, const fs::path& model_path) {
@@ -61,12 +81,29 @@ nlohmann::json value_json(const Value& value) {
 }
 
 int run_inspect(const InspectArgs& args) {
+  Progress progress("inspect", !args.quiet && !args.json);
+  progress.phase("loading " + fs::path(args.model).filename().string());
   auto loaded = load_model(args.model);
   if (!loaded) {
+    progress.clear();
     std::cerr << "onnxkit inspect: " << loaded.error() << "\n";
     return kExitFailure;
   }
-  const Model& model = loaded.value();
+  Model& model = loaded.value();
+  if (!args.svg.empty()) {
+    std::error_code ec;
+    if (fs::weakly_canonical(args.svg, ec) == fs::weakly_canonical(args.model, ec)) {
+      fail("--svg {}: refusing to write over the model", args.svg);
+    }
+    progress.phase("drawing the graph");
+    const report::GraphSvg picture = write_svg(model, args);
+    progress.clear();
+    if (!args.json) {
+      std::cout << fmt::format("wrote {} ({} nodes, {} edges; layout {:.2f} s)\n\n", args.svg,
+                               picture.nodes, picture.edges, picture.layout_seconds);
+    }
+  }
+  progress.clear();
   const ModelStats stats = compute_model_stats(model);
   const uint64_t model_file_bytes = fs::file_size(args.model);
   uint64_t external_bytes = 0;
@@ -159,6 +196,9 @@ Command add_inspect_command(CLI::App& root) {
       root.add_subcommand("inspect", "Show a model's inputs, outputs, ops and size");
   command->add_option("model", args->model, "The .onnx file")->required();
   command->add_flag("--json", args->json, "Print one JSON object instead of a table");
+  command->add_option("--svg", args->svg,
+                      "Also draw the graph (Graphviz dot; types on edges) into this SVG file");
+  command->add_flag("--quiet", args->quiet, "No progress line on the terminal");
   return {command, [args] { return run_inspect(*args); }};
 }
 

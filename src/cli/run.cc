@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/progress.h"
 #include "cli/session_flags.h"
 #include "core/low_precision.h"
 #include "ir/npy.h"
@@ -27,6 +28,7 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string output_dir;
   SessionFlags session;
+  bool quiet = false;
 };
 
 std::string preview(const Tensor& tensor, size_t count = 8) {
@@ -65,7 +67,10 @@ std::string file_stem(std::string name) {
 
 int run_model(const RunArgs& args) {
   const std::map<std::string, int64_t> dims = parse_dims(args.dims);
+  Progress progress("run", !args.quiet);
+  progress.phase("loading " + fs::path(args.model).filename().string());
   auto session = Session::load(args.model, to_session_options(args.session));
+  progress.clear();
   if (!session) fail("{}", session.error());
   const Session& s = *session.value();
   std::map<std::string, RuntimeValue> files = read_input_files(s.model().graph(), args.inputs);
@@ -134,6 +139,7 @@ Command add_run_command(CLI::App& root) {
   command->add_option("--seed", args->seed, "Seed for --random")->capture_default_str();
   command->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dimension; repeatable");
   command->add_option("--output-dir", args->output_dir, "Write each output as NAME.npy (or .pb)");
+  command->add_flag("--quiet", args->quiet, "No progress line on the terminal");
   add_session_flags(command, args->session, "all");
   add_custom_op_lib_flag(command, args->session.custom_op_libraries);
   return {command, [args] { return run_model(*args); }};

@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/progress.h"
 #include "cli/session_flags.h"
 #include "core/spin_policy.h"
 #include "core/status.h"
@@ -18,6 +20,7 @@
 #include "onnxkit/model_io.h"
 #include "onnxkit/simplify.h"
 #include "passes/pipeline.h"
+#include "report/simplify_report.h"
 
 namespace onnxkit::cli {
 namespace {
@@ -55,6 +58,8 @@ struct SimplifyArgs {
   bool explain = false;
   bool bisect = false;
   bool json = false;
+  bool quiet = false;
+  std::string report;
 };
 
 // "1.5GB", "100MB", "2KiB", "1024" -> bytes.
@@ -102,29 +107,6 @@ std::map<std::string, std::vector<Dim>> parse_input_shapes(const std::vector<std
   return shapes;
 }
 
-// A progress line on a terminal, shown once work has taken more than a second.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(2)), start_(Clock::now()) {}
-  ~Progress() { clear(); }
-  void update(std::string_view phase) {
-    if (!enabled_) return;
-    double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (elapsed < 1.0) return;
-    std::cerr << fmt::format("\r\033[K  simplify: {:.1f}s  {}", elapsed, phase) << std::flush;
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) std::cerr << "\r\033[K" << std::flush;
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-  Clock::time_point start_;
-};
-
 uint64_t files_size(const fs::path& model) {
   uint64_t total = fs::file_size(model);
   fs::path data = model;
@@ -161,6 +143,40 @@ void print_table(const SimplifyReport& report, uint64_t size_before, uint64_t si
   row("file size", format_bytes(size_before), format_bytes(size_after));
 }
 
+struct RunFacts {
+  uint64_t size_before = 0;
+  uint64_t size_after = 0;
+  bool written = false;
+  double load_seconds = 0;
+  double save_seconds = 0;
+  double total_seconds = 0;
+};
+
+// The HTML page: the input is loaded again (its weights stay in the file: only the graph is
+// drawn) beside the simplified model.
+void write_report(const SimplifyArgs& args, const SimplifyReport& report, const Model& after,
+                  const RunFacts& facts) {
+  auto before = load_model(args.input);
+  if (!before) fail("{}", before.error());
+  report::SimplifyPageInput page;
+  page.input_path = args.input;
+  page.output_path = facts.written ? args.output : "";
+  page.before = &before.value();
+  page.after = &after;
+  page.report = &report;
+  page.size_before = facts.size_before;
+  page.size_after = facts.size_after;
+  page.load_seconds = facts.load_seconds;
+  page.save_seconds = facts.save_seconds;
+  page.total_seconds = facts.total_seconds;
+  auto html = report::render_simplify_page(page);
+  if (!html) fail("report: {}", html.error());
+  std::ofstream out(args.report, std::ios::binary);
+  out << html.value();
+  out.close();
+  if (!out.good()) fail("cannot write the report to '{}'", args.report);
+}
+
 int run_simplify(const SimplifyArgs& args) {
   auto total_start = Clock::now();
   const fs::path input(args.input), output(args.output);
@@ -170,6 +186,11 @@ int run_simplify(const SimplifyArgs& args) {
   }
   if (fs::weakly_canonical(input, ec) == fs::weakly_canonical(output, ec)) {
     fail("refusing to write over the input model {}: choose another output path", args.input);
+  }
+  if (!args.report.empty() &&
+      (fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(input, ec) ||
+       fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(output, ec))) {
+    fail("--report {}: the report must not be written over the input or output model", args.report);
   }
   // Say so now rather than after minutes of work on a big model.
   const fs::path output_dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
@@ -236,15 +257,15 @@ int run_simplify(const SimplifyArgs& args) {
     options.check_inputs[text.substr(0, eq)] = std::move(tensor).value();
   }
 
-  Progress progress(!args.json);
+  Progress progress("simplify", !args.json && !args.quiet);
   auto load_start = Clock::now();
-  progress.update("loading");
+  progress.phase("loading " + input.filename().string());
   auto loaded = load_model(input);
   if (!loaded) fail("{}", loaded.error());
   Model model = std::move(loaded).value();
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
   options.reload = [&] { return load_model(input); };
-  options.progress = [&](std::string_view phase) { progress.update(phase); };
+  options.progress = [&](std::string_view phase) { progress.phase(phase); };
 
   auto simplified = simplify(model, options);
   if (!simplified) fail("{}", simplified.error());
@@ -265,6 +286,12 @@ int run_simplify(const SimplifyArgs& args) {
   const uint64_t size_before = files_size(input);
   const uint64_t size_after = written ? files_size(output) : 0;
   const double total = std::chrono::duration<double>(Clock::now() - total_start).count();
+  if (!args.report.empty()) {
+    progress.phase("writing the report");
+    write_report(args, report, model,
+                 {size_before, size_after, written, load_seconds, save_seconds, total});
+    progress.clear();
+  }
 
   if (args.json) {
     nlohmann::json out;
@@ -351,6 +378,7 @@ int run_simplify(const SimplifyArgs& args) {
         std::cout << "  " << node << ": " << why << "\n";
     }
     if (written) std::cout << "wrote " << args.output << "\n";
+    if (!args.report.empty()) std::cout << "wrote the report to " << args.report << "\n";
   }
   if (!report.check_ok) {
     std::string message = "check failed: " + report.check_message;
@@ -431,6 +459,9 @@ Command add_simplify_command(CLI::App& root) {
   c->add_flag("--explain", args->explain, "List nodes left with constant/shape inputs and why");
   c->add_flag("--bisect", args->bisect, "On a failed check, name the pass that broke it");
   c->add_flag("--json", args->json, "Print a JSON report");
+  c->add_option("--report", args->report,
+                "Write an HTML page: the graph before and after, op counts, timings");
+  c->add_flag("--quiet", args->quiet, "No progress line on the terminal");
   return {c, [args] { return run_simplify(*args); }};
 }
 
