@@ -20,6 +20,7 @@ namespace onnxkit {
 void register_fast_elementwise_kernels(OpRegistry& registry);
 void register_fast_normalization_kernels(OpRegistry& registry);
 void register_fast_movement_kernels(OpRegistry& registry);
+void register_fast_quantize_kernels(OpRegistry& registry);
 
 // Elements per parallel_for chunk below which threads cost more than they save: a plain
 // streaming op (Add) and an op that evaluates a polynomial per element (Erf, Softmax).
