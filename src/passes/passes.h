@@ -55,6 +55,9 @@ std::unique_ptr<GraphPass> make_common_subexpression_elimination_pass();
 // Initializers with identical contents are merged.
 std::unique_ptr<GraphPass> make_dedup_initializers_pass();
 // Extended level (com.onnxkit ops, see ops/fused_ops.h):
+// MatMulInteger / ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] (ONNX Runtime's dynamic
+// quantization) -> MatMulIntegerToFloat / ConvIntegerToFloat.
+std::unique_ptr<GraphPass> make_fuse_integer_to_float_pass();
 // Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
 std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
 // MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.
