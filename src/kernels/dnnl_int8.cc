@@ -7,6 +7,7 @@
 #include "kernels/dnnl_int8.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -115,7 +116,7 @@ std::vector<V> expanded(std::vector<V> values, int64_t count) {
 }
 
 // A thread's growable, 64-byte aligned scratch buffer for one role.
-enum class Scratch { kActivations, kProduct, kReordered, kPrimitiveDst, kCount };
+enum class Scratch { kShifted, kProduct, kReordered, kCount };
 void* scratch(Scratch role, size_t bytes) {
   struct Block {
     void* data = nullptr;
@@ -135,17 +136,25 @@ void* scratch(Scratch role, size_t bytes) {
   return block.data;
 }
 
-// x as u8: itself, or (s8) shifted by 128 into scratch; `zero_point` moves with it.
-const uint8_t* as_u8(const Tensor& x, int32_t& zero_point) {
-  if (x.dtype() == DType::kUInt8) return x.data<uint8_t>();
-  const int64_t n = x.numel();
-  auto* out = static_cast<uint8_t*>(scratch(Scratch::kActivations, static_cast<size_t>(n)));
-  const auto* in = x.data<uint8_t>();
+// An int8 operand as oneDNN sees it: its bytes and whether they are s8.
+struct Int8Data {
+  const void* data;
+  bool is_signed;
+};
+Int8Data int8_data(const Tensor& t) { return {t.raw_data(), t.dtype() == DType::kInt8}; }
+
+// An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
+// split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
+// results below VNNI (AVX2), where its u8 ones are right.
+Int8Data shifted_to_u8(Int8Data x, int64_t n, int32_t& zero_point) {
+  if (!x.is_signed) return x;
+  auto* out = static_cast<uint8_t*>(scratch(Scratch::kShifted, static_cast<size_t>(n)));
+  const auto* in = static_cast<const uint8_t*>(x.data);
   parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = in[i] ^ 0x80;
   });
   zero_point += 128;
-  return out;
+  return {out, false};
 }
 
 // The single value of a scalar u8 / s8 / float input at run time.
@@ -190,15 +199,16 @@ class Int8MatMul {
   // consume(row, acc) for each row of A, acc holding the N exact accumulators of
   // (A[row] - a_zp) x (B - b_zp) (int32, wrapping); called from several threads.
   template <typename Consume>
-  void run(const uint8_t* a, int64_t rows, int32_t a_zp, Consume&& consume) const {
+  void run(Int8Data a, int64_t rows, int32_t a_zp, Consume&& consume) const {
+    if (split_) a = shifted_to_u8(a, rows * k_, a_zp);
     auto* product = static_cast<int32_t*>(
         scratch(Scratch::kProduct, static_cast<size_t>(rows * columns_) * sizeof(int32_t)));
-    std::shared_ptr<const Plan> plan = plan_for(rows);
+    std::shared_ptr<const Plan> plan = plan_for(rows, a.is_signed);
     {
-      const memory src = dnnl_util::rebound_memory(plan->owner, 0, plan->src, a);
+      const memory src = dnnl_util::rebound_memory(plan->owner, 0, plan->src, a.data);
       const memory dst = dnnl_util::rebound_memory(plan->owner, 1, plan->dst, product);
       const memory weights =
-          plan->packed ? packed_->memory
+          plan->packed ? packed_[a.is_signed]->memory
                        : dnnl_util::rebound_memory(plan->owner, 2, plan->weights, values_.data());
       dnnl_util::ExecArgs args;
       args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, weights).add(DNNL_ARG_DST, dst);
@@ -212,10 +222,15 @@ class Int8MatMul {
         const int32_t* p = product + row * columns_;
         uint32_t rest = 0;  // sum over k of (A[row] - a_zp), for B's zero points
         if (has_zero_points_) {
-          const uint8_t* ar = a + row * k;
-          uint32_t sum = 0;
-          for (int64_t i = 0; i < k; ++i) sum += ar[i];
-          rest = sum - static_cast<uint32_t>(k) * azp;
+          int32_t sum = 0;
+          if (a.is_signed) {
+            const int8_t* ar = static_cast<const int8_t*>(a.data) + row * k;
+            for (int64_t i = 0; i < k; ++i) sum += ar[i];
+          } else {
+            const uint8_t* ar = static_cast<const uint8_t*>(a.data) + row * k;
+            for (int64_t i = 0; i < k; ++i) sum += ar[i];
+          }
+          rest = static_cast<uint32_t>(sum) - static_cast<uint32_t>(k) * azp;
         }
         for (int64_t j = 0; j < n; ++j) {
           uint32_t v = split_ ? 16u * static_cast<uint32_t>(p[j]) + static_cast<uint32_t>(p[n + j])
@@ -230,9 +245,9 @@ class Int8MatMul {
   }
 
   // Builds the primitive (and packs B) for `rows` before the first run.
-  void prepare(int64_t rows) const {
+  void prepare(int64_t rows, bool a_signed) const {
     try {
-      plan_for(rows);
+      plan_for(rows, a_signed);
     } catch (const dnnl::error&) {
       // Left to the first run, which reports it naming the node.
     }
@@ -246,21 +261,24 @@ class Int8MatMul {
     uint64_t owner = dnnl_util::new_memory_owner();
   };
 
-  std::shared_ptr<const Plan> plan_for(int64_t rows) const {
+  std::shared_ptr<const Plan> plan_for(int64_t rows, bool a_signed) const {
     std::lock_guard lock(mutex_);
-    const int threads = max_threads();
-    auto found = plans_.find({rows, threads});
+    const std::array<int64_t, 3> key{rows, max_threads(), a_signed};
+    auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
     if (plans_.size() >= 64) plans_.clear();
-    auto plan = std::make_shared<const Plan>(make_plan(rows));
-    plans_.emplace(std::pair(rows, threads), plan);
+    auto plan = std::make_shared<const Plan>(make_plan(rows, a_signed));
+    plans_.emplace(key, plan);
     return plan;
   }
 
   // Called with mutex_ held (it may create packed_).
-  Plan make_plan(int64_t rows) const {
+  // oneDNN packs B per source type (an s8 source adds compensation to the packed layout).
+  Plan make_plan(int64_t rows, bool a_signed) const {
     Plan plan;
-    plan.src = memory::desc({rows, k_}, memory::data_type::u8, memory::format_tag::ab);
+    plan.src = memory::desc({rows, k_}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
+                            memory::format_tag::ab);
+    std::optional<dnnl_util::OwnedMemory>& packed = packed_[a_signed];
     plan.dst = memory::desc({rows, columns_}, memory::data_type::s32, memory::format_tag::ab);
     const memory::desc plain({k_, columns_}, memory::data_type::s8, memory::format_tag::ab);
     const dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
@@ -269,17 +287,17 @@ class Int8MatMul {
                                           dnnl_util::cpu_engine());
     };
     dnnl::matmul::primitive_desc pd;
-    if (!packed_) {
+    if (!packed) {
       pd = make_pd(memory::desc({k_, columns_}, memory::data_type::s8, memory::format_tag::any));
-      packed_ = dnnl_util::owned_memory(pd.weights_desc());
+      packed = dnnl_util::owned_memory(pd.weights_desc());
       dnnl::stream stream = dnnl_util::make_stream();
       memory from = dnnl_util::wrap(plain, values_.data());
-      dnnl::reorder(from, packed_->memory).execute(stream, from, packed_->memory);
+      dnnl::reorder(from, packed->memory).execute(stream, from, packed->memory);
       stream.wait();
       plan.packed = true;
     } else {
       try {
-        pd = make_pd(packed_->memory.get_desc());
+        pd = make_pd(packed->memory.get_desc());
         plan.packed = true;
       } catch (const dnnl::error&) {
         pd = make_pd(plain);  // no kernel for that layout at this shape
@@ -299,8 +317,9 @@ class Int8MatMul {
   std::vector<int32_t> zero_points_;  // b_zp - shift, per column
   bool has_zero_points_ = false;
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<int64_t, int>, std::shared_ptr<const Plan>> plans_;
-  mutable std::optional<dnnl_util::OwnedMemory> packed_;  // written once, under mutex_
+  mutable std::map<std::array<int64_t, 3>, std::shared_ptr<const Plan>> plans_;
+  // B packed for a u8 and for an s8 A, written once each, under mutex_.
+  mutable std::array<std::optional<dnnl_util::OwnedMemory>, 2> packed_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -369,16 +388,18 @@ class Int8Conv {
   bool direct() const { return !split_ && !ones_; }
 
   // False when oneDNN has no convolution for this shape (the caller runs the reference).
-  // Otherwise: with direct() and `out` not null, writes the accumulators into `out`
-  // [N, M, spatial...] int32; else calls consume(image, map, plane) per output plane.
+  // Otherwise calls consume(image, map, first, count, acc) for runs of `count` <= 16
+  // output positions of one output channel, acc holding their exact accumulators of
+  // (x - x_zp) conv (w - w_zp), from several threads. The primitive writes channels-last
+  // int32; each block of positions is transposed in L1 on its way out, which cost a third of
+  // an NCHW reorder of the int32 product (ResNet-50: 38 -> ~12 ms per run, one thread).
   template <typename Consume>
-  bool run(const uint8_t* x, const Shape& x_shape, int32_t x_zp, int32_t* out,
-           Consume&& consume) const {
-    std::shared_ptr<const Plan> plan = plan_for(x_shape);
+  bool run(Int8Data x, const Shape& x_shape, int32_t x_zp, Consume&& consume) const {
+    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
     if (!plan->supported) return false;
-    dnnl::stream stream = dnnl_util::make_stream();
     const uint64_t owner = plan->owner;
-    memory src = dnnl_util::rebound_memory(owner, 0, plan->user_src, x);
+    memory src = dnnl_util::rebound_memory(owner, 0, plan->user_src, x.data);
     if (plan->src_reorder) {
       memory reordered = dnnl_util::reused_memory(
           owner, 1, plan->src, scratch(Scratch::kReordered, plan->src.get_size()));
@@ -386,62 +407,61 @@ class Int8Conv {
                          dnnl_util::ExecArgs().add(DNNL_ARG_FROM, src).add(DNNL_ARG_TO, reordered));
       src = reordered;
     }
-    const size_t plane = static_cast<size_t>(shape_numel(plan->out_spatial));
-    const int64_t images = x_shape[0];
-    const bool into_out = direct() && out;
-    void* user_dst_data =
-        into_out ? static_cast<void*>(out) : scratch(Scratch::kProduct, plan->user_dst.get_size());
-    memory user_dst = dnnl_util::rebound_memory(owner, 2, plan->user_dst, user_dst_data);
-    memory dst = plan->dst_reorder ? dnnl_util::reused_memory(
-                                         owner, 3, plan->dst,
-                                         scratch(Scratch::kPrimitiveDst, plan->dst.get_size()))
-                                   : user_dst;
+    auto* d = static_cast<int32_t*>(scratch(Scratch::kProduct, plan->dst.get_size()));
+    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
     int32_t zp_value = x_zp;
-    memory zp_memory = dnnl_util::wrap(
+    const memory zp_memory = dnnl_util::wrap(
         memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
     dnnl_util::ExecArgs args;
     args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
     args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
     dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
-    if (plan->dst_reorder) {
-      dnnl_util::execute(*plan->dst_reorder, plan->dst_reorder_scratchpad, owner,
-                         dnnl_util::ExecArgs().add(DNNL_ARG_FROM, dst).add(DNNL_ARG_TO, user_dst));
-    }
-    if (into_out) return true;
-    const auto* d = static_cast<const int32_t*>(user_dst_data);
+
+    constexpr int64_t kBlock = 16;
+    const int64_t plane = shape_numel(plan->out_spatial);
+    const int64_t images = x_shape[0];
     const int64_t channels = group_ * slots_;
-    parallel_for(images * maps_, std::max<int64_t>(1, 16384 / static_cast<int64_t>(plane)),
-                 [&](int64_t begin, int64_t end) {
-                   std::vector<int32_t> acc(direct() ? 0 : plane);
-                   for (int64_t item = begin; item < end; ++item) {
-                     const int64_t image = item / maps_, m = item % maps_;
-                     const int64_t g = m / group_maps_, j = m % group_maps_;
-                     const int32_t* base = d + (image * channels + g * slots_) * plane;
-                     if (direct()) {
-                       consume(image, m, base + j * plane);
-                       continue;
-                     }
-                     const int32_t* first = base + j * plane;
-                     const int32_t* low = base + (group_maps_ + j) * plane;
-                     const int32_t* sums = base + (slots_ - 1) * plane;
-                     const uint32_t zp = static_cast<uint32_t>(zero_points_[m]);
-                     for (size_t p = 0; p < plane; ++p) {
-                       uint32_t v = split_ ? 16u * static_cast<uint32_t>(first[p]) +
-                                                 static_cast<uint32_t>(low[p])
-                                           : static_cast<uint32_t>(first[p]);
-                       if (ones_) v -= zp * static_cast<uint32_t>(sums[p]);
-                       acc[p] = static_cast<int32_t>(v);
-                     }
-                     consume(image, m, acc.data());
-                   }
-                 });
+    const int64_t blocks = (plane + kBlock - 1) / kBlock;
+    const int64_t min_items = std::max<int64_t>(1, 65536 / (kBlock * channels));
+    parallel_for(images * blocks, min_items, [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> tile(static_cast<size_t>(channels * kBlock));
+      std::vector<int32_t> acc(kBlock);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t image = item / blocks;
+        const int64_t first = (item % blocks) * kBlock;
+        const int64_t count = std::min(kBlock, plane - first);
+        const int32_t* from = d + (image * plane + first) * channels;
+        for (int64_t q = 0; q < count; ++q) {
+          for (int64_t c = 0; c < channels; ++c) tile[c * kBlock + q] = from[q * channels + c];
+        }
+        for (int64_t m = 0; m < maps_; ++m) {
+          const int64_t g = m / group_maps_, j = m % group_maps_;
+          const int32_t* base = tile.data() + g * slots_ * kBlock;
+          const int32_t* high = base + j * kBlock;
+          if (direct()) {
+            consume(image, m, first, count, high);
+            continue;
+          }
+          const int32_t* low = base + (group_maps_ + j) * kBlock;
+          const int32_t* sums = base + (slots_ - 1) * kBlock;
+          const uint32_t zp = static_cast<uint32_t>(zero_points_[m]);
+          for (int64_t q = 0; q < count; ++q) {
+            uint32_t v = split_ ? 16u * static_cast<uint32_t>(high[q]) + static_cast<uint32_t>(low[q])
+                                : static_cast<uint32_t>(high[q]);
+            if (ones_) v -= zp * static_cast<uint32_t>(sums[q]);
+            acc[q] = static_cast<int32_t>(v);
+          }
+          consume(image, m, first, count, acc.data());
+        }
+      }
+    });
     return true;
   }
 
   // Builds the primitive (and packs W) before the first run.
-  void prepare(const Shape& x_shape) const {
+  void prepare(const Shape& x_shape, bool x_signed) const {
     try {
-      plan_for(x_shape);
+      plan_for(x_shape, x_signed);
     } catch (const dnnl::error&) {
     }
   }
@@ -450,9 +470,9 @@ class Int8Conv {
   struct Plan {
     bool supported = false;
     dnnl::convolution_forward primitive;
-    memory::desc user_src, src, weights, dst, user_dst, scratchpad;
-    std::optional<dnnl::reorder> src_reorder, dst_reorder;
-    memory::desc src_reorder_scratchpad, dst_reorder_scratchpad;
+    memory::desc user_src, src, weights, dst, scratchpad;
+    std::optional<dnnl::reorder> src_reorder;
+    memory::desc src_reorder_scratchpad;
     Shape out_spatial;
     uint64_t owner = dnnl_util::new_memory_owner();
   };
@@ -461,14 +481,19 @@ class Int8Conv {
     using tag = memory::format_tag;
     return rank == 3 ? tag::ncw : rank == 4 ? tag::nchw : tag::ncdhw;
   }
-
-  std::shared_ptr<const Plan> plan_for(const Shape& x_shape) const {
-    std::vector<int64_t> key(x_shape.begin(), x_shape.end());
-    key.push_back(max_threads());
-    return plans_.get(key, [&] { return make_plan(x_shape); });
+  static memory::format_tag channels_last_tag(size_t rank) {
+    using tag = memory::format_tag;
+    return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc;
   }
 
-  Plan make_plan(const Shape& x_shape) const {
+  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed) const {
+    std::vector<int64_t> key(x_shape.begin(), x_shape.end());
+    key.push_back(max_threads());
+    key.push_back(x_signed);
+    return plans_.get(key, [&] { return make_plan(x_shape, x_signed); });
+  }
+
+  Plan make_plan(const Shape& x_shape, bool x_signed) const {
     Plan plan;
     const size_t rank = x_shape.size();
     if (rank < 3 || rank > 5) return plan;
@@ -480,19 +505,19 @@ class Int8Conv {
     dst_dims.insert(dst_dims.end(), plan.out_spatial.begin(), plan.out_spatial.end());
     const memory::format_tag tag = plain_tag(rank);
     using dt = memory::data_type;
-    plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), dt::u8, tag);
-    plan.user_dst = memory::desc(dst_dims, dt::s32, tag);
+    const dt src_type = x_signed ? dt::s8 : dt::u8;
+    plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), src_type, tag);
     dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    const memory::desc any_src(dnnl_util::to_dims(x_shape), dt::u8, memory::format_tag::any);
+    const memory::desc any_src(dnnl_util::to_dims(x_shape), src_type, memory::format_tag::any);
     const memory::desc any_weights(weights_dims_, dt::s8, memory::format_tag::any);
-    const memory::desc any_dst(dst_dims, dt::s32, memory::format_tag::any);
+    const memory::desc channels_last_dst(dst_dims, dt::s32, channels_last_tag(rank));
     dnnl::convolution_forward::primitive_desc pd;
     try {
       pd = dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_direct, any_src, any_weights,
-                                          any_dst, window->strides, window->dilations,
+                                          channels_last_dst, window->strides, window->dilations,
                                           window->pad_begin, window->pad_end),
           attr, dnnl_util::cpu_engine());
     } catch (const dnnl::error&) {
@@ -511,9 +536,6 @@ class Int8Conv {
     };
     if (plan.src != plan.user_src) {
       plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
-    }
-    if (plan.dst != plan.user_dst) {
-      plan.dst_reorder = reorder(plan.dst, plan.user_dst, plan.dst_reorder_scratchpad);
     }
     packed(plan.weights);  // pack now, outside any run
     plan.supported = true;
@@ -622,11 +644,11 @@ class MatMulIntegerKernel : public Int8KernelBase {
     Tensor& out =
         context.allocate_output_uninitialized(0, DType::kInt32, matmul_out_shape(a, matmul_.n()));
     if (out.numel() == 0) return;
-    int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
-    const uint8_t* a_u8 = as_u8(a, zp);
+    const int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
+    const Int8Data a_data = int8_data(a);
     int32_t* y = out.mutable_data<int32_t>();
     const int64_t n = matmul_.n();
-    matmul_.run(a_u8, *rows, zp, [&](int64_t row, const int32_t* acc) {
+    matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
       std::memcpy(y + row * n, acc, static_cast<size_t>(n) * sizeof(int32_t));
     });
   }
@@ -676,17 +698,17 @@ class QLinearMatMulKernel : public Int8KernelBase {
     const int32_t out_zp = int8_scalar(y_zp);
     Tensor& out = context.allocate_output_uninitialized(0, y_zp.dtype(), matmul_out_shape(a, n));
     if (out.numel() == 0) return;
-    int32_t zp = int8_scalar(a_zp);
-    const uint8_t* a_u8 = as_u8(a, zp);
+    const int32_t zp = int8_scalar(a_zp);
+    const Int8Data a_data = int8_data(a);
     if (out.dtype() == DType::kUInt8) {
       uint8_t* y = out.mutable_data<uint8_t>();
-      matmul_.run(a_u8, *rows, zp, [&](int64_t row, const int32_t* acc) {
+      matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
         quantize_simd::requantize_u8(acc, n, 0, nullptr, 0, multipliers.data(), out_zp,
                                      y + row * n);
       });
     } else {
       int8_t* y = out.mutable_data<int8_t>();
-      matmul_.run(a_u8, *rows, zp, [&](int64_t row, const int32_t* acc) {
+      matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
         quantize_simd::requantize_s8(acc, n, 0, nullptr, 0, multipliers.data(), out_zp,
                                      y + row * n);
       });
@@ -774,10 +796,10 @@ class MatMulIntegerToFloatKernel : public Int8KernelBase {
     if (out.numel() == 0) return;
     const FloatEpilogue epilogue{scale.data<float>(), scale.numel() != 1,
                                  bias_.empty() ? nullptr : bias_.data()};
-    int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
-    const uint8_t* a_u8 = as_u8(a, zp);
+    const int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
+    const Int8Data a_data = int8_data(a);
     float* y = out.mutable_data<float>();
-    matmul_.run(a_u8, *rows, zp,
+    matmul_.run(a_data, *rows, zp,
                 [&](int64_t row, const int32_t* acc) { epilogue.apply(acc, n, -1, y + row * n); });
   }
 
@@ -835,15 +857,16 @@ class ConvIntegerKernel : public Int8KernelBase {
     }
     Tensor& out = context.allocate_output_uninitialized(0, DType::kInt32, *out_shape);
     if (out.numel() == 0) return;
-    int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
-    const uint8_t* x_u8 = as_u8(x, zp);
+    const int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
+    const Int8Data x_data = int8_data(x);
     int32_t* y = out.mutable_data<int32_t>();
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     const int64_t maps = (*out_shape)[1];
-    const bool ran =
-        conv_->run(x_u8, x.shape(), zp, y, [&](int64_t image, int64_t m, const int32_t* acc) {
-          std::memcpy(y + (image * maps + m) * plane, acc,
-                      static_cast<size_t>(plane) * sizeof(int32_t));
+    const bool ran = conv_->run(
+        x_data, x.shape(), zp,
+        [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+          std::memcpy(y + (image * maps + m) * plane + first, acc,
+                      static_cast<size_t>(count) * sizeof(int32_t));
         });
     if (!ran) decline(context);
   }
@@ -904,15 +927,17 @@ class QLinearConvKernel : public Int8KernelBase {
     const int32_t out_zp = int8_scalar(y_zp);
     Tensor& out = context.allocate_output_uninitialized(0, y_zp.dtype(), *out_shape);
     if (out.numel() == 0) return;
-    int32_t zp = int8_scalar(x_zp);
-    const uint8_t* x_u8 = as_u8(x, zp);
+    const int32_t zp = int8_scalar(x_zp);
+    const Int8Data x_data = int8_data(x);
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     auto write = [&](auto* y, auto requantize) {
-      return conv_->run(
-          x_u8, x.shape(), zp, nullptr, [&](int64_t image, int64_t m, const int32_t* acc) {
-            requantize(acc, plane, bias_.empty() ? 0 : bias_[m], nullptr, multipliers[m], nullptr,
-                       out_zp, y + (image * maps + m) * plane);
-          });
+      return conv_->run(x_data, x.shape(), zp,
+                        [&](int64_t image, int64_t m, int64_t first, int64_t count,
+                            const int32_t* acc) {
+                          requantize(acc, count, bias_.empty() ? 0 : bias_[m], nullptr,
+                                     multipliers[m], nullptr, out_zp,
+                                     y + (image * maps + m) * plane + first);
+                        });
     };
     const bool ran = out.dtype() == DType::kUInt8
                          ? write(out.mutable_data<uint8_t>(), quantize_simd::requantize_u8)
@@ -955,15 +980,16 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
     if (out.numel() == 0) return;
     const FloatEpilogue epilogue{scale.data<float>(), scale.numel() != 1,
                                  bias_.empty() ? nullptr : bias_.data()};
-    int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
-    const uint8_t* x_u8 = as_u8(x, zp);
+    const int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
+    const Int8Data x_data = int8_data(x);
     float* y = out.mutable_data<float>();
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     const int64_t maps = (*out_shape)[1];
     const bool ran =
-        conv_->run(x_u8, x.shape(), zp, nullptr, [&](int64_t image, int64_t m, const int32_t* acc) {
-          epilogue.apply(acc, plane, m, y + (image * maps + m) * plane);
-        });
+        conv_->run(x_data, x.shape(), zp,
+                   [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+                     epilogue.apply(acc, count, m, y + (image * maps + m) * plane + first);
+                   });
     if (!ran) decline(context);
   }
 
