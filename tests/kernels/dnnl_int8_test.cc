@@ -52,7 +52,11 @@ Tensor int8_scalar(DType dtype, int value) {
 // and on the reference ones and expects identical bytes in every output.
 template <typename Build>
 void expect_bit_exact(Build&& build) {
+  // Whole weights only where oneDNN has VNNI: below it they saturate (the bug the split
+  // avoids), which these tests show under DNNL_MAX_CPU_ISA=AVX2 if forced.
+  const bool vnni = !int8_weights_split();
   for (bool split : {false, true}) {
+    if (!split && !vnni) continue;
     SCOPED_TRACE(split ? "weights split (as without VNNI)" : "weights whole");
     Int8SplitOverride override_split(split);
     GraphBuilder fast(13), reference(13);
