@@ -141,7 +141,9 @@ struct Int8Data {
   const void* data;
   bool is_signed;
 };
-Int8Data int8_data(const Tensor& t) { return {t.raw_data(), t.dtype() == DType::kInt8}; }
+Int8Data int8_data(const Tensor& t) {
+  return {t.raw_data(), t.dtype() == DType::kInt8};
+}
 
 // An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
 // split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
@@ -446,8 +448,9 @@ class Int8Conv {
           const int32_t* sums = base + (slots_ - 1) * kBlock;
           const uint32_t zp = static_cast<uint32_t>(zero_points_[m]);
           for (int64_t q = 0; q < count; ++q) {
-            uint32_t v = split_ ? 16u * static_cast<uint32_t>(high[q]) + static_cast<uint32_t>(low[q])
-                                : static_cast<uint32_t>(high[q]);
+            uint32_t v = split_
+                             ? 16u * static_cast<uint32_t>(high[q]) + static_cast<uint32_t>(low[q])
+                             : static_cast<uint32_t>(high[q]);
             if (ones_) v -= zp * static_cast<uint32_t>(sums[q]);
             acc[q] = static_cast<int32_t>(v);
           }
@@ -862,12 +865,12 @@ class ConvIntegerKernel : public Int8KernelBase {
     int32_t* y = out.mutable_data<int32_t>();
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     const int64_t maps = (*out_shape)[1];
-    const bool ran = conv_->run(
-        x_data, x.shape(), zp,
-        [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
-          std::memcpy(y + (image * maps + m) * plane + first, acc,
-                      static_cast<size_t>(count) * sizeof(int32_t));
-        });
+    const bool ran =
+        conv_->run(x_data, x.shape(), zp,
+                   [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+                     std::memcpy(y + (image * maps + m) * plane + first, acc,
+                                 static_cast<size_t>(count) * sizeof(int32_t));
+                   });
     if (!ran) decline(context);
   }
 
@@ -931,13 +934,12 @@ class QLinearConvKernel : public Int8KernelBase {
     const Int8Data x_data = int8_data(x);
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     auto write = [&](auto* y, auto requantize) {
-      return conv_->run(x_data, x.shape(), zp,
-                        [&](int64_t image, int64_t m, int64_t first, int64_t count,
-                            const int32_t* acc) {
-                          requantize(acc, count, bias_.empty() ? 0 : bias_[m], nullptr,
-                                     multipliers[m], nullptr, out_zp,
-                                     y + (image * maps + m) * plane + first);
-                        });
+      return conv_->run(
+          x_data, x.shape(), zp,
+          [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+            requantize(acc, count, bias_.empty() ? 0 : bias_[m], nullptr, multipliers[m], nullptr,
+                       out_zp, y + (image * maps + m) * plane + first);
+          });
     };
     const bool ran = out.dtype() == DType::kUInt8
                          ? write(out.mutable_data<uint8_t>(), quantize_simd::requantize_u8)

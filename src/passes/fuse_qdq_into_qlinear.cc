@@ -41,13 +41,16 @@ bool scalar_type(const Value* value) {
   return true;
 }
 
-// `node` as a DequantizeLinear (QuantizeLinear) with a scale and a zero point; nullopt
-// otherwise. Blocked quantization and float output types are not int8 QDQ.
-std::optional<QuantParams> quant_params(Node* node, std::string_view op_type) {
-  if (!node || !is_onnx_op(node, op_type) || node->inputs().size() < 3 || !node->input(0) ||
-      !node->input(1) || !node->input(2) || !node->output(0)) {
+// `node` as a DequantizeLinear (QuantizeLinear) with a scale and (unless optional) a zero
+// point; nullopt otherwise. Blocked quantization and float output types are not int8 QDQ.
+std::optional<QuantParams> quant_params(Node* node, std::string_view op_type,
+                                        bool zero_point_optional = false) {
+  if (!node || !is_onnx_op(node, op_type) || node->inputs().size() < 2 || !node->input(0) ||
+      !node->input(1) || !node->output(0)) {
     return std::nullopt;
   }
+  Value* zero_point = node->inputs().size() > 2 ? node->input(2) : nullptr;
+  if (!zero_point && !zero_point_optional) return std::nullopt;
   if (int_attr(node, "block_size", 0) != 0) return std::nullopt;
   const int64_t output_dtype = int_attr(node, "output_dtype", 0);
   if (op_type == "DequantizeLinear" && output_dtype != 0 &&
@@ -55,7 +58,7 @@ std::optional<QuantParams> quant_params(Node* node, std::string_view op_type) {
     return std::nullopt;
   }
   if (op_type == "QuantizeLinear" && int_attr(node, "precision", 0) != 0) return std::nullopt;
-  return QuantParams{node, node->input(0), node->input(1), node->input(2)};
+  return QuantParams{node, node->input(0), node->input(1), zero_point};
 }
 
 DType dtype_of(const Value* value) {
@@ -73,8 +76,7 @@ bool per_tensor_int8(const QuantParams& q) {
 
 // Weights: int8 initializers quantized per tensor, or per `channel_axis` (its size values).
 bool constant_int8_weights(const QuantParams& q, int64_t channel_axis) {
-  if (!q.x->has_initializer() || !q.scale->has_initializer() ||
-      !q.zero_point->has_initializer()) {
+  if (!q.x->has_initializer() || !q.scale->has_initializer() || !q.zero_point->has_initializer()) {
     return false;
   }
   const Tensor& w = q.x->initializer();
@@ -162,9 +164,10 @@ std::optional<QuantParams> only_quantize(Node* product, const PassContext& conte
   return q;
 }
 
-std::optional<QuantParams> dequantized(Value* value, bool per_tensor) {
+std::optional<QuantParams> dequantized(Value* value, bool per_tensor,
+                                       bool zero_point_optional = false) {
   if (!value || !value->producer()) return std::nullopt;
-  auto dq = quant_params(value->producer(), "DequantizeLinear");
+  auto dq = quant_params(value->producer(), "DequantizeLinear", zero_point_optional);
   if (!dq || (per_tensor && !per_tensor_int8(*dq))) return std::nullopt;
   return dq;
 }
@@ -179,14 +182,14 @@ size_t fuse_conv(Graph& graph, Node* conv, const PassContext& context,
   Value* bias = nullptr;
   std::optional<QuantParams> b;
   if (conv->inputs().size() > 2 && conv->input(2)) {
-    b = dequantized(conv->input(2), false);
+    b = dequantized(conv->input(2), false, /*zero_point_optional=*/true);
     if (!b || !(bias = quantized_bias(*b, *x, *w, maps))) return 0;
   }
-  std::vector<Value*> inputs{x->x, x->scale, x->zero_point, w->x, w->scale,
-                             w->zero_point, q->scale, q->zero_point};
+  std::vector<Value*> inputs{x->x,     x->scale,      x->zero_point, w->x,
+                             w->scale, w->zero_point, q->scale,      q->zero_point};
   if (bias) inputs.push_back(bias);
-  replace(graph, conv, q->node, "QLinearConv", inputs,
-          {x->node, w->node, b ? b->node : nullptr}, removed, /*copy_attributes=*/true);
+  replace(graph, conv, q->node, "QLinearConv", inputs, {x->node, w->node, b ? b->node : nullptr},
+          removed, /*copy_attributes=*/true);
   return 1;
 }
 
