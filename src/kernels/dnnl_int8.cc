@@ -401,14 +401,7 @@ class Int8Conv {
     std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
-    memory src = dnnl_util::rebound_memory(owner, 0, plan->user_src, x.data);
-    if (plan->src_reorder) {
-      memory reordered = dnnl_util::reused_memory(
-          owner, 1, plan->src, scratch(Scratch::kReordered, plan->src.get_size()));
-      dnnl_util::execute(*plan->src_reorder, plan->src_reorder_scratchpad, owner,
-                         dnnl_util::ExecArgs().add(DNNL_ARG_FROM, src).add(DNNL_ARG_TO, reordered));
-      src = reordered;
-    }
+    memory src = source(*plan, x);
     auto* d = static_cast<int32_t*>(scratch(Scratch::kProduct, plan->dst.get_size()));
     const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
     int32_t zp_value = x_zp;
@@ -461,6 +454,54 @@ class Int8Conv {
     return true;
   }
 
+  // QLinearConv's requantization, when its scales and zero point are constants: oneDNN
+  // then writes int8 itself (output scales, destination zero point, int32 bias), a quarter
+  // of the int32 product's traffic and no per-block requantization (MobileNetV2: that
+  // epilogue was half the time). Rounding as the reference: float(acc + bias) * multiplier
+  // to nearest even, plus the zero point, saturated.
+  struct Requantization {
+    std::vector<float> multipliers;  // per output channel
+    std::vector<int32_t> bias;       // per output channel, or empty
+    int32_t zero_point = 0;
+    bool is_signed = false;  // s8 output
+  };
+  void set_requantization(Requantization requantization) {
+    if (direct()) requantization_ = std::move(requantization);
+  }
+  bool requantizes() const { return requantization_.has_value(); }
+
+  // With set_requantization: the int8 output in NCHW at `y`; false as run().
+  bool run_requantized(Int8Data x, const Shape& x_shape, int32_t x_zp, void* y) const {
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    if (!plan->supported) return false;
+    const uint64_t owner = plan->owner;
+    memory src = source(*plan, x);
+    void* d = scratch(Scratch::kProduct, plan->dst.get_size());
+    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
+    int32_t zp_values[2] = {x_zp, requantization_->zero_point};
+    const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    dnnl_util::ExecArgs args;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
+    const memory src_zp = dnnl_util::wrap(one, &zp_values[0]);
+    const memory dst_zp = dnnl_util::wrap(one, &zp_values[1]);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
+    memory bias;
+    if (!requantization_->bias.empty()) {
+      bias = dnnl_util::wrap(memory::desc({maps_}, memory::data_type::s32, memory::format_tag::x),
+                             requantization_->bias.data());
+      args.add(DNNL_ARG_BIAS, bias);
+    }
+    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    const int64_t images = x_shape[0], positions = shape_numel(plan->out_spatial);
+    for (int64_t n = 0; n < images; ++n) {
+      quantize_simd::transpose_bytes(static_cast<const uint8_t*>(d) + n * positions * maps_,
+                                     positions, maps_,
+                                     static_cast<uint8_t*>(y) + n * positions * maps_);
+    }
+    return true;
+  }
+
   // Builds the primitive (and packs W) before the first run.
   void prepare(const Shape& x_shape, bool x_signed) const {
     try {
@@ -476,9 +517,35 @@ class Int8Conv {
     memory::desc user_src, src, weights, dst, scratchpad;
     std::optional<dnnl::reorder> src_reorder;
     memory::desc src_reorder_scratchpad;
+    bool src_channels_last = false;  // src is plain NHWC: transpose_bytes, not src_reorder
+    memory::desc user_dst;           // requantized plans: NCHW int8, transposed from dst
     Shape out_spatial;
     uint64_t owner = dnnl_util::new_memory_owner();
   };
+
+  // X in the primitive's layout (reordered into scratch when that is not NCHW).
+  // Channels-last sources are transposed by quantize_simd::transpose_bytes: oneDNN 2.6's
+  // int8 NCHW <-> NHWC reorders (jit:uni) took ~6x longer than MobileNetV2's convolutions.
+  memory source(const Plan& plan, Int8Data x) const {
+    memory src = dnnl_util::rebound_memory(plan.owner, 0, plan.user_src, x.data);
+    if (!plan.src_reorder && !plan.src_channels_last) return src;
+    void* data = scratch(Scratch::kReordered, plan.src.get_size());
+    memory reordered = dnnl_util::reused_memory(plan.owner, 1, plan.src, data);
+    if (plan.src_channels_last) {
+      const auto& dims = plan.user_src.dims();
+      const int64_t images = dims[0], channels = dims[1];
+      const int64_t positions = shape_numel(Shape(dims.begin() + 2, dims.end()));
+      for (int64_t n = 0; n < images; ++n) {
+        quantize_simd::transpose_bytes(
+            static_cast<const uint8_t*>(x.data) + n * channels * positions, channels, positions,
+            static_cast<uint8_t*>(data) + n * channels * positions);
+      }
+      return reordered;
+    }
+    dnnl_util::execute(*plan.src_reorder, plan.src_reorder_scratchpad, plan.owner,
+                       dnnl_util::ExecArgs().add(DNNL_ARG_FROM, src).add(DNNL_ARG_TO, reordered));
+    return reordered;
+  }
 
   static memory::format_tag plain_tag(size_t rank) {
     using tag = memory::format_tag;
@@ -514,14 +581,25 @@ class Int8Conv {
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     const memory::desc any_src(dnnl_util::to_dims(x_shape), src_type, memory::format_tag::any);
     const memory::desc any_weights(weights_dims_, dt::s8, memory::format_tag::any);
-    const memory::desc channels_last_dst(dst_dims, dt::s32, channels_last_tag(rank));
+    dt dst_type = dt::s32;
+    memory::desc bias;
+    if (requantization_) {
+      dst_type = requantization_->is_signed ? dt::s8 : dt::u8;
+      plan.user_dst = memory::desc(dst_dims, dst_type, tag);
+      const bool per_channel = requantization_->multipliers.size() > 1;
+      attr.set_output_scales(per_channel ? 1 << 1 : 0, requantization_->multipliers);
+      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      if (!requantization_->bias.empty())
+        bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
+    }
+    const memory::desc channels_last_dst(dst_dims, dst_type, channels_last_tag(rank));
     dnnl::convolution_forward::primitive_desc pd;
     try {
       pd = dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_direct, any_src, any_weights,
-                                          channels_last_dst, window->strides, window->dilations,
-                                          window->pad_begin, window->pad_end),
+                                          bias, channels_last_dst, window->strides,
+                                          window->dilations, window->pad_begin, window->pad_end),
           attr, dnnl_util::cpu_engine());
     } catch (const dnnl::error&) {
       return plan;  // e.g. no implementation takes a source zero point for this shape
@@ -537,7 +615,9 @@ class Int8Conv {
       scratchpad = rpd.scratchpad_desc();
       return dnnl::reorder(rpd);
     };
-    if (plan.src != plan.user_src) {
+    plan.src_channels_last =
+        plan.src == memory::desc(dnnl_util::to_dims(x_shape), src_type, channels_last_tag(rank));
+    if (plan.src != plan.user_src && !plan.src_channels_last) {
       plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
     }
     packed(plan.weights);  // pack now, outside any run
@@ -578,6 +658,7 @@ class Int8Conv {
   std::vector<int8_t> values_;        // [group, slots, C / group, k...]
   std::vector<int32_t> zero_points_;  // w_zp - shift, per output channel
   Dims weights_dims_;
+  std::optional<Requantization> requantization_;
   dnnl_util::PlanCache<Plan> plans_;
   mutable std::mutex packed_mutex_;
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_;
@@ -900,12 +981,27 @@ class QLinearConvKernel : public Int8KernelBase {
 
   QLinearConvKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
       : Int8KernelBase(context),
-        conv_(std::move(conv)),
         w_scales_(expanded(float_values(*constant(context, 4)), constant(context, 3)->shape()[0])) {
     if (present(context, 8)) {
       const Tensor& bias = *constant(context, 8);
       bias_.assign(bias.data<int32_t>(), bias.data<int32_t>() + bias.numel());
     }
+    // Constant x_scale, y_scale and y_zero_point: oneDNN requantizes (Int8Conv).
+    const Tensor* x_scale = constant(context, 1);
+    const Tensor* y_scale = constant(context, 6);
+    const Tensor* y_zp = constant(context, 7);
+    if (x_scale && y_scale && y_zp && x_scale->dtype() == DType::kFloat && x_scale->numel() == 1 &&
+        y_scale->dtype() == DType::kFloat && y_scale->numel() == 1 && is_int8(y_zp->dtype()) &&
+        y_zp->numel() == 1) {
+      Int8Conv::Requantization requantization;
+      const float xs = x_scale->data<float>()[0], ys = y_scale->data<float>()[0];
+      for (float ws : w_scales_) requantization.multipliers.push_back(xs * ws / ys);
+      requantization.bias = bias_;
+      requantization.zero_point = int8_scalar(*y_zp);
+      requantization.is_signed = y_zp->dtype() == DType::kInt8;
+      conv->set_requantization(std::move(requantization));
+    }
+    conv_ = std::move(conv);
   }
 
   void compute(KernelContext& context) const override {
@@ -932,6 +1028,10 @@ class QLinearConvKernel : public Int8KernelBase {
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
+    if (conv_->requantizes()) {
+      if (!conv_->run_requantized(x_data, x.shape(), zp, out.mutable_raw_data())) decline(context);
+      return;
+    }
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     auto write = [&](auto* y, auto requantize) {
       return conv_->run(

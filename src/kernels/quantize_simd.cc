@@ -261,7 +261,53 @@ void requantize(const int32_t* acc, int64_t n, int32_t bias, const int32_t* bias
   }
 }
 
+// One 16 x 16 tile: dst row j = src column j (SSE2, the x86-64 baseline).
+inline void transpose_tile16(const uint8_t* src, int64_t src_stride, uint8_t* dst,
+                             int64_t dst_stride) {
+  __m128i r[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_stride));
+  }
+  __m128i a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      b[4 * i + 2 * j] = _mm_unpacklo_epi16(a[4 * i + j], a[4 * i + j + 2]);
+      b[4 * i + 2 * j + 1] = _mm_unpackhi_epi16(a[4 * i + j], a[4 * i + j + 2]);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      a[8 * i + 2 * j] = _mm_unpacklo_epi32(b[8 * i + j], b[8 * i + j + 4]);
+      a[8 * i + 2 * j + 1] = _mm_unpackhi_epi32(b[8 * i + j], b[8 * i + j + 4]);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[2 * j] = _mm_unpacklo_epi64(a[j], a[j + 8]);
+    r[2 * j + 1] = _mm_unpackhi_epi64(a[j], a[j + 8]);
+  }
+  for (int i = 0; i < 16; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * dst_stride), r[i]);
+  }
+}
+
 }  // namespace
+
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
+  const int64_t full_rows = rows / 16 * 16, full_cols = cols / 16 * 16;
+  for (int64_t r = 0; r < full_rows; r += 16) {
+    for (int64_t c = 0; c < full_cols; c += 16) {
+      transpose_tile16(src + r * cols + c, cols, dst + c * rows + r, rows);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = r < full_rows ? full_cols : 0; c < cols; ++c)
+      dst[c * rows + r] = src[r * cols + c];
+  }
+}
 
 void min_max_with_zero(const float* x, int64_t n, float& lo, float& hi) {
   switch (active_simd_level()) {

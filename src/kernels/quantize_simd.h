@@ -32,4 +32,8 @@ void requantize_u8(const int32_t* acc, int64_t n, int32_t bias, const int32_t* b
 void requantize_s8(const int32_t* acc, int64_t n, int32_t bias, const int32_t* biases,
                    float multiplier, const float* multipliers, int32_t zero_point, int8_t* y);
 
+// dst[c * rows + r] = src[r * cols + c]: a byte matrix [rows, cols] transposed (NCHW <->
+// NHWC of int8 activations, one image at a time), in 16 x 16 SSE2 tiles.
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst);
+
 }  // namespace onnxkit::quantize_simd
