@@ -843,7 +843,13 @@ class QLinearMatMulKernel : public OpKernel {
                 scale_type,
                 round_to_type(scale_type, double{row_scales[i]} * col_scales[j]) / y_scale);
             const int64_t at = base + i * s.n + j;
-            store(at, acc[static_cast<size_t>(at)] * multiplier);
+            // Integer products in float, as ONNX Runtime's MLAS requantizes (and the int8
+            // kernel): float(acc) * multiplier, rounded once to float.
+            const double scaled =
+                any_float8 ? acc[static_cast<size_t>(at)] * multiplier
+                           : static_cast<double>(static_cast<float>(acc[static_cast<size_t>(at)]) *
+                                                 static_cast<float>(multiplier));
+            store(at, scaled);
           }
         }
       }
