@@ -426,8 +426,14 @@ class Int8Conv {
         const int64_t first = (item % blocks) * kBlock;
         const int64_t count = std::min(kBlock, plane - first);
         const int32_t* from = d + (image * plane + first) * channels;
-        for (int64_t q = 0; q < count; ++q) {
-          for (int64_t c = 0; c < channels; ++c) tile[c * kBlock + q] = from[q * channels + c];
+        // 16 x 16 sub-blocks keep both sides of the transposition within a few cache lines.
+        for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
+          const int64_t width = std::min(kBlock, channels - c0);
+          for (int64_t q = 0; q < count; ++q) {
+            const int32_t* row = from + q * channels + c0;
+            int32_t* column = tile.data() + c0 * kBlock + q;
+            for (int64_t c = 0; c < width; ++c) column[c * kBlock] = row[c];
+          }
         }
         for (int64_t m = 0; m < maps_; ++m) {
           const int64_t g = m / group_maps_, j = m % group_maps_;
