@@ -6,6 +6,8 @@
 // runs on the node's reference kernel.
 #include "kernels/dnnl_int8.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -113,6 +115,25 @@ template <typename V>
 std::vector<V> expanded(std::vector<V> values, int64_t count) {
   if (values.size() == 1) values.assign(static_cast<size_t>(count), values[0]);
   return values;
+}
+
+// dst[c * 16 + q] = src[q * stride + c] for c, q < 16, in 4 x 4 SSE2 transposes (the x86-64
+// baseline): the scalar loop was most of ResNet-50 ConvInteger's epilogue.
+void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
+  for (int q0 = 0; q0 < 16; q0 += 4) {
+    for (int c0 = 0; c0 < 16; c0 += 4) {
+      __m128 r[4];
+      for (int i = 0; i < 4; ++i) {
+        r[i] = _mm_castsi128_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (q0 + i) * stride + c0)));
+      }
+      _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+      for (int i = 0; i < 4; ++i) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (c0 + i) * 16 + q0),
+                         _mm_castps_si128(r[i]));
+      }
+    }
+  }
 }
 
 // A thread's growable, 64-byte aligned scratch buffer for one role.
@@ -429,6 +450,10 @@ class Int8Conv {
         // 16 x 16 sub-blocks keep both sides of the transposition within a few cache lines.
         for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
           const int64_t width = std::min(kBlock, channels - c0);
+          if (width == kBlock && count == kBlock) {
+            transpose_16x16(from + c0, channels, tile.data() + c0 * kBlock);
+            continue;
+          }
           for (int64_t q = 0; q < count; ++q) {
             const int32_t* row = from + q * channels + c0;
             int32_t* column = tile.data() + c0 * kBlock + q;
