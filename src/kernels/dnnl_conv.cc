@@ -61,24 +61,6 @@ dnnl::primitive_attr concurrent_attr() {
   return attr;
 }
 
-}  // namespace dnnl_util
-
-namespace {
-
-using dnnl::memory;
-using dnnl_util::cpu_engine;
-using dnnl_util::ScratchRole;
-using dnnl_util::to_dims;
-using dnnl_util::wrap;
-
-// Where one convolution's windows lie, in oneDNN's terms (dilation 0 = dense).
-struct Window {
-  memory::dims strides, dilations, pad_begin, pad_end;
-  Shape y_shape;
-};
-
-// Conv: the output and padding for X and W, or nullopt when they do not fit (the
-// reference kernel then says why).
 std::optional<Window> conv_window(const ConvAttributes& a, const Shape& x, const Shape& w) {
   if (!a.shape_error(x, w).empty()) return std::nullopt;
   const size_t rank = x.size() - 2;
@@ -99,6 +81,18 @@ std::optional<Window> conv_window(const ConvAttributes& a, const Shape& x, const
   }
   return win;
 }
+
+}  // namespace dnnl_util
+
+namespace {
+
+using dnnl::memory;
+using dnnl_util::conv_window;
+using dnnl_util::cpu_engine;
+using dnnl_util::ScratchRole;
+using dnnl_util::to_dims;
+using dnnl_util::Window;
+using dnnl_util::wrap;
 
 std::optional<Window> conv_transpose_window(const ConvAttributes& a,
                                             const ConvTransposeAttributes& t, const Shape& x,

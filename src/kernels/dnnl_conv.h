@@ -15,9 +15,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "ops/conv_attributes.h"
 
 namespace onnxkit {
 
@@ -61,6 +64,16 @@ class PlanCache {
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
+
+// Where one convolution's windows lie, in oneDNN's terms (dilation 0 = dense).
+struct Window {
+  dnnl::memory::dims strides, dilations, pad_begin, pad_end;
+  Shape y_shape;
+};
+
+// Conv: the output and padding for X and W, or nullopt when they do not fit (the
+// reference kernel then says why).
+std::optional<Window> conv_window(const ConvAttributes& a, const Shape& x, const Shape& w);
 
 // An attribute set for primitives that run concurrently: the caller passes the
 // scratchpad, so two runs of one primitive never share oneDNN's own.

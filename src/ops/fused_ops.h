@@ -1,6 +1,7 @@
 // onnxkit's own fused operators (domain "com.onnxkit", version 1): the contract between
 // the extended-level fusion passes (src/passes/fuse_*.cc) that create them, their
-// reference kernels (src/ops/fused_linear.cc, src/ops/fused_transformer.cc) and their
+// reference kernels (src/ops/fused_linear.cc, src/ops/fused_transformer.cc,
+// src/ops/quantization.cc for the integer ones) and their
 // optimized kernels (src/kernels/). The layout level's blocked-layout ops have their own
 // contract in src/ops/blocked_ops.h.
 //
@@ -47,6 +48,17 @@
 //   q_perm, k_perm, v_perm (ints, default [0, 1, 2, 3]): the input given is X and the operand
 //   above is Transpose(X, perm) (so [0, 2, 1, 3] reads heads from [B, S, H, D]); y_perm: the
 //   output is Transpose(Y, y_perm). Transposes folded by fuse_transpose_into_attention.
+//
+// MatMulIntegerToFloat(A, B, a_zero_point?, b_zero_point?, Scale, Bias?) -> Y
+//   Y = float(MatMulInteger(A, B, a_zero_point, b_zero_point)) * Scale + Bias: ONNX Runtime's
+//   dynamic quantization pattern MatMulInteger -> Cast -> Mul (-> Add) in one op, in that
+//   order of float operations (so it equals the unfused graph bit for bit). Inputs 0-3 as
+//   MatMulInteger; Scale (float) one value or one per column [N]; Bias (float) [N].
+//
+// ConvIntegerToFloat(X, W, x_zero_point?, w_zero_point?, Scale, Bias?) -> Y
+//   Y = float(ConvInteger(X, W, x_zero_point, w_zero_point)) * Scale + Bias, the same for
+//   ConvInteger (its attributes); Scale one value or one per output channel, Bias one per
+//   output channel (given flat, [M]).
 #pragma once
 
 #include <array>

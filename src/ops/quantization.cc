@@ -15,6 +15,7 @@
 #include "core/gemm.h"
 #include "core/low_precision.h"
 #include "ops/conv_attributes.h"
+#include "ops/fused_ops.h"
 #include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -661,32 +662,72 @@ std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& 
   return acc;
 }
 
+// MatMulInteger's accumulators for the node's inputs 0-3 (A, B, a_zero_point?,
+// b_zero_point?), with the product's shape.
+std::vector<int32_t> matmul_integer_acc(const KernelContext& context, MatMulShape& s) {
+  const Tensor& a = context.input(0);
+  const Tensor& b = context.input(1);
+  s = matmul_shape(context.node(), a.shape(), b.shape());
+  auto zero_points = [&](size_t index, const Tensor& of, std::string_view name, bool rows) {
+    if (!context.has_input(index)) {
+      return std::vector<int32_t>(
+          static_cast<size_t>(shape_numel(rows ? s.a_batch : s.b_batch) * (rows ? s.m : s.n)), 0);
+    }
+    const Tensor& zp = context.input(index);
+    require_type(context, zp, of.dtype(), name, rows ? "A" : "B");
+    const std::vector<int32_t> values = read_int32s(context, zp, name);
+    return rows ? per_row(context, values, zp, s, name) : per_column(context, values, zp, s, name);
+  };
+  const std::vector<int32_t> a_zp = zero_points(2, a, "a_zero_point", true);
+  const std::vector<int32_t> b_zp = zero_points(3, b, "b_zero_point", false);
+  if (shape_numel(s.out) == 0) return {};
+  return integer_matmul(context, a, b, s, a_zp, b_zp, [](int64_t, int64_t, int64_t) {});
+}
+
 class MatMulIntegerKernel : public OpKernel {
  public:
   explicit MatMulIntegerKernel(const KernelCreateContext&) {}
 
   void compute(KernelContext& context) const override {
-    const Tensor& a = context.input(0);
-    const Tensor& b = context.input(1);
-    const MatMulShape s = matmul_shape(context.node(), a.shape(), b.shape());
-    auto zero_points = [&](size_t index, const Tensor& of, std::string_view name, bool rows) {
-      if (!context.has_input(index)) {
-        return std::vector<int32_t>(
-            static_cast<size_t>(shape_numel(rows ? s.a_batch : s.b_batch) * (rows ? s.m : s.n)), 0);
-      }
-      const Tensor& zp = context.input(index);
-      require_type(context, zp, of.dtype(), name, rows ? "A" : "B");
-      const std::vector<int32_t> values = read_int32s(context, zp, name);
-      return rows ? per_row(context, values, zp, s, name)
-                  : per_column(context, values, zp, s, name);
-    };
-    const std::vector<int32_t> a_zp = zero_points(2, a, "a_zero_point", true);
-    const std::vector<int32_t> b_zp = zero_points(3, b, "b_zero_point", false);
+    MatMulShape s;
+    const std::vector<int32_t> acc = matmul_integer_acc(context, s);
     Tensor& out = context.allocate_output(0, DType::kInt32, s.out);
-    if (out.numel() == 0) return;
-    const std::vector<int32_t> acc =
-        integer_matmul(context, a, b, s, a_zp, b_zp, [](int64_t, int64_t, int64_t) {});
     std::copy(acc.begin(), acc.end(), out.mutable_data<int32_t>());
+  }
+};
+
+// The float epilogue of com.onnxkit MatMulIntegerToFloat / ConvIntegerToFloat
+// (ops/fused_ops.h): y = float(acc) * Scale + Bias, Scale (input 4) and Bias (input 5, optional)
+// per tensor or per output channel; `channel(i)` is element i's channel, of `channels`.
+template <typename Channel>
+void integer_to_float(KernelContext& context, const std::vector<int32_t>& acc, const Shape& shape,
+                      int64_t channels, Channel&& channel) {
+  const Tensor& scale = float_input(context, 4, "Scale");
+  if (scale.numel() != 1 && scale.numel() != channels) {
+    context.fail("Scale has {} values (needs 1 or {})", scale.numel(), channels);
+  }
+  const Tensor* bias = context.has_input(5) ? &float_input(context, 5, "Bias") : nullptr;
+  if (bias && bias->numel() != channels) {
+    context.fail("Bias has {} values (needs {})", bias->numel(), channels);
+  }
+  Tensor& out = context.allocate_output(0, DType::kFloat, shape);
+  float* y = out.mutable_data<float>();
+  const float* scales = scale.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int64_t c = channel(static_cast<int64_t>(i));
+    y[i] = static_cast<float>(acc[i]) * scales[scale.numel() == 1 ? 0 : c];
+    if (bias) y[i] += bias->data<float>()[c];
+  }
+}
+
+class MatMulIntegerToFloatKernel : public OpKernel {
+ public:
+  explicit MatMulIntegerToFloatKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    MatMulShape s;
+    const std::vector<int32_t> acc = matmul_integer_acc(context, s);
+    integer_to_float(context, acc, s.out, s.n, [&](int64_t i) { return i % s.n; });
   }
 };
 
@@ -802,7 +843,13 @@ class QLinearMatMulKernel : public OpKernel {
                 scale_type,
                 round_to_type(scale_type, double{row_scales[i]} * col_scales[j]) / y_scale);
             const int64_t at = base + i * s.n + j;
-            store(at, acc[static_cast<size_t>(at)] * multiplier);
+            // Integer products in float, as ONNX Runtime's MLAS requantizes (and the int8
+            // kernel): float(acc) * multiplier, rounded once to float.
+            const double scaled =
+                any_float8 ? acc[static_cast<size_t>(at)] * multiplier
+                           : static_cast<double>(static_cast<float>(acc[static_cast<size_t>(at)]) *
+                                                 static_cast<float>(multiplier));
+            store(at, scaled);
           }
         }
       }
@@ -920,33 +967,54 @@ void require_per_channel(const KernelContext& context, const Tensor& param, int6
   }
 }
 
+// ConvInteger's accumulators for the node's inputs 0-3 (x, w, x_zero_point?, w_zero_point?).
+std::vector<int32_t> conv_integer_acc(const KernelContext& context, const ConvAttributes& attrs,
+                                      ConvGeometry& g) {
+  const Tensor& x = context.input(0);
+  const Tensor& w = context.input(1);
+  g = conv_geometry(context, attrs, x.shape(), w.shape(), "x", "w");
+  int32_t x_zp = 0;
+  if (context.has_input(2)) {
+    const Tensor& zp = context.input(2);
+    require_type(context, zp, x.dtype(), "x_zero_point", "x");
+    require_scalar(context, zp, "x_zero_point");
+    x_zp = read_int32s(context, zp, "x_zero_point")[0];
+  }
+  std::vector<int32_t> w_zp{0};
+  if (context.has_input(3)) {
+    const Tensor& zp = context.input(3);
+    require_type(context, zp, w.dtype(), "w_zero_point", "w");
+    require_per_channel(context, zp, g.maps, "w_zero_point");
+    w_zp = read_int32s(context, zp, "w_zero_point");
+  }
+  if (shape_numel(g.out_shape) == 0) return {};
+  return integer_conv(g, shifted_input(context, x, x_zp), shifted_weights(context, w, w_zp));
+}
+
 class ConvIntegerKernel : public OpKernel {
  public:
   explicit ConvIntegerKernel(const KernelCreateContext& context) : attrs_(context) {}
 
   void compute(KernelContext& context) const override {
-    const Tensor& x = context.input(0);
-    const Tensor& w = context.input(1);
-    const ConvGeometry g = conv_geometry(context, attrs_, x.shape(), w.shape(), "x", "w");
-    int32_t x_zp = 0;
-    if (context.has_input(2)) {
-      const Tensor& zp = context.input(2);
-      require_type(context, zp, x.dtype(), "x_zero_point", "x");
-      require_scalar(context, zp, "x_zero_point");
-      x_zp = read_int32s(context, zp, "x_zero_point")[0];
-    }
-    std::vector<int32_t> w_zp{0};
-    if (context.has_input(3)) {
-      const Tensor& zp = context.input(3);
-      require_type(context, zp, w.dtype(), "w_zero_point", "w");
-      require_per_channel(context, zp, g.maps, "w_zero_point");
-      w_zp = read_int32s(context, zp, "w_zero_point");
-    }
+    ConvGeometry g;
+    const std::vector<int32_t> y = conv_integer_acc(context, attrs_, g);
     Tensor& out = context.allocate_output(0, DType::kInt32, g.out_shape);
-    if (out.numel() == 0) return;
-    const std::vector<int32_t> y =
-        integer_conv(g, shifted_input(context, x, x_zp), shifted_weights(context, w, w_zp));
     std::copy(y.begin(), y.end(), out.mutable_data<int32_t>());
+  }
+
+ private:
+  ConvAttributes attrs_;
+};
+
+class ConvIntegerToFloatKernel : public OpKernel {
+ public:
+  explicit ConvIntegerToFloatKernel(const KernelCreateContext& context) : attrs_(context) {}
+
+  void compute(KernelContext& context) const override {
+    ConvGeometry g;
+    const std::vector<int32_t> acc = conv_integer_acc(context, attrs_, g);
+    integer_to_float(context, acc, g.out_shape, g.maps,
+                     [&](int64_t i) { return (i / g.out_size) % g.maps; });
   }
 
  private:
@@ -1111,6 +1179,18 @@ void infer_matmul_integer(TypeInferenceContext& context) {
       0, tensor_type(DType::kInt32, a && b ? SymbolicShape(matmul_dims(*a, *b)) : std::nullopt));
 }
 
+// MatMulIntegerToFloat / ConvIntegerToFloat: as MatMulInteger / ConvInteger, in float.
+void infer_matmul_integer_to_float(TypeInferenceContext& context) {
+  const std::vector<Dim>* a = input_dims(context, 0);
+  const std::vector<Dim>* b = input_dims(context, 1);
+  context.set_output(
+      0, tensor_type(DType::kFloat, a && b ? SymbolicShape(matmul_dims(*a, *b)) : std::nullopt));
+}
+void infer_conv_integer_to_float(TypeInferenceContext& context) {
+  if (!context.input_type(0)) return;
+  infer_conv_output(context, 0, 1, DType::kFloat);
+}
+
 }  // namespace
 
 void register_quantization_ops(OpRegistry& registry) {
@@ -1130,11 +1210,17 @@ void register_quantization_ops(OpRegistry& registry) {
       OpDefinition(kernel_factory<QLinearMatMulKernel>()).with_types(infer_qlinear_matmul));
   registry.add("MatMulInteger", {10}, kernel_factory<MatMulIntegerKernel>());
   registry.add("ConvInteger", {10}, kernel_factory<ConvIntegerKernel>());
+  const std::string onnxkit_domain(kOnnxkitDomain);
+  registry.add(onnxkit_domain, "MatMulIntegerToFloat", 1,
+               kernel_factory<MatMulIntegerToFloatKernel>());
+  registry.add(onnxkit_domain, "ConvIntegerToFloat", 1, kernel_factory<ConvIntegerToFloatKernel>());
 
   // Type inference, every version.
   registry.set_type_rule("", "QLinearConv", infer_qlinear_conv);
   registry.set_type_rule("", "MatMulInteger", infer_matmul_integer);
   registry.set_type_rule("", "ConvInteger", infer_conv_integer);
+  registry.set_type_rule(onnxkit_domain, "MatMulIntegerToFloat", infer_matmul_integer_to_float);
+  registry.set_type_rule(onnxkit_domain, "ConvIntegerToFloat", infer_conv_integer_to_float);
 }
 
 }  // namespace onnxkit

@@ -59,6 +59,12 @@ std::unique_ptr<GraphPass> make_dedup_initializers_pass();
 // Extended level (com.onnxkit ops, see ops/fused_ops.h):
 // float16 / bfloat16 nodes compute in float32, with casts at the region's edges (sessions).
 std::unique_ptr<GraphPass> make_compute_fp16_in_fp32_pass();
+// MatMulInteger / ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] (ONNX Runtime's dynamic
+// quantization) -> MatMulIntegerToFloat / ConvIntegerToFloat.
+std::unique_ptr<GraphPass> make_fuse_integer_to_float_pass();
+// DQ -> Conv / MatMul (int8 weights, int32 bias) -> Q (QDQ models) -> QLinearConv /
+// QLinearMatMul.
+std::unique_ptr<GraphPass> make_fuse_qdq_into_qlinear_pass();
 // Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
 std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
 // MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.

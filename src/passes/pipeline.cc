@@ -55,10 +55,12 @@ std::vector<std::unique_ptr<GraphPass>> basic_passes() {
 // plain MatMul / Transpose / Div it is made of, and Gelu must exist before it can join a
 // FusedMatMul or FusedConv. fuse_transpose_into_matmul goes first of those, so a scale
 // after the product becomes alpha before an activation is fused (a scale after an
-// activation cannot).
+// activation cannot). The int8 fusions touch none of those ops and come first.
 std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
   passes.push_back(make_compute_fp16_in_fp32_pass());
+  passes.push_back(make_fuse_integer_to_float_pass());
+  passes.push_back(make_fuse_qdq_into_qlinear_pass());
   passes.push_back(make_fuse_layer_norm_pass());
   passes.push_back(make_fuse_gelu_pass());
   passes.push_back(make_fuse_skip_layer_norm_pass());

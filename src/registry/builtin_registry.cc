@@ -43,6 +43,7 @@ void register_dnnl_matmul_kernels(OpRegistry& registry);
 void register_attention_kernels(OpRegistry& registry);
 void register_fast_cpu_kernels(OpRegistry& registry);
 void register_dnnl_conv_kernels(OpRegistry& registry);
+void register_dnnl_int8_kernels(OpRegistry& registry);
 void register_blocked_ops(OpRegistry& registry);
 
 void register_builtin_ops(OpRegistry& registry) {
@@ -81,6 +82,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_attention_kernels(registry);
   register_fast_cpu_kernels(registry);
   register_dnnl_conv_kernels(registry);
+  register_dnnl_int8_kernels(registry);
   register_blocked_ops(registry);
 }
 

@@ -1,0 +1,150 @@
+"""onnxkit int8 vs onnxkit fp32 vs ONNX Runtime int8, side by side, alternating, one thread.
+
+    /work/main/.venv/bin/python bench/int8_side_by_side.py [--rounds 5] [--iterations 10]
+        [--models DIR] [--int8 DIR] [--onnxkit build/onnxkit] [CASE ...]
+
+Cases (int8 files from bench/quantize_bench_models.py in --int8, fp32 in --models):
+bert_base_dynamic, gpt2_6l_dynamic, resnet50_qdq, mobilenet_v2_qdq, resnet50_convinteger.
+Per round each of the three runs (in that order, one after the other) reports its median
+latency; the table gives the median over rounds and the ratios. Then both runtimes run the
+int8 file on the same inputs: max |onnxkit - ORT|, relative to the output's range, and in
+output quantization steps where the output comes out of a DequantizeLinear.
+The machine is shared: timings are noisy, the ratios from one run are what to quote.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CASES = {
+    "bert_base_dynamic": "bert_base",
+    "gpt2_6l_dynamic": "gpt2_6l",
+    "resnet50_qdq": "resnet50",
+    "mobilenet_v2_qdq": "mobilenet_v2",
+    "resnet50_convinteger": "resnet50",
+}
+
+
+def make_inputs(model_path, folder):
+    rng = np.random.default_rng(0)
+    feeds = {}
+    session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    for i in session.get_inputs():
+        if i.type == "tensor(int64)":
+            value = (np.ones((1, 128), np.int64) if "mask" in i.name
+                     else rng.integers(0, 1000, (1, 128), dtype=np.int64))
+        else:
+            value = rng.normal(0, 1, (1, 3, 224, 224)).astype(np.float32)
+        feeds[i.name] = value
+    paths = []
+    for name, value in feeds.items():
+        path = os.path.join(folder, f"{name}.npy")
+        np.save(path, value)
+        paths.append(f"{name}={path}")
+    return feeds, paths
+
+
+def onnxkit_median(exe, model, inputs, iterations):
+    args = [exe, "bench", model, "--threads", "1", "--iterations", str(iterations), "--json"]
+    for i in inputs:
+        args += ["--input", i]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["median_ms"]
+
+
+ORT_TIMER = r"""
+import sys, time, json, numpy as np, onnxruntime as ort
+model, iterations = sys.argv[1], int(sys.argv[2])
+feeds = {a.split('=')[0]: np.load(a.split('=', 1)[1]) for a in sys.argv[3:]}
+o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
+s = ort.InferenceSession(model, o, providers=['CPUExecutionProvider'])
+for _ in range(3): s.run(None, feeds)
+t = []
+for _ in range(iterations):
+    a = time.perf_counter(); s.run(None, feeds); t.append((time.perf_counter() - a) * 1e3)
+t.sort(); print(json.dumps(t[len(t) // 2]))
+"""
+
+
+def ort_median(model, inputs, iterations):
+    out = subprocess.run([sys.executable, "-c", ORT_TIMER, model, str(iterations), *inputs],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def output_steps(model_path):
+    """Graph output name -> scale of the DequantizeLinear that produces it (if any)."""
+    model = onnx.load(model_path, load_external_data=False)
+    inits = {t.name: t for t in model.graph.initializer}
+    steps = {}
+    for node in model.graph.node:
+        if node.op_type == "DequantizeLinear" and node.input[1] in inits:
+            for o in model.graph.output:
+                if o.name == node.output[0]:
+                    steps[o.name] = float(onnx.numpy_helper.to_array(inits[node.input[1]]).max())
+    return steps
+
+
+def accuracy(exe, model, feeds, inputs, folder):
+    o = ort.SessionOptions()
+    o.intra_op_num_threads = 1
+    session = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+    names = [x.name for x in session.get_outputs()]
+    expected = dict(zip(names, session.run(None, feeds)))
+    out_dir = os.path.join(folder, "out")
+    args = [exe, "run", model, "--threads", "1", "--output-dir", out_dir]
+    for i in inputs:
+        args += ["--input", i]
+    subprocess.run(args, check=True, capture_output=True, text=True)
+    steps = output_steps(model)
+    lines = []
+    for name in names:
+        got = np.load(os.path.join(out_dir, f"{name.replace('/', '_')}.npy"))
+        want = expected[name]
+        diff = float(np.abs(got.astype(np.float64) - want).max())
+        span = float(want.max() - want.min()) or 1.0
+        step = f", {diff / steps[name]:.2f} steps" if name in steps else ""
+        lines.append(f"{name}: max |diff| {diff:.3g} ({100 * diff / span:.3f}% of range{step})")
+    return "; ".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("cases", nargs="*")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--models", default=os.path.join(ROOT, "bench", "models"))
+    p.add_argument("--int8")
+    p.add_argument("--onnxkit", default=os.path.join(ROOT, "build", "onnxkit"))
+    a = p.parse_args()
+    int8_dir = a.int8 or os.path.join(a.models, "int8")
+    for case in a.cases or CASES:
+        int8 = os.path.join(int8_dir, f"{case}.onnx")
+        fp32 = os.path.join(a.models, f"{CASES[case]}.onnx")
+        with tempfile.TemporaryDirectory() as folder:
+            feeds, inputs = make_inputs(int8, folder)
+            times = {"onnxkit int8": [], "onnxkit fp32": [], "ORT int8": []}
+            for _ in range(a.rounds):
+                times["onnxkit int8"].append(onnxkit_median(a.onnxkit, int8, inputs, a.iterations))
+                times["onnxkit fp32"].append(onnxkit_median(a.onnxkit, fp32, inputs, a.iterations))
+                times["ORT int8"].append(ort_median(int8, inputs, a.iterations))
+            med = {k: statistics.median(v) for k, v in times.items()}
+            print(f"{case}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items()) +
+                  f" | fp32/int8 {med['onnxkit fp32'] / med['onnxkit int8']:.2f}x"
+                  f" | onnxkit/ORT on the int8 file {med['onnxkit int8'] / med['ORT int8']:.2f}",
+                  flush=True)
+            print(f"  rounds: {json.dumps({k: [round(x, 1) for x in v] for k, v in times.items()})}")
+            print("  vs ORT: " + accuracy(a.onnxkit, int8, feeds, inputs, folder), flush=True)
+
+
+if __name__ == "__main__":
+    main()

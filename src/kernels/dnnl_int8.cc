@@ -1,0 +1,1147 @@
+// See dnnl_int8.h. Two cores, Int8MatMul (A [rows, K] x constant B [K, N]) and Int8Conv
+// (NCHW x constant W), each giving the exact int32 accumulators of (A - a_zp) x (B - b_zp);
+// the op kernels below turn them into int32 (MatMulInteger, ConvInteger), requantized int8
+// (QLinearMatMul, QLinearConv) or float (MatMulIntegerToFloat, ConvIntegerToFloat). What they
+// decline (weights that are not initializers, per-row activation zero points, batched B, float8)
+// runs on the node's reference kernel.
+#include "kernels/dnnl_int8.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/dnnl_common.h"
+#include "kernels/dnnl_conv.h"
+#include "kernels/dnnl_matmul.h"
+#include "kernels/quantize_simd.h"
+#include "ops/conv_attributes.h"
+#include "ops/fused_ops.h"
+#include "ops/registry.h"
+
+namespace onnxkit {
+
+namespace {
+
+std::atomic<int> forced_split{-1};
+
+bool onednn_has_vnni() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  constexpr unsigned kAvx512Vnni = 0x40, kAvx2Vnni = 0x400;  // their bits in dnnl_cpu_isa_t
+  return (isa & kAvx512Vnni) != 0 || (isa & kAvx2Vnni) != 0;
+}
+
+}  // namespace
+
+bool int8_weights_split() {
+  const int forced = forced_split.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced != 0;
+  static const bool split = !onednn_has_vnni();
+  return split;
+}
+
+Int8SplitOverride::Int8SplitOverride(bool split) : previous_(forced_split.load()) {
+  forced_split.store(split ? 1 : 0);
+}
+Int8SplitOverride::~Int8SplitOverride() {
+  forced_split.store(previous_);
+}
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// ---------------------------------------------------------------------------------------
+// Small helpers.
+
+// 16 * high + low = v, both in [-8, 8]: products of a u8 with either half never saturate
+// VPMADDUBSW's int16 pair sums (255 * 8 * 2 = 4080).
+int8_t high_part(int32_t v) {
+  return static_cast<int8_t>((v + 8) >> 4);
+}
+int8_t low_part(int32_t v) {
+  return static_cast<int8_t>(v - 16 * high_part(v));
+}
+
+bool is_int8(DType dtype) {
+  return dtype == DType::kUInt8 || dtype == DType::kInt8;
+}
+
+// Values of a u8 / s8 tensor as int32.
+std::vector<int32_t> int8_values(const Tensor& t) {
+  std::vector<int32_t> values(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::kUInt8) {
+    std::copy(t.data<uint8_t>(), t.data<uint8_t>() + t.numel(), values.begin());
+  } else {
+    std::copy(t.data<int8_t>(), t.data<int8_t>() + t.numel(), values.begin());
+  }
+  return values;
+}
+
+// The initializer of input `i`, or nullptr.
+const Tensor* constant(const KernelCreateContext& context, size_t i) {
+  const Value* value = i < context.node().inputs().size() ? context.node().inputs()[i] : nullptr;
+  return value && value->has_initializer() ? &value->initializer() : nullptr;
+}
+
+bool present(const KernelCreateContext& context, size_t i) {
+  return i < context.node().inputs().size() && context.node().inputs()[i] != nullptr;
+}
+
+// A per-tensor or per-channel parameter: one value, or `count` values in a tensor with no
+// other dim above 1 ([N], [1, N]).
+bool per_channel_shape(const Tensor& t, int64_t count) {
+  if (t.numel() == 1) return true;
+  if (t.numel() != count) return false;
+  return std::count_if(t.shape().begin(), t.shape().end(), [](int64_t d) { return d != 1; }) == 1;
+}
+
+std::vector<float> float_values(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+// One value per channel from a per-tensor or per-channel parameter.
+template <typename V>
+std::vector<V> expanded(std::vector<V> values, int64_t count) {
+  if (values.size() == 1) values.assign(static_cast<size_t>(count), values[0]);
+  return values;
+}
+
+// dst[c * 16 + q] = src[q * stride + c] for c, q < 16, in 4 x 4 SSE2 transposes (the x86-64
+// baseline): the scalar loop was most of ResNet-50 ConvInteger's epilogue.
+void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
+  for (int q0 = 0; q0 < 16; q0 += 4) {
+    for (int c0 = 0; c0 < 16; c0 += 4) {
+      __m128 r[4];
+      for (int i = 0; i < 4; ++i) {
+        r[i] = _mm_castsi128_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (q0 + i) * stride + c0)));
+      }
+      _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+      for (int i = 0; i < 4; ++i) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (c0 + i) * 16 + q0),
+                         _mm_castps_si128(r[i]));
+      }
+    }
+  }
+}
+
+// A thread's growable, 64-byte aligned scratch buffer for one role.
+enum class Scratch { kShifted, kProduct, kReordered, kCount };
+void* scratch(Scratch role, size_t bytes) {
+  struct Block {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Block() { std::free(data); }
+  };
+  thread_local std::array<Block, static_cast<size_t>(Scratch::kCount)> blocks;
+  Block& block = blocks[static_cast<size_t>(role)];
+  if (block.size < bytes || !block.data) {
+    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* data = std::aligned_alloc(64, rounded);
+    if (!data) throw std::bad_alloc();
+    std::free(block.data);
+    block.data = data;
+    block.size = rounded;
+  }
+  return block.data;
+}
+
+// An int8 operand as oneDNN sees it: its bytes and whether they are s8.
+struct Int8Data {
+  const void* data;
+  bool is_signed;
+};
+Int8Data int8_data(const Tensor& t) {
+  return {t.raw_data(), t.dtype() == DType::kInt8};
+}
+
+// An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
+// split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
+// results below VNNI (AVX2), where its u8 ones are right.
+Int8Data shifted_to_u8(Int8Data x, int64_t n, int32_t& zero_point) {
+  if (!x.is_signed) return x;
+  auto* out = static_cast<uint8_t*>(scratch(Scratch::kShifted, static_cast<size_t>(n)));
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = in[i] ^ 0x80;
+  });
+  zero_point += 128;
+  return {out, false};
+}
+
+// The single value of a scalar u8 / s8 / float input at run time.
+int32_t int8_scalar(const Tensor& t) {
+  return int8_values(t)[0];
+}
+
+// ---------------------------------------------------------------------------------------
+// A [rows, K] u8 x constant B [K, N].
+
+class Int8MatMul {
+ public:
+  // `b` u8 / s8 [K, N]; `zero_points` one value or N.
+  Int8MatMul(const Tensor& b, const std::vector<int32_t>& zero_points, bool split)
+      : k_(b.shape()[0]), n_(b.shape()[1]), split_(split), columns_(split ? 2 * n_ : n_) {
+    const int shift = b.dtype() == DType::kUInt8 ? 128 : 0;
+    const std::vector<int32_t> raw = int8_values(b);
+    values_.resize(static_cast<size_t>(k_ * columns_));
+    column_sums_.assign(static_cast<size_t>(n_), 0);
+    for (int64_t r = 0; r < k_; ++r) {
+      for (int64_t j = 0; j < n_; ++j) {
+        const int32_t v = raw[static_cast<size_t>(r * n_ + j)] - shift;
+        column_sums_[j] += v;
+        if (split_) {
+          values_[r * columns_ + j] = high_part(v);
+          values_[r * columns_ + n_ + j] = low_part(v);
+        } else {
+          values_[r * columns_ + j] = static_cast<int8_t>(v);
+        }
+      }
+    }
+    zero_points_ = expanded(zero_points, n_);
+    for (int32_t& zp : zero_points_) {
+      zp -= shift;
+      has_zero_points_ = has_zero_points_ || zp != 0;
+    }
+  }
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+
+  // consume(row, acc) for each row of A, acc holding the N exact accumulators of
+  // (A[row] - a_zp) x (B - b_zp) (int32, wrapping); called from several threads.
+  template <typename Consume>
+  void run(Int8Data a, int64_t rows, int32_t a_zp, Consume&& consume) const {
+    if (split_) a = shifted_to_u8(a, rows * k_, a_zp);
+    auto* product = static_cast<int32_t*>(
+        scratch(Scratch::kProduct, static_cast<size_t>(rows * columns_) * sizeof(int32_t)));
+    std::shared_ptr<const Plan> plan = plan_for(rows, a.is_signed);
+    {
+      const memory src = dnnl_util::rebound_memory(plan->owner, 0, plan->src, a.data);
+      const memory dst = dnnl_util::rebound_memory(plan->owner, 1, plan->dst, product);
+      const memory weights =
+          plan->packed ? packed_[a.is_signed]->memory
+                       : dnnl_util::rebound_memory(plan->owner, 2, plan->weights, values_.data());
+      dnnl_util::ExecArgs args;
+      args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, weights).add(DNNL_ARG_DST, dst);
+      dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
+    }
+    const int64_t n = n_, k = k_;
+    const uint32_t azp = static_cast<uint32_t>(a_zp);
+    parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> acc(static_cast<size_t>(n));
+      for (int64_t row = begin; row < end; ++row) {
+        const int32_t* p = product + row * columns_;
+        uint32_t rest = 0;  // sum over k of (A[row] - a_zp), for B's zero points
+        if (has_zero_points_) {
+          int32_t sum = 0;
+          if (a.is_signed) {
+            const int8_t* ar = static_cast<const int8_t*>(a.data) + row * k;
+            for (int64_t i = 0; i < k; ++i) sum += ar[i];
+          } else {
+            const uint8_t* ar = static_cast<const uint8_t*>(a.data) + row * k;
+            for (int64_t i = 0; i < k; ++i) sum += ar[i];
+          }
+          rest = static_cast<uint32_t>(sum) - static_cast<uint32_t>(k) * azp;
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t v = split_ ? 16u * static_cast<uint32_t>(p[j]) + static_cast<uint32_t>(p[n + j])
+                              : static_cast<uint32_t>(p[j]);
+          v -= azp * static_cast<uint32_t>(column_sums_[j]);
+          if (has_zero_points_) v -= static_cast<uint32_t>(zero_points_[j]) * rest;
+          acc[j] = static_cast<int32_t>(v);
+        }
+        consume(row, acc.data());
+      }
+    });
+  }
+
+  // Builds the primitive (and packs B) for `rows` before the first run.
+  void prepare(int64_t rows, bool a_signed) const {
+    try {
+      plan_for(rows, a_signed);
+    } catch (const dnnl::error&) {
+      // Left to the first run, which reports it naming the node.
+    }
+  }
+
+ private:
+  struct Plan {
+    dnnl::matmul primitive;
+    memory::desc src, weights, dst, scratchpad;
+    bool packed = false;
+    uint64_t owner = dnnl_util::new_memory_owner();
+  };
+
+  std::shared_ptr<const Plan> plan_for(int64_t rows, bool a_signed) const {
+    std::lock_guard lock(mutex_);
+    const std::array<int64_t, 3> key{rows, max_threads(), a_signed};
+    auto found = plans_.find(key);
+    if (found != plans_.end()) return found->second;
+    if (plans_.size() >= 64) plans_.clear();
+    auto plan = std::make_shared<const Plan>(make_plan(rows, a_signed));
+    plans_.emplace(key, plan);
+    return plan;
+  }
+
+  // Called with mutex_ held (it may create packed_).
+  // oneDNN packs B per source type (an s8 source adds compensation to the packed layout).
+  Plan make_plan(int64_t rows, bool a_signed) const {
+    Plan plan;
+    plan.src = memory::desc({rows, k_}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
+                            memory::format_tag::ab);
+    std::optional<dnnl_util::OwnedMemory>& packed = packed_[a_signed];
+    plan.dst = memory::desc({rows, columns_}, memory::data_type::s32, memory::format_tag::ab);
+    const memory::desc plain({k_, columns_}, memory::data_type::s8, memory::format_tag::ab);
+    const dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
+    auto make_pd = [&](const memory::desc& weights) {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan.src, weights, plan.dst), attr,
+                                          dnnl_util::cpu_engine());
+    };
+    dnnl::matmul::primitive_desc pd;
+    if (!packed) {
+      pd = make_pd(memory::desc({k_, columns_}, memory::data_type::s8, memory::format_tag::any));
+      packed = dnnl_util::owned_memory(pd.weights_desc());
+      dnnl::stream stream = dnnl_util::make_stream();
+      memory from = dnnl_util::wrap(plain, values_.data());
+      dnnl::reorder(from, packed->memory).execute(stream, from, packed->memory);
+      stream.wait();
+      plan.packed = true;
+    } else {
+      try {
+        pd = make_pd(packed->memory.get_desc());
+        plan.packed = true;
+      } catch (const dnnl::error&) {
+        pd = make_pd(plain);  // no kernel for that layout at this shape
+      }
+    }
+    plan.weights = pd.weights_desc();
+    plan.scratchpad = pd.scratchpad_desc();
+    plan.primitive = dnnl::matmul(pd);
+    return plan;
+  }
+
+  int64_t k_, n_;
+  bool split_;
+  int64_t columns_;                   // N, or 2N when split (high parts, then low parts)
+  std::vector<int8_t> values_;        // [K, columns] plain
+  std::vector<int32_t> column_sums_;  // of B - shift, per column
+  std::vector<int32_t> zero_points_;  // b_zp - shift, per column
+  bool has_zero_points_ = false;
+  mutable std::mutex mutex_;
+  mutable std::map<std::array<int64_t, 3>, std::shared_ptr<const Plan>> plans_;
+  // B packed for a u8 and for an s8 A, written once each, under mutex_.
+  mutable std::array<std::optional<dnnl_util::OwnedMemory>, 2> packed_;
+};
+
+// ---------------------------------------------------------------------------------------
+// X [N, C, spatial...] u8 (zero point x_zp) convolved with constant W [M, C / group, k...].
+//
+// oneDNN subtracts x_zp itself (a runtime source zero point, which also treats the padding
+// as x_zp, as ConvInteger wants). W's zero points come back through one extra output
+// channel per group whose weights are all 1: it sums (x - x_zp) over each window, and
+// acc = product - w_zp[m] * that sum. Split weights put each group's high parts, then its
+// low parts, then that channel in a row.
+
+class Int8Conv {
+ public:
+  Int8Conv(const ConvAttributes& attrs, const Tensor& w, const std::vector<int32_t>& zero_points,
+           bool split)
+      : attrs_(attrs),
+        w_shape_(w.shape()),
+        group_(attrs.group),
+        maps_(w.shape()[0]),
+        group_maps_(maps_ / group_),
+        split_(split) {
+    const int shift = w.dtype() == DType::kUInt8 ? 128 : 0;
+    zero_points_ = expanded(zero_points, maps_);
+    for (int32_t& zp : zero_points_) {
+      zp -= shift;
+      ones_ = ones_ || zp != 0;
+    }
+    slots_ = (split_ ? 2 : 1) * group_maps_ + (ones_ ? 1 : 0);
+    const int64_t per_map = maps_ == 0 ? 0 : w.numel() / maps_;
+    const std::vector<int32_t> raw = int8_values(w);
+    values_.assign(static_cast<size_t>(group_ * slots_ * per_map), 0);
+    for (int64_t g = 0; g < group_; ++g) {
+      int8_t* base = values_.data() + g * slots_ * per_map;
+      for (int64_t j = 0; j < group_maps_; ++j) {
+        const int32_t* from = raw.data() + (g * group_maps_ + j) * per_map;
+        for (int64_t i = 0; i < per_map; ++i) {
+          const int32_t v = from[i] - shift;
+          if (split_) {
+            base[j * per_map + i] = high_part(v);
+            base[(group_maps_ + j) * per_map + i] = low_part(v);
+          } else {
+            base[j * per_map + i] = static_cast<int8_t>(v);
+          }
+        }
+      }
+      if (ones_) std::fill_n(base + (slots_ - 1) * per_map, per_map, int8_t{1});
+    }
+    Dims dims;
+    if (group_ > 1) dims.push_back(group_);
+    dims.push_back(slots_);
+    dims.insert(dims.end(), w_shape_.begin() + 1, w_shape_.end());
+    weights_dims_ = dims;
+  }
+
+  // The output shape for X of `x_shape`, nullopt when the window does not fit (the
+  // reference kernel says why).
+  std::optional<Shape> output_shape(const Shape& x_shape) const {
+    if (x_shape.size() != w_shape_.size()) return std::nullopt;
+    const std::optional<dnnl_util::Window> window =
+        dnnl_util::conv_window(attrs_, x_shape, w_shape_);
+    if (!window) return std::nullopt;
+    return window->y_shape;
+  }
+
+  // Whether the accumulators are the product itself (no split, no weight zero points).
+  bool direct() const { return !split_ && !ones_; }
+
+  // False when oneDNN has no convolution for this shape (the caller runs the reference).
+  // Otherwise calls consume(image, map, first, count, acc) for runs of `count` <= 16
+  // output positions of one output channel, acc holding their exact accumulators of
+  // (x - x_zp) conv (w - w_zp), from several threads. The primitive writes channels-last
+  // int32; each block of positions is transposed in L1 on its way out, which cost a third of
+  // an NCHW reorder of the int32 product (ResNet-50: 38 -> ~12 ms per run, one thread).
+  template <typename Consume>
+  bool run(Int8Data x, const Shape& x_shape, int32_t x_zp, Consume&& consume) const {
+    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    if (!plan->supported) return false;
+    const uint64_t owner = plan->owner;
+    memory src = source(*plan, x);
+    auto* d = static_cast<int32_t*>(scratch(Scratch::kProduct, plan->dst.get_size()));
+    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
+    int32_t zp_value = x_zp;
+    const memory zp_memory = dnnl_util::wrap(
+        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
+    dnnl_util::ExecArgs args;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+
+    constexpr int64_t kBlock = 16;
+    const int64_t plane = shape_numel(plan->out_spatial);
+    const int64_t images = x_shape[0];
+    const int64_t channels = group_ * slots_;
+    const int64_t blocks = (plane + kBlock - 1) / kBlock;
+    const int64_t min_items = std::max<int64_t>(1, 65536 / (kBlock * channels));
+    parallel_for(images * blocks, min_items, [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> tile(static_cast<size_t>(channels * kBlock));
+      std::vector<int32_t> acc(kBlock);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t image = item / blocks;
+        const int64_t first = (item % blocks) * kBlock;
+        const int64_t count = std::min(kBlock, plane - first);
+        const int32_t* from = d + (image * plane + first) * channels;
+        // 16 x 16 sub-blocks keep both sides of the transposition within a few cache lines.
+        for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
+          const int64_t width = std::min(kBlock, channels - c0);
+          if (width == kBlock && count == kBlock) {
+            transpose_16x16(from + c0, channels, tile.data() + c0 * kBlock);
+            continue;
+          }
+          for (int64_t q = 0; q < count; ++q) {
+            const int32_t* row = from + q * channels + c0;
+            int32_t* column = tile.data() + c0 * kBlock + q;
+            for (int64_t c = 0; c < width; ++c) column[c * kBlock] = row[c];
+          }
+        }
+        for (int64_t m = 0; m < maps_; ++m) {
+          const int64_t g = m / group_maps_, j = m % group_maps_;
+          const int32_t* base = tile.data() + g * slots_ * kBlock;
+          const int32_t* high = base + j * kBlock;
+          if (direct()) {
+            consume(image, m, first, count, high);
+            continue;
+          }
+          const int32_t* low = base + (group_maps_ + j) * kBlock;
+          const int32_t* sums = base + (slots_ - 1) * kBlock;
+          const uint32_t zp = static_cast<uint32_t>(zero_points_[m]);
+          for (int64_t q = 0; q < count; ++q) {
+            uint32_t v = split_
+                             ? 16u * static_cast<uint32_t>(high[q]) + static_cast<uint32_t>(low[q])
+                             : static_cast<uint32_t>(high[q]);
+            if (ones_) v -= zp * static_cast<uint32_t>(sums[q]);
+            acc[q] = static_cast<int32_t>(v);
+          }
+          consume(image, m, first, count, acc.data());
+        }
+      }
+    });
+    return true;
+  }
+
+  // QLinearConv's requantization, when its scales and zero point are constants: oneDNN
+  // then writes int8 itself (output scales, destination zero point, int32 bias), a quarter
+  // of the int32 product's traffic and no per-block requantization (MobileNetV2: that
+  // epilogue was half the time). Rounding as the reference: float(acc + bias) * multiplier
+  // to nearest even, plus the zero point, saturated.
+  struct Requantization {
+    std::vector<float> multipliers;  // per output channel
+    std::vector<int32_t> bias;       // per output channel, or empty
+    int32_t zero_point = 0;
+    bool is_signed = false;  // s8 output
+  };
+  void set_requantization(Requantization requantization) {
+    if (direct()) requantization_ = std::move(requantization);
+  }
+  bool requantizes() const { return requantization_.has_value(); }
+
+  // With set_requantization: the int8 output in NCHW at `y`; false as run().
+  bool run_requantized(Int8Data x, const Shape& x_shape, int32_t x_zp, void* y) const {
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    if (!plan->supported) return false;
+    const uint64_t owner = plan->owner;
+    memory src = source(*plan, x);
+    void* d = scratch(Scratch::kProduct, plan->dst.get_size());
+    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
+    int32_t zp_values[2] = {x_zp, requantization_->zero_point};
+    const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    dnnl_util::ExecArgs args;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
+    const memory src_zp = dnnl_util::wrap(one, &zp_values[0]);
+    const memory dst_zp = dnnl_util::wrap(one, &zp_values[1]);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
+    memory bias;
+    if (!requantization_->bias.empty()) {
+      bias = dnnl_util::wrap(memory::desc({maps_}, memory::data_type::s32, memory::format_tag::x),
+                             requantization_->bias.data());
+      args.add(DNNL_ARG_BIAS, bias);
+    }
+    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    const int64_t images = x_shape[0], positions = shape_numel(plan->out_spatial);
+    for (int64_t n = 0; n < images; ++n) {
+      quantize_simd::transpose_bytes(static_cast<const uint8_t*>(d) + n * positions * maps_,
+                                     positions, maps_,
+                                     static_cast<uint8_t*>(y) + n * positions * maps_);
+    }
+    return true;
+  }
+
+  // Builds the primitive (and packs W) before the first run.
+  void prepare(const Shape& x_shape, bool x_signed) const {
+    try {
+      plan_for(x_shape, x_signed);
+    } catch (const dnnl::error&) {
+    }
+  }
+
+ private:
+  struct Plan {
+    bool supported = false;
+    dnnl::convolution_forward primitive;
+    memory::desc user_src, src, weights, dst, scratchpad;
+    std::optional<dnnl::reorder> src_reorder;
+    memory::desc src_reorder_scratchpad;
+    bool src_channels_last = false;  // src is plain NHWC: transpose_bytes, not src_reorder
+    memory::desc user_dst;           // requantized plans: NCHW int8, transposed from dst
+    Shape out_spatial;
+    uint64_t owner = dnnl_util::new_memory_owner();
+  };
+
+  // X in the primitive's layout (reordered into scratch when that is not NCHW).
+  // Channels-last sources are transposed by quantize_simd::transpose_bytes: oneDNN 2.6's
+  // int8 NCHW <-> NHWC reorders (jit:uni) took ~6x longer than MobileNetV2's convolutions.
+  memory source(const Plan& plan, Int8Data x) const {
+    memory src = dnnl_util::rebound_memory(plan.owner, 0, plan.user_src, x.data);
+    if (!plan.src_reorder && !plan.src_channels_last) return src;
+    void* data = scratch(Scratch::kReordered, plan.src.get_size());
+    memory reordered = dnnl_util::reused_memory(plan.owner, 1, plan.src, data);
+    if (plan.src_channels_last) {
+      const auto& dims = plan.user_src.dims();
+      const int64_t images = dims[0], channels = dims[1];
+      const int64_t positions = shape_numel(Shape(dims.begin() + 2, dims.end()));
+      for (int64_t n = 0; n < images; ++n) {
+        quantize_simd::transpose_bytes(
+            static_cast<const uint8_t*>(x.data) + n * channels * positions, channels, positions,
+            static_cast<uint8_t*>(data) + n * channels * positions);
+      }
+      return reordered;
+    }
+    dnnl_util::execute(*plan.src_reorder, plan.src_reorder_scratchpad, plan.owner,
+                       dnnl_util::ExecArgs().add(DNNL_ARG_FROM, src).add(DNNL_ARG_TO, reordered));
+    return reordered;
+  }
+
+  static memory::format_tag plain_tag(size_t rank) {
+    using tag = memory::format_tag;
+    return rank == 3 ? tag::ncw : rank == 4 ? tag::nchw : tag::ncdhw;
+  }
+  static memory::format_tag channels_last_tag(size_t rank) {
+    using tag = memory::format_tag;
+    return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc;
+  }
+
+  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed) const {
+    std::vector<int64_t> key(x_shape.begin(), x_shape.end());
+    key.push_back(max_threads());
+    key.push_back(x_signed);
+    return plans_.get(key, [&] { return make_plan(x_shape, x_signed); });
+  }
+
+  Plan make_plan(const Shape& x_shape, bool x_signed) const {
+    Plan plan;
+    const size_t rank = x_shape.size();
+    if (rank < 3 || rank > 5) return plan;
+    const std::optional<dnnl_util::Window> window =
+        dnnl_util::conv_window(attrs_, x_shape, w_shape_);
+    if (!window) return plan;
+    plan.out_spatial.assign(window->y_shape.begin() + 2, window->y_shape.end());
+    Dims dst_dims{x_shape[0], group_ * slots_};
+    dst_dims.insert(dst_dims.end(), plan.out_spatial.begin(), plan.out_spatial.end());
+    const memory::format_tag tag = plain_tag(rank);
+    using dt = memory::data_type;
+    const dt src_type = x_signed ? dt::s8 : dt::u8;
+    plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), src_type, tag);
+    dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    const memory::desc any_src(dnnl_util::to_dims(x_shape), src_type, memory::format_tag::any);
+    const memory::desc any_weights(weights_dims_, dt::s8, memory::format_tag::any);
+    dt dst_type = dt::s32;
+    memory::desc bias;
+    if (requantization_) {
+      dst_type = requantization_->is_signed ? dt::s8 : dt::u8;
+      plan.user_dst = memory::desc(dst_dims, dst_type, tag);
+      const bool per_channel = requantization_->multipliers.size() > 1;
+      attr.set_output_scales(per_channel ? 1 << 1 : 0, requantization_->multipliers);
+      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      if (!requantization_->bias.empty())
+        bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
+    }
+    const memory::desc channels_last_dst(dst_dims, dst_type, channels_last_tag(rank));
+    dnnl::convolution_forward::primitive_desc pd;
+    try {
+      pd = dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, any_src, any_weights,
+                                          bias, channels_last_dst, window->strides,
+                                          window->dilations, window->pad_begin, window->pad_end),
+          attr, dnnl_util::cpu_engine());
+    } catch (const dnnl::error&) {
+      return plan;  // e.g. no implementation takes a source zero point for this shape
+    }
+    plan.src = pd.src_desc();
+    plan.dst = pd.dst_desc();
+    plan.weights = pd.weights_desc();
+    plan.scratchpad = pd.scratchpad_desc();
+    plan.primitive = dnnl::convolution_forward(pd);
+    auto reorder = [&](const memory::desc& from, const memory::desc& to, memory::desc& scratchpad) {
+      dnnl::reorder::primitive_desc rpd(dnnl_util::cpu_engine(), from, dnnl_util::cpu_engine(), to,
+                                        dnnl_util::user_scratchpad_attr());
+      scratchpad = rpd.scratchpad_desc();
+      return dnnl::reorder(rpd);
+    };
+    plan.src_channels_last =
+        plan.src == memory::desc(dnnl_util::to_dims(x_shape), src_type, channels_last_tag(rank));
+    if (plan.src != plan.user_src && !plan.src_channels_last) {
+      plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
+    }
+    packed(plan.weights);  // pack now, outside any run
+    plan.supported = true;
+    return plan;
+  }
+
+  // W in layout `desc`, reordered once per layout and kept.
+  memory packed(const memory::desc& desc) const {
+    std::lock_guard lock(packed_mutex_);
+    for (const auto& [layout, owned] : packed_) {
+      if (layout == desc) return owned.memory;
+    }
+    using tag = memory::format_tag;
+    const size_t rank = weights_dims_.size() - (group_ > 1 ? 1 : 0);
+    const tag plain = group_ > 1 ? (rank == 3   ? tag::goiw
+                                    : rank == 4 ? tag::goihw
+                                                : tag::goidhw)
+                                 : (rank == 3   ? tag::oiw
+                                    : rank == 4 ? tag::oihw
+                                                : tag::oidhw);
+    dnnl_util::OwnedMemory owned = dnnl_util::owned_memory(desc);
+    dnnl::stream stream = dnnl_util::make_stream();
+    memory from =
+        dnnl_util::wrap(memory::desc(weights_dims_, memory::data_type::s8, plain), values_.data());
+    dnnl::reorder(from, owned.memory).execute(stream, from, owned.memory);
+    stream.wait();
+    packed_.emplace_back(desc, owned);
+    return owned.memory;
+  }
+
+  ConvAttributes attrs_;
+  Shape w_shape_;
+  int64_t group_, maps_, group_maps_;
+  bool split_;
+  bool ones_ = false;                 // some w_zp - shift is not 0: the window-sum channel is there
+  int64_t slots_ = 0;                 // output channels per group in the primitive
+  std::vector<int8_t> values_;        // [group, slots, C / group, k...]
+  std::vector<int32_t> zero_points_;  // w_zp - shift, per output channel
+  Dims weights_dims_;
+  std::optional<Requantization> requantization_;
+  dnnl_util::PlanCache<Plan> plans_;
+  mutable std::mutex packed_mutex_;
+  mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Kernels. Each factory returns nullptr (the reference kernel runs the node) unless the
+// weights and their parameters are initializers of the shapes handled here.
+
+class Int8KernelBase : public OpKernel {
+ protected:
+  explicit Int8KernelBase(const KernelCreateContext& context)
+      : reference_(context.reference_kernel()) {}
+  void decline(KernelContext& context) const {
+    if (!reference_) context.fail("no reference kernel for this case");
+    reference_->compute(context);
+  }
+  std::unique_ptr<OpKernel> reference_;
+};
+
+// MatMul's A rows: the product of A's leading dims when A has rank >= 2 and K columns.
+std::optional<int64_t> rows_of(const Tensor& a, int64_t k) {
+  if (a.rank() < 2 || a.shape().back() != k) return std::nullopt;
+  return a.numel() / k;
+}
+
+Shape matmul_out_shape(const Tensor& a, int64_t n) {
+  Shape out = a.shape();
+  out.back() = n;
+  return out;
+}
+
+// Constant 2-D int8 B with a per-tensor or per-column parameter at `zp_index` (optional).
+bool constant_matmul_weights(const KernelCreateContext& context, size_t b_index,
+                             std::optional<size_t> zp_index) {
+  const Tensor* b = constant(context, b_index);
+  if (!b || b->rank() != 2 || !is_int8(b->dtype()) || b->numel() == 0) return false;
+  if (zp_index && present(context, *zp_index)) {
+    const Tensor* zp = constant(context, *zp_index);
+    if (!zp || zp->dtype() != b->dtype() || !per_channel_shape(*zp, b->shape()[1])) return false;
+  }
+  return true;
+}
+
+class MatMulIntegerKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_matmul_weights(context, 1, 3)) return nullptr;
+    return std::make_unique<MatMulIntegerKernel>(context);
+  }
+
+  explicit MatMulIntegerKernel(const KernelCreateContext& context)
+      : Int8KernelBase(context),
+        matmul_(*constant(context, 1),
+                present(context, 3) ? int8_values(*constant(context, 3)) : std::vector<int32_t>{0},
+                int8_weights_split()) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const auto rows = rows_of(a, matmul_.k());
+    const Tensor* a_zp = context.has_input(2) ? &context.input(2) : nullptr;
+    if (!is_int8(a.dtype()) || !rows ||
+        (a_zp && (a_zp->numel() != 1 || a_zp->dtype() != a.dtype()))) {
+      decline(context);
+      return;
+    }
+    Tensor& out =
+        context.allocate_output_uninitialized(0, DType::kInt32, matmul_out_shape(a, matmul_.n()));
+    if (out.numel() == 0) return;
+    const int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
+    const Int8Data a_data = int8_data(a);
+    int32_t* y = out.mutable_data<int32_t>();
+    const int64_t n = matmul_.n();
+    matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
+      std::memcpy(y + row * n, acc, static_cast<size_t>(n) * sizeof(int32_t));
+    });
+  }
+
+ private:
+  Int8MatMul matmul_;
+};
+
+// y = quantize(float(acc) * (a_scale * b_scale[j] / y_scale), y_zp), as ORT's MLAS and the
+// reference kernel compute it.
+class QLinearMatMulKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_matmul_weights(context, 3, 5)) return nullptr;
+    const Tensor* b_scale = constant(context, 4);
+    const int64_t n = constant(context, 3)->shape()[1];
+    if (!b_scale || b_scale->dtype() != DType::kFloat || !per_channel_shape(*b_scale, n)) {
+      return nullptr;
+    }
+    return std::make_unique<QLinearMatMulKernel>(context);
+  }
+
+  explicit QLinearMatMulKernel(const KernelCreateContext& context)
+      : Int8KernelBase(context),
+        matmul_(*constant(context, 3), int8_values(*constant(context, 5)), int8_weights_split()),
+        b_scales_(expanded(float_values(*constant(context, 4)), matmul_.n())) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const Tensor& a_scale = context.input(1);
+    const Tensor& a_zp = context.input(2);
+    const Tensor& y_scale = context.input(6);
+    const Tensor& y_zp = context.input(7);
+    const auto rows = rows_of(a, matmul_.k());
+    const bool handled = is_int8(a.dtype()) && rows && a_zp.dtype() == a.dtype() &&
+                         a_zp.numel() == 1 && a_scale.dtype() == DType::kFloat &&
+                         a_scale.numel() == 1 && y_scale.dtype() == DType::kFloat &&
+                         y_scale.numel() == 1 && is_int8(y_zp.dtype()) && y_zp.numel() == 1;
+    if (!handled) {
+      decline(context);
+      return;
+    }
+    const int64_t n = matmul_.n();
+    std::vector<float> multipliers(static_cast<size_t>(n));
+    const float as = a_scale.data<float>()[0], ys = y_scale.data<float>()[0];
+    for (int64_t j = 0; j < n; ++j) multipliers[j] = as * b_scales_[j] / ys;
+    const int32_t out_zp = int8_scalar(y_zp);
+    Tensor& out = context.allocate_output_uninitialized(0, y_zp.dtype(), matmul_out_shape(a, n));
+    if (out.numel() == 0) return;
+    const int32_t zp = int8_scalar(a_zp);
+    const Int8Data a_data = int8_data(a);
+    if (out.dtype() == DType::kUInt8) {
+      uint8_t* y = out.mutable_data<uint8_t>();
+      matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
+        quantize_simd::requantize_u8(acc, n, 0, nullptr, 0, multipliers.data(), out_zp,
+                                     y + row * n);
+      });
+    } else {
+      int8_t* y = out.mutable_data<int8_t>();
+      matmul_.run(a_data, *rows, zp, [&](int64_t row, const int32_t* acc) {
+        quantize_simd::requantize_s8(acc, n, 0, nullptr, 0, multipliers.data(), out_zp,
+                                     y + row * n);
+      });
+    }
+  }
+
+ private:
+  Int8MatMul matmul_;
+  std::vector<float> b_scales_;
+};
+
+// The float epilogue of MatMulIntegerToFloat / ConvIntegerToFloat (ops/fused_ops.h):
+// y = float(acc) * scale + bias, over `n` outputs of one row / plane whose channel is fixed
+// (`channel` >= 0) or the element's index (`channel` < 0, a matmul row).
+struct FloatEpilogue {
+  const float* scales = nullptr;  // one value, or one per channel
+  bool per_channel = false;
+  const float* bias = nullptr;  // one per channel, or null
+
+  void apply(const int32_t* acc, int64_t n, int64_t channel, float* y) const {
+    if (channel >= 0) {
+      const float s = scales[per_channel ? channel : 0];
+      const float b = bias ? bias[channel] : 0.0f;
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * s;
+      if (bias) {
+        for (int64_t i = 0; i < n; ++i) y[i] += b;
+      }
+      return;
+    }
+    if (per_channel) {
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * scales[i];
+    } else {
+      const float s = scales[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * s;
+    }
+    if (bias) {
+      for (int64_t i = 0; i < n; ++i) y[i] += bias[i];
+    }
+  }
+};
+
+// Scale (input 4, float, 1 or `channels` values) and Bias (input 5, a constant float with
+// `channels` values, optional) at creation: false when not so.
+bool float_epilogue_inputs(const KernelCreateContext& context, int64_t channels) {
+  if (!present(context, 4)) return false;
+  if (present(context, 5)) {
+    const Tensor* bias = constant(context, 5);
+    if (!bias || bias->dtype() != DType::kFloat || bias->numel() != channels) return false;
+  }
+  return true;
+}
+
+std::vector<float> bias_values(const KernelCreateContext& context) {
+  return present(context, 5) ? float_values(*constant(context, 5)) : std::vector<float>{};
+}
+
+class MatMulIntegerToFloatKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_matmul_weights(context, 1, 3)) return nullptr;
+    if (!float_epilogue_inputs(context, constant(context, 1)->shape()[1])) return nullptr;
+    return std::make_unique<MatMulIntegerToFloatKernel>(context);
+  }
+
+  explicit MatMulIntegerToFloatKernel(const KernelCreateContext& context)
+      : Int8KernelBase(context),
+        matmul_(*constant(context, 1),
+                present(context, 3) ? int8_values(*constant(context, 3)) : std::vector<int32_t>{0},
+                int8_weights_split()),
+        bias_(bias_values(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    const auto rows = rows_of(a, matmul_.k());
+    const Tensor* a_zp = context.has_input(2) ? &context.input(2) : nullptr;
+    const Tensor& scale = context.input(4);
+    const int64_t n = matmul_.n();
+    if (!is_int8(a.dtype()) || !rows ||
+        (a_zp && (a_zp->numel() != 1 || a_zp->dtype() != a.dtype())) ||
+        scale.dtype() != DType::kFloat || (scale.numel() != 1 && scale.numel() != n)) {
+      decline(context);
+      return;
+    }
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, matmul_out_shape(a, n));
+    if (out.numel() == 0) return;
+    const FloatEpilogue epilogue{scale.data<float>(), scale.numel() != 1,
+                                 bias_.empty() ? nullptr : bias_.data()};
+    const int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
+    const Int8Data a_data = int8_data(a);
+    float* y = out.mutable_data<float>();
+    matmul_.run(a_data, *rows, zp,
+                [&](int64_t row, const int32_t* acc) { epilogue.apply(acc, n, -1, y + row * n); });
+  }
+
+ private:
+  Int8MatMul matmul_;
+  std::vector<float> bias_;
+};
+
+// Conv weights: constant int8 W of rank 3..5 whose zero point (input `zp_index`, optional)
+// is a constant per tensor or per output channel.
+bool constant_conv_weights(const KernelCreateContext& context, size_t w_index, size_t zp_index) {
+  const Tensor* w = constant(context, w_index);
+  if (!w || w->rank() < 3 || w->rank() > 5 || !is_int8(w->dtype()) || w->numel() == 0) {
+    return false;
+  }
+  if (present(context, zp_index)) {
+    const Tensor* zp = constant(context, zp_index);
+    if (!zp || zp->dtype() != w->dtype() || !per_channel_shape(*zp, w->shape()[0])) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Int8Conv> make_conv(const KernelCreateContext& context, size_t w_index,
+                                    size_t zp_index) {
+  const ConvAttributes attrs(context);
+  const Tensor& w = *constant(context, w_index);
+  if (attrs.group < 1 || w.shape()[0] % attrs.group != 0) return nullptr;
+  return std::make_unique<Int8Conv>(attrs, w,
+                                    present(context, zp_index)
+                                        ? int8_values(*constant(context, zp_index))
+                                        : std::vector<int32_t>{0},
+                                    int8_weights_split());
+}
+
+class ConvIntegerKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_conv_weights(context, 1, 3)) return nullptr;
+    std::unique_ptr<Int8Conv> conv = make_conv(context, 1, 3);
+    if (!conv) return nullptr;
+    return std::make_unique<ConvIntegerKernel>(context, std::move(conv));
+  }
+
+  ConvIntegerKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
+      : Int8KernelBase(context), conv_(std::move(conv)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor* x_zp = context.has_input(2) ? &context.input(2) : nullptr;
+    const std::optional<Shape> out_shape = conv_->output_shape(x.shape());
+    if (!is_int8(x.dtype()) || !out_shape ||
+        (x_zp && (x_zp->numel() != 1 || x_zp->dtype() != x.dtype()))) {
+      decline(context);
+      return;
+    }
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kInt32, *out_shape);
+    if (out.numel() == 0) return;
+    const int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
+    const Int8Data x_data = int8_data(x);
+    int32_t* y = out.mutable_data<int32_t>();
+    const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
+    const int64_t maps = (*out_shape)[1];
+    const bool ran =
+        conv_->run(x_data, x.shape(), zp,
+                   [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+                     std::memcpy(y + (image * maps + m) * plane + first, acc,
+                                 static_cast<size_t>(count) * sizeof(int32_t));
+                   });
+    if (!ran) decline(context);
+  }
+
+ private:
+  std::unique_ptr<const Int8Conv> conv_;
+};
+
+// y = quantize(float(acc + B[m]) * (x_scale * w_scale[m] / y_scale), y_zp), as ORT's MLAS
+// and the reference kernel compute it.
+class QLinearConvKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_conv_weights(context, 3, 5)) return nullptr;
+    const int64_t maps = constant(context, 3)->shape()[0];
+    const Tensor* w_scale = constant(context, 4);
+    if (!w_scale || w_scale->dtype() != DType::kFloat || !per_channel_shape(*w_scale, maps)) {
+      return nullptr;
+    }
+    if (present(context, 8)) {
+      const Tensor* bias = constant(context, 8);
+      if (!bias || bias->dtype() != DType::kInt32 || bias->numel() != maps) return nullptr;
+    }
+    std::unique_ptr<Int8Conv> conv = make_conv(context, 3, 5);
+    if (!conv) return nullptr;
+    return std::make_unique<QLinearConvKernel>(context, std::move(conv));
+  }
+
+  QLinearConvKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
+      : Int8KernelBase(context),
+        w_scales_(expanded(float_values(*constant(context, 4)), constant(context, 3)->shape()[0])) {
+    if (present(context, 8)) {
+      const Tensor& bias = *constant(context, 8);
+      bias_.assign(bias.data<int32_t>(), bias.data<int32_t>() + bias.numel());
+    }
+    // Constant x_scale, y_scale and y_zero_point: oneDNN requantizes (Int8Conv).
+    const Tensor* x_scale = constant(context, 1);
+    const Tensor* y_scale = constant(context, 6);
+    const Tensor* y_zp = constant(context, 7);
+    if (x_scale && y_scale && y_zp && x_scale->dtype() == DType::kFloat && x_scale->numel() == 1 &&
+        y_scale->dtype() == DType::kFloat && y_scale->numel() == 1 && is_int8(y_zp->dtype()) &&
+        y_zp->numel() == 1) {
+      Int8Conv::Requantization requantization;
+      const float xs = x_scale->data<float>()[0], ys = y_scale->data<float>()[0];
+      for (float ws : w_scales_) requantization.multipliers.push_back(xs * ws / ys);
+      requantization.bias = bias_;
+      requantization.zero_point = int8_scalar(*y_zp);
+      requantization.is_signed = y_zp->dtype() == DType::kInt8;
+      conv->set_requantization(std::move(requantization));
+    }
+    conv_ = std::move(conv);
+  }
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor& x_scale = context.input(1);
+    const Tensor& x_zp = context.input(2);
+    const Tensor& y_scale = context.input(6);
+    const Tensor& y_zp = context.input(7);
+    const std::optional<Shape> out_shape = conv_->output_shape(x.shape());
+    const bool handled = is_int8(x.dtype()) && out_shape && x_zp.dtype() == x.dtype() &&
+                         x_zp.numel() == 1 && x_scale.dtype() == DType::kFloat &&
+                         x_scale.numel() == 1 && y_scale.dtype() == DType::kFloat &&
+                         y_scale.numel() == 1 && is_int8(y_zp.dtype()) && y_zp.numel() == 1;
+    if (!handled) {
+      decline(context);
+      return;
+    }
+    const int64_t maps = (*out_shape)[1];
+    std::vector<float> multipliers(static_cast<size_t>(maps));
+    const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
+    for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
+    const int32_t out_zp = int8_scalar(y_zp);
+    Tensor& out = context.allocate_output_uninitialized(0, y_zp.dtype(), *out_shape);
+    if (out.numel() == 0) return;
+    const int32_t zp = int8_scalar(x_zp);
+    const Int8Data x_data = int8_data(x);
+    if (conv_->requantizes()) {
+      if (!conv_->run_requantized(x_data, x.shape(), zp, out.mutable_raw_data())) decline(context);
+      return;
+    }
+    const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
+    auto write = [&](auto* y, auto requantize) {
+      return conv_->run(
+          x_data, x.shape(), zp,
+          [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+            requantize(acc, count, bias_.empty() ? 0 : bias_[m], nullptr, multipliers[m], nullptr,
+                       out_zp, y + (image * maps + m) * plane + first);
+          });
+    };
+    const bool ran = out.dtype() == DType::kUInt8
+                         ? write(out.mutable_data<uint8_t>(), quantize_simd::requantize_u8)
+                         : write(out.mutable_data<int8_t>(), quantize_simd::requantize_s8);
+    if (!ran) decline(context);
+  }
+
+ private:
+  std::unique_ptr<const Int8Conv> conv_;
+  std::vector<float> w_scales_;
+  std::vector<int32_t> bias_;
+};
+
+class ConvIntegerToFloatKernel : public Int8KernelBase {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    if (!constant_conv_weights(context, 1, 3)) return nullptr;
+    if (!float_epilogue_inputs(context, constant(context, 1)->shape()[0])) return nullptr;
+    std::unique_ptr<Int8Conv> conv = make_conv(context, 1, 3);
+    if (!conv) return nullptr;
+    return std::make_unique<ConvIntegerToFloatKernel>(context, std::move(conv));
+  }
+
+  ConvIntegerToFloatKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
+      : Int8KernelBase(context), conv_(std::move(conv)), bias_(bias_values(context)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const Tensor* x_zp = context.has_input(2) ? &context.input(2) : nullptr;
+    const Tensor& scale = context.input(4);
+    const std::optional<Shape> out_shape = conv_->output_shape(x.shape());
+    if (!is_int8(x.dtype()) || !out_shape ||
+        (x_zp && (x_zp->numel() != 1 || x_zp->dtype() != x.dtype())) ||
+        scale.dtype() != DType::kFloat ||
+        (scale.numel() != 1 && scale.numel() != (*out_shape)[1])) {
+      decline(context);
+      return;
+    }
+    Tensor& out = context.allocate_output_uninitialized(0, DType::kFloat, *out_shape);
+    if (out.numel() == 0) return;
+    const FloatEpilogue epilogue{scale.data<float>(), scale.numel() != 1,
+                                 bias_.empty() ? nullptr : bias_.data()};
+    const int32_t zp = x_zp ? int8_scalar(*x_zp) : 0;
+    const Int8Data x_data = int8_data(x);
+    float* y = out.mutable_data<float>();
+    const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
+    const int64_t maps = (*out_shape)[1];
+    const bool ran =
+        conv_->run(x_data, x.shape(), zp,
+                   [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
+                     epilogue.apply(acc, count, m, y + (image * maps + m) * plane + first);
+                   });
+    if (!ran) decline(context);
+  }
+
+ private:
+  std::unique_ptr<const Int8Conv> conv_;
+  std::vector<float> bias_;
+};
+
+}  // namespace
+
+void register_dnnl_int8_kernels(OpRegistry& registry) {
+  registry.add_optimized("", "MatMulInteger", 10, MatMulIntegerKernel::create);
+  registry.add_optimized("", "QLinearMatMul", 10, QLinearMatMulKernel::create);
+  registry.add_optimized("", "QLinearMatMul", 21, QLinearMatMulKernel::create);
+  registry.add_optimized("", "ConvInteger", 10, ConvIntegerKernel::create);
+  registry.add_optimized("", "QLinearConv", 10, QLinearConvKernel::create);
+  const std::string domain(kOnnxkitDomain);
+  registry.add_optimized(domain, "MatMulIntegerToFloat", 1, MatMulIntegerToFloatKernel::create);
+  registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
+}
+
+}  // namespace onnxkit

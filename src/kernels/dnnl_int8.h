@@ -1,0 +1,40 @@
+// int8 products on oneDNN (dnnl_int8.cc): MatMulInteger, ConvInteger, QLinearMatMul,
+// QLinearConv and com.onnxkit MatMulIntegerToFloat / ConvIntegerToFloat with constant int8
+// weights.
+//
+// oneDNN 2.6 takes u8 or s8 activations and s8 weights only. The kernels hand it u8
+// activations (s8 ones shifted by 128) and s8 weights (u8 ones shifted by -128), and put the
+// zero points back themselves from the operands' row and column sums, so every zero point
+// (per tensor, per column, per output channel) is exact.
+//
+// With VNNI (VPDPBUSD) a u8 x s8 product is exact. Without it oneDNN multiplies pairs with
+// VPMADDUBSW, whose int16 sum saturates once two products pass 32767 (255 * 127 * 2 does):
+// ONNX Runtime's "wrong results without VNNI" and the reason its tool has reduce_range. There
+// the kernels split each weight into 16 * high + low with both parts in [-8, 8], run both
+// halves in one product twice as wide and join them: no pair can saturate (255 * 8 * 2), the
+// result is exact, at twice the arithmetic.
+#pragma once
+
+namespace onnxkit {
+
+class OpRegistry;
+
+void register_dnnl_int8_kernels(OpRegistry& registry);
+
+// Whether kernels created now split their weights (oneDNN runs without VNNI: on the CPU,
+// or capped by DNNL_MAX_CPU_ISA / dnnl::set_max_cpu_isa).
+bool int8_weights_split();
+
+// Tests: kernels created while one is alive split their weights (or not) whatever the CPU.
+class Int8SplitOverride {
+ public:
+  explicit Int8SplitOverride(bool split);
+  ~Int8SplitOverride();
+  Int8SplitOverride(const Int8SplitOverride&) = delete;
+  Int8SplitOverride& operator=(const Int8SplitOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace onnxkit
