@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
   python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
+  libboost1.81-dev prometheus-cpp-dev libhiredis-dev libxxhash-dev  # onnxkit serve
+  redis-server                         # the server's cache tests (started on a free port)
 )
 
 missing=()

@@ -23,5 +23,6 @@ Command add_conformance_command(CLI::App& root);
 Command add_simplify_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
 Command add_ops_command(CLI::App& root);
+Command add_serve_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

@@ -8,7 +8,8 @@ set(layers core ir onnx ops kernels registry passes runtime simplify quantize re
 set(public_header_layers
   status:core dtype:core memory_stats:core optimization:core
   tensor:ir value_info:ir runtime_value:ir model:ir
-  model_io:onnx session:runtime simplify:simplify onnxkit:simplify)
+  model_io:onnx session:runtime simplify:simplify onnxkit:simplify
+  batcher:serve)
 set(violations 0)
 
 # The layer an `#include "folder/..."` line reaches: the folder, or a public header's layer
