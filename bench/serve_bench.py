@@ -108,7 +108,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--formats", default="binary,json")
     parser.add_argument("--modes", default="plain,batching,cache",
-                        help="plain: no batching, no cache; batching; cache (no batching)")
+                        help="plain: no batching, no cache; batching; cache (no batching); none")
     parser.add_argument("--soak", type=int, default=0,
                         help="also a SECONDS-long binary run at concurrency 8 (first model), with RSS")
     parser.add_argument("--bench-iterations", type=int, default=20)
@@ -116,6 +116,7 @@ def main():
 
     rows = []
     folder = tempfile.mkdtemp(prefix="serve_bench_")
+    modes = [m for m in args.modes.split(",") if m and m != "none"]
     for model in args.models.split(","):
         model_file = os.path.join(args.models_dir, MODELS[model][0])
         binary, header_length, json_body = request_bodies(model)
@@ -124,9 +125,11 @@ def main():
             f.write(binary)
         with open(files["json"], "wb") as f:
             f.write(json_body)
+        if not modes:
+            continue
         bare_ms = onnxkit_bench_ms(model_file, args.threads, args.bench_iterations)
         print(f"{model}: onnxkit bench --threads {args.threads}: {bare_ms:.2f} ms per run", flush=True)
-        for mode in args.modes.split(","):
+        for mode in modes:
             process, port = start_server(model_file, model, args.threads, mode == "batching", mode == "cache")
             url = f"http://127.0.0.1:{port}/v2/models/{os.path.splitext(MODELS[model][0])[0]}/infer"
             try:

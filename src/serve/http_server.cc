@@ -26,6 +26,8 @@ using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
 constexpr std::string_view kHeaderLength = "Inference-Header-Content-Length";
+// Outputs up to this size are encoded on the batcher's worker rather than the handler pool.
+constexpr size_t kEncodeOnWorkerBytes = 64 * 1024;
 
 int64_t ns_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -271,7 +273,7 @@ void InferenceServer::Impl::handle(Request request, std::function<void(Response)
 
 Response InferenceServer::Impl::route(const Request& request,
                                       const std::vector<std::string>& path) {
-  const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
+  const bool get = request.method() == http::verb::get;
   const bool post = request.method() == http::verb::post;
   auto ok_json = [](const json& body) {
     return make_response(http::status::ok,
@@ -479,30 +481,47 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
   }();
   model_metrics.pending->Increment();
   auto self = shared_from_this();
-  auto done = [self, reply, respond, statistics, &model_metrics, received, rows,
-               key = std::move(key)](Result<NamedValues> outputs, const BatchTiming& timing) {
+  auto finish = [self, reply, respond, statistics, &model_metrics, received, rows, key](
+                    Result<NamedValues>& outputs, const BatchTiming& timing) {
+    if (timing.first_of_batch) statistics->record_execution(timing);
+    if (!outputs.ok()) {
+      model_metrics.record_failure(FailureReason::kBackend);
+      statistics->record_failure(ns_since(received));
+      reply(error_response(400, outputs.error()));
+      return;
+    }
+    try {
+      const NamedValues& values = outputs.value();
+      Response response = respond(values);
+      if (self->cache) self->cache->put(key, encode_values(values));
+      model_metrics.record_success(timing, rows, ns_since(received));
+      statistics->record_success(timing, ns_since(received));
+      reply(std::move(response));
+    } catch (const std::exception& e) {
+      model_metrics.record_failure(FailureReason::kBackend);
+      statistics->record_failure(ns_since(received));
+      reply(error_response(500, e.what()));
+    }
+  };
+  const bool cached = cache != nullptr;
+  auto done = [self, finish, &model_metrics, cached](Result<NamedValues> outputs,
+                                                     const BatchTiming& timing) {
     model_metrics.pending->Decrement();
-    // The response is encoded on the handler pool, so the worker starts its next batch.
-    asio::post(self->handlers, [self, reply, respond, statistics, &model_metrics, received, rows,
-                                key, timing, outputs = std::move(outputs)]() mutable {
-      if (timing.first_of_batch) statistics->record_execution(timing);
-      if (!outputs.ok()) {
-        model_metrics.record_failure(FailureReason::kBackend);
-        statistics->record_failure(ns_since(received));
-        reply(error_response(400, outputs.error()));
-        return;
+    // Small outputs are encoded right here (microseconds; one thread hand-off less per
+    // request). Large ones, and cache stores (Redis may be slow), go to the handler pool so
+    // the worker starts its next batch.
+    size_t bytes = 0;
+    if (outputs.ok()) {
+      for (const auto& [name, value] : outputs.value()) {
+        if (value.is_tensor()) bytes += value.tensor().nbytes();
       }
-      try {
-        Response response = respond(outputs.value());
-        if (self->cache) self->cache->put(key, encode_values(outputs.value()));
-        model_metrics.record_success(timing, rows, ns_since(received));
-        statistics->record_success(timing, ns_since(received));
-        reply(std::move(response));
-      } catch (const std::exception& e) {
-        model_metrics.record_failure(FailureReason::kBackend);
-        statistics->record_failure(ns_since(received));
-        reply(error_response(500, e.what()));
-      }
+    }
+    if (!cached && bytes <= kEncodeOnWorkerBytes) {
+      finish(outputs, timing);
+      return;
+    }
+    asio::post(self->handlers, [finish, timing, outputs = std::move(outputs)]() mutable {
+      finish(outputs, timing);
     });
   };
   Status accepted = instance->batcher->submit(std::move(parsed->inputs), std::move(done));

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "core/buffer.h"
 #include "core/dtype_dispatch.h"
 #include "core/half.h"
 
@@ -372,7 +373,8 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
                     ", shape " + shape_text(shape) + " of " + datatype_json->get<std::string>() +
                     " needs " + std::to_string(expected) + " bytes");
       }
-      Tensor tensor(*dtype, shape);
+      // Every byte is overwritten: no zero fill first.
+      Tensor tensor = Tensor::from_buffer(*dtype, shape, Buffer::allocate_uninitialized(expected));
       if (expected) std::memcpy(tensor.mutable_raw_data(), bytes.data(), expected);
       parsed.inputs.emplace_back(name, std::move(tensor));
       continue;
