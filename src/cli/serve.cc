@@ -123,7 +123,11 @@ Command add_serve_command(CLI::App& root) {
                    "Runs of one model that may execute at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  command->add_flag("--warmup", args->config.warmup, "Run each model once when it loads");
+  command->add_flag("--warmup", args->config.warmup,
+                    "Run each model when it loads (at each padded batch size when it batches)");
+  command->add_flag("!--no-pad-batches", args->config.pad_batches,
+                    "Run merged batches at their own size instead of padding them to a power "
+                    "of two or --max-batch-size (more shapes to compile)");
   command->add_option(
       "--cache", args->cache,
       "Response cache: local:SIZE (e.g. local:256MiB) or redis://HOST:PORT[?ttl=S]");

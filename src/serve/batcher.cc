@@ -37,7 +37,8 @@ bool first_dim_dynamic(const ValueInfo& info) {
   return info.is_tensor && info.shape && !info.shape->empty() && !info.shape->front().is_known();
 }
 
-// Tensor with dims [rows, rest...] built from `parts`' rows, in order.
+// Tensor with dims [rows, rest...] built from `parts`' rows, in order, then zero rows up to
+// `rows`.
 Tensor concat_rows(const std::vector<const Tensor*>& parts, int64_t rows) {
   const Tensor& first = *parts.front();
   Shape shape = first.shape();
@@ -47,6 +48,7 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts, int64_t rows) {
     for (const Tensor* part : parts) {
       strings.insert(strings.end(), part->strings().begin(), part->strings().end());
     }
+    strings.resize(static_cast<size_t>(shape_numel(shape)));
     return Tensor::from_strings(std::move(shape), std::move(strings));
   }
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(first.dtype());
@@ -57,6 +59,8 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts, int64_t rows) {
     if (part->nbytes()) std::memcpy(out, part->raw_data(), part->nbytes());
     out += part->nbytes();
   }
+  const auto* end = static_cast<std::byte*>(merged.mutable_raw_data()) + bytes;
+  if (out < end) std::memset(out, 0, static_cast<size_t>(end - out));
   return merged;
 }
 
@@ -197,6 +201,11 @@ struct DynamicBatcher::State {
       run_alone(batch.front(), started);
       return;
     }
+    int64_t run_rows = -1;  // the smallest padded size that holds the batch
+    for (int64_t size : options.padded_batch_sizes) {
+      if (size >= rows && (run_rows < 0 || size < run_rows)) run_rows = size;
+    }
+    if (run_rows < 0) run_rows = rows;
     NamedValues merged;
     for (const ValueInfo& info : model_inputs) {
       std::vector<const Tensor*> parts;
@@ -205,7 +214,7 @@ struct DynamicBatcher::State {
           if (name == info.name) parts.push_back(&value.tensor());
         }
       }
-      merged.emplace_back(info.name, concat_rows(parts, rows));
+      merged.emplace_back(info.name, concat_rows(parts, run_rows));
     }
     const auto merged_at = Clock::now();
     Result<NamedValues> outputs = session->run(merged);
@@ -215,7 +224,7 @@ struct DynamicBatcher::State {
     if (splittable) {
       for (const auto& [name, value] : outputs.value()) {
         splittable = splittable && value.is_tensor() && value.tensor().rank() >= 1 &&
-                     value.tensor().shape()[0] == rows;
+                     value.tensor().shape()[0] == run_rows;
       }
     }
     if (!splittable) {

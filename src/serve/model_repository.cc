@@ -42,22 +42,35 @@ bool version_less(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
-// Runs the model once on zeros (dynamic dims 1) so the first request does not pay for
-// first-touch allocations and oneDNN's primitive creation.
-void warm_up(const Session& session, const std::string& what) {
-  NamedValues inputs;
-  for (const ValueInfo& info : session.inputs()) {
-    if (!info.is_tensor || !info.shape) return;
-    Shape shape;
-    for (const Dim& dim : *info.shape) shape.push_back(dim.is_known() ? dim.value : 1);
-    inputs.emplace_back(info.name, Tensor(info.dtype, shape));
+// Runs the model on zeros (dynamic dims 1, the batch dim at each of `batch_sizes`) so the
+// first requests do not pay for first-touch allocations and oneDNN's primitive creation.
+void warm_up(const Session& session, const std::vector<int64_t>& batch_sizes,
+             const std::string& what) {
+  for (int64_t batch : batch_sizes) {
+    NamedValues inputs;
+    for (const ValueInfo& info : session.inputs()) {
+      if (!info.is_tensor || !info.shape) return;
+      Shape shape;
+      for (const Dim& dim : *info.shape) shape.push_back(dim.is_known() ? dim.value : 1);
+      if (!shape.empty() && !info.shape->front().is_known()) shape[0] = batch;
+      inputs.emplace_back(info.name, Tensor(info.dtype, shape));
+    }
+    auto result = session.run(inputs);
+    if (!result.ok()) {
+      std::cerr << "onnxkit serve: warmup of " << what << ": " << result.error() << "\n";
+      return;
+    }
   }
-  auto result = session.run(inputs);
-  if (!result.ok())
-    std::cerr << "onnxkit serve: warmup of " << what << ": " << result.error() << "\n";
 }
 
 }  // namespace
+
+std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size) {
+  std::vector<int64_t> sizes;
+  for (int64_t size = 2; size < max_batch_size; size *= 2) sizes.push_back(size);
+  if (max_batch_size > 1) sizes.push_back(max_batch_size);
+  return sizes;
+}
 
 ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
   std::ifstream in(file);
@@ -74,6 +87,7 @@ ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
   read_field(object, "level", config.level, file);
   read_field(object, "instances", config.instances, file);
   read_field(object, "warmup", config.warmup, file);
+  read_field(object, "pad_batches", config.pad_batches, file);
   if (auto batching = object.find("dynamic_batching"); batching != object.end()) {
     if (!batching->is_object())
       throw Error(file.string() + ": 'dynamic_batching' is not an object");
@@ -234,14 +248,21 @@ std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_vers
     instance->session = std::shared_ptr<const Session>(std::move(session).value());
     instance->inputs = instance->session->inputs();
     instance->outputs = instance->session->outputs();
-    if (config.warmup) warm_up(*instance->session, name + " version " + version);
     BatcherOptions batching;
+    if (config.pad_batches) batching.padded_batch_sizes = padded_batch_sizes(config.max_batch_size);
     batching.max_batch_size = config.max_batch_size;
     batching.max_queue_delay_us = config.max_queue_delay_us;
     batching.preferred_batch_sizes = config.preferred_batch_sizes;
     batching.max_queue_size = config.max_queue_size;
     batching.workers = config.instances;
     instance->batcher = std::make_unique<DynamicBatcher>(instance->session, batching);
+    if (config.warmup) {
+      std::vector<int64_t> sizes{1};
+      if (instance->batcher->merges_batches()) {
+        for (int64_t size : batching.padded_batch_sizes) sizes.push_back(size);
+      }
+      warm_up(*instance->session, sizes, name + " version " + version);
+    }
     loaded[version] = std::move(instance);
   }
   return loaded;

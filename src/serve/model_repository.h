@@ -25,7 +25,7 @@ namespace onnxkit::serve {
 // How a model is served; config.json overrides the server's defaults field by field:
 // {"max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 500,
 //  "preferred_batch_size": [4, 8], "max_queue_size": 64}, "threads": 2, "level": "all",
-//  "instances": 1, "warmup": true}
+//  "instances": 1, "warmup": true, "pad_batches": true}
 struct ModelConfig {
   int64_t max_batch_size = 0;
   int64_t max_queue_delay_us = 0;
@@ -35,7 +35,13 @@ struct ModelConfig {
   std::string level = "all";
   int instances = 1;  // batches of this model that may run at once
   bool warmup = false;
+  // Pad merged batches to powers of two (and max_batch_size), so a model is compiled for a
+  // few batch sizes only (BatcherOptions::padded_batch_sizes).
+  bool pad_batches = true;
 };
+
+// The batch sizes merged batches are padded to: 2, 4, 8, ... below max_batch_size, and it.
+std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size);
 
 // Reads `file` (config.json) over `defaults`; throws Error naming the file and field.
 ModelConfig read_model_config(const std::filesystem::path& file, ModelConfig defaults);

@@ -62,6 +62,30 @@ TEST(BatcherTest, MergedRequestsGetWhatTheyGetAlone) {
   EXPECT_LT(batcher.stats().executions, rows.size());
 }
 
+TEST(BatcherTest, PaddedBatchesGiveEachRequestItsOwnRows) {
+  auto session = tiny_cnn();
+  BatcherOptions options;
+  options.max_batch_size = 8;
+  options.max_queue_delay_us = 200000;
+  options.padded_batch_sizes = {4, 8};  // 3 rows run as 4, 5 as 8
+  DynamicBatcher batcher(session, options);
+  const std::vector<int64_t> rows{1, 1, 1};
+  std::vector<std::future<Result<NamedValues>>> futures;
+  for (size_t i = 0; i < rows.size(); ++i) futures.push_back(batcher.submit(frames(rows[i], i)));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Result<NamedValues> outputs = futures[i].get();
+    ASSERT_TRUE(outputs.ok()) << outputs.error();
+    expect_same(outputs.value(), session->run(frames(rows[i], i)).value());
+  }
+  futures.clear();
+  for (int64_t n : {2, 3}) futures.push_back(batcher.submit(frames(n, 10 + n)));
+  for (int64_t n : {2, 3}) {
+    Result<NamedValues> outputs = futures[n - 2].get();
+    ASSERT_TRUE(outputs.ok()) << outputs.error();
+    expect_same(outputs.value(), session->run(frames(n, 10 + n)).value());
+  }
+}
+
 TEST(BatcherTest, TimingsReportTheBatchSizeOncePerRun) {
   auto session = tiny_cnn();
   BatcherOptions options;
