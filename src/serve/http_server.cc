@@ -399,10 +399,8 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
     statistics->record_failure(ns_since(received));
     reply(error_response(status, message));
   };
-  if (draining) {
-    fail(503, "shutting down", FailureReason::kRejected);
-    return;
-  }
+  // A request read before or during the drain is in flight and is answered; during the
+  // drain each answer closes its connection, so no client can keep the drain going.
   if (const auto encoding = request[http::field::content_encoding];
       !encoding.empty() && encoding != "identity") {
     fail(415, "Content-Encoding '" + std::string(encoding) + "' is not supported",

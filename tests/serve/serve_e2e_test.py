@@ -424,10 +424,15 @@ class ServerOptionsTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
     def test_sigterm_answers_requests_in_flight_then_exits_0(self):
-        server = Server(TINY_CNN, "--max-batch-size", "64", "--max-queue-delay-us", "1000000")
+        server = Server(TINY_CNN, "--max-batch-size", "64", "--max-queue-delay-us", "3000000")
         client = server.client(concurrency=4)
         pending = [client.async_infer("tiny_cnn", [cnn_input(image(i))]) for i in range(4)]
-        time.sleep(0.3)  # the requests wait in the queue for their batch
+        # Until all four wait in the queue for their batch (3 s delay).
+        deadline = time.monotonic() + 10
+        queued = 'onnxkit_inference_pending_request_count{model="tiny_cnn",version="1"} 4'
+        while queued not in server.request("GET", "/metrics")[2].decode():
+            self.assertLess(time.monotonic(), deadline, "the requests never reached the queue")
+            time.sleep(0.02)
         server.process.send_signal(signal.SIGTERM)
         for p in pending:
             self.assertEqual(p.get_result().as_numpy("logits").shape, (1, 10))
