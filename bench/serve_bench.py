@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -27,7 +28,8 @@ ONNXKIT = os.path.join(ROOT, "build", "onnxkit")
 MODELS = {
     # name: (file, input builders: [(name, datatype, shape, struct code, value function)])
     "resnet50": ("resnet50.onnx", [("input", "FP32", [1, 3, 224, 224], "f", lambda i: (i % 255) / 255.0)]),
-    "bert_base": ("bert_base.onnx", [("input_ids", "INT64", [1, 128], "q", lambda i: (i * 7919) % 30000)]),
+    "bert_base": ("bert_base.onnx", [("input_ids", "INT64", [1, 128], "q", lambda i: (i * 7919) % 30000),
+                                     ("attention_mask", "INT64", [1, 128], "q", lambda i: 1)]),
 }
 
 
@@ -181,6 +183,7 @@ def main():
         finally:
             print(f"server exit code {stop_server(process)}", flush=True)
 
+    shutil.rmtree(folder, ignore_errors=True)
     print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
