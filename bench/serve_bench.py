@@ -52,11 +52,11 @@ def request_bodies(model):
     return header + payload, len(header), json.dumps({"inputs": json_inputs}).encode()
 
 
-def start_server(model_file, name, threads, batching, cache):
+def start_server(model_file, name, threads, batching, cache, max_batch_size=16):
     command = [ONNXKIT, "serve", model_file, "--port", "0", "--threads", str(threads),
                "--max-queue-size", "1024", "--warmup"]
     if batching:
-        command += ["--max-batch-size", "16", "--max-queue-delay-us", "2000"]
+        command += ["--max-batch-size", str(max_batch_size), "--max-queue-delay-us", "2000"]
     if cache:
         command += ["--cache", "local:256MiB"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -127,6 +127,7 @@ def main():
     parser.add_argument("--formats", default="binary,json")
     parser.add_argument("--modes", default="plain,batching,cache",
                         help="plain: no batching, no cache; batching; cache (no batching); none")
+    parser.add_argument("--max-batch-size", type=int, default=16, help="with batching")
     parser.add_argument("--soak", type=int, default=0,
                         help="also a SECONDS-long binary run at concurrency 8 (first model), with RSS")
     parser.add_argument("--bench-iterations", type=int, default=20)
@@ -148,7 +149,8 @@ def main():
         bare_ms = onnxkit_bench_ms(model_file, args.threads, args.bench_iterations)
         print(f"{model}: onnxkit bench --threads {args.threads}: {bare_ms:.2f} ms per run", flush=True)
         for mode in modes:
-            process, port = start_server(model_file, model, args.threads, mode == "batching", mode == "cache")
+            process, port = start_server(model_file, model, args.threads, mode == "batching", mode == "cache",
+                                         args.max_batch_size)
             url = f"http://127.0.0.1:{port}/v2/models/{os.path.splitext(MODELS[model][0])[0]}/infer"
             try:
                 for fmt in args.formats.split(","):

@@ -353,8 +353,10 @@ std::vector<ModelState> ModelRepository::index() const {
   try {
     sources = discover();
   } catch (const std::exception&) {
+    // The repository folder is unreadable now: the index still lists what is loaded.
   }
   std::lock_guard guard(mutex_);
+  for (const auto& [name, versions] : models_) sources.try_emplace(name);
   for (const auto& [name, source] : sources) {
     auto loaded = models_.find(name);
     if (loaded != models_.end() && !loaded->second.empty()) {
