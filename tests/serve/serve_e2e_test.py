@@ -438,17 +438,19 @@ class ServerOptionsTest(unittest.TestCase):
         threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-        # Until all four wait in the queue for their batch (3 s delay).
-        deadline = time.monotonic() + 10
-        queued = 'onnxkit_inference_pending_request_count{model="tiny_cnn",version="1"} 4'
-        while queued not in server.request("GET", "/metrics")[2].decode():
-            self.assertLess(time.monotonic(), deadline, "the requests never reached the queue")
-            time.sleep(0.02)
-        server.process.send_signal(signal.SIGTERM)
-        for t in threads:
-            t.join()
-        self.assertEqual(results, [(1, 10)] * 4)
-        self.assertEqual(server.stop(), 0)
+        try:
+            # Until all four wait in the queue for their batch (3 s delay).
+            deadline = time.monotonic() + 10
+            queued = 'onnxkit_inference_pending_request_count{model="tiny_cnn",version="1"} 4'
+            while queued not in server.request("GET", "/metrics")[2].decode():
+                self.assertLess(time.monotonic(), deadline, "the requests never reached the queue")
+                time.sleep(0.02)
+            server.process.send_signal(signal.SIGTERM)
+            for t in threads:
+                t.join()
+            self.assertEqual(results, [(1, 10)] * 4)
+        finally:
+            self.assertEqual(server.stop(), 0)  # SIGTERM again if the test failed before it
         with self.assertRaises(OSError):
             socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
 
