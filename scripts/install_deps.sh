@@ -15,6 +15,8 @@ packages=(
   python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
   libgraphviz-dev                      # graph pictures of the reports (dot layout, SVG)
   chromium                             # headless browser that checks the HTML reports
+  libboost1.81-dev prometheus-cpp-dev libhiredis-dev libxxhash-dev  # onnxkit serve
+  redis-server                         # the server's cache tests (started on a free port)
 )
 
 missing=()

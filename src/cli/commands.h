@@ -25,5 +25,6 @@ Command add_bench_command(CLI::App& root);
 Command add_ops_command(CLI::App& root);
 Command add_quantize_command(CLI::App& root);
 Command add_compare_command(CLI::App& root);
+Command add_serve_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

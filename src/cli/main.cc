@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands{
       add_inspect_command(app),     add_simplify_command(app), add_run_command(app),
       add_conformance_command(app), add_bench_command(app),    add_ops_command(app),
-      add_quantize_command(app),    add_compare_command(app),
+      add_quantize_command(app),    add_compare_command(app),  add_serve_command(app),
   };
 
   apply_spin_flag(argc, argv);

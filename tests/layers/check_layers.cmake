@@ -10,7 +10,7 @@ set(public_header_layers
   custom_op:registry onnxkit_c:capi
   tensor:ir value_info:ir runtime_value:ir model:ir
   model_io:onnx session:runtime simplify:simplify
-  quantize:quantize onnxkit:quantize)
+  quantize:quantize onnxkit:quantize batcher:serve)
 set(violations 0)
 
 # The layer an `#include "folder/..."` line reaches: the folder, or a public header's layer

@@ -1,0 +1,586 @@
+#include "serve/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <iostream>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "serve/server_metrics.h"
+
+namespace onnxkit::serve {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+constexpr std::string_view kHeaderLength = "Inference-Header-Content-Length";
+// Outputs up to this size are encoded on the batcher's worker rather than the handler pool.
+constexpr size_t kEncodeOnWorkerBytes = 64 * 1024;
+
+int64_t ns_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+}
+
+Response make_response(http::status status, std::string body,
+                       std::string_view content_type = "application/json") {
+  Response response{status, 11};
+  response.set(http::field::server, "onnxkit");
+  response.set(http::field::content_type, content_type);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+Response error_response(int status, std::string_view message) {
+  return make_response(static_cast<http::status>(status), error_body(message));
+}
+
+// "/v2/models/M/versions/V/infer" -> {"v2", "models", "M", "versions", "V", "infer"}.
+std::vector<std::string> path_segments(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::vector<std::string> segments;
+  size_t start = 0;
+  while (start <= target.size()) {
+    size_t end = target.find('/', start);
+    if (end == std::string_view::npos) end = target.size();
+    if (end > start) segments.emplace_back(target.substr(start, end - start));
+    start = end + 1;
+  }
+  return segments;
+}
+
+bool tokens_equal(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+}  // namespace
+
+class Connection;
+
+struct InferenceServer::Impl : std::enable_shared_from_this<InferenceServer::Impl> {
+  ModelRepository& repository;
+  ResponseCache* cache;
+  ServerOptions options;
+  ServerMetrics metrics;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::thread_pool handlers;
+  asio::signal_set signals{io, SIGINT, SIGTERM};
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<bool> draining{false};
+  uint16_t bound_port = 0;
+
+  Impl(ModelRepository& repository, ResponseCache* cache, ServerOptions options)
+      : repository(repository),
+        cache(cache),
+        options(std::move(options)),
+        handlers(static_cast<size_t>(std::max(1, this->options.handler_threads))) {}
+
+  void accept();
+  void begin_drain();
+  void wait_for_drain(std::shared_ptr<asio::steady_timer> timer, Clock::time_point deadline);
+
+  // Answers `request` through `reply` (called exactly once, from any thread).
+  void handle(Request request, std::function<void(Response)> reply, Clock::time_point received);
+  Response route(const Request& request, const std::vector<std::string>& path);
+  void infer(const Request& request, const std::string& model, const std::string& version,
+             const std::function<void(Response)>& reply, Clock::time_point received);
+  json statistics(const std::string& model, const std::string& version) const;
+};
+
+// One client connection: reads a request, hands it to the server, writes the answer, and
+// reads the next one while the client keeps the connection alive.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, std::shared_ptr<InferenceServer::Impl> server)
+      : stream_(std::move(socket)), server_(std::move(server)) {}
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    stream_.expires_after(server_->options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Connection::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code error, size_t) {
+    if (error == http::error::end_of_stream || error == beast::error::timeout ||
+        error == asio::error::operation_aborted) {
+      close();
+      return;
+    }
+    if (error == http::error::body_limit) {
+      fail_and_close(413, "request body larger than the server's limit of " +
+                              std::to_string(server_->options.max_body_bytes) + " bytes");
+      return;
+    }
+    if (error == http::error::header_limit) {
+      fail_and_close(431, "request headers larger than the server's limit of " +
+                              std::to_string(server_->options.max_header_bytes) + " bytes");
+      return;
+    }
+    if (error && error.category() == http::make_error_code(http::error::bad_target).category()) {
+      fail_and_close(400, "malformed HTTP request: " + error.message());
+      return;
+    }
+    if (error) {
+      close();
+      return;
+    }
+    keep_alive_ = parser_->keep_alive();
+    ++server_->in_flight;
+    Request request = parser_->release();
+    auto self = shared_from_this();
+    server_->handle(
+        std::move(request),
+        [self](Response response) {
+          asio::post(self->stream_.get_executor(),
+                     [self, response = std::move(response)]() mutable {
+                       self->write(std::move(response), true);
+                     });
+        },
+        Clock::now());
+  }
+
+  void fail_and_close(int status, const std::string& message) {
+    keep_alive_ = false;
+    ++server_->in_flight;
+    write(error_response(status, message), true);
+  }
+
+  void write(Response response, bool counted) {
+    const bool keep = keep_alive_ && !server_->draining;
+    response.keep_alive(keep);
+    response_ = std::move(response);
+    stream_.expires_after(server_->options.write_timeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this(), keep, counted](beast::error_code error, size_t) {
+                        if (counted) --self->server_->in_flight;
+                        if (error || !keep) {
+                          self->close();
+                          return;
+                        }
+                        self->read();
+                      });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Response response_;
+  bool keep_alive_ = true;
+  std::shared_ptr<InferenceServer::Impl> server_;
+};
+
+void InferenceServer::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io),
+                        [self = shared_from_this()](beast::error_code error, tcp::socket socket) {
+                          if (error) {
+                            if (error != asio::error::operation_aborted && self->acceptor.is_open())
+                              self->accept();
+                            return;
+                          }
+                          std::make_shared<Connection>(std::move(socket), self)->start();
+                          self->accept();
+                        });
+}
+
+void InferenceServer::Impl::begin_drain() {
+  if (draining.exchange(true)) return;
+  beast::error_code ignored;
+  acceptor.close(ignored);
+  signals.cancel(ignored);
+  auto timer = std::make_shared<asio::steady_timer>(io);
+  wait_for_drain(timer, Clock::now() + options.drain_timeout);
+}
+
+void InferenceServer::Impl::wait_for_drain(std::shared_ptr<asio::steady_timer> timer,
+                                           Clock::time_point deadline) {
+  if (in_flight.load() == 0 || Clock::now() >= deadline) {
+    if (in_flight.load() != 0) {
+      std::cerr << "onnxkit serve: " << in_flight.load()
+                << " requests still in flight after the drain timeout\n";
+    }
+    io.stop();
+    return;
+  }
+  timer->expires_after(std::chrono::milliseconds(5));
+  timer->async_wait([self = shared_from_this(), timer, deadline](beast::error_code) {
+    self->wait_for_drain(timer, deadline);
+  });
+}
+
+void InferenceServer::Impl::handle(Request request, std::function<void(Response)> reply,
+                                   Clock::time_point received) {
+  asio::post(handlers, [self = shared_from_this(), request = std::move(request),
+                        reply = std::move(reply), received]() mutable {
+    const auto path = path_segments(request.target());
+    const bool health = path.size() >= 2 && path[0] == "v2" && path[1] == "health";
+    if (!self->options.auth_token.empty() && !health) {
+      const std::string_view authorization = request[http::field::authorization];
+      if (authorization.rfind("Bearer ", 0) != 0 ||
+          !tokens_equal(authorization.substr(7), self->options.auth_token)) {
+        Response response = error_response(401, "missing or wrong bearer token");
+        response.set(http::field::www_authenticate, "Bearer");
+        reply(std::move(response));
+        return;
+      }
+    }
+    try {
+      // POST /v2/models/M[/versions/V]/infer: answered later, by the batcher's callback.
+      if (path.size() >= 4 && path[0] == "v2" && path[1] == "models" && path.back() == "infer" &&
+          (path.size() == 4 || (path.size() == 6 && path[3] == "versions"))) {
+        if (request.method() != http::verb::post) {
+          reply(error_response(405, "infer takes POST"));
+          return;
+        }
+        // `reply` stays here for the catch blocks below when infer throws before queuing.
+        self->infer(request, path[2], path.size() == 6 ? path[4] : "", reply, received);
+        return;
+      }
+      reply(self->route(request, path));
+    } catch (const RequestError& e) {
+      reply(error_response(e.http_status(), e.what()));
+    } catch (const std::exception& e) {
+      reply(error_response(500, e.what()));
+    }
+  });
+}
+
+Response InferenceServer::Impl::route(const Request& request,
+                                      const std::vector<std::string>& path) {
+  const bool get = request.method() == http::verb::get;
+  const bool post = request.method() == http::verb::post;
+  auto ok_json = [](const json& body) {
+    return make_response(http::status::ok,
+                         body.dump(-1, ' ', false, json::error_handler_t::replace));
+  };
+  auto method_not_allowed = [&](const char* allowed) {
+    Response response = error_response(405, std::string("use ") + allowed);
+    response.set(http::field::allow, allowed);
+    return response;
+  };
+  if (path.size() == 1 && path[0] == "metrics") {
+    if (!get) return method_not_allowed("GET");
+    if (cache) metrics.set_cache_errors(cache->errors());
+    return make_response(http::status::ok, metrics.render(), "text/plain; version=0.0.4");
+  }
+  if (path.empty() || path[0] != "v2") throw RequestError(404, "no such endpoint");
+  if (path.size() == 1) {
+    if (!get) return method_not_allowed("GET");
+    return ok_json({{"name", "onnxkit"},
+                    {"version", "0.1.0"},
+                    {"extensions", {"binary_tensor_data", "model_repository", "statistics"}}});
+  }
+  if (path[1] == "health" && path.size() == 3) {
+    if (!get) return method_not_allowed("GET");
+    if (path[2] == "live") return ok_json({{"live", true}});
+    if (path[2] == "ready") {
+      const bool ready = !draining && repository.all_ready();
+      if (!ready) return error_response(503, draining ? "shutting down" : "a model failed to load");
+      return ok_json({{"ready", true}});
+    }
+  }
+  if (path[1] == "repository") {
+    if (!post) return method_not_allowed("POST");
+    if (path.size() == 3 && path[2] == "index") {
+      json index = json::array();
+      for (const ModelState& state : repository.index()) {
+        json entry = {{"name", state.name}, {"state", state.state}, {"reason", state.reason}};
+        if (!state.version.empty()) entry["version"] = state.version;
+        index.push_back(std::move(entry));
+      }
+      return ok_json(index);
+    }
+    if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload")) {
+      if (draining) throw RequestError(503, "shutting down");
+      if (path[4] == "load") {
+        repository.load(path[3]);
+      } else {
+        repository.unload(path[3]);
+      }
+      return make_response(http::status::ok, "");
+    }
+  }
+  if (path[1] == "models") {
+    if (path.size() == 3 && path[2] == "stats") {
+      if (!get) return method_not_allowed("GET");
+      return ok_json(statistics("", ""));
+    }
+    if (path.size() < 3) throw RequestError(404, "no such endpoint");
+    const std::string& model = path[2];
+    std::string version;
+    size_t rest = 3;
+    if (path.size() >= 5 && path[3] == "versions") {
+      version = path[4];
+      rest = 5;
+    }
+    if (!get) return method_not_allowed("GET");
+    if (path.size() == rest) return ok_json(repository.find(model, version)->metadata());
+    if (path.size() == rest + 1 && path[rest] == "ready") {
+      repository.find(model, version);
+      if (draining) return error_response(503, "shutting down");
+      return ok_json({{"name", model}, {"ready", true}});
+    }
+    if (path.size() == rest + 1 && path[rest] == "stats") {
+      return ok_json(statistics(model, version));
+    }
+    if (path.size() == rest + 1 && path[rest] == "config") {
+      auto instance = repository.find(model, version);
+      const ModelConfig& config = instance->config;
+      return ok_json({{"name", model},
+                      {"platform", "onnx"},
+                      {"max_batch_size", config.max_batch_size},
+                      {"dynamic_batching",
+                       {{"max_queue_delay_microseconds", config.max_queue_delay_us},
+                        {"preferred_batch_size", config.preferred_batch_sizes},
+                        {"max_queue_size", config.max_queue_size}}},
+                      {"instances", config.instances},
+                      {"threads", config.threads},
+                      {"level", config.level}});
+    }
+  }
+  throw RequestError(404, "no such endpoint");
+}
+
+json InferenceServer::Impl::statistics(const std::string& model, const std::string& version) const {
+  json stats = json::array();
+  if (model.empty()) {
+    for (const auto& instance : repository.loaded()) {
+      stats.push_back(instance->statistics->to_json(instance->name, instance->version));
+    }
+  } else if (version.empty()) {
+    repository.find(model, "");  // 404 when unknown
+    for (const auto& instance : repository.loaded()) {
+      if (instance->name == model) {
+        stats.push_back(instance->statistics->to_json(instance->name, instance->version));
+      }
+    }
+  } else {
+    auto instance = repository.find(model, version);
+    stats.push_back(instance->statistics->to_json(instance->name, instance->version));
+  }
+  return {{"model_stats", stats}};
+}
+
+void InferenceServer::Impl::infer(const Request& request, const std::string& model,
+                                  const std::string& version,
+                                  const std::function<void(Response)>& reply,
+                                  Clock::time_point received) {
+  std::shared_ptr<ModelInstance> instance = repository.find(model, version);
+  ModelMetrics& model_metrics = metrics.model(instance->name, instance->version);
+  std::shared_ptr<ModelStatistics> statistics = instance->statistics;
+  auto fail = [&](int status, const std::string& message, FailureReason reason) {
+    model_metrics.record_failure(reason);
+    statistics->record_failure(ns_since(received));
+    reply(error_response(status, message));
+  };
+  // A request read before or during the drain is in flight and is answered; during the
+  // drain each answer closes its connection, so no client can keep the drain going.
+  if (const auto encoding = request[http::field::content_encoding];
+      !encoding.empty() && encoding != "identity") {
+    fail(415, "Content-Encoding '" + std::string(encoding) + "' is not supported",
+         FailureReason::kOther);
+    return;
+  }
+  std::optional<size_t> header_length;
+  if (auto field = request.find(kHeaderLength); field != request.end()) {
+    const std::string text(field->value());
+    size_t parsed = 0;
+    try {
+      size_t used = 0;
+      parsed = std::stoull(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+      fail(400, "Inference-Header-Content-Length '" + text + "' is not a number",
+           FailureReason::kOther);
+      return;
+    }
+    header_length = parsed;
+  }
+  auto parsed = std::make_shared<InferRequest>();
+  try {
+    *parsed = parse_infer_request(request.body(), header_length, instance->inputs,
+                                  instance->outputs, options.limits);
+  } catch (const RequestError& e) {
+    fail(e.http_status(), e.what(), FailureReason::kOther);
+    return;
+  }
+  const std::string name = instance->name;
+  const std::string resolved_version = instance->version;
+  auto respond = [name, resolved_version, parsed](const NamedValues& outputs) {
+    EncodedResponse encoded = encode_infer_response(name, resolved_version, *parsed, outputs);
+    Response response =
+        make_response(http::status::ok, std::move(encoded.body),
+                      encoded.header_length ? "application/octet-stream" : "application/json");
+    if (encoded.header_length) {
+      response.set(kHeaderLength, std::to_string(*encoded.header_length));
+    }
+    return response;
+  };
+
+  std::string key;
+  if (cache) {
+    const auto lookup_start = Clock::now();
+    key = cache_key(name, resolved_version, parsed->inputs);
+    std::optional<std::string> cached = cache->get(key);
+    if (cached) {
+      try {
+        NamedValues outputs = decode_values(*cached);
+        Response response = respond(outputs);
+        model_metrics.cache_hits->Increment();
+        model_metrics.success->Increment();
+        model_metrics.inference_count->Increment();
+        model_metrics.request_us->Increment(ns_since(received) / 1e3);
+        model_metrics.request_seconds->Observe(ns_since(received) / 1e9);
+        statistics->record_cache_hit(ns_since(lookup_start), ns_since(received));
+        reply(std::move(response));
+        return;
+      } catch (const std::exception&) {
+        // A value this server cannot read (another version wrote it): run the model.
+      }
+    }
+    model_metrics.cache_misses->Increment();
+    statistics->record_cache_miss(ns_since(lookup_start));
+  }
+
+  const int64_t rows = [&] {
+    for (const ValueInfo& info : instance->inputs) {
+      if (!instance->batcher->merges_batches()) break;
+      for (const auto& [input, value] : parsed->inputs) {
+        if (input == info.name && value.tensor().rank() > 0) return value.tensor().shape()[0];
+      }
+    }
+    return int64_t{1};
+  }();
+  model_metrics.pending->Increment();
+  auto self = shared_from_this();
+  auto finish = [self, reply, respond, statistics, &model_metrics, received, rows, key](
+                    Result<NamedValues>& outputs, const BatchTiming& timing) {
+    if (timing.first_of_batch) statistics->record_execution(timing);
+    if (!outputs.ok()) {
+      model_metrics.record_failure(FailureReason::kBackend);
+      statistics->record_failure(ns_since(received));
+      reply(error_response(400, outputs.error()));
+      return;
+    }
+    try {
+      const NamedValues& values = outputs.value();
+      Response response = respond(values);
+      if (self->cache) self->cache->put(key, encode_values(values));
+      model_metrics.record_success(timing, rows, ns_since(received));
+      statistics->record_success(timing, ns_since(received));
+      reply(std::move(response));
+    } catch (const std::exception& e) {
+      model_metrics.record_failure(FailureReason::kBackend);
+      statistics->record_failure(ns_since(received));
+      reply(error_response(500, e.what()));
+    }
+  };
+  const bool cached = cache != nullptr;
+  auto done = [self, finish, &model_metrics, cached](Result<NamedValues> outputs,
+                                                     const BatchTiming& timing) {
+    model_metrics.pending->Decrement();
+    // Small outputs are encoded right here (microseconds; one thread hand-off less per
+    // request). Large ones, and cache stores (Redis may be slow), go to the handler pool so
+    // the worker starts its next batch.
+    size_t bytes = 0;
+    if (outputs.ok()) {
+      for (const auto& [name, value] : outputs.value()) {
+        if (value.is_tensor()) bytes += value.tensor().nbytes();
+      }
+    }
+    if (!cached && bytes <= kEncodeOnWorkerBytes) {
+      finish(outputs, timing);
+      return;
+    }
+    asio::post(self->handlers, [finish, timing, outputs = std::move(outputs)]() mutable {
+      finish(outputs, timing);
+    });
+  };
+  Status accepted = instance->batcher->submit(std::move(parsed->inputs), std::move(done));
+  if (!accepted.ok()) {
+    model_metrics.pending->Decrement();
+    fail(503, "model '" + name + "': " + accepted.message(), FailureReason::kRejected);
+  }
+}
+
+InferenceServer::InferenceServer(ModelRepository& repository, ResponseCache* cache,
+                                 ServerOptions options)
+    : impl_(std::make_shared<Impl>(repository, cache, std::move(options))) {}
+
+InferenceServer::~InferenceServer() {
+  impl_->handlers.join();
+}
+
+void InferenceServer::listen() {
+  Impl& impl = *impl_;
+  beast::error_code error;
+  const auto address = asio::ip::make_address(impl.options.host, error);
+  if (error) throw Error("--host '" + impl.options.host + "': " + error.message());
+  const tcp::endpoint endpoint(address, impl.options.port);
+  auto check = [&](const char* what) {
+    if (error) {
+      throw Error("cannot " + std::string(what) + " " + impl.options.host + ":" +
+                  std::to_string(impl.options.port) + ": " + error.message());
+    }
+  };
+  impl.acceptor.open(endpoint.protocol(), error);
+  check("open");
+  impl.acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  impl.acceptor.bind(endpoint, error);
+  check("bind");
+  impl.acceptor.listen(asio::socket_base::max_listen_connections, error);
+  check("listen on");
+  impl.bound_port = impl.acceptor.local_endpoint().port();
+}
+
+uint16_t InferenceServer::port() const {
+  return impl_->bound_port;
+}
+
+void InferenceServer::run() {
+  auto impl = impl_;
+  impl->signals.async_wait([impl](beast::error_code error, int) {
+    if (!error) impl->begin_drain();
+  });
+  impl->accept();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < std::max(1, impl->options.io_threads); ++i) {
+    threads.emplace_back([impl] { impl->io.run(); });
+  }
+  impl->io.run();
+  for (std::thread& thread : threads) thread.join();
+  impl->repository.stop_all();
+  impl->handlers.join();
+}
+
+void InferenceServer::stop() {
+  asio::post(impl_->io, [impl = impl_] { impl->begin_drain(); });
+}
+
+}  // namespace onnxkit::serve

@@ -1,0 +1,473 @@
+#include "serve/inference_protocol.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "core/buffer.h"
+#include "core/dtype_dispatch.h"
+#include "core/half.h"
+
+namespace onnxkit::serve {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad_request(std::string message) {
+  throw RequestError(400, std::move(message));
+}
+
+struct DatatypeName {
+  DType dtype;
+  std::string_view name;
+};
+
+constexpr DatatypeName kDatatypes[] = {
+    {DType::kBool, "BOOL"},     {DType::kUInt8, "UINT8"},   {DType::kUInt16, "UINT16"},
+    {DType::kUInt32, "UINT32"}, {DType::kUInt64, "UINT64"}, {DType::kInt8, "INT8"},
+    {DType::kInt16, "INT16"},   {DType::kInt32, "INT32"},   {DType::kInt64, "INT64"},
+    {DType::kFloat16, "FP16"},  {DType::kFloat, "FP32"},    {DType::kDouble, "FP64"},
+    {DType::kString, "BYTES"},  {DType::kBFloat16, "BF16"},
+};
+
+const json* find_member(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// A request-level or per-tensor parameter that must be a bool when present.
+bool bool_parameter(const json& object, const char* key, bool fallback, const std::string& where) {
+  const json* parameters = find_member(object, "parameters");
+  if (!parameters) return fallback;
+  if (!parameters->is_object()) bad_request(where + ": 'parameters' must be an object");
+  const json* value = find_member(*parameters, key);
+  if (!value) return fallback;
+  if (!value->is_boolean()) bad_request(where + ": parameter '" + key + "' must be a bool");
+  return value->get<bool>();
+}
+
+// Writes the numbers of (nested) `data` into `out` in row-major order.
+template <typename T>
+class JsonFiller {
+ public:
+  JsonFiller(T* out, int64_t capacity, const std::string& name)
+      : out_(out), capacity_(capacity), name_(name) {}
+
+  void visit(const json& value) {
+    if (value.is_array()) {
+      for (const json& item : value) visit(item);
+      return;
+    }
+    if (count_ >= capacity_) {
+      ++count_;  // counted for the message; nothing written
+      return;
+    }
+    out_[count_++] = convert(value);
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  T convert(const json& value) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (value.is_boolean()) return value.get<bool>();
+      if (value.is_number_integer()) return value.get<int64_t>() != 0;
+      bad_request(where() + " is not a bool");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (value.is_number_unsigned()) {
+        const uint64_t number = value.get<uint64_t>();
+        if (number > static_cast<uint64_t>(std::numeric_limits<T>::max())) out_of_range(value);
+        return static_cast<T>(number);
+      }
+      if (value.is_number_integer()) {
+        const int64_t number = value.get<int64_t>();
+        if (std::is_unsigned_v<T> && number < 0) out_of_range(value);
+        if constexpr (std::is_signed_v<T>) {
+          if (number < std::numeric_limits<T>::min() || number > std::numeric_limits<T>::max()) {
+            out_of_range(value);
+          }
+        }
+        return static_cast<T>(number);
+      }
+      bad_request(where() + " is not an integer (" + value.dump() + ")");
+    } else {
+      if (!value.is_number()) bad_request(where() + " is not a number (" + value.dump() + ")");
+      return T(value.get<double>());
+    }
+  }
+  [[noreturn]] void out_of_range(const json& value) const {
+    bad_request(where() + " = " + value.dump() + " is out of the datatype's range");
+  }
+  std::string where() const { return "input '" + name_ + "': element " + std::to_string(count_); }
+
+  T* out_;
+  int64_t capacity_;
+  int64_t count_ = 0;
+  const std::string& name_;
+};
+
+void collect_strings(const json& value, std::vector<std::string>& out, const std::string& name) {
+  if (value.is_array()) {
+    for (const json& item : value) collect_strings(item, out, name);
+    return;
+  }
+  if (!value.is_string()) {
+    bad_request("input '" + name + "': BYTES element " + std::to_string(out.size()) +
+                " is not a string");
+  }
+  out.push_back(value.get<std::string>());
+}
+
+std::string shape_text(const Shape& shape) {
+  return shape_to_string(shape);
+}
+
+Tensor tensor_from_json(const json& data, DType dtype, const Shape& shape, int64_t count,
+                        const std::string& name) {
+  if (dtype == DType::kString) {
+    std::vector<std::string> strings;
+    collect_strings(data, strings, name);
+    if (static_cast<int64_t>(strings.size()) != count) {
+      bad_request("input '" + name + "': data has " + std::to_string(strings.size()) +
+                  " elements, shape " + shape_text(shape) + " needs " + std::to_string(count));
+    }
+    return Tensor::from_strings(shape, std::move(strings));
+  }
+  Tensor tensor(dtype, shape);
+  dispatch_numeric_bool(dtype, "input '" + name + "'", [&]<typename T>(TypeTag<T>) {
+    JsonFiller<T> filler(count ? tensor.mutable_data<T>() : nullptr, count, name);
+    filler.visit(data);
+    if (filler.count() != count) {
+      bad_request("input '" + name + "': data has " + std::to_string(filler.count()) +
+                  " elements, shape " + shape_text(shape) + " needs " + std::to_string(count));
+    }
+  });
+  return tensor;
+}
+
+// BYTES in the binary extension: each element a 4-byte little-endian length, then its bytes.
+Tensor strings_from_binary(std::string_view bytes, const Shape& shape, int64_t count,
+                           const std::string& name) {
+  std::vector<std::string> strings;
+  size_t offset = 0;
+  while (offset < bytes.size()) {
+    if (bytes.size() - offset < 4) {
+      bad_request("input '" + name + "': binary BYTES data ends inside an element's length");
+    }
+    uint32_t length = 0;
+    std::memcpy(&length, bytes.data() + offset, 4);
+    offset += 4;
+    if (bytes.size() - offset < length) {
+      bad_request("input '" + name + "': binary BYTES element " + std::to_string(strings.size()) +
+                  " has length " + std::to_string(length) + " past the end of its data");
+    }
+    strings.emplace_back(bytes.substr(offset, length));
+    offset += length;
+  }
+  if (static_cast<int64_t>(strings.size()) != count) {
+    bad_request("input '" + name + "': binary data holds " + std::to_string(strings.size()) +
+                " BYTES elements, shape " + shape_text(shape) + " needs " + std::to_string(count));
+  }
+  return Tensor::from_strings(shape, std::move(strings));
+}
+
+void check_against_model(const std::string& name, DType dtype, const Shape& shape,
+                         const ValueInfo& declared) {
+  if (declared.dtype != DType::kUndefined && declared.dtype != dtype) {
+    bad_request(
+        "input '" + name + "': datatype " + std::string(protocol_datatype(dtype).value_or("?")) +
+        ", the model expects " +
+        std::string(protocol_datatype(declared.dtype).value_or(dtype_name(declared.dtype))));
+  }
+  if (!declared.shape) return;
+  const auto& dims = *declared.shape;
+  bool matches = dims.size() == shape.size();
+  for (size_t i = 0; matches && i < dims.size(); ++i) {
+    matches = !dims[i].is_known() || dims[i].value == shape[i];
+  }
+  if (!matches) {
+    std::string expected = "[";
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i) expected += ',';
+      expected += dims[i].is_known() ? std::to_string(dims[i].value)
+                                     : (dims[i].param.empty() ? "?" : dims[i].param);
+    }
+    bad_request("input '" + name + "': shape " + shape_text(shape) + ", the model expects " +
+                expected + "]");
+  }
+}
+
+Shape parse_shape(const json& input, const std::string& name, int64_t max_elements,
+                  int64_t& count) {
+  const json* shape_json = find_member(input, "shape");
+  if (!shape_json || !shape_json->is_array()) {
+    bad_request("input '" + name + "': 'shape' is missing or not an array");
+  }
+  Shape shape;
+  count = 1;
+  for (const json& dim : *shape_json) {
+    if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
+      bad_request("input '" + name + "': 'shape' holds " + dim.dump() +
+                  ", not a non-negative integer");
+    }
+    const int64_t value = dim.get<int64_t>();
+    shape.push_back(value);
+    if (value && count > max_elements / value) {
+      bad_request("input '" + name + "': shape " + shape_text(shape) + " has more than " +
+                  std::to_string(max_elements) + " elements (the server's limit)");
+    }
+    count *= value;
+  }
+  if (count > max_elements) {
+    bad_request("input '" + name + "': shape " + shape_text(shape) + " has more than " +
+                std::to_string(max_elements) + " elements (the server's limit)");
+  }
+  return shape;
+}
+
+json parse_json(std::string_view text, const char* what) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    bad_request(std::string("malformed JSON in ") + what + ": " + e.what());
+  }
+}
+
+template <typename T>
+void append_json_values(json& data, const Tensor& tensor) {
+  const T* values = tensor.data<T>();
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+      data.push_back(static_cast<float>(values[i]));
+    } else {
+      data.push_back(values[i]);
+    }
+  }
+}
+
+void append_binary(std::string& out, const Tensor& tensor) {
+  if (tensor.dtype() == DType::kString) {
+    for (const std::string& item : tensor.strings()) {
+      const auto length = static_cast<uint32_t>(item.size());
+      out.append(reinterpret_cast<const char*>(&length), 4);
+      out.append(item);
+    }
+    return;
+  }
+  if (tensor.nbytes()) out.append(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+}
+
+}  // namespace
+
+std::optional<std::string_view> protocol_datatype(DType dtype) {
+  for (const auto& entry : kDatatypes) {
+    if (entry.dtype == dtype) return entry.name;
+  }
+  return std::nullopt;
+}
+
+std::optional<DType> dtype_from_protocol(std::string_view datatype) {
+  for (const auto& entry : kDatatypes) {
+    if (entry.name == datatype) return entry.dtype;
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> protocol_shape(const ValueInfo& info) {
+  std::vector<int64_t> shape;
+  if (info.shape) {
+    for (const Dim& dim : *info.shape) shape.push_back(dim.is_known() ? dim.value : -1);
+  }
+  return shape;
+}
+
+InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
+                                 const std::vector<ValueInfo>& model_inputs,
+                                 const std::vector<ValueInfo>& model_outputs,
+                                 const ProtocolLimits& limits) {
+  std::string_view json_part = body;
+  std::string_view binary_part;
+  if (header_length) {
+    if (*header_length > body.size()) {
+      bad_request("Inference-Header-Content-Length " + std::to_string(*header_length) +
+                  " is larger than the body (" + std::to_string(body.size()) + " bytes)");
+    }
+    json_part = body.substr(0, *header_length);
+    binary_part = body.substr(*header_length);
+  }
+  const json request = parse_json(json_part, "the request");
+  if (!request.is_object()) bad_request("the request body must be a JSON object");
+
+  InferRequest parsed;
+  if (const json* id = find_member(request, "id")) {
+    if (!id->is_string()) bad_request("'id' must be a string");
+    parsed.id = id->get<std::string>();
+    parsed.has_id = true;
+  }
+  parsed.binary_output_default = bool_parameter(request, "binary_data_output", false, "request");
+
+  const json* inputs = find_member(request, "inputs");
+  if (!inputs || !inputs->is_array()) bad_request("'inputs' is missing or not an array");
+  std::set<std::string> seen;
+  size_t binary_offset = 0;
+  for (const json& input : *inputs) {
+    if (!input.is_object()) bad_request("each of 'inputs' must be an object");
+    const json* name_json = find_member(input, "name");
+    if (!name_json || !name_json->is_string()) bad_request("an input has no string 'name'");
+    const std::string name = name_json->get<std::string>();
+    if (!seen.insert(name).second) bad_request("input '" + name + "' is given twice");
+    auto declared = std::find_if(model_inputs.begin(), model_inputs.end(),
+                                 [&](const ValueInfo& info) { return info.name == name; });
+    if (declared == model_inputs.end()) {
+      std::string known;
+      for (const ValueInfo& info : model_inputs) known += (known.empty() ? "" : ", ") + info.name;
+      bad_request("unknown input '" + name + "' (the model's inputs: " + known + ")");
+    }
+    const json* datatype_json = find_member(input, "datatype");
+    if (!datatype_json || !datatype_json->is_string()) {
+      bad_request("input '" + name + "': 'datatype' is missing or not a string");
+    }
+    const auto dtype = dtype_from_protocol(datatype_json->get<std::string>());
+    if (!dtype) {
+      bad_request("input '" + name + "': unknown datatype '" + datatype_json->get<std::string>() +
+                  "'");
+    }
+    int64_t count = 0;
+    const Shape shape = parse_shape(input, name, limits.max_tensor_elements, count);
+    check_against_model(name, *dtype, shape, *declared);
+
+    std::optional<uint64_t> binary_size;
+    if (const json* parameters = find_member(input, "parameters")) {
+      if (!parameters->is_object())
+        bad_request("input '" + name + "': 'parameters' must be an object");
+      if (const json* size = find_member(*parameters, "binary_data_size")) {
+        if (!size->is_number_unsigned()) {
+          bad_request("input '" + name + "': binary_data_size must be a non-negative integer");
+        }
+        binary_size = size->get<uint64_t>();
+      }
+    }
+    const json* data = find_member(input, "data");
+    if (binary_size && data) bad_request("input '" + name + "' has both 'data' and binary data");
+    if (binary_size) {
+      if (!header_length) {
+        bad_request(
+            "input '" + name +
+            "' has binary_data_size but the request has no Inference-Header-Content-Length");
+      }
+      if (*binary_size > binary_part.size() - binary_offset) {
+        bad_request("input '" + name + "': binary_data_size " + std::to_string(*binary_size) +
+                    " runs past the end of the body (" +
+                    std::to_string(binary_part.size() - binary_offset) + " bytes left)");
+      }
+      std::string_view bytes = binary_part.substr(binary_offset, *binary_size);
+      binary_offset += *binary_size;
+      if (*dtype == DType::kString) {
+        parsed.inputs.emplace_back(name, strings_from_binary(bytes, shape, count, name));
+        continue;
+      }
+      const uint64_t expected = static_cast<uint64_t>(count) * dtype_size(*dtype);
+      if (bytes.size() != expected) {
+        bad_request("input '" + name + "': binary_data_size " + std::to_string(bytes.size()) +
+                    ", shape " + shape_text(shape) + " of " + datatype_json->get<std::string>() +
+                    " needs " + std::to_string(expected) + " bytes");
+      }
+      // Every byte is overwritten: no zero fill first.
+      Tensor tensor = Tensor::from_buffer(*dtype, shape, Buffer::allocate_uninitialized(expected));
+      if (expected) std::memcpy(tensor.mutable_raw_data(), bytes.data(), expected);
+      parsed.inputs.emplace_back(name, std::move(tensor));
+      continue;
+    }
+    if (!data) bad_request("input '" + name + "' has neither 'data' nor binary_data_size");
+    parsed.inputs.emplace_back(name, tensor_from_json(*data, *dtype, shape, count, name));
+  }
+  if (binary_offset != binary_part.size()) {
+    bad_request("the body has " + std::to_string(binary_part.size() - binary_offset) +
+                " bytes of binary data beyond what the inputs' binary_data_size account for");
+  }
+  for (const ValueInfo& info : model_inputs) {
+    if (!seen.count(info.name)) bad_request("missing input '" + info.name + "'");
+  }
+
+  if (const json* outputs = find_member(request, "outputs")) {
+    if (!outputs->is_array()) bad_request("'outputs' must be an array");
+    std::set<std::string> asked;
+    for (const json& output : *outputs) {
+      if (!output.is_object()) bad_request("each of 'outputs' must be an object");
+      const json* name_json = find_member(output, "name");
+      if (!name_json || !name_json->is_string()) bad_request("an output has no string 'name'");
+      const std::string name = name_json->get<std::string>();
+      if (std::none_of(model_outputs.begin(), model_outputs.end(),
+                       [&](const ValueInfo& info) { return info.name == name; })) {
+        bad_request("unknown output '" + name + "'");
+      }
+      if (!asked.insert(name).second) bad_request("output '" + name + "' is asked for twice");
+      parsed.outputs.push_back(
+          {name, bool_parameter(output, "binary_data", parsed.binary_output_default,
+                                "output '" + name + "'")});
+    }
+  }
+  return parsed;
+}
+
+EncodedResponse encode_infer_response(const std::string& model_name,
+                                      const std::string& model_version, const InferRequest& request,
+                                      const NamedValues& outputs) {
+  std::vector<RequestedOutput> wanted = request.outputs;
+  if (wanted.empty()) {
+    for (const auto& [name, value] : outputs) {
+      wanted.push_back({name, request.binary_output_default});
+    }
+  }
+  json response = {{"model_name", model_name}, {"model_version", model_version}};
+  if (request.has_id) response["id"] = request.id;
+  json encoded_outputs = json::array();
+  std::string binary;
+  for (const RequestedOutput& output : wanted) {
+    auto it = std::find_if(outputs.begin(), outputs.end(),
+                           [&](const auto& named) { return named.first == output.name; });
+    if (it == outputs.end()) throw Error("the model produced no output '" + output.name + "'");
+    if (!it->second.is_tensor()) {
+      throw Error("output '" + output.name + "' is " + it->second.describe() +
+                  ", not a tensor the protocol can carry");
+    }
+    const Tensor& tensor = it->second.tensor();
+    const auto datatype = protocol_datatype(tensor.dtype());
+    if (!datatype) {
+      throw Error("output '" + output.name + "' has element type " +
+                  std::string(dtype_name(tensor.dtype())) + ", which the protocol cannot carry");
+    }
+    json entry = {{"name", output.name}, {"datatype", *datatype}, {"shape", tensor.shape()}};
+    if (output.binary) {
+      const size_t before = binary.size();
+      append_binary(binary, tensor);
+      entry["parameters"] = {{"binary_data_size", binary.size() - before}};
+    } else {
+      json data = json::array();
+      if (tensor.dtype() == DType::kString) {
+        for (const std::string& item : tensor.strings()) data.push_back(item);
+      } else {
+        dispatch_numeric_bool(tensor.dtype(), output.name,
+                              [&]<typename T>(TypeTag<T>) { append_json_values<T>(data, tensor); });
+      }
+      entry["data"] = std::move(data);
+    }
+    encoded_outputs.push_back(std::move(entry));
+  }
+  response["outputs"] = std::move(encoded_outputs);
+  EncodedResponse encoded;
+  encoded.body = response.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!binary.empty() ||
+      std::any_of(wanted.begin(), wanted.end(), [](const auto& o) { return o.binary; })) {
+    encoded.header_length = encoded.body.size();
+    encoded.body += binary;
+  }
+  return encoded;
+}
+
+std::string error_body(std::string_view message) {
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace onnxkit::serve

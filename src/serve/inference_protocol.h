@@ -1,0 +1,83 @@
+// The Open Inference Protocol's (KServe v2) infer request and response bodies: JSON tensors
+// (nested or flat data) and the binary tensor data extension (a JSON header of
+// Inference-Header-Content-Length bytes, then each binary tensor's raw bytes in order).
+// Pure functions over bytes, independent of the HTTP server.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "onnxkit/session.h"
+
+namespace onnxkit::serve {
+
+// An error a client caused or the server cannot serve right now: the HTTP status to answer
+// with (400 bad request, 404 unknown model, 413 too large, 503 unavailable) and the message.
+class RequestError : public Error {
+ public:
+  RequestError(int http_status, std::string message)
+      : Error(std::move(message)), http_status_(http_status) {}
+  int http_status() const { return http_status_; }
+
+ private:
+  int http_status_;
+};
+
+// The protocol's datatype names ("FP32", "INT64", "BYTES", ...); nullopt for element types
+// it has no name for.
+std::optional<std::string_view> protocol_datatype(DType dtype);
+std::optional<DType> dtype_from_protocol(std::string_view datatype);
+
+// The shape the metadata endpoint shows: declared dims, -1 where not fixed.
+std::vector<int64_t> protocol_shape(const ValueInfo& info);
+
+struct RequestedOutput {
+  std::string name;
+  bool binary = false;
+};
+
+// What a request asks for, with its inputs as tensors checked against the model.
+struct InferRequest {
+  std::string id;
+  bool has_id = false;
+  NamedValues inputs;  // in the request's order
+  // The outputs asked for; empty: every output, in binary when binary_output_default.
+  std::vector<RequestedOutput> outputs;
+  bool binary_output_default = false;
+};
+
+struct ProtocolLimits {
+  // Most elements in one input tensor.
+  int64_t max_tensor_elements = int64_t{1} << 28;
+};
+
+// Parses an infer request body. `header_length` is the Inference-Header-Content-Length
+// header's value when the request has one (the JSON part's size; the rest is binary tensor
+// data). Inputs are checked against `model_inputs` (names, datatypes, declared dims) and the
+// outputs asked for against `model_outputs`. Throws RequestError (400, naming the field).
+InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
+                                 const std::vector<ValueInfo>& model_inputs,
+                                 const std::vector<ValueInfo>& model_outputs,
+                                 const ProtocolLimits& limits = {});
+
+// A response body; `header_length` set when it carries binary data (the JSON part's size).
+struct EncodedResponse {
+  std::string body;
+  std::optional<size_t> header_length;
+};
+
+// Encodes the outputs the request asked for (all of `outputs` when it named none).
+EncodedResponse encode_infer_response(const std::string& model_name,
+                                      const std::string& model_version, const InferRequest& request,
+                                      const NamedValues& outputs);
+
+// `{"error": message}`.
+std::string error_body(std::string_view message);
+
+}  // namespace onnxkit::serve

@@ -1,0 +1,387 @@
+#include "serve/model_repository.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "serve/inference_protocol.h"
+
+namespace onnxkit::serve {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+template <typename T>
+void read_field(const json& object, const char* key, T& out, const fs::path& file) {
+  auto it = object.find(key);
+  if (it == object.end()) return;
+  try {
+    out = it->get<T>();
+  } catch (const json::exception& e) {
+    throw Error(file.string() + ": field '" + key + "': " + e.what());
+  }
+}
+
+bool is_version_folder(const fs::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  return entry.is_directory() && !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         fs::exists(entry.path() / "model.onnx");
+}
+
+// Versions sort as numbers ("10" after "9").
+bool version_less(const std::string& a, const std::string& b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+// Runs the model on zeros (dynamic dims 1, the batch dim at each of `batch_sizes`) so the
+// first requests do not pay for first-touch allocations and oneDNN's primitive creation.
+void warm_up(const Session& session, const std::vector<int64_t>& batch_sizes,
+             const std::string& what) {
+  for (int64_t batch : batch_sizes) {
+    NamedValues inputs;
+    for (const ValueInfo& info : session.inputs()) {
+      if (!info.is_tensor || !info.shape) return;
+      Shape shape;
+      for (const Dim& dim : *info.shape) shape.push_back(dim.is_known() ? dim.value : 1);
+      if (!shape.empty() && !info.shape->front().is_known()) shape[0] = batch;
+      inputs.emplace_back(info.name, Tensor(info.dtype, shape));
+    }
+    auto result = session.run(inputs);
+    if (!result.ok()) {
+      std::cerr << "onnxkit serve: warmup of " << what << ": " << result.error() << "\n";
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size) {
+  std::vector<int64_t> sizes;
+  for (int64_t size = 2; size < max_batch_size; size *= 2) sizes.push_back(size);
+  if (max_batch_size > 1) sizes.push_back(max_batch_size);
+  return sizes;
+}
+
+ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
+  std::ifstream in(file);
+  if (!in) throw Error(file.string() + ": cannot read");
+  json object;
+  try {
+    object = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(file.string() + ": " + e.what());
+  }
+  if (!object.is_object()) throw Error(file.string() + ": not a JSON object");
+  read_field(object, "max_batch_size", config.max_batch_size, file);
+  read_field(object, "threads", config.threads, file);
+  read_field(object, "level", config.level, file);
+  read_field(object, "instances", config.instances, file);
+  read_field(object, "warmup", config.warmup, file);
+  read_field(object, "pad_batches", config.pad_batches, file);
+  if (auto batching = object.find("dynamic_batching"); batching != object.end()) {
+    if (!batching->is_object())
+      throw Error(file.string() + ": 'dynamic_batching' is not an object");
+    read_field(*batching, "max_queue_delay_microseconds", config.max_queue_delay_us, file);
+    read_field(*batching, "preferred_batch_size", config.preferred_batch_sizes, file);
+    read_field(*batching, "max_queue_size", config.max_queue_size, file);
+  }
+  if (config.max_batch_size < 0 || config.max_queue_delay_us < 0 || config.max_queue_size == 0 ||
+      config.instances < 1 || config.threads < 0) {
+    throw Error(file.string() +
+                ": max_batch_size, max_queue_delay_microseconds and threads must be >= 0, "
+                "max_queue_size and instances >= 1");
+  }
+  if (!parse_optimization_level(config.level)) {
+    throw Error(file.string() + ": unknown level '" + config.level + "'");
+  }
+  return config;
+}
+
+void ModelStatistics::record_success(const BatchTiming& timing, int64_t request_ns) {
+  std::lock_guard guard(mutex_);
+  last_inference_ms_ = now_ms();
+  ++inference_count_;
+  success_.add(request_ns);
+  queue_.add(timing.queue_ns);
+  compute_input_.add(timing.compute_input_ns);
+  compute_infer_.add(timing.compute_infer_ns);
+  compute_output_.add(timing.compute_output_ns);
+}
+
+void ModelStatistics::record_failure(int64_t request_ns) {
+  std::lock_guard guard(mutex_);
+  fail_.add(request_ns);
+}
+
+void ModelStatistics::record_cache_hit(int64_t lookup_ns, int64_t request_ns) {
+  std::lock_guard guard(mutex_);
+  last_inference_ms_ = now_ms();
+  ++inference_count_;
+  cache_hit_.add(lookup_ns);
+  success_.add(request_ns);
+}
+
+void ModelStatistics::record_cache_miss(int64_t lookup_ns) {
+  std::lock_guard guard(mutex_);
+  cache_miss_.add(lookup_ns);
+}
+
+void ModelStatistics::record_execution(const BatchTiming& timing) {
+  std::lock_guard guard(mutex_);
+  ++execution_count_;
+  BatchDurations& batch = batches_[timing.batch_size];
+  batch.compute_input.add(timing.compute_input_ns);
+  batch.compute_infer.add(timing.compute_infer_ns);
+  batch.compute_output.add(timing.compute_output_ns);
+}
+
+json ModelStatistics::to_json(const std::string& name, const std::string& version) const {
+  auto duration = [](const Duration& d) { return json{{"count", d.count}, {"ns", d.ns}}; };
+  std::lock_guard guard(mutex_);
+  json batch_stats = json::array();
+  for (const auto& [size, batch] : batches_) {
+    batch_stats.push_back({{"batch_size", size},
+                           {"compute_input", duration(batch.compute_input)},
+                           {"compute_infer", duration(batch.compute_infer)},
+                           {"compute_output", duration(batch.compute_output)}});
+  }
+  return {{"name", name},
+          {"version", version},
+          {"last_inference", last_inference_ms_},
+          {"inference_count", inference_count_},
+          {"execution_count", execution_count_},
+          {"inference_stats",
+           {{"success", duration(success_)},
+            {"fail", duration(fail_)},
+            {"queue", duration(queue_)},
+            {"compute_input", duration(compute_input_)},
+            {"compute_infer", duration(compute_infer_)},
+            {"compute_output", duration(compute_output_)},
+            {"cache_hit", duration(cache_hit_)},
+            {"cache_miss", duration(cache_miss_)}}},
+          {"batch_stats", batch_stats},
+          {"memory_usage", json::array()}};
+}
+
+ModelInstance::~ModelInstance() {
+  if (batcher) batcher->stop();
+}
+
+json ModelInstance::metadata() const {
+  auto tensors = [](const std::vector<ValueInfo>& infos) {
+    json list = json::array();
+    for (const ValueInfo& info : infos) {
+      list.push_back({{"name", info.name},
+                      {"datatype", protocol_datatype(info.dtype).value_or("UNKNOWN")},
+                      {"shape", protocol_shape(info)}});
+    }
+    return list;
+  };
+  return {{"name", name},
+          {"versions", json::array({version})},
+          {"platform", "onnx"},
+          {"inputs", tensors(inputs)},
+          {"outputs", tensors(outputs)}};
+}
+
+ModelRepository::ModelRepository(fs::path root, std::vector<fs::path> files, ModelConfig defaults)
+    : root_(std::move(root)), files_(std::move(files)), defaults_(std::move(defaults)) {}
+
+ModelRepository::~ModelRepository() {
+  stop_all();
+}
+
+std::map<std::string, ModelRepository::Source> ModelRepository::discover() const {
+  std::map<std::string, Source> sources;
+  for (const fs::path& file : files_) sources[file.stem().string()] = {file, {}};
+  if (!root_.empty()) {
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(root_, error)) {
+      if (entry.is_directory()) sources[entry.path().filename().string()] = {{}, entry.path()};
+    }
+    if (error) throw Error(root_.string() + ": " + error.message());
+  }
+  return sources;
+}
+
+std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_versions(
+    const std::string& name, const Source& source) const {
+  ModelConfig config = defaults_;
+  std::vector<std::pair<std::string, fs::path>> versions;
+  if (!source.file.empty()) {
+    versions.emplace_back("1", source.file);
+  } else {
+    if (fs::exists(source.folder / "config.json")) {
+      config = read_model_config(source.folder / "config.json", config);
+    }
+    for (const auto& entry : fs::directory_iterator(source.folder)) {
+      if (is_version_folder(entry)) {
+        versions.emplace_back(entry.path().filename().string(), entry.path() / "model.onnx");
+      }
+    }
+    if (versions.empty()) {
+      throw Error(source.folder.string() + ": no VERSION/model.onnx (e.g. " +
+                  (source.folder / "1" / "model.onnx").string() + ")");
+    }
+  }
+  std::map<std::string, std::shared_ptr<ModelInstance>> loaded;
+  for (const auto& [version, file] : versions) {
+    SessionOptions options;
+    options.level = *parse_optimization_level(config.level);
+    options.intra_op_threads = config.threads;
+    auto session = Session::load(file, options);
+    if (!session.ok()) throw Error(session.error());
+    auto instance = std::make_shared<ModelInstance>();
+    instance->name = name;
+    instance->version = version;
+    instance->config = config;
+    instance->session = std::shared_ptr<const Session>(std::move(session).value());
+    instance->inputs = instance->session->inputs();
+    instance->outputs = instance->session->outputs();
+    BatcherOptions batching;
+    if (config.pad_batches) batching.padded_batch_sizes = padded_batch_sizes(config.max_batch_size);
+    batching.max_batch_size = config.max_batch_size;
+    batching.max_queue_delay_us = config.max_queue_delay_us;
+    batching.preferred_batch_sizes = config.preferred_batch_sizes;
+    batching.max_queue_size = config.max_queue_size;
+    batching.workers = config.instances;
+    instance->batcher = std::make_unique<DynamicBatcher>(instance->session, batching);
+    if (config.warmup) {
+      std::vector<int64_t> sizes{1};
+      if (instance->batcher->merges_batches()) {
+        for (int64_t size : batching.padded_batch_sizes) sizes.push_back(size);
+      }
+      warm_up(*instance->session, sizes, name + " version " + version);
+    }
+    loaded[version] = std::move(instance);
+  }
+  return loaded;
+}
+
+std::vector<std::string> ModelRepository::load_all() {
+  std::vector<std::string> errors;
+  for (const auto& [name, source] : discover()) {
+    try {
+      load(name);
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  return errors;
+}
+
+void ModelRepository::load(const std::string& name) {
+  std::lock_guard load_guard(load_mutex_);
+  const auto sources = discover();
+  auto source = sources.find(name);
+  if (source == sources.end()) throw RequestError(404, "no model '" + name + "' in the repository");
+  std::map<std::string, std::shared_ptr<ModelInstance>> versions;
+  try {
+    versions = load_versions(name, source->second);
+  } catch (const std::exception& e) {
+    std::lock_guard guard(mutex_);
+    failures_[name] = e.what();
+    throw RequestError(400, "failed to load model '" + name + "': " + e.what());
+  }
+  std::map<std::string, std::shared_ptr<ModelInstance>> replaced;
+  {
+    std::lock_guard guard(mutex_);
+    replaced.swap(models_[name]);
+    models_[name] = std::move(versions);
+    failures_.erase(name);
+    unloaded_.erase(name);
+  }
+  // `replaced` dies here, outside the lock: each old batcher finishes its queue first.
+}
+
+void ModelRepository::unload(const std::string& name) {
+  std::lock_guard load_guard(load_mutex_);
+  std::map<std::string, std::shared_ptr<ModelInstance>> removed;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = models_.find(name);
+    if (it == models_.end()) throw RequestError(404, "model '" + name + "' is not loaded");
+    removed.swap(it->second);
+    models_.erase(it);
+    unloaded_[name] = true;
+  }
+  for (auto& [version, instance] : removed) instance->batcher->stop();
+}
+
+std::shared_ptr<ModelInstance> ModelRepository::find(const std::string& name,
+                                                     const std::string& version) const {
+  std::lock_guard guard(mutex_);
+  auto it = models_.find(name);
+  if (it == models_.end() || it->second.empty()) {
+    throw RequestError(404, "unknown model '" + name + "'");
+  }
+  if (version.empty()) {
+    auto newest = std::max_element(
+        it->second.begin(), it->second.end(),
+        [](const auto& a, const auto& b) { return version_less(a.first, b.first); });
+    return newest->second;
+  }
+  auto found = it->second.find(version);
+  if (found == it->second.end()) {
+    throw RequestError(404, "unknown version '" + version + "' of model '" + name + "'");
+  }
+  return found->second;
+}
+
+std::vector<std::shared_ptr<ModelInstance>> ModelRepository::loaded() const {
+  std::lock_guard guard(mutex_);
+  std::vector<std::shared_ptr<ModelInstance>> all;
+  for (const auto& [name, versions] : models_) {
+    for (const auto& [version, instance] : versions) all.push_back(instance);
+  }
+  return all;
+}
+
+std::vector<ModelState> ModelRepository::index() const {
+  std::vector<ModelState> states;
+  std::map<std::string, Source> sources;
+  try {
+    sources = discover();
+  } catch (const std::exception&) {
+    // The repository folder is unreadable now: the index still lists what is loaded.
+  }
+  std::lock_guard guard(mutex_);
+  for (const auto& [name, versions] : models_) sources.try_emplace(name);
+  for (const auto& [name, source] : sources) {
+    auto loaded = models_.find(name);
+    if (loaded != models_.end() && !loaded->second.empty()) {
+      for (const auto& [version, instance] : loaded->second) {
+        states.push_back({name, version, "READY", ""});
+      }
+    } else if (auto failure = failures_.find(name); failure != failures_.end()) {
+      states.push_back({name, "", "UNAVAILABLE", failure->second});
+    } else {
+      states.push_back({name, "", "UNAVAILABLE", unloaded_.count(name) ? "unloaded" : ""});
+    }
+  }
+  return states;
+}
+
+bool ModelRepository::all_ready() const {
+  std::lock_guard guard(mutex_);
+  return failures_.empty();
+}
+
+void ModelRepository::stop_all() {
+  std::lock_guard guard(mutex_);
+  for (auto& [name, versions] : models_) {
+    for (auto& [version, instance] : versions) instance->batcher->stop();
+  }
+}
+
+}  // namespace onnxkit::serve

@@ -1,0 +1,150 @@
+// The models a server holds: a repository folder of NAME/VERSION/model.onnx (with an optional
+// NAME/config.json) or model files given by path. Each loaded version is a ModelInstance: a
+// session behind a DynamicBatcher, with Triton-style statistics. Loading and unloading are
+// safe while requests run: a request holds its instance until it has been queued, and an
+// instance taken out of service finishes its queued requests before it goes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnxkit/batcher.h"
+#include "onnxkit/session.h"
+
+namespace onnxkit::serve {
+
+// How a model is served; config.json overrides the server's defaults field by field:
+// {"max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 500,
+//  "preferred_batch_size": [4, 8], "max_queue_size": 64}, "threads": 2, "level": "all",
+//  "instances": 1, "warmup": true, "pad_batches": true}
+struct ModelConfig {
+  int64_t max_batch_size = 0;
+  int64_t max_queue_delay_us = 0;
+  std::vector<int64_t> preferred_batch_sizes;
+  size_t max_queue_size = 256;
+  int threads = 0;
+  std::string level = "all";
+  int instances = 1;  // batches of this model that may run at once
+  bool warmup = false;
+  // Pad merged batches to powers of two (and max_batch_size), so a model is compiled for a
+  // few batch sizes only (BatcherOptions::padded_batch_sizes).
+  bool pad_batches = true;
+};
+
+// The batch sizes merged batches are padded to: 2, 4, 8, ... below max_batch_size, and it.
+std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size);
+
+// Reads `file` (config.json) over `defaults`; throws Error naming the file and field.
+ModelConfig read_model_config(const std::filesystem::path& file, ModelConfig defaults);
+
+// Counters of one model version, with the statistics extension's field names.
+class ModelStatistics {
+ public:
+  void record_success(const BatchTiming& timing, int64_t request_ns);
+  void record_failure(int64_t request_ns);
+  void record_cache_hit(int64_t lookup_ns, int64_t request_ns);
+  void record_cache_miss(int64_t lookup_ns);
+  void record_execution(const BatchTiming& timing);
+  nlohmann::json to_json(const std::string& name, const std::string& version) const;
+
+ private:
+  struct Duration {
+    uint64_t count = 0;
+    uint64_t ns = 0;
+    void add(int64_t value) {
+      ++count;
+      ns += static_cast<uint64_t>(std::max<int64_t>(value, 0));
+    }
+  };
+  struct BatchDurations {
+    Duration compute_input, compute_infer, compute_output;
+  };
+  mutable std::mutex mutex_;
+  uint64_t last_inference_ms_ = 0;
+  uint64_t inference_count_ = 0;
+  uint64_t execution_count_ = 0;
+  Duration success_, fail_, queue_, compute_input_, compute_infer_, compute_output_, cache_hit_,
+      cache_miss_;
+  std::map<int64_t, BatchDurations> batches_;
+};
+
+// One loaded model version.
+struct ModelInstance {
+  std::string name;
+  std::string version;
+  ModelConfig config;
+  std::shared_ptr<const Session> session;
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> outputs;
+  std::unique_ptr<DynamicBatcher> batcher;
+  std::shared_ptr<ModelStatistics> statistics = std::make_shared<ModelStatistics>();
+
+  ~ModelInstance();  // stops the batcher: queued requests finish first
+  nlohmann::json metadata() const;
+};
+
+// A model as the repository index lists it.
+struct ModelState {
+  std::string name;
+  std::string version;
+  std::string state;  // READY, UNAVAILABLE (with reason), LOADING
+  std::string reason;
+};
+
+class ModelRepository {
+ public:
+  // `root`: a repository folder (may be empty: models given by path only). `files`: model
+  // files served as NAME = file stem, version "1".
+  ModelRepository(std::filesystem::path root, std::vector<std::filesystem::path> files,
+                  ModelConfig defaults);
+  ~ModelRepository();
+
+  // Loads every model; returns the errors (a model that fails stays UNAVAILABLE).
+  std::vector<std::string> load_all();
+  // (Re)loads every version of `name`; the old versions serve until the new ones are ready.
+  // Throws RequestError (404 unknown model, 400 failed load).
+  void load(const std::string& name);
+  // Takes `name` out of service; throws RequestError 404 when it is not loaded.
+  void unload(const std::string& name);
+
+  // The instance for `name` (`version`, or the newest when empty); RequestError 404 when it
+  // is not loaded.
+  std::shared_ptr<ModelInstance> find(const std::string& name, const std::string& version) const;
+  // Loaded instances, by name and version.
+  std::vector<std::shared_ptr<ModelInstance>> loaded() const;
+  std::vector<ModelState> index() const;
+  // True when every model known at start is loaded.
+  bool all_ready() const;
+  // Stops every batcher (queued requests finish).
+  void stop_all();
+
+ private:
+  struct Source {
+    std::filesystem::path file;    // a single file, or
+    std::filesystem::path folder;  // NAME/ holding VERSION/model.onnx
+  };
+  std::map<std::string, std::shared_ptr<ModelInstance>> load_versions(const std::string& name,
+                                                                      const Source& source) const;
+  std::map<std::string, Source> discover() const;
+
+  std::filesystem::path root_;
+  std::vector<std::filesystem::path> files_;
+  ModelConfig defaults_;
+  mutable std::mutex mutex_;
+  std::mutex load_mutex_;  // one load or unload at a time
+  // name -> version -> instance
+  std::map<std::string, std::map<std::string, std::shared_ptr<ModelInstance>>> models_;
+  std::map<std::string, std::string> failures_;  // name -> why it is not loaded
+  std::map<std::string, bool> unloaded_;         // unloaded on request
+};
+
+}  // namespace onnxkit::serve

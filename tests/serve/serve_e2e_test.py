@@ -1,0 +1,563 @@
+"""End-to-end tests of `onnxkit serve`: a real server on a free loopback port, called with the
+stock Open Inference Protocol client (tritonclient.http) and with raw HTTP for what stock
+clients never send. Run by CTest (serve_e2e):
+
+    .venv-serve/bin/python tests/serve/serve_e2e_test.py --onnxkit build/onnxkit
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ONNXKIT = os.path.join(ROOT, "build", "onnxkit")
+TINY_CNN = os.path.join(ROOT, "examples", "models", "tiny_cnn.onnx")  # input [batch,3,32,32]
+BERT_TINY = os.path.join(ROOT, "tests", "data", "models", "bert_tiny", "model.onnx")
+LSTM = os.path.join(ROOT, "tests", "data", "models", "lstm_state_tiny", "model.onnx")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_repository(folder, models):
+    """models: {name: (file, config dict or None)} -> NAME/1/model.onnx (+ config.json)."""
+    for name, (file, config) in models.items():
+        os.makedirs(os.path.join(folder, name, "1"))
+        shutil.copy(file, os.path.join(folder, name, "1", "model.onnx"))
+        if config is not None:
+            with open(os.path.join(folder, name, "config.json"), "w") as f:
+                json.dump(config, f)
+    return folder
+
+
+class Server:
+    """`onnxkit serve ARGS --port 0`, its port read from its first line."""
+
+    def __init__(self, *args, env=None, port_flag=True):
+        command = [ONNXKIT, "serve", *args, "--threads", "1"]
+        if port_flag:
+            command += ["--port", "0"]
+        # stderr to a file: a pipe nobody reads could fill up and block the server.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr,
+                                        text=True, env=env)
+        line = self.process.stdout.readline()
+        if "listening on" not in line:
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError("server did not start: " + line + self.errors())
+        self.port = int(line.strip().rsplit(":", 1)[1])
+        self.url = f"127.0.0.1:{self.port}"
+
+    def client(self, **kwargs):
+        return httpclient.InferenceServerClient(url=self.url, **kwargs)
+
+    def stop(self):
+        """SIGTERM; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=30)
+            if code != 0:
+                print(f"server exited {code}; its stderr:\n{self.errors()}", file=sys.stderr)
+            return code
+        finally:
+            self.process.stdout.close()
+            self.stderr.close()
+
+    def errors(self):
+        self.stderr.seek(0)
+        return self.stderr.read()
+
+    def request(self, method, path, body=b"", headers=None):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            connection.close()
+
+
+def image(seed, rows=1):
+    return np.random.default_rng(seed).standard_normal((rows, 3, 32, 32)).astype(np.float32)
+
+
+def cnn_input(data, binary=True):
+    tensor = httpclient.InferInput("input", list(data.shape), "FP32")
+    tensor.set_data_from_numpy(data, binary_data=binary)
+    return tensor
+
+
+def reference_logits(data, folder):
+    """What `onnxkit run` computes for the same input."""
+    np.save(os.path.join(folder, "input.npy"), data)
+    subprocess.run([ONNXKIT, "run", TINY_CNN, "--input", "input=" + os.path.join(folder, "input.npy"),
+                    "--output-dir", folder], check=True, capture_output=True)
+    return np.load(os.path.join(folder, "logits.npy"))
+
+
+class ServeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="onnxkit_serve_test_")
+        repository = make_repository(os.path.join(cls.folder, "repo"), {
+            "tiny_cnn": (TINY_CNN, {"max_batch_size": 8,
+                                    "dynamic_batching": {"max_queue_delay_microseconds": 20000}}),
+            "bert_tiny": (BERT_TINY, None),
+            "lstm": (LSTM, None),
+        })
+        cls.server = Server("--model-repository", repository)
+        cls.client = cls.server.client(concurrency=8)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        code = cls.server.stop()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+        assert code == 0, f"server exited {code}"
+
+    def test_health_and_metadata(self):
+        self.assertTrue(self.client.is_server_live())
+        self.assertTrue(self.client.is_server_ready())
+        self.assertTrue(self.client.is_model_ready("tiny_cnn"))
+        self.assertFalse(self.client.is_model_ready("nope"))
+        metadata = self.client.get_server_metadata()
+        self.assertEqual(metadata["name"], "onnxkit")
+        for extension in ("binary_tensor_data", "model_repository", "statistics"):
+            self.assertIn(extension, metadata["extensions"])
+        model = self.client.get_model_metadata("bert_tiny")
+        self.assertEqual([i["name"] for i in model["inputs"]], ["input_ids", "attention_mask"])
+        self.assertEqual(model["inputs"][0]["datatype"], "INT64")
+        self.assertEqual(model["inputs"][0]["shape"], [-1, -1])
+        self.assertEqual(self.client.get_model_metadata("tiny_cnn", model_version="1")["versions"],
+                         ["1"])
+
+    def test_binary_and_json_give_what_onnxkit_run_gives(self):
+        data = image(1)
+        expected = reference_logits(data, self.folder)
+        binary = self.client.infer("tiny_cnn", [cnn_input(data)], request_id="req-7",
+                                   outputs=[httpclient.InferRequestedOutput("logits", binary_data=True)])
+        np.testing.assert_allclose(binary.as_numpy("logits"), expected, rtol=1e-4, atol=1e-5)
+        self.assertEqual(binary.get_response()["id"], "req-7")
+        as_json = self.client.infer("tiny_cnn", [cnn_input(data, binary=False)],
+                                    outputs=[httpclient.InferRequestedOutput("logits", binary_data=False)])
+        np.testing.assert_allclose(as_json.as_numpy("logits"), expected, rtol=1e-4, atol=1e-5)
+        self.assertIn("data", as_json.get_response()["outputs"][0])
+        # No outputs named: the client asks for all of them in binary.
+        default = self.client.infer("tiny_cnn", [cnn_input(data)])
+        np.testing.assert_allclose(default.as_numpy("logits"), expected, rtol=1e-4, atol=1e-5)
+
+    def test_requested_outputs_only_and_int64_inputs(self):
+        ids = np.array([[1, 5, 9, 3]], dtype=np.int64)
+        inputs = [httpclient.InferInput("input_ids", [1, 4], "INT64"),
+                  httpclient.InferInput("attention_mask", [1, 4], "INT64")]
+        inputs[0].set_data_from_numpy(ids)
+        inputs[1].set_data_from_numpy(np.ones_like(ids), binary_data=False)
+        result = self.client.infer("bert_tiny", inputs,
+                                   outputs=[httpclient.InferRequestedOutput("pooler_output")])
+        names = [o["name"] for o in result.get_response()["outputs"]]
+        self.assertEqual(names, ["pooler_output"])
+        self.assertEqual(result.as_numpy("pooler_output").shape, (1, 32))
+
+    def test_model_without_batch_dim_serves(self):
+        inputs = []
+        for name, shape in (("input", [1, 5]), ("h", [2, 1, 16]), ("c", [2, 1, 16])):
+            tensor = httpclient.InferInput(name, shape, "FP32")
+            tensor.set_data_from_numpy(np.zeros(shape, dtype=np.float32))
+            inputs.append(tensor)
+        result = self.client.infer("lstm", inputs)
+        self.assertEqual(result.as_numpy("hn").shape, (2, 1, 16))
+
+    def test_concurrent_requests_are_batched_and_each_gets_its_own_rows(self):
+        datas = [image(100 + i) for i in range(24)]
+        pending = [self.client.async_infer("tiny_cnn", [cnn_input(d)]) for d in datas]
+        results = [p.get_result().as_numpy("logits") for p in pending]
+        batch = self.client.infer("tiny_cnn", [cnn_input(np.concatenate(datas[:8]))])
+        np.testing.assert_allclose(np.concatenate(results[:8]), batch.as_numpy("logits"),
+                                   rtol=1e-4, atol=1e-5)
+        stats = self.client.get_inference_statistics("tiny_cnn")["model_stats"][0]
+        self.assertLess(stats["execution_count"], stats["inference_count"])
+        self.assertTrue(any(b["batch_size"] > 1 for b in stats["batch_stats"]), stats["batch_stats"])
+        for field in ("success", "fail", "queue", "compute_input", "compute_infer",
+                      "compute_output", "cache_hit", "cache_miss"):
+            self.assertIn(field, stats["inference_stats"])
+        self.assertGreaterEqual(stats["inference_stats"]["success"]["count"], 25)
+        everything = self.client.get_inference_statistics()["model_stats"]
+        self.assertEqual(sorted(s["name"] for s in everything), ["bert_tiny", "lstm", "tiny_cnn"])
+
+    def test_errors_have_status_and_message(self):
+        cases = [
+            (lambda: self.client.infer("nope", [cnn_input(image(0))]), "404", "unknown model"),
+            (lambda: self.client.infer("tiny_cnn", [cnn_input(image(0))], model_version="9"),
+             "404", "unknown version"),
+            (lambda: self.client.get_inference_statistics("nope"), "404", "unknown model"),
+        ]
+        wrong_type = httpclient.InferInput("input", [1, 3, 32, 32], "FP64")
+        wrong_type.set_data_from_numpy(image(0).astype(np.float64))
+        cases.append((lambda: self.client.infer("tiny_cnn", [wrong_type]), "400", "FP32"))
+        wrong_shape = cnn_input(np.zeros((1, 3, 16, 16), dtype=np.float32))
+        cases.append((lambda: self.client.infer("tiny_cnn", [wrong_shape]), "400", "shape"))
+        missing = [httpclient.InferInput("input_ids", [1, 4], "INT64")]
+        missing[0].set_data_from_numpy(np.ones((1, 4), dtype=np.int64))
+        cases.append((lambda: self.client.infer("bert_tiny", missing), "400",
+                      "missing input 'attention_mask'"))
+        for call, status, text in cases:
+            with self.assertRaises(InferenceServerException) as raised:
+                call()
+            self.assertEqual(raised.exception.status(), status, raised.exception.message())
+            self.assertIn(text, raised.exception.message())
+
+    def test_metrics(self):
+        self.client.infer("tiny_cnn", [cnn_input(image(3))])
+        status, headers, body = self.server.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        text = body.decode()
+        for name in ("onnxkit_inference_request_success", "onnxkit_inference_request_failure",
+                     "onnxkit_inference_count", "onnxkit_inference_exec_count",
+                     "onnxkit_inference_pending_request_count",
+                     "onnxkit_inference_request_duration_us", "onnxkit_inference_queue_duration_us",
+                     "onnxkit_inference_compute_input_duration_us",
+                     "onnxkit_inference_compute_infer_duration_us",
+                     "onnxkit_inference_compute_output_duration_us",
+                     "onnxkit_inference_request_seconds_bucket", "onnxkit_cache_num_hits_per_model",
+                     "onnxkit_process_cpu_seconds", "onnxkit_process_resident_memory_bytes"):
+            self.assertIn(name, text)
+        self.assertIn('onnxkit_inference_request_success{model="tiny_cnn",version="1"}', text)
+        self.assertIn('reason="REJECTED"', text)
+
+    def test_raw_protocol_edge_cases(self):
+        path = "/v2/models/tiny_cnn/infer"
+        header = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                         "parameters": {"binary_data_size": 12288}}]}).encode()
+        data = image(5).tobytes()
+
+        def post(body, headers):
+            return self.server.request("POST", path, body, headers)
+
+        status, headers, body = post(header + data, {"Inference-Header-Content-Length": str(len(header))})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(headers["Content-Type"], "application/json")
+        cases = [
+            (b"{not json", {}, 400, "malformed JSON"),
+            (b"", {}, 400, "malformed JSON"),
+            (header + data[:-4], {"Inference-Header-Content-Length": str(len(header))}, 400, "past the end"),
+            (header + data + b"xx", {"Inference-Header-Content-Length": str(len(header))}, 400, "beyond"),
+            (header + data, {"Inference-Header-Content-Length": "12x"}, 400, "not a number"),
+            (header + data, {"Inference-Header-Content-Length": str(len(header) + 99999)}, 400,
+             "larger than the body"),
+            (header + data, {}, 400, "malformed JSON"),
+            (header + data, {"Inference-Header-Content-Length": str(len(header)),
+                             "Content-Encoding": "gzip"}, 415, "gzip"),
+        ]
+        for body_in, headers_in, expected, text in cases:
+            status, _, body = post(body_in, headers_in)
+            self.assertEqual(status, expected, (headers_in, body))
+            self.assertIn(text, json.loads(body)["error"])
+        for method, target, expected in (("GET", "/v3", 404), ("GET", "/v2/nothing", 404),
+                                         ("GET", path, 405), ("DELETE", "/v2", 405),
+                                         ("GET", "/v2/models/tiny_cnn/versions/1/ready", 200),
+                                         ("GET", "/v2/models/tiny_cnn/config", 200)):
+            status, _, body = self.server.request(method, target)
+            self.assertEqual(status, expected, (method, target, body))
+        # Binary output: the JSON part's length in the header, the tensor's bytes after it.
+        request = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                          "data": image(5).ravel().tolist()}],
+                              "outputs": [{"name": "logits", "parameters": {"binary_data": True}}]})
+        status, headers, body = post(request.encode(), {})
+        self.assertEqual(status, 200)
+        length = int(headers["Inference-Header-Content-Length"])
+        response = json.loads(body[:length])
+        self.assertEqual(response["outputs"][0]["parameters"]["binary_data_size"], 40)
+        self.assertEqual(len(body), length + 40)
+
+    def test_keep_alive_and_bad_http(self):
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            for _ in range(3):  # three requests on one connection
+                s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+                reply = s.recv(4096)
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200"), reply)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 400"))
+
+    def test_load_and_unload_under_traffic(self):
+        stop = threading.Event()
+        problems = []
+        counts = {"ok": 0, "unavailable": 0}
+        data = image(9)
+        expected = self.client.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits")
+
+        def traffic():
+            client = self.server.client()
+            while not stop.is_set():
+                try:
+                    result = client.infer("tiny_cnn", [cnn_input(data)])
+                    if not np.allclose(result.as_numpy("logits"), expected, rtol=1e-4, atol=1e-5):
+                        problems.append("wrong result")
+                    counts["ok"] += 1
+                except InferenceServerException as e:
+                    if e.status() in ("404", "503"):
+                        counts["unavailable"] += 1
+                    else:
+                        problems.append(f"{e.status()}: {e.message()}")
+                except Exception as e:  # a dropped connection, a crash
+                    problems.append(repr(e))
+            client.close()
+
+        threads = [threading.Thread(target=traffic) for _ in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            for _ in range(3):
+                self.client.unload_model("tiny_cnn")
+                self.assertFalse(self.client.is_model_ready("tiny_cnn"))
+                index = {m["name"]: m for m in self.client.get_model_repository_index()}
+                self.assertEqual(index["tiny_cnn"]["state"], "UNAVAILABLE")
+                time.sleep(0.05)
+                self.client.load_model("tiny_cnn")
+                self.assertTrue(self.client.is_model_ready("tiny_cnn"))
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(problems, [])
+        self.assertGreater(counts["ok"], 0)
+        index = {m["name"]: m for m in self.client.get_model_repository_index()}
+        self.assertEqual(index["tiny_cnn"]["state"], "READY")
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.load_model("not_in_repository")
+        self.assertEqual(raised.exception.status(), "404")
+
+
+class ServerOptionsTest(unittest.TestCase):
+    """Servers started with particular flags."""
+
+    def test_limits_and_slow_clients(self):
+        server = Server(TINY_CNN, "--max-header-bytes", "2048", "--max-body-bytes", "100000",
+                        "--read-timeout-ms", "500", "--max-tensor-elements", "1000")
+        try:
+            status, _, body = server.request("GET", "/v2", headers={"X-Big": "a" * 4096})
+            self.assertEqual(status, 431)
+            big = json.dumps({"inputs": [{"name": "input", "shape": [8, 3, 32, 32], "datatype": "FP32",
+                                          "data": [0.5] * (8 * 3072)}]}).encode()
+            status, _, body = server.request("POST", "/v2/models/tiny_cnn/infer", big)
+            self.assertEqual(status, 413, body)
+            small = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                            "data": [0.5] * 3072}]}).encode()
+            status, _, body = server.request("POST", "/v2/models/tiny_cnn/infer", small)
+            self.assertEqual(status, 400)
+            self.assertIn("limit", json.loads(body)["error"])
+            # A client that stops halfway through its request is cut off.
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+                s.sendall(b"POST /v2/models/tiny_cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+                start = time.monotonic()
+                self.assertEqual(s.recv(4096), b"")  # closed by the server
+                self.assertLess(time.monotonic() - start, 5)
+            self.assertTrue(server.client().is_server_live())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_bearer_token(self):
+        folder = tempfile.mkdtemp()
+        try:
+            token_file = os.path.join(folder, "token")
+            with open(token_file, "w") as f:
+                f.write("s3cret\n")
+            server = Server(TINY_CNN, "--auth-token-file", token_file)
+            try:
+                self.assertEqual(server.request("GET", "/v2/health/live")[0], 200)
+                self.assertEqual(server.request("GET", "/v2/health/ready")[0], 200)
+                for path in ("/v2", "/v2/models/tiny_cnn", "/metrics", "/v2/models/stats"):
+                    self.assertEqual(server.request("GET", path)[0], 401, path)
+                    self.assertEqual(server.request("GET", path, headers={"Authorization": "Bearer nope"})[0],
+                                     401, path)
+                client = server.client()
+                good = {"Authorization": "Bearer s3cret"}
+                result = client.infer("tiny_cnn", [cnn_input(image(1))], headers=good)
+                self.assertEqual(result.as_numpy("logits").shape, (1, 10))
+                with self.assertRaises(InferenceServerException) as raised:
+                    client.infer("tiny_cnn", [cnn_input(image(1))])
+                self.assertEqual(raised.exception.status(), "401")
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            shutil.rmtree(folder)
+
+    def test_full_queue_answers_503(self):
+        server = Server(TINY_CNN, "--max-batch-size", "64", "--max-queue-delay-us", "1500000",
+                        "--max-queue-size", "2")
+        try:
+            client = server.client(concurrency=4)
+            pending = [client.async_infer("tiny_cnn", [cnn_input(image(i))]) for i in range(3)]
+            outcomes = []
+            for p in pending:
+                try:
+                    p.get_result()
+                    outcomes.append("200")
+                except InferenceServerException as e:
+                    outcomes.append(e.status())
+                    self.assertIn("queue full", e.message())
+            self.assertEqual(sorted(outcomes), ["200", "200", "503"])
+            _, _, body = server.request("GET", "/metrics")
+            self.assertIn('onnxkit_inference_request_failure{model="tiny_cnn",reason="REJECTED",version="1"} 1',
+                          body.decode())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_sigterm_answers_requests_in_flight_then_exits_0(self):
+        server = Server(TINY_CNN, "--max-batch-size", "64", "--max-queue-delay-us", "3000000")
+        results = []
+
+        def send(seed):  # a thread each: tritonclient's async requests only go out under gevent
+            client = server.client()
+            try:
+                results.append(client.infer("tiny_cnn", [cnn_input(image(seed))]).as_numpy("logits").shape)
+            except Exception as e:
+                results.append(repr(e))
+            client.close()
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            # Until all four wait in the queue for their batch (3 s delay).
+            deadline = time.monotonic() + 10
+            queued = 'onnxkit_inference_pending_request_count{model="tiny_cnn",version="1"} 4'
+            while queued not in server.request("GET", "/metrics")[2].decode():
+                self.assertLess(time.monotonic(), deadline, "the requests never reached the queue")
+                time.sleep(0.02)
+            server.process.send_signal(signal.SIGTERM)
+            for t in threads:
+                t.join()
+            self.assertEqual(results, [(1, 10)] * 4)
+        finally:
+            self.assertEqual(server.stop(), 0)  # SIGTERM again if the test failed before it
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+
+    def test_port_from_environment_and_model_file_errors(self):
+        port = free_port()
+        server = Server(TINY_CNN, env={**os.environ, "PORT": str(port)}, port_flag=False)
+        try:
+            self.assertEqual(server.port, port)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        failed = subprocess.run([ONNXKIT, "serve", "/nonexistent.onnx", "--port", "0"],
+                                capture_output=True, text=True, timeout=30)
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("/nonexistent.onnx", failed.stderr)
+
+    def test_broken_model_in_repository_makes_the_server_not_ready(self):
+        folder = tempfile.mkdtemp()
+        try:
+            repository = make_repository(os.path.join(folder, "repo"), {"good": (TINY_CNN, None)})
+            os.makedirs(os.path.join(repository, "broken", "1"))
+            with open(os.path.join(repository, "broken", "1", "model.onnx"), "wb") as f:
+                f.write(b"not a model")
+            server = Server("--model-repository", repository)
+            try:
+                client = server.client()
+                self.assertFalse(client.is_server_ready())
+                self.assertTrue(client.is_model_ready("good"))
+                index = {m["name"]: m for m in client.get_model_repository_index()}
+                self.assertEqual(index["broken"]["state"], "UNAVAILABLE")
+                self.assertIn("model.onnx", index["broken"]["reason"])
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            shutil.rmtree(folder)
+
+
+def redis_server(port):
+    return subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--loglevel", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class CacheTest(unittest.TestCase):
+    def cached_twice(self, server):
+        client = server.client()
+        data = image(42)
+        first = client.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits")
+        second = client.infer("tiny_cnn", [cnn_input(data, binary=False)],
+                              outputs=[httpclient.InferRequestedOutput("logits", binary_data=False)])
+        np.testing.assert_array_equal(first, second.as_numpy("logits"))
+        stats = client.get_inference_statistics("tiny_cnn")["model_stats"][0]["inference_stats"]
+        return stats
+
+    def test_local_cache(self):
+        server = Server(TINY_CNN, "--cache", "local:1MiB")
+        try:
+            stats = self.cached_twice(server)
+            self.assertEqual(stats["cache_hit"]["count"], 1)
+            self.assertEqual(stats["cache_miss"]["count"], 1)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_redis_cache_and_redis_going_away(self):
+        port = free_port()
+        redis = redis_server(port)
+        try:
+            deadline = time.monotonic() + 10
+            while True:  # until redis-server listens
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            server = Server(TINY_CNN, "--cache", f"redis://127.0.0.1:{port}?ttl=60")
+            try:
+                stats = self.cached_twice(server)
+                self.assertEqual(stats["cache_hit"]["count"], 1)
+                # A second server (another replica) finds the first one's entry.
+                other = Server(TINY_CNN, "--cache", f"redis://127.0.0.1:{port}?ttl=60")
+                try:
+                    stats = self.cached_twice(other)
+                    self.assertEqual(stats["cache_hit"]["count"], 2)
+                finally:
+                    self.assertEqual(other.stop(), 0)
+                redis.terminate()
+                redis.wait()
+                client = server.client()
+                for i in range(5):  # Redis is gone: requests still succeed, without the cache
+                    self.assertEqual(client.infer("tiny_cnn", [cnn_input(image(i))])
+                                     .as_numpy("logits").shape, (1, 10))
+                _, _, body = server.request("GET", "/metrics")
+                errors = [line for line in body.decode().splitlines()
+                          if line.startswith("onnxkit_cache_errors")]
+                self.assertGreater(float(errors[0].split()[1]), 0)
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            if redis.poll() is None:
+                redis.terminate()
+                redis.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--onnxkit", default=ONNXKIT)
+    args, rest = parser.parse_known_args()
+    ONNXKIT = os.path.abspath(args.onnxkit)
+    unittest.main(argv=[sys.argv[0], *rest])
