@@ -105,6 +105,9 @@ Command add_serve_command(CLI::App& root) {
   command->add_option("--threads", args->config.threads,
                       "Threads per model run (0: every core available)");
   command->add_option("--level", args->config.level, "Optimization level")->capture_default_str();
+  command->add_option("--custom-op-lib", args->config.custom_op_libraries,
+                      "A custom op library (include/onnxkit/custom_op.h) the models' sessions "
+                      "load; repeatable");
   command
       ->add_option("--max-batch-size", args->config.max_batch_size,
                    "Merge requests up to this batch size (0: no batching)")

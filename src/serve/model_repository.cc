@@ -239,6 +239,7 @@ std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_vers
     SessionOptions options;
     options.level = *parse_optimization_level(config.level);
     options.intra_op_threads = config.threads;
+    options.custom_op_libraries = config.custom_op_libraries;
     auto session = Session::load(file, options);
     if (!session.ok()) throw Error(session.error());
     auto instance = std::make_shared<ModelInstance>();

@@ -38,6 +38,8 @@ struct ModelConfig {
   // Pad merged batches to powers of two (and max_batch_size), so a model is compiled for a
   // few batch sizes only (BatcherOptions::padded_batch_sizes).
   bool pad_batches = true;
+  // Custom op libraries the model's sessions load (SessionOptions::custom_op_libraries).
+  std::vector<std::string> custom_op_libraries;
 };
 
 // The batch sizes merged batches are padded to: 2, 4, 8, ... below max_batch_size, and it.

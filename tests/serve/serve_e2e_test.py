@@ -493,6 +493,33 @@ def redis_server(port):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+INVERSE_OP_LIB = None
+INVERSE_MODEL = os.path.join(ROOT, "examples", "custom_op", "inverse_model.onnx")
+
+
+class CustomOpTest(unittest.TestCase):
+    """A model with com.microsoft::Inverse, served with examples/custom_op's library."""
+
+    def test_custom_op_library_serves_its_op(self):
+        if not INVERSE_OP_LIB:
+            self.skipTest("--inverse-op-lib not given")
+        server = Server(INVERSE_MODEL, "--custom-op-lib", INVERSE_OP_LIB)
+        try:
+            x = np.array([[[2, 1, 0], [1, 3, 1], [0, 1, 4]]] * 2, dtype=np.float32)
+            tensor = httpclient.InferInput("x", list(x.shape), "FP32")
+            tensor.set_data_from_numpy(x)
+            y = server.client().infer("inverse_model", [tensor]).as_numpy("y")
+            np.testing.assert_allclose(y, np.linalg.inv(x), rtol=1e-5, atol=1e-6)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_without_the_library_the_model_does_not_load(self):
+        failed = subprocess.run([ONNXKIT, "serve", INVERSE_MODEL, "--port", "0"],
+                                capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(failed.returncode, 0)
+        self.assertIn("Inverse", failed.stderr)
+
+
 class CacheTest(unittest.TestCase):
     def cached_twice(self, server):
         client = server.client()
@@ -558,6 +585,8 @@ class CacheTest(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--onnxkit", default=ONNXKIT)
+    parser.add_argument("--inverse-op-lib", help="examples/custom_op's library, built")
     args, rest = parser.parse_known_args()
     ONNXKIT = os.path.abspath(args.onnxkit)
+    INVERSE_OP_LIB = args.inverse_op_lib
     unittest.main(argv=[sys.argv[0], *rest])
