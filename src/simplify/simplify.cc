@@ -73,8 +73,8 @@ bool is_16bit_float(const RuntimeValue& value) {
 
 // The graph as given, its 16-bit float regions computed in float32: the one rewrite that
 // changes no semantics but precision (compute_fp16_in_fp32).
-SessionOptions float32_compute_options(const SimplifyOptions& options) {
-  SessionOptions session_options = check_session_options(options);
+SessionOptions float32_compute_options(const SimplifyOptions& options, const OpRegistry& registry) {
+  SessionOptions session_options = check_session_options(options, registry);
   session_options.level = OptimizationLevel::kExtended;
   for (const std::string& pass : all_pass_names()) {
     if (pass != "compute_fp16_in_fp32") session_options.skip_passes.insert(pass);
@@ -84,13 +84,13 @@ SessionOptions float32_compute_options(const SimplifyOptions& options) {
 
 // Records each 16-bit output's precision floor: the input model run again in float32.
 void measure_precision_floor(const Model& model, const SimplifyOptions& options,
-                             std::vector<CheckRun>& runs) {
+                             const OpRegistry& registry, std::vector<CheckRun>& runs) {
   std::set<std::string> narrow_outputs;
   for (const auto& [name, value] : runs.front().expected) {
     if (is_16bit_float(value)) narrow_outputs.insert(name);
   }
   if (narrow_outputs.empty()) return;
-  auto session = Session::create(clone_model(model), float32_compute_options(options));
+  auto session = Session::create(clone_model(model), float32_compute_options(options, registry));
   if (!session) fail("the input model cannot run in float32 for the check: {}", session.error());
   for (CheckRun& run : runs) {
     auto wide = session.value()->run(run.inputs);
@@ -175,7 +175,7 @@ std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions&
     runs.push_back(std::move(check_run));
   }
   report.check_dims = dims.describe_try(attempt);
-  if (!runs.empty()) measure_precision_floor(model, options, runs);
+  if (!runs.empty()) measure_precision_floor(model, options, registry, runs);
   return runs;
 }
 
