@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "onnxkit/model_io.h"
 #include "onnxkit/quantize.h"
 #include "quantize/compare_models.h"
+#include "report/quantize_report.h"
 
 namespace onnxkit::cli {
 namespace {
@@ -255,6 +257,24 @@ quant::CompareOptions compare_options(const CompareArgs& args, const fs::path& r
   return options;
 }
 
+// Refuses a report path that names one of the models.
+void check_report_path(const std::string& report, const std::vector<fs::path>& models) {
+  if (report.empty()) return;
+  std::error_code ec;
+  for (const fs::path& model : models) {
+    if (fs::weakly_canonical(report, ec) == fs::weakly_canonical(model, ec)) {
+      fail("refusing to write the report over the model {}", model.string());
+    }
+  }
+}
+
+void write_quantize_report(const std::string& path, const report::QuantizePageInput& page) {
+  std::ofstream out(path, std::ios::binary);
+  out << report::render_quantize_page(page);
+  out.close();
+  if (!out.good()) fail("cannot write the report to '{}'", path);
+}
+
 struct QuantizeArgs {
   std::string input;
   std::string output;
@@ -282,6 +302,7 @@ struct QuantizeArgs {
   bool json = false;
   bool compare = false;
   CompareArgs compare_args;
+  std::string report;
 };
 
 int run_quantize(const QuantizeArgs& args) {
@@ -292,6 +313,7 @@ int run_quantize(const QuantizeArgs& args) {
       (fs::exists(output, ec) && fs::equivalent(input, output, ec))) {
     fail("refusing to write over the input model {}: choose another output path", args.input);
   }
+  check_report_path(args.report, {input, output});
   const fs::path output_dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
   if (!fs::is_directory(output_dir, ec)) {
     fail("cannot write {}: directory {} does not exist", args.output, output_dir.string());
@@ -358,6 +380,17 @@ int run_quantize(const QuantizeArgs& args) {
     compare_args.data = args.calibration_data;
     comparison =
         quant::compare_models(input, output, compare_options(compare_args, input, compare_folder));
+  }
+  if (!args.report.empty()) {
+    report::QuantizePageInput page;
+    page.reference_path = args.input;
+    page.candidate_path = args.output;
+    page.reference_bytes = size_before;
+    page.candidate_bytes = size_after;
+    page.threads = args.compare_args.threads;
+    page.comparison = comparison ? &*comparison : nullptr;
+    page.quantize_report = &report;
+    write_quantize_report(args.report, page);
   }
 
   if (args.json) {
@@ -480,6 +513,9 @@ Command add_quantize_command(CLI::App& root) {
   c->add_flag("--json", args->json, "Print a JSON report");
   c->add_flag("--compare", args->compare,
               "Then run IN and OUT on the same inputs: errors, cosine, top-1, size, latency");
+  c->add_option("--report", args->report,
+                "Write an HTML page: what was quantized and, with --compare, error histograms "
+                "per output, sizes and latencies");
   add_compare_flags(c, args->compare_args, "compare-");
   return {c, [args] { return run_quantize(*args); }};
 }
@@ -490,6 +526,7 @@ Command add_compare_command(CLI::App& root) {
     std::string candidate;
     CompareArgs compare;
     bool json = false;
+    std::string report;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = root.add_subcommand(
@@ -504,7 +541,10 @@ Command add_compare_command(CLI::App& root) {
   c->add_option("--dim", args->compare.dims, "NAME=VALUE for a symbolic dim of generated inputs");
   c->add_option("--seed", args->compare.seed, "Seed of generated inputs")->capture_default_str();
   c->add_flag("--json", args->json, "Print JSON");
+  c->add_option("--report", args->report,
+                "Write an HTML page: error histograms per output, sizes and latencies");
   return {c, [args] {
+            check_report_path(args->report, {args->reference, args->candidate});
             std::shared_ptr<SampleFolder> folder;
             auto options = compare_options(args->compare, args->reference, folder);
             auto result = quant::compare_models(args->reference, args->candidate, options);
@@ -513,6 +553,16 @@ Command add_compare_command(CLI::App& root) {
                         << "\n";
             } else {
               print_comparison(result, args->reference, args->candidate, args->compare.threads);
+            }
+            if (!args->report.empty()) {
+              report::QuantizePageInput page;
+              page.reference_path = args->reference;
+              page.candidate_path = args->candidate;
+              page.reference_bytes = files_size(args->reference);
+              page.candidate_bytes = files_size(args->candidate);
+              page.threads = args->compare.threads;
+              page.comparison = &result;
+              write_quantize_report(args->report, page);
             }
             return 0;
           }};

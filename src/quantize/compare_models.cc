@@ -16,6 +16,7 @@ struct Accumulator {
   double max_abs = 0, sum_abs = 0, dot = 0, norm_a = 0, norm_b = 0;
   int64_t count = 0, rows = 0, agree = 0;
   bool classifier = true;
+  std::vector<double> error_sample;
 };
 
 void accumulate(Accumulator& acc, const Tensor& reference, const Tensor& candidate,
@@ -30,8 +31,15 @@ void accumulate(Accumulator& acc, const Tensor& reference, const Tensor& candida
   }
   const float* a = reference.data<float>();
   const float* b = candidate.data<float>();
+  // The error sample takes evenly spread elements while it has room.
+  const size_t room = kErrorSampleSize - std::min(kErrorSampleSize, acc.error_sample.size());
+  const int64_t stride =
+      std::max<int64_t>(1, reference.numel() / std::max<int64_t>(1, static_cast<int64_t>(room)));
   for (int64_t i = 0; i < reference.numel(); ++i) {
     const double d = std::fabs(double(a[i]) - double(b[i]));
+    if (i % stride == 0 && acc.error_sample.size() < kErrorSampleSize) {
+      acc.error_sample.push_back(d);
+    }
     acc.max_abs = std::max(acc.max_abs, d);
     acc.sum_abs += d;
     acc.dot += double(a[i]) * b[i];
@@ -114,6 +122,7 @@ ModelComparison compare_models(const std::filesystem::path& reference,
       out.top1_agreement = static_cast<double>(acc.agree) / static_cast<double>(acc.rows);
       out.rows = acc.rows;
     }
+    out.error_sample = acc.error_sample;
     result.outputs.push_back(out);
   }
   if (options.timed_runs > 0) {
@@ -134,6 +143,8 @@ ModelComparison compare_models(const std::filesystem::path& reference,
     }
     result.reference_ms = median(ta);
     result.candidate_ms = median(tb);
+    result.reference_runs_ms = std::move(ta);
+    result.candidate_runs_ms = std::move(tb);
   }
   return result;
 }

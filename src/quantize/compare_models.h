@@ -30,13 +30,21 @@ struct OutputAgreement {
   // Rows whose argmax over the last axis agree, for [rows, classes] outputs; -1 otherwise.
   double top1_agreement = -1;
   int64_t rows = 0;
+  // |reference - candidate| of up to kErrorSampleSize elements, spread evenly over the
+  // output's elements from the first input sample on while there is room (all of them when
+  // fewer): what the report's error histogram shows.
+  std::vector<double> error_sample;
 };
+
+inline constexpr size_t kErrorSampleSize = 20000;
 
 struct ModelComparison {
   std::vector<OutputAgreement> outputs;
   size_t samples = 0;
   double reference_ms = 0;  // median latency of the first model
   double candidate_ms = 0;
+  std::vector<double> reference_runs_ms;  // each timed run, in order
+  std::vector<double> candidate_runs_ms;
 };
 
 // Runs `reference` and `candidate` (same inputs and outputs by name) on the same inputs.

@@ -3,7 +3,7 @@
 # loads in headless Chromium with no script or console error (tests/report/browser_check.sh);
 # one screenshot per kind goes to OUT_DIR.
 #
-#   tests/report/report_pages_test.sh ONNXKIT SOURCE_DIR OUT_DIR simplify|bench|inspect
+#   tests/report/report_pages_test.sh ONNXKIT SOURCE_DIR OUT_DIR simplify|bench|inspect|quantize
 set -euo pipefail
 onnxkit=$1
 source_dir=$2
@@ -47,6 +47,18 @@ case "$kind" in
       [ "$name" = lstm_state_tiny ] && shot="$out_dir/inspect_$name.png"
       "$check" "$work/$name.svg" $shot
     done
+    ;;
+  quantize)
+    # Dynamic (MatMul) and static QDQ (Conv) with the comparison, then `compare` on its own.
+    "$onnxkit" quantize "$models/bert_tiny/model.onnx" "$work/bert_int8.onnx" --compare \
+      --compare-runs 5 --report "$work/bert_dynamic.html" >/dev/null
+    "$check" "$work/bert_dynamic.html" "$out_dir/quantize_bert_tiny.png"
+    "$onnxkit" quantize "$models/convnet_bn_tiny/model.onnx" "$work/cnn_int8.onnx" --mode static \
+      --calibration-samples 4 --compare --compare-runs 5 --report "$work/cnn_static.html" >/dev/null
+    "$check" "$work/cnn_static.html"
+    "$onnxkit" compare "$models/convnet_bn_tiny/model.onnx" "$work/cnn_int8.onnx" --runs 5 \
+      --report "$work/compare.html" >/dev/null
+    "$check" "$work/compare.html"
     ;;
   *)
     echo "report_pages_test: unknown kind '$kind'" >&2
