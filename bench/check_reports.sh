@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every report for every model of the model set, each opened in headless Chromium
+# Every report (simplify, inspect, bench, quantize) for every model of the model set, each opened in headless Chromium
 # (tests/report/browser_check.sh: no script or console error), with the time the pages take:
 # Graphviz's layout (as onnxkit reports it) and the page's own render time (performance.now()
 # when its script has built the page), plus the browser run's wall time (Chromium's start
@@ -20,8 +20,8 @@ have_ort=0
 [ -d "$root/bench/node_modules/onnxruntime-node" ] && have_ort=1
 
 failures=0
-echo "| model | nodes (before -> after) | dot layout before / after | simplify page: render / browser run | inspect svg | bench page (vs) |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| model | nodes (before -> after) | dot layout before / after | simplify page: render / browser run | inspect svg | bench page (vs) | quantize page |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 for model in "$models"/*.onnx; do
   name=$(basename "$model" .onnx)
   simplify_log="$out/$name.simplify.txt"
@@ -53,7 +53,15 @@ for model in "$models"/*.onnx; do
   else
     bench="FAILED"; failures=$((failures + 1)); echo "$line" >&2
   fi
-  echo "| $name | $nodes | $layouts | $page | $svg | $bench |"
+  # Dynamic int8 twin with its comparison (one sample, a few alternating timed runs).
+  "$onnxkit" quantize "$model" "$out/$name.int8.onnx" --compare --compare-samples 1 \
+    --compare-runs 3 --report "$out/$name.quantize.html" >/dev/null
+  if line=$("$check" "$out/$name.quantize.html" 2>&1); then
+    quantize=$(sed -E 's/.*rendered in ([0-9.]+) ms.*/\1 ms/' <<<"$line")
+  else
+    quantize="FAILED"; failures=$((failures + 1)); echo "$line" >&2
+  fi
+  echo "| $name | $nodes | $layouts | $page | $svg | $bench | $quantize |"
 done
 echo
 echo "pages in $out; $failures failed"
