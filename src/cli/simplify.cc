@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/session_flags.h"
 #include "core/status.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
@@ -51,6 +52,7 @@ struct SimplifyArgs {
   bool explain = false;
   bool bisect = false;
   bool json = false;
+  SessionFlags bounds;  // the resource bounds alone
 };
 
 // "1.5GB", "100MB", "2KiB", "1024" -> bytes.
@@ -187,6 +189,9 @@ int run_simplify(const SimplifyArgs& args) {
   }
   options.check_kernels =
       args.check_kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
+  options.max_tensor_bytes = static_cast<size_t>(args.bounds.max_tensor_bytes);
+  options.max_run_bytes = static_cast<size_t>(args.bounds.max_run_bytes);
+  options.max_loop_iterations = args.bounds.max_loop_iterations;
   std::vector<std::string> skipped;
   for (const auto& name : args.skip_optimization) {
     if (!name.empty()) skipped.push_back(name);
@@ -410,6 +415,7 @@ Command add_simplify_command(CLI::App& root) {
   c->add_flag("--explain", args->explain, "List nodes left with constant/shape inputs and why");
   c->add_flag("--bisect", args->bisect, "On a failed check, name the pass that broke it");
   c->add_flag("--json", args->json, "Print a JSON report");
+  add_resource_flags(c, args->bounds);
   return {c, [args] { return run_simplify(*args); }};
 }
 

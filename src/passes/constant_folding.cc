@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/passes.h"
@@ -114,6 +115,11 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
   for (size_t i = 0; i < outputs.size(); ++i) {
     output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
   }
+  // What the size threshold keeps out of the model is never allocated either: a kernel whose
+  // output the estimate could not see (Range, Resize, a Loop) fails its allocation instead.
+  auto limits = std::make_shared<RunLimits>(
+      static_cast<size_t>(std::max<uint64_t>(context.tensor_size_threshold, 1)), 0);
+  RunLimitsScope limits_scope(limits.get());
   try {
     KernelCreateContext create(node, opset, registry);
     std::unique_ptr<OpKernel> kernel = registry.create_kernel(create, context.kernel_tier);
