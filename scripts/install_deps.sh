@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev            # tests
   libonnx-testdata                     # ONNX backend test data (round trip, conformance)
   python3-venv                         # .venv: onnx 1.23 from PyPI for its node cases
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (libFuzzer, ASan, UBSan)
 )
 
 missing=()

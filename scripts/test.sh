@@ -15,6 +15,8 @@ if [ "$(cat "$node_data/ONNX_VERSION" 2>/dev/null)" != "$onnx_version" ]; then
   .venv/bin/python scripts/onnx_node_testdata.py "$node_data"
 fi
 scripts/build.sh
+# The clang build of the fuzz targets, for CTest's 60 s fuzz runs (fuzz_*_60s).
+scripts/fuzz.sh --build
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

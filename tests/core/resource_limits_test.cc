@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "core/memory_pool.h"
+#include "core/status.h"
 
 namespace onnxkit {
 namespace {
