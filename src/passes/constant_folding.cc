@@ -115,10 +115,12 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
   for (size_t i = 0; i < outputs.size(); ++i) {
     output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
   }
-  // What the size threshold keeps out of the model is never allocated either: a kernel whose
-  // output the estimate could not see (Range, Resize, a Loop) fails its allocation instead.
+  // A kernel whose output the estimate could not see (Range, Resize, a Loop) is held to the
+  // size threshold (at least 256 MiB, so that small thresholds still get their own reason
+  // below) when it allocates, instead of materializing a blow-up first.
   auto limits = std::make_shared<RunLimits>(
-      static_cast<size_t>(std::max<uint64_t>(context.tensor_size_threshold, 1)), 0);
+      static_cast<size_t>(std::max<uint64_t>(context.tensor_size_threshold, uint64_t{256} << 20)),
+      0);
   RunLimitsScope limits_scope(limits.get());
   try {
     KernelCreateContext create(node, opset, registry);
