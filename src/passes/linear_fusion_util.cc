@@ -1,5 +1,6 @@
 #include "passes/linear_fusion_util.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "ir/graph_clone.h"
@@ -122,9 +123,16 @@ void absorb_chain(Graph& graph, Node* fused, const std::vector<Node*>& chain) {
   std::string name = fused->name().empty() ? old_output->name() : fused->name();
   for (Node* node : chain) name += "+" + (node->name().empty() ? node->op_type() : node->name());
   fused->set_name(name);
+  // Each value once, and not the fused node's old output, which is removed below: a chain
+  // that reads a weight twice (Mul(w, w)) or the old output itself left freed values here.
   std::vector<Value*> inputs;
-  for (Node* node : chain)
-    inputs.insert(inputs.end(), node->inputs().begin(), node->inputs().end());
+  for (Node* node : chain) {
+    for (Value* input : node->inputs()) {
+      if (input != old_output && std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
+        inputs.push_back(input);
+      }
+    }
+  }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) graph.remove_node(*it);
   graph.remove_value(old_output);
   for (Value* input : inputs) drop_if_unused_initializer(graph, input);
