@@ -202,6 +202,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
       if (nbytes) std::memcpy(tensor.mutable_raw_data(), proto.raw_data().data(), nbytes);
     }
   } else {
+    // Refused before allocating: dims that ask for far more elements than the typed fields
+    // hold (at most a few per stored value) must not allocate first and fail later.
+    const int64_t stored = proto.float_data_size() + proto.double_data_size() +
+                           proto.int32_data_size() + proto.int64_data_size() +
+                           proto.uint64_data_size() + proto.string_data_size();
+    if (numel > 8 * stored + 8) {
+      fail("tensor '{}': holds {} values, its shape {} needs {}", proto.name(), stored,
+           shape_to_string(shape), numel);
+    }
     tensor = Tensor(dtype, shape);
     fill_from_typed_fields(proto, tensor);
   }
@@ -433,6 +442,13 @@ Attribute attribute_from_proto(const onnx::AttributeProto& proto, Graph& owner,
   attribute.f = proto.f();
   attribute.i = proto.i();
   attribute.s = proto.s();
+  // The declared type must hold its value: an empty TENSOR or GRAPH attribute would load and
+  // then save as a tensor of no type or a missing graph that nothing reads back.
+  if ((attribute.type == AttrType::kTensor && !proto.has_t()) ||
+      (attribute.type == AttrType::kGraph && !proto.has_g())) {
+    fail("attribute '{}' is of type {} but holds none", proto.name(),
+         attr_type_name(attribute.type));
+  }
   if (proto.has_t()) attribute.t = tensor_from_proto(proto.t(), context);
   if (proto.has_g()) {
     attribute.g = std::make_unique<Graph>(&owner);
