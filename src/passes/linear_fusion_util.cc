@@ -123,12 +123,14 @@ void absorb_chain(Graph& graph, Node* fused, const std::vector<Node*>& chain) {
   std::string name = fused->name().empty() ? old_output->name() : fused->name();
   for (Node* node : chain) name += "+" + (node->name().empty() ? node->op_type() : node->name());
   fused->set_name(name);
-  // Each value once, and not the fused node's old output, which is removed below: a chain
-  // that reads a weight twice (Mul(w, w)) or the old output itself left freed values here.
+  // The chain's initializers, each once: values the removals below free (the fused node's
+  // old output, the chain's own intermediate outputs) and a weight read twice (Mul(w, w))
+  // must not be looked at afterwards.
   std::vector<Value*> inputs;
   for (Node* node : chain) {
     for (Value* input : node->inputs()) {
-      if (input != old_output && std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
+      if (input && input->has_initializer() && !input->producer() &&
+          std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
         inputs.push_back(input);
       }
     }
