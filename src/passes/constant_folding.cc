@@ -189,7 +189,9 @@ constexpr double kSessionWeightBytes = 1 << 20;
 // kernels pack their own copy, and a folded one would be held beside it.
 std::optional<std::string> transpose_left_for_matmul(const Node& node, double freed,
                                                      const PassContext& context) {
-  if (node.op_type() != "Transpose" || !node.output(0)) return std::nullopt;
+  if (node.op_type() != "Transpose" || !node.output(0) || node.inputs().empty() || !node.input(0)) {
+    return std::nullopt;
+  }
   const Tensor& weight = node.input(0)->initializer();
   const bool shared = freed == 0;
   if (tensor_bytes(weight) < (shared ? kSharedWeightBytes : kSessionWeightBytes)) {
