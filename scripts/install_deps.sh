@@ -17,6 +17,7 @@ packages=(
   chromium                             # headless browser that checks the HTML reports
   libboost1.81-dev prometheus-cpp-dev libhiredis-dev libxxhash-dev  # onnxkit serve
   redis-server                         # the server's cache tests (started on a free port)
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (libFuzzer, ASan, UBSan)
 )
 
 missing=()

@@ -22,6 +22,8 @@ fi
 scripts/build.sh
 # The Python package, tested by python/tests (CTest's python_* tests).
 scripts/install_python.sh
+# The clang build of the fuzz targets, for CTest's 60 s fuzz runs (fuzz_*_60s).
+scripts/fuzz.sh --build
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

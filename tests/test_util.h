@@ -45,6 +45,7 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
   long peak_rss_kib = 0;
+  double cpu_seconds = 0;  // user + system time of the child
 };
 
 // Runs `command` through /bin/sh, capturing output, exit code and the child's peak RSS.
@@ -71,6 +72,8 @@ inline CommandResult run_command(const std::string& command) {
   ::wait4(pid, &status, 0, &usage);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.peak_rss_kib = usage.ru_maxrss;
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   return result;
 }
 

@@ -55,6 +55,15 @@ struct SessionOptions {
   // its working set rather than all of its weights. Later runs read them back from the file.
   bool release_weights_after_use = false;
 
+  // Bounds on what a model may make a run do, checked before the work is done; a run over
+  // one fails naming the node. Tensor memory: the largest single tensor and the bytes one
+  // run holds at once (0: the memory available to the process, physical memory capped by
+  // the cgroup's limit). Loop: the iterations of one Loop node (a huge trip count, or a
+  // condition that never turns false; the default is core's kDefaultMaxLoopIterations).
+  size_t max_tensor_bytes = 0;
+  size_t max_run_bytes = 0;
+  int64_t max_loop_iterations = int64_t{1} << 14;
+
   // The unoptimized graph on the reference kernels, one thread: what tests compare with.
   static SessionOptions reference() {
     SessionOptions options;

@@ -52,6 +52,10 @@ struct SimplifyOptions {
   std::map<std::string, std::vector<int64_t>> test_input_shapes;
   // Both models run as given (no session rewrites) on these kernels.
   KernelTier check_kernels = KernelTier::kOptimized;
+  // Resource bounds of the check's runs (SessionOptions' fields of the same names).
+  size_t max_tensor_bytes = 0;
+  size_t max_run_bytes = 0;
+  int64_t max_loop_iterations = SessionOptions{}.max_loop_iterations;
   uint64_t seed = 0;
   // On a failed check, find the first pass application that broke it. Needs a fresh
   // copy of the input model for every try.

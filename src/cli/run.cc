@@ -9,6 +9,7 @@
 #include "cli/progress.h"
 #include "cli/session_flags.h"
 #include "core/low_precision.h"
+#include "core/resource_limits.h"
 #include "ir/npy.h"
 #include "onnx/tensor_io.h"
 #include "onnxkit/session.h"
@@ -91,8 +92,17 @@ int run_model(const RunArgs& args) {
         fail("input '{}' is a {}: give it as a file", input->name(),
              value_type_to_string(input->type()));
       }
-      feeds.emplace_back(input->name(),
-                         random_tensor(input->type().elem_type, concrete_shape(*input, dims), rng));
+      // Generated data is held to the run's bounds too: a declared [2^40, 2^40] input
+      // fails here instead of filling the machine's memory.
+      auto limits =
+          std::make_shared<RunLimits>(s.options().max_tensor_bytes, s.options().max_run_bytes);
+      RunLimitsScope limits_scope(limits.get());
+      try {
+        feeds.emplace_back(input->name(), random_tensor(input->type().elem_type,
+                                                        concrete_shape(*input, dims), rng));
+      } catch (const Error& e) {
+        fail("input '{}': {}", input->name(), e.what());
+      }
     }
   }
   if (!missing.empty()) {

@@ -35,6 +35,33 @@ void add_session_flags(CLI::App* command, SessionFlags& flags, const std::string
                    "runs), off (sleep at once) or default (spin briefly, then sleep)")
       ->check(CLI::IsMember({"default", "on", "off"}))
       ->capture_default_str();
+  add_resource_flags(command, flags);
+}
+
+void add_resource_flags(CLI::App* command, SessionFlags& flags) {
+  command
+      ->add_option("--max-tensor-bytes", flags.max_tensor_bytes,
+                   "Largest tensor a run may allocate, e.g. 2GiB (0: the memory available "
+                   "to the process, cgroup limit included)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  command
+      ->add_option("--max-run-bytes", flags.max_run_bytes,
+                   "Tensor bytes one run may hold at once, e.g. 8GiB (0: the memory "
+                   "available to the process)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  command
+      ->add_option("--max-loop-iterations", flags.max_loop_iterations,
+                   "Iterations one Loop node may run before the run fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+void apply_resource_flags(const SessionFlags& flags, SessionOptions& options) {
+  options.max_tensor_bytes = static_cast<size_t>(flags.max_tensor_bytes);
+  options.max_run_bytes = static_cast<size_t>(flags.max_run_bytes);
+  options.max_loop_iterations = flags.max_loop_iterations;
 }
 
 void add_custom_op_lib_flag(CLI::App* command, std::vector<std::string>& paths) {
@@ -51,6 +78,7 @@ SessionOptions to_session_options(const SessionFlags& flags) {
   options.intra_op_threads = flags.threads;
   options.memory_planning = !flags.no_memory_plan;
   options.kernels = flags.kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
+  apply_resource_flags(flags, options);
   const std::vector<std::string> known = all_pass_names();
   for (const std::string& name : flags.skip_passes) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {

@@ -60,6 +60,7 @@ struct SimplifyArgs {
   bool json = false;
   bool quiet = false;
   std::string report;
+  SessionFlags bounds;  // the resource bounds alone
 };
 
 // "1.5GB", "100MB", "2KiB", "1024" -> bytes.
@@ -213,6 +214,9 @@ int run_simplify(const SimplifyArgs& args) {
   }
   options.check_kernels =
       args.check_kernels == "reference" ? KernelTier::kReference : KernelTier::kOptimized;
+  options.max_tensor_bytes = static_cast<size_t>(args.bounds.max_tensor_bytes);
+  options.max_run_bytes = static_cast<size_t>(args.bounds.max_run_bytes);
+  options.max_loop_iterations = args.bounds.max_loop_iterations;
   std::vector<std::string> skipped;
   for (const auto& name : args.skip_optimization) {
     if (!name.empty()) skipped.push_back(name);
@@ -462,6 +466,7 @@ Command add_simplify_command(CLI::App& root) {
   c->add_option("--report", args->report,
                 "Write an HTML page: the graph before and after, op counts, timings");
   c->add_flag("--quiet", args->quiet, "No progress line on the terminal");
+  add_resource_flags(c, args->bounds);
   return {c, [args] { return run_simplify(*args); }};
 }
 

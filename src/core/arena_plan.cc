@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/resource_limits.h"
+
 namespace onnxkit {
 namespace {
 
@@ -98,12 +100,14 @@ std::shared_ptr<Buffer> ArenaRun::allocate(size_t bytes, bool zero) {
     lock.unlock();
     return pool_->allocate(bytes, zero);
   }
+  // Planned bytes count against the run's budget like any other block.
+  AllocationCharge charge(bytes);
   ++cursor_;
   std::byte* data = arena_->mutable_data() + plan_->offsets[index];
   live_[data] = Live{index, nullptr};
   lock.unlock();
   if (zero) std::memset(data, 0, bytes);
-  return Buffer::lent(data, bytes, bytes, shared_from_this());
+  return hold_charge(Buffer::lent(data, bytes, bytes, shared_from_this()), std::move(charge));
 }
 
 void ArenaRun::give_back(std::byte* data, size_t /*capacity*/) {

@@ -15,6 +15,7 @@
 
 #include "core/block_alloc.h"
 #include "core/memory_pool.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 
 namespace onnxkit {
@@ -144,13 +145,14 @@ FileMapping::~FileMapping() {
 }
 
 std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
+  AllocationCharge charge(bytes);
   std::shared_ptr<Buffer> buffer(new Buffer());
   size_t capacity = 0;
   buffer->data_ = allocate_block(bytes, capacity);
   buffer->size_ = bytes;
   buffer->capacity_ = capacity;
   buffer->owned_ = true;
-  return buffer;
+  return hold_charge(std::move(buffer), std::move(charge));
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/block_alloc.h"
+#include "core/resource_limits.h"
 
 namespace onnxkit {
 namespace {
@@ -28,6 +29,7 @@ MemoryPool::~MemoryPool() {
 }
 
 std::shared_ptr<Buffer> MemoryPool::allocate(size_t bytes, bool zero) {
+  AllocationCharge charge(bytes);
   const size_t wanted = block_size(bytes);
   std::byte* block = nullptr;
   size_t capacity = 0;
@@ -58,7 +60,7 @@ std::shared_ptr<Buffer> MemoryPool::allocate(size_t bytes, bool zero) {
     }
   }
   if (zero) std::memset(block, 0, bytes);
-  return Buffer::lent(block, bytes, capacity, shared_from_this());
+  return hold_charge(Buffer::lent(block, bytes, capacity, shared_from_this()), std::move(charge));
 }
 
 void MemoryPool::give_back(std::byte* data, size_t capacity) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/buffer.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 
 namespace onnxkit {
@@ -32,10 +33,12 @@ std::string shape_to_string(std::span<const int64_t> shape) {
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(shape_numel(shape_)) {
   if (dtype_ == DType::kString) {
+    // Checked against the run's bounds like a numeric tensor, though not held by them.
+    AllocationCharge(checked_nbytes(dtype_, numel_, shape_to_string(shape_))).release();
     strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel_));
   } else {
     if (dtype_size(dtype_) == 0) fail("cannot create a tensor of type {}", dtype_name(dtype_));
-    buffer_ = Buffer::allocate(nbytes());
+    buffer_ = Buffer::allocate(checked_nbytes(dtype_, numel_, shape_to_string(shape_)));
   }
 }
 
@@ -47,7 +50,8 @@ Tensor Tensor::from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buf
   if (dtype == DType::kString || dtype_size(dtype) == 0) {
     fail("cannot wrap raw bytes as a tensor of type {}", dtype_name(dtype));
   }
-  if (!buffer || buffer->size() < tensor.nbytes()) {
+  if (!buffer ||
+      buffer->size() < checked_nbytes(dtype, tensor.numel_, shape_to_string(tensor.shape_))) {
     fail("tensor of shape {} needs {} bytes, the buffer has {}", shape_to_string(tensor.shape_),
          tensor.nbytes(), buffer ? buffer->size() : 0);
   }
@@ -56,12 +60,12 @@ Tensor Tensor::from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buf
 }
 
 Tensor Tensor::external(DType dtype, Shape shape, void* data) {
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t bytes = checked_nbytes(dtype, shape_numel(shape), shape_to_string(shape));
   return from_buffer(dtype, std::move(shape), Buffer::external(data, bytes, false));
 }
 
 Tensor Tensor::external(DType dtype, Shape shape, const void* data) {
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t bytes = checked_nbytes(dtype, shape_numel(shape), shape_to_string(shape));
   return from_buffer(dtype, std::move(shape),
                      Buffer::external(const_cast<void*>(data), bytes, true));
 }

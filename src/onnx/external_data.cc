@@ -35,6 +35,15 @@ std::shared_ptr<Buffer> ExternalDataFiles::view(const std::string& tensor_name,
          location);
   }
   fs::path full = model_dir_ / normal;
+  // A symbolic link inside the folder may still point out of it (at /etc/passwd, /dev/zero).
+  std::error_code error;
+  const fs::path real = fs::weakly_canonical(full, error);
+  const fs::path real_dir = fs::weakly_canonical(model_dir_, error);
+  if (error || std::mismatch(real_dir.begin(), real_dir.end(), real.begin(), real.end()).first !=
+                   real_dir.end()) {
+    fail("tensor '{}': external data location '{}' resolves to '{}', outside the model's folder",
+         tensor_name, location, real.string());
+  }
   auto& mapping = files_[full];
   if (!mapping) {
     try {

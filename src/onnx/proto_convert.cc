@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/low_precision.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 
 namespace onnxkit::onnx_io {
@@ -148,10 +149,18 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
       fail("tensor '{}': negative dimension in {}", proto.name(), shape_to_string(shape));
   }
   Tensor tensor;
-  const int64_t numel = shape_numel(shape);
   // Bytes in the file: the sub-byte types are packed there, one byte per element in memory.
   const bool packed = dtype_is_packed(dtype);
-  const size_t nbytes = serialized_size(dtype, numel);
+  int64_t numel = 0;
+  size_t nbytes = 0;
+  try {
+    numel = shape_numel(shape);
+    // Checked first: dims whose byte count wraps around must not pass for a small tensor.
+    const size_t in_memory = checked_nbytes(dtype, numel, shape_to_string(shape));
+    nbytes = dtype == DType::kString ? in_memory : serialized_size(dtype, numel);
+  } catch (const Error& e) {
+    fail("tensor '{}': {}", proto.name(), e.what());
+  }
   auto unpacked = [&](const void* data) {
     Tensor out(dtype, shape);
     unpack_elements(dtype, static_cast<const uint8_t*>(data), numel, out.mutable_data<uint8_t>());
@@ -193,6 +202,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, ReadContext& context,
       if (nbytes) std::memcpy(tensor.mutable_raw_data(), proto.raw_data().data(), nbytes);
     }
   } else {
+    // Refused before allocating: dims that ask for far more elements than the typed fields
+    // hold (at most a few per stored value) must not allocate first and fail later.
+    const int64_t stored = proto.float_data_size() + proto.double_data_size() +
+                           proto.int32_data_size() + proto.int64_data_size() +
+                           proto.uint64_data_size() + proto.string_data_size();
+    if (numel > 8 * stored + 8) {
+      fail("tensor '{}': holds {} values, its shape {} needs {}", proto.name(), stored,
+           shape_to_string(shape), numel);
+    }
     tensor = Tensor(dtype, shape);
     fill_from_typed_fields(proto, tensor);
   }
@@ -265,6 +283,9 @@ SymbolicShape shape_from_proto(const onnx::TensorShapeProto& proto) {
   for (const auto& d : proto.dim()) {
     Dim dim;
     if (d.has_dim_value()) {
+      if (d.dim_value() < 0) {
+        fail("declared shape has the negative dim {} at index {}", d.dim_value(), dims.size());
+      }
       dim.value = d.dim_value();
     } else if (d.has_dim_param()) {
       dim.param = d.dim_param();
@@ -421,6 +442,13 @@ Attribute attribute_from_proto(const onnx::AttributeProto& proto, Graph& owner,
   attribute.f = proto.f();
   attribute.i = proto.i();
   attribute.s = proto.s();
+  // The declared type must hold its value: an empty TENSOR or GRAPH attribute would load and
+  // then save as a tensor of no type or a missing graph that nothing reads back.
+  if ((attribute.type == AttrType::kTensor && !proto.has_t()) ||
+      (attribute.type == AttrType::kGraph && !proto.has_g())) {
+    fail("attribute '{}' is of type {} but holds none", proto.name(),
+         attr_type_name(attribute.type));
+  }
   if (proto.has_t()) attribute.t = tensor_from_proto(proto.t(), context);
   if (proto.has_g()) {
     attribute.g = std::make_unique<Graph>(&owner);
@@ -513,6 +541,39 @@ Value* define_value(Graph& graph, const std::string& name) {
   return graph.create_value(name);
 }
 
+namespace {
+
+// A value's declared type; errors name the value.
+ValueType declared_type(const onnx::ValueInfoProto& info, const char* role) {
+  try {
+    return type_from_proto(info.type());
+  } catch (const Error& e) {
+    fail("{} '{}': {}", role, info.name(), e.what());
+  }
+}
+
+// The first node holding a subgraph nested deeper than kMaxSubgraphDepth, or nullptr.
+// Checked before converting anything, so the error names one node, not a chain of them.
+const onnx::NodeProto* node_nesting_too_deep(const onnx::GraphProto& graph, int depth) {
+  for (const auto& node : graph.node()) {
+    for (const auto& attribute : node.attribute()) {
+      auto visit = [&](const onnx::GraphProto& subgraph) -> const onnx::NodeProto* {
+        if (depth + 1 > kMaxSubgraphDepth) return &node;
+        return node_nesting_too_deep(subgraph, depth + 1);
+      };
+      if (attribute.has_g()) {
+        if (const onnx::NodeProto* found = visit(attribute.g())) return found;
+      }
+      for (const auto& subgraph : attribute.graphs()) {
+        if (const onnx::NodeProto* found = visit(subgraph)) return found;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& context,
                       bool main_graph) {
   graph.set_name(proto.name());
@@ -522,7 +583,7 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
     if (graph.find_value(input.name())) {
       fail("{}: input '{}' is listed twice", graph_label(graph), input.name());
     }
-    Value* value = graph.add_input(input.name(), type_from_proto(input.type()));
+    Value* value = graph.add_input(input.name(), declared_type(input, "input"));
     value->set_doc_string(input.doc_string());
   }
   for (int i = 0; i < proto.initializer_size(); ++i) {
@@ -590,14 +651,14 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
     }
     // An output's declared type belongs to the graph that declares it.
     if (value->graph() == &graph) {
-      value->set_type(type_from_proto(output.type()));
+      value->set_type(declared_type(output, "output"));
       if (!output.doc_string().empty()) value->set_doc_string(output.doc_string());
     }
     graph.add_output(value);
   }
   for (const auto& info : proto.value_info()) {
     Value* value = define_value(graph, info.name());
-    value->set_type(type_from_proto(info.type()));
+    value->set_type(declared_type(info, "value_info"));
     if (!info.doc_string().empty()) value->set_doc_string(info.doc_string());
     graph.add_value_info(value);
   }
@@ -746,6 +807,10 @@ Model model_from_proto(const onnx::ModelProto& proto, ReadContext& context) {
     } catch (const Error& e) {
       fail("function '{}': {}", function.name(), e.what());
     }
+  }
+  if (const onnx::NodeProto* node = node_nesting_too_deep(proto.graph(), 0)) {
+    fail("node '{}' ({}) holds subgraphs nested more than {} levels deep", node->name(),
+         node->op_type(), kMaxSubgraphDepth);
   }
   graph_from_proto(proto.graph(), model.graph(), context, true);
   return model;

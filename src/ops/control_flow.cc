@@ -1,8 +1,10 @@
 // Op family: control flow — If, Loop, Scan. Bodies are compiled once (at session creation)
 // into child plans and run through the same executor; they read outer values by
 // reference through the frame chain.
+#include <cmath>
 #include <limits>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -71,6 +73,18 @@ class IfKernel : public OpKernel {
 };
 
 // Loop: inputs (M, cond, v_initial...); body (iteration, cond, v...) -> (cond, v..., scan...).
+// M as int64. Exporters write 2^63 - 1 for "no bound" (a while loop): through a double it
+// would round past int64 and wrap to a negative count, so the loop would not run at all.
+int64_t read_trip_count(const KernelContext& context, const Tensor& m) {
+  if (m.numel() != 1)
+    context.fail("M must hold one value, got shape {}", shape_to_string(m.shape()));
+  if (m.dtype() == DType::kInt64) return m.data<int64_t>()[0];
+  const double value = read_scalar(m, "M");
+  if (std::isnan(value)) context.fail("M is NaN");
+  if (value >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  return value < 0 ? 0 : static_cast<int64_t>(value);
+}
+
 class LoopKernel : public OpKernel {
  public:
   explicit LoopKernel(const KernelCreateContext& context)
@@ -89,7 +103,7 @@ class LoopKernel : public OpKernel {
 
   void compute(KernelContext& context) const override {
     int64_t max_trips = std::numeric_limits<int64_t>::max();
-    if (context.has_input(0)) max_trips = static_cast<int64_t>(read_scalar(context.input(0), "M"));
+    if (context.has_input(0)) max_trips = read_trip_count(context, context.input(0));
     bool condition = true;
     if (context.has_input(1)) condition = read_condition(context, context.input(1), "cond");
     const size_t carried_count = context.num_inputs() - 2;
@@ -98,7 +112,14 @@ class LoopKernel : public OpKernel {
     for (size_t i = 0; i < carried_count; ++i) carried.push_back(context.input_value(2 + i));
     std::vector<std::vector<Tensor>> scans(scan_count);
 
+    const int64_t max_iterations = current_max_loop_iterations();
     for (int64_t trip = 0; trip < max_trips && condition; ++trip) {
+      if (trip >= max_iterations) {
+        context.fail(
+            "stopped after {} iterations (the bound; --max-loop-iterations): trip count {}, "
+            "condition still true",
+            max_iterations, context.has_input(0) ? fmt::format("{}", max_trips) : "none");
+      }
       std::vector<RuntimeValue> inputs{RuntimeValue(int64_scalar(trip)),
                                        RuntimeValue(bool_scalar(condition))};
       inputs.insert(inputs.end(), carried.begin(), carried.end());

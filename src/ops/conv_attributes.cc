@@ -4,6 +4,8 @@
 #include <span>
 #include <tuple>
 
+#include "core/resource_limits.h"
+
 namespace onnxkit {
 namespace {
 
@@ -153,25 +155,28 @@ std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool tra
 }
 
 WindowAxis ConvAttributes::window(size_t d, int64_t in, int64_t kernel) const {
+  // Strides, dilations and pads are a model's numbers: the arithmetic is checked.
   const int64_t stride = this->stride(d);
-  const int64_t extent = this->extent(d, kernel);
+  const int64_t extent =
+      checked_add(checked_mul(kernel - 1, dilation(d), "the window's extent"), 1, "the window");
   WindowAxis axis;
   if (same_padding()) {
-    axis.out = (in + stride - 1) / stride;
-    const int64_t total = std::max<int64_t>(0, (axis.out - 1) * stride + extent - in);
+    axis.out = in / stride + (in % stride != 0 ? 1 : 0);
+    const int64_t total = std::max<int64_t>(
+        0, checked_add(checked_mul(axis.out - 1, stride, "padding"), extent - in, "padding"));
     axis.pad_begin = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
     axis.pad_end = total - axis.pad_begin;
-    axis.padded = in + total;
+    axis.padded = checked_add(in, total, "padding");
     return axis;
   }
   if (auto_pad == AutoPad::kNotSet && !pads.empty()) {
     axis.pad_begin = pads[d];
     axis.pad_end = pads[pads.size() / 2 + d];
   }
-  axis.padded = in + axis.pad_begin + axis.pad_end;
-  const int64_t room = axis.padded - extent;
+  axis.padded = checked_add(checked_add(in, axis.pad_begin, "pads"), axis.pad_end, "pads");
+  const int64_t room = checked_add(axis.padded, -extent, "pads");
   if (room < 0) return axis;
-  axis.out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  axis.out = (ceil_mode ? room / stride + (room % stride != 0 ? 1 : 0) : room / stride) + 1;
   if (ceil_mode && axis.out > 1 && (axis.out - 1) * stride >= in + axis.pad_begin) --axis.out;
   return axis;
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/memory_pool.h"
+#include "core/resource_limits.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
@@ -40,7 +41,7 @@ Tensor& KernelContext::allocate(size_t i, DType dtype, Shape shape, bool zero) {
   } else {
     const size_t element = dtype_size(dtype);
     if (element == 0) fail("cannot create an output of type {}", dtype_name(dtype));
-    const size_t bytes = static_cast<size_t>(shape_numel(shape)) * element;
+    const size_t bytes = checked_nbytes(dtype, shape_numel(shape), shape_to_string(shape));
     auto buffer = pool ? pool->allocate(bytes, zero) : Buffer::allocate_uninitialized(bytes);
     tensor = Tensor::from_buffer(dtype, std::move(shape), std::move(buffer));
   }
@@ -73,7 +74,7 @@ void* KernelContext::reuse_input_for_output(size_t input, size_t output, DType d
       dtype == DType::kString || tensor.dtype() == DType::kString) {
     return nullptr;
   }
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t bytes = checked_nbytes(dtype, shape_numel(shape), shape_to_string(shape));
   if (bytes != tensor.nbytes() || bytes == 0) return nullptr;
   // A bound output wants the caller's memory instead.
   RuntimeValue* slot = outputs_[output];

@@ -11,6 +11,7 @@
 #include <limits>
 #include <span>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "ops/shape_vector.h"
@@ -734,7 +735,7 @@ class TileKernel : public OpKernel {
       if (repeats[d] < 0) {
         context.fail("repeats {} has a negative value", shape_to_string(repeats));
       }
-      shape[d] = input.shape()[d] * repeats[d];
+      shape[d] = checked_mul(input.shape()[d], repeats[d], "Tile's output dim");
       view_shape.insert(view_shape.end(), {repeats[d], input.shape()[d]});
       view_strides.insert(view_strides.end(), {0, in_strides[d]});
     }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/resource_limits.h"
 #include "core/status.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -154,18 +155,29 @@ class PadKernel : public OpKernel {
     std::vector<std::vector<int64_t>> offsets(data.rank());
     const std::vector<int64_t> strides = contiguous_strides(data.shape());
     bool needs_fill = false;
-    for (int64_t d = 0; d < rank; ++d) {
+    // Negative pads crop first; the positive ones then pad what is left.
+    auto padded_dim = [&](int64_t d, int64_t& first, int64_t& kept, int64_t& before) {
       const int64_t dim = data.shape()[d];
       const int64_t begin = pads[d];
       const int64_t end = pads[d + rank];
-      // Negative pads crop first; the positive ones then pad what is left.
-      const int64_t first = std::max<int64_t>(0, -begin);
-      const int64_t kept = dim - first - std::max<int64_t>(0, -end);
+      first = begin < 0 ? checked_mul(begin, -1, "pads") : 0;
+      kept = checked_add(checked_add(dim, -first, "pads"), end < 0 ? end : 0, "pads");
       if (kept < 0) {
         context.fail("pads {} and {} crop more than dim {} of size {}", begin, end, d, dim);
       }
-      const int64_t before = std::max<int64_t>(0, begin);
-      const int64_t out_dim = kept + before + std::max<int64_t>(0, end);
+      before = std::max<int64_t>(0, begin);
+      return checked_add(checked_add(kept, before, "pads"), std::max<int64_t>(0, end), "pads");
+    };
+    // The whole output is checked against the run's bounds before the per-axis tables.
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t first = 0, kept = 0, before = 0;
+      out_shape[d] = padded_dim(d, first, kept, before);
+    }
+    check_allocation(
+        checked_nbytes(data.dtype(), shape_numel(out_shape), shape_to_string(out_shape)));
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t first = 0, kept = 0, before = 0;
+      const int64_t out_dim = padded_dim(d, first, kept, before);
       if (kept == 0 && out_dim > 0 && mode_ != PadMode::kConstant) {
         context.fail("{} mode cannot pad dim {}, which is empty after cropping",
                      pad_mode_name(mode_), d);
@@ -691,7 +703,11 @@ Shape shape_from_scales(const KernelContext& context, const Tensor& x,
     if (upsample_only && scales[d] < 1) {
       context.fail("scale {} of axis {} is below 1 (Upsample only enlarges)", scales[d], d);
     }
-    out[d] = static_cast<int64_t>(std::floor(scales[d] * static_cast<double>(x.shape()[d])));
+    const double size = std::floor(scales[d] * static_cast<double>(x.shape()[d]));
+    if (size >= 9.2e18) {
+      context.fail("scale {} of axis {} makes a dim of {:.3g}, past int64", scales[d], d, size);
+    }
+    out[d] = static_cast<int64_t>(size);
   }
   return out;
 }

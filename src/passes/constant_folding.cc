@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/passes.h"
@@ -115,6 +116,13 @@ std::optional<std::vector<RuntimeValue>> evaluate(const Node& node,
   for (size_t i = 0; i < outputs.size(); ++i) {
     output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
   }
+  // A kernel whose output the estimate could not see (Range, Resize, a Loop) is held to the
+  // size threshold (at least 256 MiB, so that small thresholds still get their own reason
+  // below) when it allocates, instead of materializing a blow-up first.
+  auto limits = std::make_shared<RunLimits>(
+      static_cast<size_t>(std::max<uint64_t>(context.tensor_size_threshold, uint64_t{256} << 20)),
+      0);
+  RunLimitsScope limits_scope(limits.get());
   try {
     KernelCreateContext create(node, opset, registry);
     std::unique_ptr<OpKernel> kernel = registry.create_kernel(create, context.kernel_tier);
@@ -182,7 +190,9 @@ constexpr double kSessionWeightBytes = 1 << 20;
 // kernels pack their own copy, and a folded one would be held beside it.
 std::optional<std::string> transpose_left_for_matmul(const Node& node, double freed,
                                                      const PassContext& context) {
-  if (node.op_type() != "Transpose" || !node.output(0)) return std::nullopt;
+  if (node.op_type() != "Transpose" || !node.output(0) || node.inputs().empty() || !node.input(0)) {
+    return std::nullopt;
+  }
   const Tensor& weight = node.input(0)->initializer();
   const bool shared = freed == 0;
   if (tensor_bytes(weight) < (shared ? kSharedWeightBytes : kSessionWeightBytes)) {

@@ -1,5 +1,6 @@
 #include "passes/linear_fusion_util.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "ir/graph_clone.h"
@@ -122,9 +123,18 @@ void absorb_chain(Graph& graph, Node* fused, const std::vector<Node*>& chain) {
   std::string name = fused->name().empty() ? old_output->name() : fused->name();
   for (Node* node : chain) name += "+" + (node->name().empty() ? node->op_type() : node->name());
   fused->set_name(name);
+  // The chain's initializers, each once: values the removals below free (the fused node's
+  // old output, the chain's own intermediate outputs) and a weight read twice (Mul(w, w))
+  // must not be looked at afterwards.
   std::vector<Value*> inputs;
-  for (Node* node : chain)
-    inputs.insert(inputs.end(), node->inputs().begin(), node->inputs().end());
+  for (Node* node : chain) {
+    for (Value* input : node->inputs()) {
+      if (input && input->has_initializer() && !input->producer() &&
+          std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
+        inputs.push_back(input);
+      }
+    }
+  }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) graph.remove_node(*it);
   graph.remove_value(old_output);
   for (Value* input : inputs) drop_if_unused_initializer(graph, input);

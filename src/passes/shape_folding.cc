@@ -262,7 +262,8 @@ size_t unify_generated_symbols(Graph& graph, const PassContext& context) {
       bool usable = true;
       for (const Dim& d : *in) {
         if (d.is_known()) {
-          in_known *= d.value;
+          // A declared shape may be any numbers: one whose size overflows ties nothing.
+          if (__builtin_mul_overflow(in_known, d.value, &in_known)) usable = false;
         } else if (d.is_symbolic()) {
           in_symbols.insert(symbols.find(d.param));
         } else {
@@ -271,7 +272,8 @@ size_t unify_generated_symbols(Graph& graph, const PassContext& context) {
       }
       for (const Dim& d : *out) {
         if (d.is_known()) {
-          out_known *= d.value;
+          // A declared shape may be any numbers: one whose size overflows ties nothing.
+          if (__builtin_mul_overflow(out_known, d.value, &out_known)) usable = false;
         } else if (d.is_symbolic()) {
           out_symbols.insert(symbols.find(d.param));
         } else {

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/parallel.h"
+#include "core/resource_limits.h"
 #include "runtime/inter_op_pool.h"
 
 #include "runtime/profiler.h"
@@ -34,6 +35,12 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
                                                             const std::vector<OpsetImport>& opsets,
                                                             KernelTier tier,
                                                             const CompiledGraph* parent) {
+  int depth = 0;
+  for (const CompiledGraph* outer = parent; outer; outer = outer->parent_) ++depth;
+  if (depth > kMaxSubgraphDepth) {
+    fail("subgraph '{}' is nested {} levels deep, more than the {} onnxkit runs", graph.name(),
+         depth, kMaxSubgraphDepth);
+  }
   std::shared_ptr<CompiledGraph> plan(new CompiledGraph(graph, parent));
   auto add_slot = [&](const Value* value) {
     auto [it, inserted] = plan->slots_.try_emplace(value, static_cast<int>(plan->slot_count_));
@@ -279,8 +286,10 @@ std::vector<RuntimeValue> execute_graph_parallel(const CompiledGraph& graph,
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].dependencies == 0) ready.push_back(i);
   }
+  RunLimits* limits = current_run_limits();
   auto worker = [&] {
     ThreadCountScope threads(threads_per_worker);
+    RunLimitsScope limits_scope(limits);
     std::unique_lock lock(mutex);
     while (true) {
       wake.wait(lock, [&] { return !ready.empty() || finished == steps.size() || error; });

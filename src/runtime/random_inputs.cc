@@ -1,11 +1,21 @@
 #include "runtime/random_inputs.h"
 
+#include <optional>
+
 #include "core/low_precision.h"
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 
 namespace onnxkit {
 
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  // Unless the caller set tighter bounds, data is never generated past the memory there is.
+  std::shared_ptr<RunLimits> defaults;
+  std::optional<RunLimitsScope> limits_scope;
+  if (!current_run_limits()) {
+    defaults = std::make_shared<RunLimits>(0, 0);
+    limits_scope.emplace(defaults.get());
+  }
   Tensor tensor(dtype, shape);
   const int64_t n = tensor.numel();
   if (dtype == DType::kString) {

@@ -10,6 +10,7 @@
 #include "core/buffer.h"
 #include "core/memory_pool.h"
 #include "core/parallel.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 #include "ir/model.h"
 #include "onnxkit/model_io.h"
@@ -309,6 +310,10 @@ NamedValues Session::run_checked(const NamedValues& inputs, const RunOptions& ru
   SequentialRunner runner(run_options.profiler,
                           arena ? static_cast<BlockAllocator*>(arena.get()) : state.pool.get(),
                           options.release_weights_after_use);
+  // Installed after the arena is reserved: its planned blocks are charged as they are lent.
+  auto limits = std::make_shared<RunLimits>(options.max_tensor_bytes, options.max_run_bytes,
+                                            options.max_loop_iterations);
+  RunLimitsScope limits_scope(limits.get());
   std::vector<RuntimeValue> results;
   if (options.parallel_execution) {
     // One budget: intra_op_threads split across the inter-op workers.

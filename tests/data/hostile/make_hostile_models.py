@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Writes the hostile models of tests/data/hostile/: small files crafted to make a loader or an
+executor allocate terabytes, overflow int64 shape arithmetic, recurse without end, loop
+forever or read outside the model's folder. cases.txt says what each must do.
+
+Run with an interpreter that has onnx (the project's .venv):
+    .venv/bin/python tests/data/hostile/make_hostile_models.py tests/data/hostile
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+I64_MAX = 2**63 - 1
+I64_MIN = -(2**63)
+
+
+def model(nodes, inputs, outputs, initializers=(), name="hostile", opset=OPSET, functions=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+    m = helper.make_model(graph, opset_imports=opset, producer_name="onnxkit-hostile",
+                          functions=list(functions))
+    m.ir_version = 8
+    return m
+
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def f32(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
+def raw_tensor(name, elem, dims, raw):
+    # Built by hand: onnx.helper checks that the data fits the dims, which these do not.
+    t = TensorProto()
+    t.name, t.data_type, t.raw_data = name, elem, raw
+    t.dims.extend(dims)
+    return t
+
+
+def out(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def inp(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def field(number, payload):
+    # A length-delimited protobuf field, by hand.
+    def varint(value):
+        out = bytearray()
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                return bytes(out)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+class RawModel:
+    """Serialized bytes standing in for a model protobuf cannot build (too deep for its
+    parser's recursion limit)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def SerializeToString(self):
+        return self.data
+
+
+def deep_nesting_model(depth):
+    # If inside If inside If ...: one branch nests, the other is a leaf, so the file grows
+    # linearly. Composed as bytes, since protobuf's Python parser stops at 100 levels.
+    def leaf(level):
+        return helper.make_graph(
+            [helper.make_node("Identity", ["x"], [f"y{level}"], name=f"leaf{level}")],
+            f"leaf{level}", [], [out(f"y{level}", shape=[1])]).SerializeToString()
+
+    def branch(name, graph_bytes):
+        attribute = onnx.AttributeProto(name=name, type=onnx.AttributeProto.GRAPH)
+        return field(5, attribute.SerializeToString() + field(6, graph_bytes))
+
+    inner = leaf(0)
+    for level in range(1, depth):
+        node = helper.make_node("If", ["c"], [f"y{level}"], name=f"if{level}")
+        node_bytes = (node.SerializeToString() + branch("then_branch", inner) +
+                      branch("else_branch", leaf(level)))
+        shell = helper.make_graph([], f"g{level}", [], [out(f"y{level}", shape=[1])])
+        inner = shell.SerializeToString() + field(1, node_bytes)
+    main = helper.make_graph([], "deep", [inp("x", shape=[1])],
+                             [out(f"y{depth - 1}", shape=[1])],
+                             [numpy_helper.from_array(np.array(True), "c")])
+    # The main graph's node list is the innermost shell's: reparent by rewrapping once more.
+    node = helper.make_node("If", ["c"], [f"y{depth - 1}"], name="top")
+    top = (node.SerializeToString() + branch("then_branch", inner) +
+           branch("else_branch", leaf(depth - 1)))
+    shell = helper.make_model(main, opset_imports=OPSET, producer_name="onnxkit-hostile")
+    shell.ir_version = 8
+    graph_bytes = main.SerializeToString() + field(1, top)
+    shell.ClearField("graph")
+    return RawModel(shell.SerializeToString() + field(7, graph_bytes))
+
+
+def save(folder, name, m):
+    # Written as bytes: onnx.save would refuse some of these, and the checker must not run.
+    with open(os.path.join(folder, name + ".onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def build(folder):
+    models = {}
+    # Tensor bytes far past any machine: the allocation must be refused before it happens.
+    models["constant_of_shape_huge"] = model(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="cos")],
+        [], [out("y")], [i64("shape", [2**20, 2**20, 2**20])])
+    models["expand_huge"] = model(
+        [helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")],
+        [inp("x", shape=[1])], [out("y")], [i64("shape", [2**31, 2**31])])
+    models["tile_overflow"] = model(
+        [helper.make_node("Tile", ["x", "repeats"], ["y"], name="tile")],
+        [inp("x", shape=[4])], [out("y")], [i64("repeats", [2**62])])
+    models["range_huge"] = model(
+        [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")],
+        [], [out("y", TensorProto.INT64)],
+        [i64("start", 0), i64("limit", 2**62), i64("delta", 1)])
+    models["range_overflow"] = model(
+        [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")],
+        [], [out("y", TensorProto.INT64)],
+        [i64("start", I64_MIN), i64("limit", I64_MAX), i64("delta", 3)])
+    models["reshape_overflow"] = model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [inp("x", shape=[6])], [out("y")], [i64("shape", [2**62, 4, -1])])
+    models["reshape_negative"] = model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [inp("x", shape=[6])], [out("y")], [i64("shape", [-5, 2])])
+    models["pad_overflow"] = model(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")],
+        [inp("x", shape=[4])], [out("y")], [i64("pads", [I64_MAX - 2, I64_MAX - 2])])
+    models["resize_huge"] = model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", mode="nearest")],
+        [inp("x", shape=[1, 1, 2, 2])], [out("y")], [f32("scales", [1, 1, 1e12, 1e12])])
+    models["concat_huge_dim"] = model(
+        [helper.make_node("ConstantOfShape", ["shape"], ["c"], name="cos"),
+         helper.make_node("Concat", ["c", "c"], ["y"], name="concat", axis=0)],
+        [], [out("y")], [i64("shape", [I64_MAX // 2 + 1])])
+    # Declared shapes the data does not back.
+    models["negative_input_dim"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [inp("x", shape=[-3, 4])], [out("y")])
+    models["huge_input_dim"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [inp("x", shape=[2**40, 2**40])], [out("y")])
+    models["initializer_without_data"] = model(
+        [helper.make_node("Relu", ["w"], ["y"], name="relu")], [], [out("y")],
+        [raw_tensor("w", TensorProto.FLOAT, [2**62], b"\0\0\0\0")])
+    models["initializer_dims_overflow"] = model(
+        [helper.make_node("Relu", ["w"], ["y"], name="relu")], [], [out("y")],
+        [raw_tensor("w", TensorProto.FLOAT, [2**40, 2**40, 2**40], b"")])
+    # Gather: 2^31 elements of indices declared, 8 bytes given; and an index of 2^31.
+    models["gather_indices_2p31_elements"] = model(
+        [helper.make_node("Gather", ["data", "idx"], ["y"], name="gather")],
+        [], [out("y")],
+        [f32("data", [1, 2, 3]),
+         raw_tensor("idx", TensorProto.INT64, [2**31], b"\0" * 8)])
+    models["gather_index_2p31"] = model(
+        [helper.make_node("Gather", ["data", "idx"], ["y"], name="gather")],
+        [], [out("y")], [f32("data", [1, 2, 3]), i64("idx", [2**31])])
+    # Control flow: a Loop that never stops, and subgraphs nested far too deep.
+    body_counter = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["n_in", "one"], ["n_out"], name="count")], "body",
+        [inp("iter", TensorProto.INT64, []), inp("cond_in", TensorProto.BOOL, []),
+         inp("n_in", TensorProto.INT64, [])],
+        [out("cond_out", TensorProto.BOOL, []), out("n_out", TensorProto.INT64, [])],
+        initializer=[i64("one", 1)])
+    # A trip count of 2^63 - 1 (what exporters write for "no bound") with a condition that
+    # never turns false, and a while loop (no trip count) that never makes progress.
+    models["loop_huge_trip_count"] = model(
+        [helper.make_node("Loop", ["m", "cond", "n0"], ["n"], name="loop", body=body_counter)],
+        [], [out("n", TensorProto.INT64, [])],
+        [i64("m", I64_MAX), numpy_helper.from_array(np.array(True), "cond"), i64("n0", 0)])
+    models["while_without_progress"] = model(
+        [helper.make_node("Loop", ["", "cond", "n0"], ["n"], name="while", body=body_counter)],
+        [], [out("n", TensorProto.INT64, [])],
+        [numpy_helper.from_array(np.array(True), "cond"), i64("n0", 0)])
+    models["deep_nesting"] = deep_nesting_model(200)
+    # A cycle that only shows through a subgraph's capture: 'a' reads 'b' inside its branch,
+    # and 'b' reads 'a'.
+    branch = helper.make_graph([helper.make_node("Identity", ["b_out"], ["r"], name="capture")],
+                               "branch", [], [out("r", shape=[1])])
+    models["cycle_through_capture"] = model(
+        [helper.make_node("If", ["c"], ["a_out"], name="a", then_branch=branch,
+                          else_branch=branch),
+         helper.make_node("Relu", ["a_out"], ["b_out"], name="b")],
+        [], [out("b_out", shape=[1])], [numpy_helper.from_array(np.array(True), "c")])
+    models["self_loop"] = model(
+        [helper.make_node("Add", ["x", "y"], ["y"], name="self")],
+        [inp("x", shape=[1])], [out("y", shape=[1])])
+    # A model-local function that calls itself: inlining must not recurse forever.
+    recurse = helper.make_function(
+        "local", "Recurse", ["x"], ["y"],
+        [helper.make_node("Recurse", ["x"], ["y"], domain="local", name="again")],
+        OPSET)
+    models["recursive_function"] = model(
+        [helper.make_node("Recurse", ["x"], ["y"], domain="local", name="call")],
+        [inp("x", shape=[1])], [out("y", shape=[1])],
+        opset=OPSET + [helper.make_opsetid("local", 1)], functions=[recurse])
+
+    # External data: outside the folder, at a device, longer than its file.
+    def external(location, length, offset=0):
+        t = raw_tensor("w", TensorProto.FLOAT, [length // 4], b"")
+        t.ClearField("raw_data")
+        t.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", str(offset)),
+                           ("length", str(length))):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, value
+        return model([helper.make_node("Relu", ["w"], ["y"], name="relu")], [], [out("y")], [t])
+
+    models["external_outside_folder"] = external("../../../../etc/passwd", 16)
+    models["external_absolute"] = external("/etc/passwd", 16)
+    models["external_dev_zero"] = external("dev_zero.bin", 2**40)
+    models["external_symlink_outside"] = external("passwd_link.bin", 16)
+    models["external_longer_than_file"] = external("small.bin", 2**30)
+    models["external_offset_overflow"] = external("small.bin", 16, offset=2**64 - 8)
+
+    for name, m in models.items():
+        save(folder, name, m)
+    with open(os.path.join(folder, "small.bin"), "wb") as f:
+        f.write(b"\0" * 64)
+    for link, target in (("dev_zero.bin", "/dev/zero"), ("passwd_link.bin", "/etc/passwd")):
+        path = os.path.join(folder, link)
+        if os.path.lexists(path):
+            os.remove(path)
+        os.symlink(target, path)
+    return sorted(models)
+
+
+if __name__ == "__main__":
+    names = build(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
+    print(f"{len(names)} hostile models")
