@@ -509,7 +509,16 @@ class CustomOpTest(unittest.TestCase):
             tensor = httpclient.InferInput("x", list(x.shape), "FP32")
             tensor.set_data_from_numpy(x)
             y = server.client().infer("inverse_model", [tensor]).as_numpy("y")
-            np.testing.assert_allclose(y, np.linalg.inv(x), rtol=1e-5, atol=1e-6)
+            # The model is inverse(x) @ inverse(w) * scale: compare with `onnxkit run` (which
+            # custom_op_vs_onnxruntime checks against ONNX Runtime).
+            with tempfile.TemporaryDirectory() as folder:
+                np.save(os.path.join(folder, "x.npy"), x)
+                subprocess.run([ONNXKIT, "run", INVERSE_MODEL, "--input",
+                                "x=" + os.path.join(folder, "x.npy"), "--custom-op-lib",
+                                INVERSE_OP_LIB, "--output-dir", folder],
+                               check=True, capture_output=True, timeout=60)
+                expected = np.load(os.path.join(folder, "y.npy"))
+            np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
         finally:
             self.assertEqual(server.stop(), 0)
 
