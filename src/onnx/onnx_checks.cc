@@ -217,6 +217,27 @@ int64_t libonnx_since_version(std::string_view domain, std::string_view op_type,
   return schema ? schema->SinceVersion() : -1;
 }
 
+std::string libonnx_inference_hazard(const Node& node, int64_t opset,
+                                     std::optional<int64_t> input0_rank) {
+  const onnx::OpSchema* schema = libonnx_schema(node.domain(), node.op_type(), opset);
+  if (!schema) return {};
+  for (int i = 0; i < schema->min_input(); ++i) {
+    if (!node.input(static_cast<size_t>(i))) {
+      return fmt::format("required input {} is missing", i);
+    }
+  }
+  if (const Attribute* axis = node.find_attribute("axis"); axis && axis->type == AttrType::kInt) {
+    // Every op's axis lies in [-(rank + 1), rank] (Unsqueeze's and Concat's reach one past);
+    // with the rank unknown, libonnx may still learn it, so only sizes no tensor has pass.
+    constexpr int64_t kNoTensorHasThisRank = 1024;
+    const int64_t bound = input0_rank ? *input0_rank + 1 : kNoTensorHasThisRank;
+    if (axis->i < -bound || axis->i > bound) {
+      return fmt::format("axis {} is out of range", axis->i);
+    }
+  }
+  return {};
+}
+
 std::optional<std::vector<ValueType>> libonnx_infer_node(const Node& node, int64_t opset,
                                                          const NodeInferenceInputs& inputs) {
   const onnx::OpSchema* schema = libonnx_schema(node.domain(), node.op_type(), opset);

@@ -41,12 +41,24 @@ bool libonnx_knows(const Node& node, int64_t opset, const OpRegistration* regist
   return opset <= newest || (registration && registration->since_version <= newest);
 }
 
+std::optional<int64_t> rank_of_type(const ValueType* type) {
+  if (!type || !type->is_tensor() || !type->shape) return std::nullopt;
+  return static_cast<int64_t>(type->shape->size());
+}
+
+std::optional<int64_t> rank_of(const Value* value) {
+  if (!value || !value->type().is_tensor() || !value->type().shape) return std::nullopt;
+  return static_cast<int64_t>(value->type().shape->size());
+}
+
 bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRegistry& registry) {
   for (const Node* node : graph.nodes()) {
     const int64_t opset = model.opset_version(node->domain());
     const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
     const int64_t newest = max_known_opset(node->domain());
     if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
+    // A node libonnx would crash on is left to its rule, node by node.
+    if (!libonnx_inference_hazard(*node, opset, rank_of(node->input(0))).empty()) return false;
     // An op of a custom op library with a type callback: libonnx's whole-model inference would
     // leave its outputs (and everything after them) as they were.
     if (newest < 0 && registration && registration->definition.infer_types &&
@@ -261,7 +273,8 @@ class Engine {
     const OpDefinition* definition = registration ? &registration->definition : nullptr;
     std::optional<std::vector<ValueType>> outputs;
     try {
-      if (options_.use_libonnx && libonnx_knows(node, opset, registration)) {
+      if (options_.use_libonnx && libonnx_knows(node, opset, registration) &&
+          libonnx_inference_hazard(node, opset, rank_of_type(type_of(node.input(0)))).empty()) {
         try {
           outputs = infer_with_libonnx(node, opset);
         } catch (const Error&) {
