@@ -35,7 +35,17 @@ namespace dnnl_util {
 // Thread-local growable buffers, one per role, 64-byte aligned: a kernel call reuses the
 // pages of the previous call instead of faulting in fresh memory for every reordered
 // activation. A buffer is valid until the same thread asks for the same role again.
-enum class ScratchRole { kSource, kDestination, kWeights, kPrimitive, kCount };
+enum class ScratchRole {
+  kSource,
+  kDestination,
+  kWeights,
+  kPrimitive,
+  // The int8 kernels' (dnnl_int8.cc): shifted u8 sources, int32 products, reordered sources.
+  kInt8Shifted,
+  kInt8Product,
+  kInt8Reordered,
+  kCount
+};
 void* scratch_buffer(ScratchRole role, size_t bytes);
 
 // A memory object over the thread's scratch buffer for `role`, sized for `desc`.

@@ -136,27 +136,6 @@ void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
   }
 }
 
-// A thread's growable, 64-byte aligned scratch buffer for one role.
-enum class Scratch { kShifted, kProduct, kReordered, kCount };
-void* scratch(Scratch role, size_t bytes) {
-  struct Block {
-    void* data = nullptr;
-    size_t size = 0;
-    ~Block() { std::free(data); }
-  };
-  thread_local std::array<Block, static_cast<size_t>(Scratch::kCount)> blocks;
-  Block& block = blocks[static_cast<size_t>(role)];
-  if (block.size < bytes || !block.data) {
-    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    void* data = std::aligned_alloc(64, rounded);
-    if (!data) throw std::bad_alloc();
-    std::free(block.data);
-    block.data = data;
-    block.size = rounded;
-  }
-  return block.data;
-}
-
 // An int8 operand as oneDNN sees it: its bytes and whether they are s8.
 struct Int8Data {
   const void* data;
@@ -171,7 +150,8 @@ Int8Data int8_data(const Tensor& t) {
 // results below VNNI (AVX2), where its u8 ones are right.
 Int8Data shifted_to_u8(Int8Data x, int64_t n, int32_t& zero_point) {
   if (!x.is_signed) return x;
-  auto* out = static_cast<uint8_t*>(scratch(Scratch::kShifted, static_cast<size_t>(n)));
+  auto* out = static_cast<uint8_t*>(
+      dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Shifted, static_cast<size_t>(n)));
   const auto* in = static_cast<const uint8_t*>(x.data);
   parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = in[i] ^ 0x80;
@@ -225,7 +205,8 @@ class Int8MatMul {
   void run(Int8Data a, int64_t rows, int32_t a_zp, Consume&& consume) const {
     if (split_) a = shifted_to_u8(a, rows * k_, a_zp);
     auto* product = static_cast<int32_t*>(
-        scratch(Scratch::kProduct, static_cast<size_t>(rows * columns_) * sizeof(int32_t)));
+        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product,
+                                  static_cast<size_t>(rows * columns_) * sizeof(int32_t)));
     std::shared_ptr<const Plan> plan = plan_for(rows, a.is_signed);
     {
       const memory src = dnnl_util::rebound_memory(plan->owner, 0, plan->src, a.data);
@@ -423,7 +404,8 @@ class Int8Conv {
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
     memory src = source(*plan, x);
-    auto* d = static_cast<int32_t*>(scratch(Scratch::kProduct, plan->dst.get_size()));
+    auto* d = static_cast<int32_t*>(
+        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
     const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
     int32_t zp_value = x_zp;
     const memory zp_memory = dnnl_util::wrap(
@@ -507,7 +489,7 @@ class Int8Conv {
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
     memory src = source(*plan, x);
-    void* d = scratch(Scratch::kProduct, plan->dst.get_size());
+    void* d = dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size());
     const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
     int32_t zp_values[2] = {x_zp, requantization_->zero_point};
     const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
@@ -560,7 +542,8 @@ class Int8Conv {
   memory source(const Plan& plan, Int8Data x) const {
     memory src = dnnl_util::rebound_memory(plan.owner, 0, plan.user_src, x.data);
     if (!plan.src_reorder && !plan.src_channels_last) return src;
-    void* data = scratch(Scratch::kReordered, plan.src.get_size());
+    void* data =
+        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Reordered, plan.src.get_size());
     memory reordered = dnnl_util::reused_memory(plan.owner, 1, plan.src, data);
     if (plan.src_channels_last) {
       const auto& dims = plan.user_src.dims();
