@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "ir/graph.h"
+#include "ir/graph_clone.h"
 #include "ir/model.h"
 #include "quantize/calibration.h"
 #include "quantize/quant_params.h"
@@ -111,7 +112,9 @@ class DynamicQuantizer {
     if (conv) {
       integer = rewriter_.node("ConvInteger", inputs, out + "_output_quantized",
                                ValueType::tensor(DType::kInt32));
-      for (const Attribute& a : node->attributes()) integer->set_attribute(copy_attribute(a));
+      for (const Attribute& a : node->attributes()) {
+        integer->set_attribute(clone_attribute(a, integer->graph(), {}));
+      }
     } else {
       integer = rewriter_.node("MatMulInteger", inputs, out + "_output_quantized",
                                ValueType::tensor(DType::kInt32));

@@ -32,20 +32,6 @@ bool weights_symmetric(const QuantizeOptions& options) {
   return options.symmetric_weights.value_or(options.weight_type == DType::kInt8);
 }
 
-Attribute copy_attribute(const Attribute& a) {
-  Attribute copy;
-  copy.name = a.name;
-  copy.type = a.type;
-  copy.f = a.f;
-  copy.i = a.i;
-  copy.s = a.s;
-  copy.t = a.t;
-  copy.ints = a.ints;
-  copy.floats = a.floats;
-  copy.strings = a.strings;
-  return copy;
-}
-
 Rewriter::Rewriter(Graph& graph) : graph_(graph) {
   for (const Node* node : graph.nodes()) node_names_.insert(node->name());
 }

@@ -21,8 +21,6 @@ float float_attribute(const Node& node, std::string_view name, float fallback);
 bool is_float_constant(const Graph& graph, const Value* value);
 // Unset symmetric_weights: symmetric for int8 weights (ONNX Runtime's WeightSymmetric).
 bool weights_symmetric(const QuantizeOptions& options);
-// A copy of a plain (non-graph) attribute.
-Attribute copy_attribute(const Attribute& attribute);
 
 class Rewriter {
  public:

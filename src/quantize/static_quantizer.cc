@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/status.h"
+#include "ir/graph_clone.h"
 
 namespace onnxkit::quant {
 namespace {
@@ -413,7 +414,9 @@ void StaticQuantizer::to_qoperator(QuantizeReport& report) {
                                  out->name() + "_qlinear", q->output(0)->type());
     fused->set_name(rewriter_.node_name(label + "_quant"));
     if (conv) {
-      for (const Attribute& a : node->attributes()) fused->set_attribute(copy_attribute(a));
+      for (const Attribute& a : node->attributes()) {
+        fused->set_attribute(clone_attribute(a, fused->graph(), {}));
+      }
     }
     rewriter_.move_output(q, 0, fused);
     graph_.remove_node(q);
