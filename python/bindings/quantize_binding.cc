@@ -41,7 +41,8 @@ QuantizeOptions quantize_options(const py::dict& options) {
   result.format = format == "qoperator" ? QuantFormat::kQOperator : QuantFormat::kQdq;
   if (options.contains("per_channel")) result.per_channel = options["per_channel"].cast<bool>();
   result.reduce_range = option(options, "reduce_range", false);
-  result.weight_type = quant_type(option<std::string>(options, "weight_type", "int8"), "weight_type");
+  result.weight_type =
+      quant_type(option<std::string>(options, "weight_type", "int8"), "weight_type");
   result.activation_type =
       quant_type(option<std::string>(options, "activation_type", "uint8"), "activation_type");
   result.op_types = option(options, "op_types", std::vector<std::string>{});
@@ -124,8 +125,7 @@ void check_output_path(const std::string& input, const std::string& output) {
 // `output_path`, and returns what was done: {"quantized": {op: count}, "nodes": [(node, op,
 // how)], "calibration_samples": n, "warnings": [...]}.
 py::dict quantize_model(const py::object& source, const std::string& output_path,
-                        const py::dict& options, const py::object& reader,
-                        bool external_data) {
+                        const py::dict& options, const py::object& reader, bool external_data) {
   QuantizeOptions quantize_opts = quantize_options(options);
   auto state = std::make_shared<ReaderState>();
   if (!reader.is_none()) {
