@@ -7,6 +7,9 @@
     sess = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
     outputs = sess.run(None, {"input": x})
 
+    from onnxkit.quantization import quantize_dynamic      # onnxruntime.quantization's API
+    quantize_dynamic("model.onnx", "model.int8.onnx")
+
 docs/python.md lists the onnxruntime and onnxsim names supported and how they differ.
 """
 
@@ -24,6 +27,7 @@ from .session import (
     get_available_providers,
     get_device,
 )
+from . import quantization
 from .simplifier import simplify
 
 __version__ = "0.1.0"
@@ -41,5 +45,6 @@ __all__ = [
     "get_all_providers",
     "get_available_providers",
     "get_device",
+    "quantization",
     "simplify",
 ]
