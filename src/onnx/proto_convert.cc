@@ -442,10 +442,13 @@ Attribute attribute_from_proto(const onnx::AttributeProto& proto, Graph& owner,
   attribute.f = proto.f();
   attribute.i = proto.i();
   attribute.s = proto.s();
-  // The declared type must hold its value: an empty TENSOR or GRAPH attribute would load and
-  // then save as a tensor of no type or a missing graph that nothing reads back.
+  // The declared type must hold its value: an empty TENSOR, GRAPH, SPARSE_TENSOR or TYPE_PROTO
+  // attribute would load and then save as a tensor of no type or a missing graph that nothing
+  // reads back.
   if ((attribute.type == AttrType::kTensor && !proto.has_t()) ||
-      (attribute.type == AttrType::kGraph && !proto.has_g())) {
+      (attribute.type == AttrType::kGraph && !proto.has_g()) ||
+      (attribute.type == AttrType::kSparseTensor && !proto.has_sparse_tensor()) ||
+      (attribute.type == AttrType::kTypeProto && !proto.has_tp())) {
     fail("attribute '{}' is of type {} but holds none", proto.name(),
          attr_type_name(attribute.type));
   }

@@ -14,8 +14,9 @@
 // every other output keeps its dtype. That leaves out ops whose output dtype comes from an
 // attribute (Cast, ConstantOfShape, RandomNormal, EyeLike), CastLike (an explicit rounding
 // step, kept as the model states it), nodes with subgraphs, and nodes whose 16-bit outputs
-// nested subgraphs read. A node with no 16-bit output (Shape, Equal) converts only when its
-// 16-bit inputs are float32 already, so it never adds a cast. Initializers read only by
+// nested subgraphs read, and nodes without a 16-bit input. A node with no 16-bit output (Shape,
+// Equal) converts only when its 16-bit inputs are float32 already, so it never adds a cast.
+// Initializers read only by
 // converted nodes are converted once (exactly: every 16-bit value is a float32 value).
 #include <map>
 #include <span>
@@ -197,7 +198,9 @@ class ComputeFp16InFp32Pass : public GraphPass {
         return false;
       }
     }
-    if (!narrow_input && !narrow_output) return false;
+    // A 16-bit output needs 16-bit inputs to follow: without any, its type is an attribute's
+    // or a declaration the computation does not bear out (Relu of float32 declared bfloat16).
+    if (!narrow_input) return false;
     return outputs_follow_inputs(node, context);
   }
 

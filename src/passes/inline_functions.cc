@@ -11,13 +11,6 @@ namespace {
 // Nested calls can expand into more calls; a recursive function would never stop.
 constexpr int kMaxRounds = 16;
 
-const Function* find_local_function(const Model& model, const Node& node) {
-  for (const Function& function : model.functions) {
-    if (function.name == node.op_type() && function.domain == node.domain()) return &function;
-  }
-  return nullptr;
-}
-
 // Replaces `call` in its graph by the nodes of `function`.
 void inline_call(Node* call, const Function& function, size_t call_index) {
   Graph& graph = *call->graph();
@@ -88,6 +81,13 @@ size_t inline_in_graph(Model& model, Graph& graph, const InlineOptions& options,
 }
 
 }  // namespace
+
+const Function* find_local_function(const Model& model, const Node& node) {
+  for (const Function& function : model.functions) {
+    if (function.name == node.op_type() && function.domain == node.domain()) return &function;
+  }
+  return nullptr;
+}
 
 Result<size_t> inline_functions(Model& model, const InlineOptions& options) {
   return capture([&] {

@@ -20,4 +20,7 @@ struct InlineOptions {
 // Returns the number of calls inlined, or an error naming the call that could not be.
 Result<size_t> inline_functions(Model& model, const InlineOptions& options);
 
+// The model-local function `node` calls, or nullptr.
+const Function* find_local_function(const Model& model, const Node& node);
+
 }  // namespace onnxkit

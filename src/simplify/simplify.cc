@@ -14,6 +14,7 @@
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "passes/convert_opset.h"
+#include "passes/inline_functions.h"
 #include "passes/pipeline.h"
 #include "registry/builtin_registry.h"
 #include "registry/custom_op_library.h"
@@ -112,7 +113,8 @@ constexpr const char* kDimOptions =
     "shapes; the model stays dynamic) or --overwrite-input-shape NAME:D0,D1,... (makes the "
     "model static)";
 
-// Ops of custom domains in `graph` (and its subgraphs) that `registry` does not define.
+// Ops of custom domains in `graph` (and its subgraphs) that neither `registry` nor the model's
+// own functions define.
 void collect_unknown_custom_ops(const Graph& graph, const Model& model, const OpRegistry& registry,
                                 std::set<std::string>& unknown) {
   for (const Node* node : graph.nodes()) {
@@ -121,7 +123,8 @@ void collect_unknown_custom_ops(const Graph& graph, const Model& model, const Op
     }
     const std::string& domain = node->domain();
     if (domain.empty() || domain == "ai.onnx.ml" || domain == "ai.onnx.preview.training") continue;
-    if (!registry.find(node->domain(), node->op_type(), model.opset_version(node->domain()))) {
+    if (!registry.find(node->domain(), node->op_type(), model.opset_version(node->domain())) &&
+        !find_local_function(model, *node)) {
       unknown.insert(node->domain() + "::" + node->op_type());
     }
   }
