@@ -4,7 +4,9 @@
 #   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET (load, simplify, run, tensor_file)
 #   scripts/fuzz.sh --build          build every target (scripts/test.sh does, before the
 #                                    60 s runs CTest makes: fuzz_TARGET_60s)
-#   --no-build                       CTest's short runs: fail instead of building a missing
+#   --no-build                       CTest's short runs (deterministic: a fixed seed, a fresh
+#                                    corpus, a fixed number of executions of about SECONDS
+#                                    here): fail instead of building a missing
 #                                    binary, and seed with every 4th node model only (the
 #                                    seed pass of the model targets would take the minute)
 #
@@ -70,6 +72,21 @@ fi
 
 corpus="$build_dir/corpus/$target"
 crashes="$build_dir/crashes/$target"
+# CTest's short runs are deterministic, so CI is red only for a change, never for luck: a
+# fixed seed, a fresh corpus and a number of executions (about 60 s each on the 2-core
+# machines) instead of a time. Campaigns run for SECONDS and keep their corpus.
+length=(-max_total_time="$seconds")
+if [ $build -eq 0 ]; then
+  corpus=$(mktemp -d)
+  trap 'rm -rf "$corpus"' EXIT
+  case $target in
+    load) runs=2400 ;;
+    simplify) runs=1200 ;;
+    run) runs=1800 ;;
+    tensor_file) runs=28000 ;;
+  esac
+  length=(-seed=1 -runs="$runs")
+fi
 mkdir -p "$corpus" "$crashes" "$build_dir/stats"
 seeds="$build_dir/seeds/$target"
 stride=1
@@ -104,10 +121,10 @@ seed_dirs=("$seeds")
 leaks=1
 case $target in simplify | run) leaks=0 ;; esac
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; [ $build -eq 0 ] && rm -rf "$corpus"' EXIT
 status=0
 OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1} \
-  "$binary" "$corpus" "${seed_dirs[@]}" -max_total_time="$seconds" -timeout=10 \
+  "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout=10 \
   -rss_limit_mb=2048 -max_len=262144 -detect_leaks=$leaks -print_final_stats=1 \
   -artifact_prefix="$crashes/" >"$log" 2>&1 || status=$?
 # "#123456<tab>DONE   cov: 4567 ft: 12345 corp: 890/1234Kb ..."

@@ -86,9 +86,11 @@ Dim dims_product(std::span<const Dim> dims) {
   const Dim* named = nullptr;
   size_t not_one = 0;
   bool all_known = true;
+  bool overflow = false;
   for (const Dim& dim : dims) {
     if (dim.is_known()) {
-      product *= dim.value;
+      // A product past int64 is no size any tensor has: the dim is left unknown.
+      overflow = overflow || __builtin_mul_overflow(product, dim.value, &product);
       if (dim.value != 1) ++not_one;
     } else {
       all_known = false;
@@ -96,6 +98,7 @@ Dim dims_product(std::span<const Dim> dims) {
       named = &dim;
     }
   }
+  if (overflow) return Dim{};
   if (all_known) return Dim::known(product);
   if (not_one == 1 && named->is_symbolic()) return Dim::symbol(named->param);
   return Dim{};
