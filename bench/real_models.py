@@ -43,17 +43,16 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from modern_opsets import file_stem, log  # noqa: E402  (onnxkit run's output file names)
+from peer_simplifiers import count_nodes, max_relative  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TOLERANCE = 1e-4
-ATOL = 1e-5
 PHRASE = "Hey Jarvis, what's the weather like today? Alexa, set a timer for five minutes."
 MEL_WINDOW, MEL_STRIDE, EMBEDDING = 76, 8, 96
 VAD_CHUNK = 512
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
 
 
 def run(command, timeout=600):
@@ -62,23 +61,6 @@ def run(command, timeout=600):
         tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
         raise RuntimeError(f"{' '.join(command[:2])} exited {done.returncode}: {' | '.join(tail)}")
     return done.stdout
-
-
-def file_stem(name):
-    # As onnxkit run names its output files (src/cli/run.cc).
-    return "".join(c if c.isalnum() or c in "_-." else "_" for c in name)
-
-
-def count_nodes(graph):
-    n = 0
-    for node in graph.node:
-        n += 1
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                n += count_nodes(a.g)
-            for g in a.graphs:
-                n += count_nodes(g)
-    return n
 
 
 def symbolic_dims(path):
@@ -140,23 +122,6 @@ class Onnxkit:
         out = os.path.join(folder, "out")
         run([self.binary, "run", path, "--threads", "1", "--output-dir", out] + args)
         return {n: np.load(os.path.join(out, file_stem(n) + ".npy")) for n in output_names}
-
-
-def max_relative(reference, other):
-    """max |a - b| / (|a| + max(mean|a|, 0.1)) over every output: relative to the element and
-    to the output's typical size (a 20-layer net's embedding of magnitude ~10 differs by
-    ~1e-5 where it crosses zero), with a floor that judges outputs near zero, e.g. a sigmoid's
-    5e-8 against ORT's 0, as np.allclose(rtol=1e-4, atol=1e-5) would."""
-    worst = 0.0
-    for name, a in reference.items():
-        a = np.asarray(a, dtype=np.float64)
-        b = np.asarray(other[name], dtype=np.float64)
-        if a.shape != b.shape:
-            return float("inf")
-        if a.size:
-            scale = max(float(np.abs(a).mean()), ATOL / TOLERANCE)
-            worst = max(worst, float((np.abs(a - b) / (np.abs(a) + scale)).max()))
-    return worst
 
 
 def mel_frames(mel_output):
