@@ -611,9 +611,7 @@ void write_bench_report(const std::vector<report::BenchRecord>& records, const s
 
 int run_bench(const BenchArgs& args) {
   const bool for_report = !args.report.empty();
-  std::error_code ec;
-  if (for_report && std::filesystem::weakly_canonical(args.report, ec) ==
-                        std::filesystem::weakly_canonical(args.model, ec)) {
+  if (for_report && same_file(args.report, args.model)) {
     fail("--report {}: refusing to write over the model", args.report);
   }
   Progress progress("bench", !args.quiet && !args.json);

@@ -6,6 +6,15 @@
 
 namespace onnxkit::cli {
 
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec)) {
+    return true;
+  }
+  return std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec) &&
+         std::filesystem::equivalent(a, b, ec);
+}
+
 namespace fs = std::filesystem;
 
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag) {

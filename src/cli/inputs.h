@@ -14,6 +14,11 @@
 
 namespace onnxkit::cli {
 
+// True when `a` and `b` name one file: the same path once resolved, or (both existing) the
+// same inode through a link. What every command asks before it writes an output, so that
+// nothing is ever written over its input.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
 // "NAME=VALUE" -> {NAME, VALUE}; fails naming `flag` when either side is empty.
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag);
 

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/progress.h"
 #include "core/buffer.h"
 #include "ir/model_stats.h"
@@ -91,8 +92,7 @@ int run_inspect(const InspectArgs& args) {
   }
   Model& model = loaded.value();
   if (!args.svg.empty()) {
-    std::error_code ec;
-    if (fs::weakly_canonical(args.svg, ec) == fs::weakly_canonical(args.model, ec)) {
+    if (same_file(args.svg, args.model)) {
       fail("--svg {}: refusing to write over the model", args.svg);
     }
     progress.phase("drawing the graph");

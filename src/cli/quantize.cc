@@ -260,9 +260,8 @@ quant::CompareOptions compare_options(const CompareArgs& args, const fs::path& r
 // Refuses a report path that names one of the models.
 void check_report_path(const std::string& report, const std::vector<fs::path>& models) {
   if (report.empty()) return;
-  std::error_code ec;
   for (const fs::path& model : models) {
-    if (fs::weakly_canonical(report, ec) == fs::weakly_canonical(model, ec)) {
+    if (same_file(report, model)) {
       fail("refusing to write the report over the model {}", model.string());
     }
   }
@@ -309,8 +308,7 @@ int run_quantize(const QuantizeArgs& args) {
   const auto start = Clock::now();
   const fs::path input(args.input), output(args.output);
   std::error_code ec;
-  if (fs::weakly_canonical(input, ec) == fs::weakly_canonical(output, ec) ||
-      (fs::exists(output, ec) && fs::equivalent(input, output, ec))) {
+  if (same_file(input, output)) {
     fail("refusing to write over the input model {}: choose another output path", args.input);
   }
   check_report_path(args.report, {input, output});

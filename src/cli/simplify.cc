@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/session_flags.h"
 #include "core/spin_policy.h"
@@ -182,15 +183,10 @@ int run_simplify(const SimplifyArgs& args) {
   auto total_start = Clock::now();
   const fs::path input(args.input), output(args.output);
   std::error_code ec;
-  if (fs::exists(output, ec) && fs::exists(input, ec) && fs::equivalent(input, output, ec)) {
+  if (same_file(input, output)) {
     fail("refusing to write over the input model {}: choose another output path", args.input);
   }
-  if (fs::weakly_canonical(input, ec) == fs::weakly_canonical(output, ec)) {
-    fail("refusing to write over the input model {}: choose another output path", args.input);
-  }
-  if (!args.report.empty() &&
-      (fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(input, ec) ||
-       fs::weakly_canonical(args.report, ec) == fs::weakly_canonical(output, ec))) {
+  if (!args.report.empty() && (same_file(args.report, input) || same_file(args.report, output))) {
     fail("--report {}: the report must not be written over the input or output model", args.report);
   }
   // Say so now rather than after minutes of work on a big model.
