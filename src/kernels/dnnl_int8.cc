@@ -24,6 +24,7 @@
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
 #include "kernels/quantize_simd.h"
+#include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
@@ -158,6 +159,19 @@ Int8Data shifted_to_u8(Int8Data x, int64_t n, int32_t& zero_point) {
   });
   zero_point += 128;
   return {out, false};
+}
+
+// [N, spatial..., C] <-> [N, C, spatial...] (shapes of rank >= 3).
+Shape channels_first(const Shape& channels_last_shape) {
+  Shape shape{channels_last_shape[0], channels_last_shape.back()};
+  shape.insert(shape.end(), channels_last_shape.begin() + 1, channels_last_shape.end() - 1);
+  return shape;
+}
+Shape channels_last(const Shape& channels_first_shape) {
+  Shape shape{channels_first_shape[0]};
+  shape.insert(shape.end(), channels_first_shape.begin() + 2, channels_first_shape.end());
+  shape.push_back(channels_first_shape[1]);
+  return shape;
 }
 
 // The single value of a scalar u8 / s8 / float input at run time.
@@ -483,13 +497,16 @@ class Int8Conv {
   }
   bool requantizes() const { return requantization_.has_value(); }
 
-  // With set_requantization: the int8 output in NCHW at `y`; false as run().
+  // With set_requantization: the int8 output at `y` (NCHW, or channels-last after
+  // set_channels_last); false as run().
   bool run_requantized(Int8Data x, const Shape& x_shape, int32_t x_zp, void* y) const {
     std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
     memory src = source(*plan, x);
-    void* d = dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size());
+    void* d = channels_last_ ? y
+                             : dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product,
+                                                         plan->dst.get_size());
     const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
     int32_t zp_values[2] = {x_zp, requantization_->zero_point};
     const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
@@ -506,12 +523,64 @@ class Int8Conv {
       args.add(DNNL_ARG_BIAS, bias);
     }
     dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    if (channels_last_) return true;
     const int64_t images = x_shape[0], positions = shape_numel(plan->out_spatial);
     for (int64_t n = 0; n < images; ++n) {
       quantize_simd::transpose_bytes(static_cast<const uint8_t*>(d) + n * positions * maps_,
                                      positions, maps_,
                                      static_cast<uint8_t*>(y) + n * positions * maps_);
     }
+    return true;
+  }
+
+  // X and Y in memory channels-last ([N, spatial..., C]; shapes passed in stay [N, C,
+  // spatial...]); call before the first run.
+  void set_channels_last() { channels_last_ = true; }
+
+  // Channels-last: as run(), but consume(image, position, acc) gets the accumulators of
+  // all output channels of one output position.
+  template <typename Consume>
+  bool run_rows(Int8Data x, const Shape& x_shape, int32_t x_zp, Consume&& consume) const {
+    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    if (!plan->supported) return false;
+    const uint64_t owner = plan->owner;
+    memory src = source(*plan, x);
+    auto* d = static_cast<int32_t*>(
+        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
+    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
+    int32_t zp_value = x_zp;
+    const memory zp_memory = dnnl_util::wrap(
+        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
+    dnnl_util::ExecArgs args;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    const int64_t rows = x_shape[0] * shape_numel(plan->out_spatial);
+    const int64_t plane = shape_numel(plan->out_spatial);
+    const int64_t channels = group_ * slots_;
+    parallel_for(rows, std::max<int64_t>(1, 8192 / channels), [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> acc(static_cast<size_t>(maps_));
+      for (int64_t row = begin; row < end; ++row) {
+        const int32_t* from = d + row * channels;
+        if (direct()) {
+          consume(row / plane, row % plane, from);
+          continue;
+        }
+        for (int64_t m = 0; m < maps_; ++m) {
+          const int32_t* base = from + (m / group_maps_) * slots_;
+          const int64_t j = m % group_maps_;
+          uint32_t v = split_ ? 16u * static_cast<uint32_t>(base[j]) +
+                                    static_cast<uint32_t>(base[group_maps_ + j])
+                              : static_cast<uint32_t>(base[j]);
+          if (ones_) {
+            v -= static_cast<uint32_t>(zero_points_[m]) * static_cast<uint32_t>(base[slots_ - 1]);
+          }
+          acc[m] = static_cast<int32_t>(v);
+        }
+        consume(row / plane, row % plane, acc.data());
+      }
+    });
     return true;
   }
 
@@ -587,13 +656,17 @@ class Int8Conv {
     plan.out_spatial.assign(window->y_shape.begin() + 2, window->y_shape.end());
     Dims dst_dims{x_shape[0], group_ * slots_};
     dst_dims.insert(dst_dims.end(), plan.out_spatial.begin(), plan.out_spatial.end());
-    const memory::format_tag tag = plain_tag(rank);
+    const memory::format_tag tag = channels_last_ ? channels_last_tag(rank) : plain_tag(rank);
     using dt = memory::data_type;
     const dt src_type = x_signed ? dt::s8 : dt::u8;
     plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), src_type, tag);
     dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    const memory::desc any_src(dnnl_util::to_dims(x_shape), src_type, memory::format_tag::any);
+    // Channels-last callers hand over the layout the int8 kernels want; others let oneDNN
+    // choose (and transpose into it).
+    const memory::desc any_src = channels_last_ ? plan.user_src
+                                                : memory::desc(dnnl_util::to_dims(x_shape),
+                                                               src_type, memory::format_tag::any);
     const memory::desc any_weights(weights_dims_, dt::s8, memory::format_tag::any);
     dt dst_type = dt::s32;
     memory::desc bias;
@@ -602,6 +675,11 @@ class Int8Conv {
       plan.user_dst = memory::desc(dst_dims, dst_type, tag);
       const bool per_channel = requantization_->multipliers.size() > 1;
       attr.set_output_scales(per_channel ? 1 << 1 : 0, requantization_->multipliers);
+      // Round before the zero point is added, as MLAS does (round(v) + zp): oneDNN adds the
+      // destination zero point in float and rounds the sum, which differs at near-ties.
+      dnnl::post_ops rounding;
+      rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+      attr.set_post_ops(rounding);
       attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
       if (!requantization_->bias.empty())
         bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
@@ -630,6 +708,7 @@ class Int8Conv {
       return dnnl::reorder(rpd);
     };
     plan.src_channels_last =
+        !channels_last_ &&
         plan.src == memory::desc(dnnl_util::to_dims(x_shape), src_type, channels_last_tag(rank));
     if (plan.src != plan.user_src && !plan.src_channels_last) {
       plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
@@ -667,6 +746,7 @@ class Int8Conv {
   Shape w_shape_;
   int64_t group_, maps_, group_maps_;
   bool split_;
+  bool channels_last_ = false;        // X and Y channels-last in memory
   bool ones_ = false;                 // some w_zp - shift is not 0: the window-sum channel is there
   int64_t slots_ = 0;                 // output channels per group in the primitive
   std::vector<int8_t> values_;        // [group, slots, C / group, k...]
@@ -974,7 +1054,9 @@ class ConvIntegerKernel : public Int8KernelBase {
 };
 
 // y = quantize(float(acc + B[m]) * (x_scale * w_scale[m] / y_scale), y_zp), as ORT's MLAS
-// and the reference kernel compute it.
+// and the reference kernel compute it. kChannelsLast: com.onnxkit ChannelsLastQLinearConv,
+// X and Y [N, spatial..., C].
+template <bool kChannelsLast>
 class QLinearConvKernel : public Int8KernelBase {
  public:
   static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
@@ -990,6 +1072,7 @@ class QLinearConvKernel : public Int8KernelBase {
     }
     std::unique_ptr<Int8Conv> conv = make_conv(context, 3, 5);
     if (!conv) return nullptr;
+    if (kChannelsLast) conv->set_channels_last();
     return std::make_unique<QLinearConvKernel>(context, std::move(conv));
   }
 
@@ -1024,7 +1107,9 @@ class QLinearConvKernel : public Int8KernelBase {
     const Tensor& x_zp = context.input(2);
     const Tensor& y_scale = context.input(6);
     const Tensor& y_zp = context.input(7);
-    const std::optional<Shape> out_shape = conv_->output_shape(x.shape());
+    // Int8Conv plans in [N, C, spatial...] whatever the memory layout.
+    const Shape x_shape = kChannelsLast && x.rank() >= 3 ? channels_first(x.shape()) : x.shape();
+    const std::optional<Shape> out_shape = conv_->output_shape(x_shape);
     const bool handled = is_int8(x.dtype()) && out_shape && x_zp.dtype() == x.dtype() &&
                          x_zp.numel() == 1 && x_scale.dtype() == DType::kFloat &&
                          x_scale.numel() == 1 && y_scale.dtype() == DType::kFloat &&
@@ -1038,18 +1123,35 @@ class QLinearConvKernel : public Int8KernelBase {
     const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
     for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
     const int32_t out_zp = int8_scalar(y_zp);
-    Tensor& out = context.allocate_output_uninitialized(0, y_zp.dtype(), *out_shape);
+    Tensor& out = context.allocate_output_uninitialized(
+        0, y_zp.dtype(), kChannelsLast ? channels_last(*out_shape) : *out_shape);
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
     if (conv_->requantizes()) {
-      if (!conv_->run_requantized(x_data, x.shape(), zp, out.mutable_raw_data())) decline(context);
+      if (!conv_->run_requantized(x_data, x_shape, zp, out.mutable_raw_data())) decline(context);
+      return;
+    }
+    if constexpr (kChannelsLast) {
+      const int32_t* biases = bias_.empty() ? nullptr : bias_.data();
+      const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
+      auto write = [&](auto* y, auto requantize) {
+        return conv_->run_rows(x_data, x_shape, zp,
+                               [&](int64_t image, int64_t position, const int32_t* acc) {
+                                 requantize(acc, maps, 0, biases, 0.0f, multipliers.data(), out_zp,
+                                            y + (image * plane + position) * maps);
+                               });
+      };
+      const bool ran = out.dtype() == DType::kUInt8
+                           ? write(out.mutable_data<uint8_t>(), quantize_simd::requantize_u8)
+                           : write(out.mutable_data<int8_t>(), quantize_simd::requantize_s8);
+      if (!ran) decline(context);
       return;
     }
     const int64_t plane = shape_numel(Shape(out_shape->begin() + 2, out_shape->end()));
     auto write = [&](auto* y, auto requantize) {
       return conv_->run(
-          x_data, x.shape(), zp,
+          x_data, x_shape, zp,
           [&](int64_t image, int64_t m, int64_t first, int64_t count, const int32_t* acc) {
             requantize(acc, count, bias_.empty() ? 0 : bias_[m], nullptr, multipliers[m], nullptr,
                        out_zp, y + (image * maps + m) * plane + first);
@@ -1121,10 +1223,12 @@ void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized("", "QLinearMatMul", 10, QLinearMatMulKernel::create);
   registry.add_optimized("", "QLinearMatMul", 21, QLinearMatMulKernel::create);
   registry.add_optimized("", "ConvInteger", 10, ConvIntegerKernel::create);
-  registry.add_optimized("", "QLinearConv", 10, QLinearConvKernel::create);
+  registry.add_optimized("", "QLinearConv", 10, QLinearConvKernel<false>::create);
   const std::string domain(kOnnxkitDomain);
   registry.add_optimized(domain, "MatMulIntegerToFloat", 1, MatMulIntegerToFloatKernel::create);
   registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
+  registry.add_optimized(domain, std::string(kChannelsLastQLinearConv), 1,
+                         QLinearConvKernel<true>::create);
 }
 
 }  // namespace onnxkit

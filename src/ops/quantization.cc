@@ -1,5 +1,6 @@
 // Op family: quantization — QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-// QLinearConv, QLinearMatMul, MatMulInteger and ConvInteger.
+// QLinearConv, QLinearMatMul, MatMulInteger and ConvInteger, and onnxkit's integer fused ops
+// (MatMulIntegerToFloat, ConvIntegerToFloat, ChannelsLastQLinearConv).
 //
 // Integer products accumulate exactly in int32 (wrapping on overflow, which the spec
 // allows); requantization then runs in float as ONNX Runtime's reference does:
@@ -14,6 +15,7 @@
 
 #include "core/gemm.h"
 #include "core/low_precision.h"
+#include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/matmul_shape.h"
@@ -1080,6 +1082,69 @@ class QLinearConvKernel : public OpKernel {
   ConvAttributes attrs_;
 };
 
+// Bytes of an int8 [N, C, positions] tensor moved to [N, positions, C] (to_channels_last) or
+// back.
+Tensor transpose_channels(const Tensor& x, Shape out_shape, bool to_channels_last) {
+  Tensor y(x.dtype(), std::move(out_shape));
+  const Shape& s = x.shape();
+  const int64_t batch = s[0];
+  const int64_t channels = to_channels_last ? s[1] : s.back();
+  const int64_t positions = batch == 0 || channels == 0 ? 0 : x.numel() / (batch * channels);
+  const auto* src = static_cast<const uint8_t*>(x.raw_data());
+  auto* dst = static_cast<uint8_t*>(y.mutable_raw_data());
+  for (int64_t n = 0; n < batch; ++n) {
+    const int64_t base = n * channels * positions;
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t p = 0; p < positions; ++p) {
+        const int64_t planar = base + c * positions + p, interleaved = base + p * channels + c;
+        if (to_channels_last) {
+          dst[interleaved] = src[planar];
+        } else {
+          dst[planar] = src[interleaved];
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// com.onnxkit ChannelsLastQLinearConv (ops/channels_last_ops.h): QLinearConv's reference kernel
+// between transposes, so it computes exactly what the QLinearConv it came from did.
+class ChannelsLastQLinearConvKernel : public OpKernel {
+ public:
+  explicit ChannelsLastQLinearConvKernel(const KernelCreateContext& context) : planar_(context) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() < 3 || (x.dtype() != DType::kUInt8 && x.dtype() != DType::kInt8)) {
+      context.fail("X must be int8 [N, spatial..., C], got {} {}", dtype_name(x.dtype()),
+                   shape_to_string(x.shape()));
+    }
+    Shape planar_shape{x.shape()[0], x.shape().back()};
+    planar_shape.insert(planar_shape.end(), x.shape().begin() + 1, x.shape().end() - 1);
+    std::vector<RuntimeValue> values(context.num_inputs());
+    std::vector<const RuntimeValue*> inputs(context.num_inputs(), nullptr);
+    for (size_t i = 0; i < context.num_inputs(); ++i) {
+      if (!context.has_input(i)) continue;
+      values[i] =
+          RuntimeValue(i == 0 ? transpose_channels(x, planar_shape, false) : context.input(i));
+      inputs[i] = &values[i];
+    }
+    RuntimeValue output;
+    RuntimeValue* outputs[] = {&output};
+    KernelContext inner(context.node(), inputs, outputs, nullptr, nullptr);
+    planar_.compute(inner);
+    const Tensor& y = output.tensor();
+    Shape y_shape{y.shape()[0]};
+    y_shape.insert(y_shape.end(), y.shape().begin() + 2, y.shape().end());
+    y_shape.push_back(y.shape()[1]);
+    context.set_output(0, transpose_channels(y, std::move(y_shape), true));
+  }
+
+ private:
+  QLinearConvKernel planar_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Type inference.
 
@@ -1165,6 +1230,29 @@ void infer_qlinear_conv(TypeInferenceContext& context) {
   infer_conv_output(context, 0, 3, input_dtype(context, 7));
 }
 
+// ChannelsLastQLinearConv: QLinearConv's output with the channels moved last.
+void infer_channels_last_qlinear_conv(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 7);
+  if (dtype == DType::kUndefined) return;
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::vector<Dim>* w = input_dims(context, 3);
+  if (!x || !w || x->size() < 3 || w->size() != x->size()) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  const KernelCreateContext attributes = attribute_reader(context);
+  const ConvAttributes attrs(attributes);
+  const std::vector<Dim> kernel = attrs.kernel_shape.empty()
+                                      ? std::vector<Dim>(w->begin() + 2, w->end())
+                                      : known_dims(attrs.kernel_shape);
+  std::vector<Dim> out{(*x)[0]};
+  const std::vector<Dim> spatial =
+      window_dims(attrs, std::span(*x).subspan(1, x->size() - 2), kernel);
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  out.push_back((*w)[0]);
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
 // ConvInteger: Conv's output in int32.
 void infer_conv_integer(TypeInferenceContext& context) {
   if (!context.input_type(0)) return;
@@ -1214,6 +1302,8 @@ void register_quantization_ops(OpRegistry& registry) {
   registry.add(onnxkit_domain, "MatMulIntegerToFloat", 1,
                kernel_factory<MatMulIntegerToFloatKernel>());
   registry.add(onnxkit_domain, "ConvIntegerToFloat", 1, kernel_factory<ConvIntegerToFloatKernel>());
+  registry.add(onnxkit_domain, std::string(kChannelsLastQLinearConv), 1,
+               kernel_factory<ChannelsLastQLinearConvKernel>());
 
   // Type inference, every version.
   registry.set_type_rule("", "QLinearConv", infer_qlinear_conv);
@@ -1221,6 +1311,8 @@ void register_quantization_ops(OpRegistry& registry) {
   registry.set_type_rule("", "ConvInteger", infer_conv_integer);
   registry.set_type_rule(onnxkit_domain, "MatMulIntegerToFloat", infer_matmul_integer_to_float);
   registry.set_type_rule(onnxkit_domain, "ConvIntegerToFloat", infer_conv_integer_to_float);
+  registry.set_type_rule(onnxkit_domain, std::string(kChannelsLastQLinearConv),
+                         infer_channels_last_qlinear_conv);
 }
 
 }  // namespace onnxkit

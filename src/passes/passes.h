@@ -92,5 +92,7 @@ std::unique_ptr<GraphPass> make_fuse_attention_pass();
 std::unique_ptr<GraphPass> make_fuse_transpose_into_attention_pass();
 // Layout level: conv chains keep their activations in the blocked layout (ops/blocked_ops.h).
 std::unique_ptr<GraphPass> make_convert_layout_pass();
+// Layout level: int8 convolution chains stay channels-last (ChannelsLastQLinearConv).
+std::unique_ptr<GraphPass> make_int8_channels_last_pass();
 
 }  // namespace onnxkit

@@ -75,6 +75,7 @@ std::vector<std::unique_ptr<GraphPass>> extended_passes() {
 
 std::vector<std::unique_ptr<GraphPass>> layout_passes() {
   std::vector<std::unique_ptr<GraphPass>> passes;
+  passes.push_back(make_int8_channels_last_pass());
   passes.push_back(make_convert_layout_pass());
   return passes;
 }
