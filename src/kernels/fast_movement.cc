@@ -5,12 +5,16 @@
 // [B, H, D, S], 2-D weights). A Transpose that moves only size-1 dims hands over its input's
 // bytes, as Reshape does (batch-1 [1, S, C] <-> [S, 1, C] in ViT's encoder). A Transpose of a
 // constant (a weight that the session did not fold) is done once, when the kernel is created.
+// 1-byte elements (int8 activations) whose transpose is one 2-D plane per outer item (NCHW
+// <-> NHWC at the edges of a channels-last int8 chain) go through quantize_simd's 16 x 16
+// byte tiles.
 #include <cstring>
 #include <optional>
 #include <vector>
 
 #include "core/parallel.h"
 #include "kernels/fast_kernel_util.h"
+#include "kernels/quantize_simd.h"
 #include "kernels/vector_math.h"
 #include "ops/op_utils.h"
 
@@ -140,6 +144,23 @@ void transpose_4byte(const uint32_t* in, const Shape& in_shape, const std::vecto
   });
 }
 
+// A transpose of 1-byte elements that swaps the last two dims of contiguous [rows, cols]
+// planes (outer dims staying in place): each plane is one quantize_simd::transpose_bytes.
+struct BytePlanes {
+  int64_t planes, rows, cols;
+};
+std::optional<BytePlanes> byte_planes(const Shape& in_shape, const std::vector<int64_t>& perm) {
+  const TransposePlan plan(in_shape, perm);
+  const size_t rank = plan.dims.size();
+  if (rank < 2) return std::nullopt;
+  const int64_t rows = plan.dims[rank - 1], cols = plan.dims[rank - 2];
+  if (plan.in_strides[rank - 2] != 1 || plan.in_strides[rank - 1] != cols) return std::nullopt;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    if (plan.in_strides[d] != plan.out_strides[d]) return std::nullopt;
+  }
+  return BytePlanes{shape_numel(in_shape) / (rows * cols), rows, cols};
+}
+
 // True when the dims other than 1s keep their order, so the output is the input's bytes.
 bool moves_nothing(const Shape& shape, const std::vector<int64_t>& perm) {
   int64_t previous = -1;
@@ -176,6 +197,22 @@ class FastTransposeKernel : public OpKernel {
       // Only size-1 dims move ([1, S, C] -> [S, 1, C]): the bytes are already in order.
       return context.set_output(
           0, Tensor::from_buffer(x.dtype(), permuted_shape(x.shape(), *perm), x.buffer()));
+    }
+    if (perm && x.dtype() != DType::kString && dtype_size(x.dtype()) == 1 && x.numel() > 0) {
+      if (const std::optional<BytePlanes> planes = byte_planes(x.shape(), *perm)) {
+        Tensor& out =
+            context.allocate_output_uninitialized(0, x.dtype(), permuted_shape(x.shape(), *perm));
+        const auto* in = static_cast<const uint8_t*>(x.raw_data());
+        auto* y = static_cast<uint8_t*>(out.mutable_raw_data());
+        const int64_t plane = planes->rows * planes->cols;
+        parallel_for(planes->planes, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t p = begin; p < end; ++p) {
+            quantize_simd::transpose_bytes(in + p * plane, planes->rows, planes->cols,
+                                           y + p * plane);
+          }
+        });
+        return;
+      }
     }
     if (!perm || !is_four_byte(x.dtype())) return run_fallback(fallback_.get(), context);
     Tensor& out =

@@ -4,13 +4,20 @@
 //
 //   DQ(xq) -> Conv(., DQ(wq), DQ(bq)?) -> Q -> yq     becomes  QLinearConv(xq, ..., bq)
 //   DQ(aq) -> MatMul(., DQ(bq))        -> Q -> yq     becomes  QLinearMatMul(aq, ..., bq)
+//   DQ(aq) -> Gemm(., DQ(bq), DQ(cq)?) -> Q -> yq     becomes  Reshape -> QLinearConv -> Reshape
+//
+// A Gemm [M, K] x [K, N] (+ C) is the 1x1 convolution of [M, K, 1, 1] by [N, K, 1, 1] with
+// bias C: QLinearConv's requantization of acc + C is exactly ONNX Runtime's QGemm's (MLAS
+// requantizes both the same way), and the int8 conv kernel runs it; the Reshapes hand their
+// bytes over. MatMul -> Add with a bias reaches this as a Gemm (fuse_matmul_add_into_gemm).
 //
 // which the int8 kernels (kernels/dnnl_int8.cc) run on integers, as ONNX Runtime does with
 // the same graphs (its QDQ selectors): the result is the requantized int32 product, which
 // can differ from the float graph by a rounding step, and is what ORT computes.
 //
 // Conditions: DQ(x) / Q per tensor with zero points given; the weights an int8 initializer
-// quantized per tensor or per output channel (Conv: axis 0; MatMul: per column, axis 1);
+// quantized per tensor or per output channel (Conv: axis 0; MatMul: per column, axis 1;
+// Gemm: its N axis, 0 with transB, else 1; alpha and beta 1, no transA, A of rank 2);
 // the bias an int32 initializer whose scale is x_scale * w_scale (as the quantizers write
 // it, so bq is QLinearConv's B as it is); the float product read by the Q alone. The DQ
 // nodes stay while something else reads them.
@@ -207,6 +214,90 @@ size_t fuse_matmul(Graph& graph, Node* matmul, const PassContext& context,
   return 1;
 }
 
+Value* int64_initializer(Graph& graph, const std::string& stem,
+                         const std::vector<int64_t>& values) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.mutable_data<int64_t>());
+  return graph.add_initializer(graph.unique_name(stem), std::move(t));
+}
+
+// W as [N, K, 1, 1] from Gemm's B ([N, K] with transB, else [K, N]).
+Tensor conv_weights(const Tensor& b, bool trans_b) {
+  const int64_t n = trans_b ? b.shape()[0] : b.shape()[1];
+  const int64_t k = trans_b ? b.shape()[1] : b.shape()[0];
+  Tensor w(b.dtype(), {n, k, 1, 1});
+  const auto* from = static_cast<const uint8_t*>(b.raw_data());
+  auto* to = static_cast<uint8_t*>(w.mutable_raw_data());
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < k; ++i) to[j * k + i] = trans_b ? from[j * k + i] : from[i * n + j];
+  }
+  return w;
+}
+
+size_t fuse_gemm(Graph& graph, Node* gemm, const PassContext& context,
+                 std::unordered_set<const Node*>& removed) {
+  if (linear_fusion::float_attribute(gemm, "alpha", 1.0f) != 1.0f ||
+      linear_fusion::float_attribute(gemm, "beta", 1.0f) != 1.0f || int_attr(gemm, "transA", 0)) {
+    return 0;
+  }
+  const bool trans_b = int_attr(gemm, "transB", 0) != 0;
+  const auto q = only_quantize(gemm, context);
+  const auto a = dequantized(gemm->input(0), true);
+  const auto b = dequantized(gemm->input(1), false);
+  if (!q || !a || !b || !constant_int8_weights(*b, trans_b ? 0 : 1)) return 0;
+  const ValueType& a_type = a->x->type();
+  if (!a_type.is_tensor() || !a_type.shape || a_type.shape->size() != 2) return 0;
+  const Tensor& bq = b->x->initializer();
+  if (bq.rank() != 2) return 0;
+  const int64_t n = trans_b ? bq.shape()[0] : bq.shape()[1];
+  const int64_t k = trans_b ? bq.shape()[1] : bq.shape()[0];
+  Value* bias = nullptr;
+  std::optional<QuantParams> c;
+  if (gemm->inputs().size() > 2 && gemm->input(2)) {
+    c = dequantized(gemm->input(2), false, /*zero_point_optional=*/true);
+    if (!c || !(bias = quantized_bias(*c, *a, *b, n))) return 0;
+  }
+  const std::string& stem = gemm->name().empty() ? q->node->output(0)->name() : gemm->name();
+  const Dim rows = (*a_type.shape)[0];
+  Node* to_image = graph.add_node(
+      "Reshape", {a->x, int64_initializer(graph, stem + "_image_shape", {0, k, 1, 1})},
+      {graph.unique_name(stem + "_image")}, "", stem + "_image", q->node);
+  to_image->output(0)->set_type(ValueType::tensor(
+      a_type.elem_type, std::vector<Dim>{rows, Dim::known(k), Dim::known(1), Dim::known(1)}));
+  Value* w = graph.add_initializer(graph.unique_name(stem + "_weights"), conv_weights(bq, trans_b));
+  std::vector<Value*> inputs{to_image->output(0), a->scale, a->zero_point, w, b->scale,
+                             b->zero_point,       q->scale, q->zero_point};
+  if (bias) inputs.push_back(bias);
+  const ValueType& y_type = q->node->output(0)->type();
+  Node* conv = graph.add_node("QLinearConv", inputs, {graph.unique_name(stem + "_product")}, "",
+                              gemm->name(), q->node);
+  conv->output(0)->set_type(
+      ValueType::tensor(y_type.is_tensor() ? y_type.elem_type : dtype_of(q->zero_point),
+                        std::vector<Dim>{rows, Dim::known(n), Dim::known(1), Dim::known(1)}));
+  std::vector<Node*> dequantizers{a->node, b->node, c ? c->node : nullptr};
+  // The Reshape back takes over the Q's output, as replace() does for the other products.
+  Node* to_matrix = graph.add_node(
+      "Reshape", {conv->output(0), int64_initializer(graph, stem + "_matrix_shape", {0, n})}, {},
+      "", stem + "_matrix", q->node);
+  Value* y = q->node->output(0);
+  graph.set_node_output(q->node, 0, graph.create_value(graph.unique_name(y->name() + "__old")));
+  graph.set_node_output(to_matrix, 0, y);
+  removed.insert(gemm);
+  removed.insert(q->node);
+  std::vector<Value*> read = q->node->inputs();
+  read.insert(read.end(), gemm->inputs().begin(), gemm->inputs().end());
+  graph.remove_node(q->node);
+  graph.remove_node(gemm);
+  for (Node* dq : dequantizers) {
+    if (!dq || removed.count(dq) || !is_unused(dq->output(0))) continue;
+    read.insert(read.end(), dq->inputs().begin(), dq->inputs().end());
+    removed.insert(dq);
+    graph.remove_node(dq);
+  }
+  for (Value* value : read) linear_fusion::drop_if_unused_initializer(graph, value);
+  return 1;
+}
+
 class FuseQdqIntoQLinearPass : public GraphPass {
  public:
   std::string_view name() const override { return "fuse_qdq_into_qlinear"; }
@@ -221,6 +312,8 @@ class FuseQdqIntoQLinearPass : public GraphPass {
         changes += fuse_conv(graph, node, context, removed);
       } else if (is_onnx_op(node, "MatMul")) {
         changes += fuse_matmul(graph, node, context, removed);
+      } else if (is_onnx_op(node, "Gemm")) {
+        changes += fuse_gemm(graph, node, context, removed);
       }
     }
     return changes;
