@@ -2,9 +2,10 @@
 // kernels, bit for bit: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv and
 // com.onnxkit MatMulIntegerToFloat / ConvIntegerToFloat over u8 / s8 operands, zero points
 // per tensor and per channel, odd shapes, and extreme values (255 x 127 pairs saturate
-// VPMADDUBSW without VNNI); each with weights split as below VNNI and not. QuantizeLinear,
-// DequantizeLinear and DynamicQuantizeLinear at every SIMD level, ties and NaN included.
-// CTest runs this file again under DNNL_MAX_CPU_ISA=AVX2 (kernels_int8_avx2).
+// VPMADDUBSW without VNNI); each with weights split as below VNNI and not. The same for
+// com.onnxkit ChannelsLastQLinearConv, and requantization ties next to a zero point.
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear at every SIMD level, ties and NaN
+// included. CTest runs this file again under DNNL_MAX_CPU_ISA=AVX2 (kernels_int8_avx2).
 #include "kernels/dnnl_int8.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "../graph_test_util.h"
 #include "kernels/vector_math.h"
+#include "ops/channels_last_ops.h"
 
 namespace onnxkit {
 namespace {
@@ -283,6 +285,79 @@ TEST(Int8Kernels, QLinearConvMatchesReference) {
       });
       ++seed;
     }
+  }
+}
+
+// [N, C, spatial...] -> [N, spatial..., C] of a shape, and of int8 bytes.
+Shape channels_last_shape(const Shape& s) {
+  Shape out{s[0]};
+  out.insert(out.end(), s.begin() + 2, s.end());
+  out.push_back(s[1]);
+  return out;
+}
+
+// com.onnxkit ChannelsLastQLinearConv on the conv cases (X given channels-last), u8 and s8
+// out: the oneDNN kernel against its reference (QLinearConv's between transposes).
+TEST(Int8Kernels, ChannelsLastQLinearConvMatchesReference) {
+  uint64_t seed = 550;
+  for (const ConvCase& c : conv_cases()) {
+    for (DType y_type : {DType::kUInt8, DType::kInt8}) {
+      SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
+      expect_bit_exact([&](GraphBuilder& g) {
+        std::mt19937_64 rng(seed);
+        const int64_t maps = c.w[0];
+        Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
+        Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
+        const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
+        Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
+        Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
+                                             : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
+        Tensor bias(DType::kInt32, {maps});
+        std::uniform_int_distribution<int32_t> dist(-5000, 5000);
+        for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+        std::vector<testing::Attr> list;
+        if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+        if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
+        if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
+        if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
+        g.output(g.node(std::string(kChannelsLastQLinearConv),
+                        {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, 120)), w, w_scale,
+                         w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
+                         g.constant(int8_scalar(y_type, 250)), g.constant(bias)},
+                        testing::Attributes(list), 1, std::string(kOnnxkitDomain))
+                     ->output(0));
+      });
+      ++seed;
+    }
+  }
+}
+
+// Products whose requantized values fall just above a half (multiplier 0.5 + 2^-23, small
+// odd accumulators) next to a zero point of 200: MLAS rounds v, then adds the zero point;
+// adding it first in float (oneDNN's order) rounds 200 + k.5000001 to the tie and then to
+// even. Plain and channels-last, with VNNI and split weights.
+TEST(Int8Kernels, QLinearConvRoundsBeforeTheZeroPoint) {
+  for (bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "channels-last" : "NCHW");
+    expect_bit_exact([&](GraphBuilder& g) {
+      std::mt19937_64 rng(77);
+      const Shape x_shape{1, 16, 12, 12};
+      Tensor x(DType::kUInt8, channels_last ? channels_last_shape(x_shape) : x_shape);
+      std::uniform_int_distribution<int> small(0, 3);
+      for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<uint8_t>()[i] = small(rng);
+      Tensor w(DType::kInt8, {32, 16, 1, 1});
+      std::uniform_int_distribution<int> weight(-2, 2);
+      for (int64_t i = 0; i < w.numel(); ++i) w.mutable_data<int8_t>()[i] = weight(rng);
+      Tensor w_scale(DType::kFloat, {32});
+      for (int64_t m = 0; m < 32; ++m) w_scale.mutable_data<float>()[m] = 0.5f + 0x1p-23f;
+      const std::string op = channels_last ? std::string(kChannelsLastQLinearConv) : "QLinearConv";
+      g.output(g.node(op,
+                      {g.input("x", x), g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 0)),
+                       g.constant(w), g.constant(w_scale), g.constant(Tensor(DType::kInt8, {32})),
+                       g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 200))},
+                      {}, 1, channels_last ? std::string(kOnnxkitDomain) : std::string())
+                   ->output(0));
+    });
   }
 }
 

@@ -108,6 +108,25 @@ TEST(FastMovement, TransposeMovingOnlyOnesSharesTheInput) {
   EXPECT_NE(out[0].raw_data(), x.raw_data());
 }
 
+// 1-byte elements (int8 activations at the edges of a channels-last chain): every
+// permutation of 4 dims, the byte-plane path where it applies and the reference elsewhere.
+TEST(FastMovement, TransposeBytesEveryPermutation) {
+  for (const Shape& shape : std::vector<Shape>{{1, 3, 17, 19}, {2, 24, 5, 7}, {3, 1, 33, 16}}) {
+    for (DType dtype : {DType::kUInt8, DType::kInt8}) {
+      Tensor x(dtype, shape);
+      auto* bytes = static_cast<uint8_t*>(x.mutable_raw_data());
+      for (int64_t i = 0; i < x.numel(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + 11);
+      std::vector<int64_t> perm(4);
+      std::iota(perm.begin(), perm.end(), 0);
+      do {
+        expect_fast_matches_reference(
+            transpose_case(x, perm), 0, 0,
+            "Transpose bytes " + shape_to_string(shape) + " " + shape_to_string(perm));
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+  }
+}
+
 TEST(FastMovement, TransposeOtherTypes) {
   Tensor ints(DType::kInt32, {3, 5, 7});
   for (int64_t i = 0; i < ints.numel(); ++i)
