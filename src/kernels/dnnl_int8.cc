@@ -413,21 +413,9 @@ class Int8Conv {
   // an NCHW reorder of the int32 product (ResNet-50: 38 -> ~12 ms per run, one thread).
   template <typename Consume>
   bool run(Int8Data x, const Shape& x_shape, int32_t x_zp, Consume&& consume) const {
-    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
-    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
-    if (!plan->supported) return false;
-    const uint64_t owner = plan->owner;
-    memory src = source(*plan, x);
-    auto* d = static_cast<int32_t*>(
-        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
-    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
-    int32_t zp_value = x_zp;
-    const memory zp_memory = dnnl_util::wrap(
-        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
-    dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
-    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    std::shared_ptr<const Plan> plan;
+    const int32_t* d = product(x, x_shape, x_zp, plan);
+    if (!d) return false;
 
     constexpr int64_t kBlock = 16;
     const int64_t plane = shape_numel(plan->out_spatial);
@@ -541,21 +529,9 @@ class Int8Conv {
   // all output channels of one output position.
   template <typename Consume>
   bool run_rows(Int8Data x, const Shape& x_shape, int32_t x_zp, Consume&& consume) const {
-    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
-    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
-    if (!plan->supported) return false;
-    const uint64_t owner = plan->owner;
-    memory src = source(*plan, x);
-    auto* d = static_cast<int32_t*>(
-        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
-    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
-    int32_t zp_value = x_zp;
-    const memory zp_memory = dnnl_util::wrap(
-        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
-    dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
-    dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
+    std::shared_ptr<const Plan> plan;
+    const int32_t* d = product(x, x_shape, x_zp, plan);
+    if (!d) return false;
     const int64_t rows = x_shape[0] * shape_numel(plan->out_spatial);
     const int64_t plane = shape_numel(plan->out_spatial);
     const int64_t channels = group_ * slots_;
@@ -604,6 +580,27 @@ class Int8Conv {
     Shape out_spatial;
     uint64_t owner = dnnl_util::new_memory_owner();
   };
+
+  // The primitive's int32 product of X (channels-last, group * slots_ channels) in scratch,
+  // with `plan` set; nullptr when oneDNN has no convolution for this shape.
+  const int32_t* product(Int8Data x, const Shape& x_shape, int32_t x_zp,
+                         std::shared_ptr<const Plan>& plan) const {
+    if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
+    plan = plan_for(x_shape, x.is_signed);
+    if (!plan->supported) return nullptr;
+    memory src = source(*plan, x);
+    auto* d = static_cast<int32_t*>(
+        dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
+    const memory dst = dnnl_util::reused_memory(plan->owner, 2, plan->dst, d);
+    int32_t zp_value = x_zp;
+    const memory zp_memory = dnnl_util::wrap(
+        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
+    dnnl_util::ExecArgs args;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
+    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
+    return d;
+  }
 
   // X in the primitive's layout (reordered into scratch when that is not NCHW).
   // Channels-last sources are transposed by quantize_simd::transpose_bytes: oneDNN 2.6's

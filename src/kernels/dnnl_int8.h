@@ -1,6 +1,8 @@
 // int8 products on oneDNN (dnnl_int8.cc): MatMulInteger, ConvInteger, QLinearMatMul,
-// QLinearConv and com.onnxkit MatMulIntegerToFloat / ConvIntegerToFloat with constant int8
-// weights.
+// QLinearConv and com.onnxkit MatMulIntegerToFloat / ConvIntegerToFloat /
+// ChannelsLastQLinearConv with constant int8 weights. Requantization is MLAS's: round half to
+// even, then the zero point, then saturation (an eltwise_round post-op where oneDNN
+// requantizes, as it would otherwise add the zero point before rounding).
 //
 // oneDNN 2.6 takes u8 or s8 activations and s8 weights only. The kernels hand it u8
 // activations (s8 ones shifted by 128) and s8 weights (u8 ones shifted by -128), and put the
