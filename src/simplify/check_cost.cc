@@ -160,7 +160,11 @@ RunCostEstimate estimate_run_cost(const Model& model,
   TypeInferenceOptions options;
   options.use_libonnx = false;  // the rules alone: enough for sizes, and quicker
   (void)infer_types(sized, registry, options);  // a node it cannot size stays unsized
-  return estimate_run_cost(graph, symbols);
+  // Where inference at the sizes knows less than the model did (a rule missing), the
+  // model's own shapes with its symbols sized: the larger of two lower bounds.
+  const RunCostEstimate resized = estimate_run_cost(graph, symbols);
+  const RunCostEstimate declared = estimate_run_cost(model.graph(), symbols);
+  return resized.units() >= declared.units() ? resized : declared;
 }
 
 }  // namespace onnxkit

@@ -444,14 +444,6 @@ Shape CheckDims::shape_of(const Value& input, size_t attempt) const {
   return shape;
 }
 
-std::map<std::string, int64_t> CheckDims::symbol_values(size_t attempt) const {
-  std::map<std::string, int64_t> values;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (!dims_[i].symbol.empty()) values[dims_[i].symbol] = value(i, attempt);
-  }
-  return values;
-}
-
 std::string CheckDims::describe_try(size_t attempt) const {
   std::string text;
   for (size_t i = 0; i < dims_.size(); ++i) {

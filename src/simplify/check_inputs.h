@@ -53,8 +53,6 @@ class CheckDims {
   size_t tries() const;
   // The shape of `input` in try `attempt` (its declared rank; no shape: a scalar).
   Shape shape_of(const Value& input, size_t attempt) const;
-  // The size each named dim has in try `attempt` (unnamed dims have no entry).
-  std::map<std::string, int64_t> symbol_values(size_t attempt) const;
   // The values of try `attempt`: "N=1, H=224, W=224, x[1]=16".
   std::string describe_try(size_t attempt) const;
   // Every dynamic dim, its role and its candidates, one per line, with the options that

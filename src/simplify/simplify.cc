@@ -484,8 +484,10 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     report.after = count_model(model);
     if (options.explain) explain_leftovers(model.graph(), context, report);
 
+    const auto decide_start = Clock::now();
     const int check_n =
         may_check ? checks_to_run(model, check_shapes, *registry, options, report) : 0;
+    report.seconds_check = seconds_since(decide_start);
     if (check_n > 0) {
       progress("running the input model");
       auto check_start = Clock::now();
@@ -524,7 +526,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
         report.bisect_application = high;
         if (!applied.empty() && applied.size() >= high) report.bisect_pass = applied[high - 1];
       }
-      report.seconds_check = seconds_since(check_start);
+      report.seconds_check += seconds_since(check_start);
     }
     return report;
   });
