@@ -431,10 +431,11 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     if (!options.unused_outputs.empty()) remove_outputs(model, options.unused_outputs);
     if (!options.input_shapes.empty()) apply_input_shapes(model, options);
     // The check compares with the model as given, after the outputs the user dropped are
-    // gone and --overwrite-input-shape fixed the dims of the inputs. It runs after the passes:
-    // kCheckAuto weighs the simplified graph, whose shapes they inferred. The input model
-    // comes back through `reload` when there is one; otherwise a copy (sharing the weights,
-    // copy-on-write) waits beside the passes.
+    // gone and --overwrite-input-shape fixed the dims of the inputs. A count of checks runs
+    // the input model now, before the passes, so that its weights and the result's are not
+    // resident together. kCheckAuto weighs the simplified graph (the passes infer its shapes)
+    // and then runs the input model: it comes back through `reload` when there is one;
+    // otherwise a copy (sharing the weights, copy-on-write) waits beside the passes.
     std::vector<CheckRun> check_runs;
     // A node of a custom domain that no registry defines (its op library not loaded) cannot
     // run: the model is simplified around it, unchecked, as onnxsim cannot check it either.
@@ -450,7 +451,16 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
         if (input->has_initializer() || !input->type().shape) continue;
         check_shapes[input->name()] = check_dims->shape_of(*input, 0);
       }
-      if (!options.reload) input_model = clone_model(model);
+      if (options.check_n > 0) {
+        progress("running the input model");
+        auto check_start = Clock::now();
+        check_runs = run_input_model(model, *check_dims, options.check_n, options, *registry,
+                                     report);
+        release_weight_pages(model);
+        report.seconds_check = seconds_since(check_start);
+      } else if (!options.reload) {
+        input_model = clone_model(model);
+      }
     }
     if (options.target_opset > 0) {
       progress("converting opset");
@@ -484,17 +494,18 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     report.after = count_model(model);
     if (options.explain) explain_leftovers(model.graph(), context, report);
 
-    const auto decide_start = Clock::now();
+    auto check_start = Clock::now();
     const int check_n =
         may_check ? checks_to_run(model, check_shapes, *registry, options, report) : 0;
-    report.seconds_check = seconds_since(decide_start);
     if (check_n > 0) {
-      progress("running the input model");
-      auto check_start = Clock::now();
-      if (!input_model) input_model = reload_input(options);
-      check_runs = run_input_model(*input_model, *check_dims, check_n, options, *registry, report);
-      input_model.reset();
-      release_weight_pages(model);
+      if (check_runs.empty()) {  // kCheckAuto
+        progress("running the input model");
+        if (!input_model) input_model = reload_input(options);
+        check_runs =
+            run_input_model(*input_model, *check_dims, check_n, options, *registry, report);
+        input_model.reset();
+        release_weight_pages(model);
+      }
       progress("checking");
       bool ok = check_simplified(check_runs, model, *registry, options, report);
       if (!ok && options.bisect && options.reload) {
@@ -526,8 +537,8 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
         report.bisect_application = high;
         if (!applied.empty() && applied.size() >= high) report.bisect_pass = applied[high - 1];
       }
-      report.seconds_check += seconds_since(check_start);
     }
+    report.seconds_check += seconds_since(check_start);
     return report;
   });
 }
