@@ -32,7 +32,8 @@ struct Sizes {
   }
   uint64_t numel() const {
     uint64_t n = 1;
-    for (auto d : dims) n = saturating_mul(n, static_cast<uint64_t>(std::max<int64_t>(d.value_or(1), 0)));
+    for (auto d : dims)
+      n = saturating_mul(n, static_cast<uint64_t>(std::max<int64_t>(d.value_or(1), 0)));
     return n;
   }
   // Dim `i` (negative: from the back); 1 when unknown or out of range.
@@ -114,8 +115,8 @@ void add_graph(const Graph& graph, const std::map<std::string, int64_t>& symbols
       sized &= out.complete();
       estimate.elements = saturating_add(estimate.elements, out.numel());
       if (i == 0) {
-        estimate.multiply_adds = saturating_add(estimate.multiply_adds,
-                                                contraction_multiply_adds(*node, out, symbols));
+        estimate.multiply_adds =
+            saturating_add(estimate.multiply_adds, contraction_multiply_adds(*node, out, symbols));
       }
     }
     if (!sized) ++estimate.unsized_nodes;
@@ -158,7 +159,7 @@ RunCostEstimate estimate_run_cost(const Model& model,
     value->set_type(std::move(type));
   }
   TypeInferenceOptions options;
-  options.use_libonnx = false;  // the rules alone: enough for sizes, and quicker
+  options.use_libonnx = false;                  // the rules alone: enough for sizes, and quicker
   (void)infer_types(sized, registry, options);  // a node it cannot size stays unsized
   // Where inference at the sizes knows less than the model did (a rule missing), the
   // model's own shapes with its symbols sized: the larger of two lower bounds.

@@ -1,8 +1,8 @@
 #include "onnxkit/simplify.h"
 
 #include <chrono>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -454,8 +454,8 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
       if (options.check_n > 0) {
         progress("running the input model");
         auto check_start = Clock::now();
-        check_runs = run_input_model(model, *check_dims, options.check_n, options, *registry,
-                                     report);
+        check_runs =
+            run_input_model(model, *check_dims, options.check_n, options, *registry, report);
         release_weight_pages(model);
         report.seconds_check = seconds_since(check_start);
       } else if (!options.reload) {
