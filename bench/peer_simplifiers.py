@@ -8,8 +8,9 @@ and whether the simplified model still computes what the original does.
 Default models: the full-size set (bench/models/*.onnx) and the real-model suite
 (bench/real_models/openwakeword/*.onnx, fetched by bench/fetch_real_models.sh).
 
-Every tool runs with its default options (and onnxkit once more without its check, as
-onnxsim's CLI runs none unless given check_n), in its own process (so peak RSS, from /usr/bin/time,
+Every tool runs with its default options (and onnxkit once more with its check forced,
+--check-n 1: its default, --check-n auto, checks only where both runs are estimated cheap,
+and onnxsim's CLI checks nothing unless given check_n), in its own process (so peak RSS, from /usr/bin/time,
 is that tool's alone), one model at a time; the order of the three tools rotates
 from model to model. Wall time includes each tool's start-up (Python imports for the peers).
 Nodes are counted with the nodes of If/Loop/Scan bodies. "matches" runs ONNX Runtime (the
@@ -60,15 +61,18 @@ def model_nodes(path):
 def timed(command, timeout):
     """Runs a command under /usr/bin/time (whose own small process forks it, so the peak RSS
     is the tool's alone, not this process's inherited one); returns (wall s, CPU s, peak RSS
-    in MB, return code, stderr tail)."""
-    with tempfile.NamedTemporaryFile("r") as stats, tempfile.TemporaryFile() as err:
+    in MB, return code, stderr tail, stdout)."""
+    with tempfile.NamedTemporaryFile("r") as stats, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as out:
         start = time.perf_counter()
         try:
             code = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%M %U %S"] + command,
-                                  stdout=subprocess.DEVNULL, stderr=err, timeout=timeout).returncode
+                                  stdout=out, stderr=err, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             code = -9
         seconds = time.perf_counter() - start
+        out.seek(0)
+        stdout = out.read().decode(errors="replace")
         fields = (stats.read().strip().splitlines() or ["0 0 0"])[-1].split()
         err.seek(0)
         lines = err.read().decode(errors="replace").strip().splitlines()
@@ -77,15 +81,16 @@ def timed(command, timeout):
         rss_kb, user, system = float(fields[0]), float(fields[1]), float(fields[2])
     except (ValueError, IndexError):
         rss_kb = user = system = 0.0
-    return seconds, user + system, rss_kb / 1024.0, code, tail[0][:160]
+    return seconds, user + system, rss_kb / 1024.0, code, tail[0][:160], stdout
 
 
 def tools(onnxkit):
     python = sys.executable
     return {
+        # onnxsim's CLI checks nothing unless given check_n; onnxkit's default (--check-n
+        # auto) checks once where both runs are estimated cheap, and once more forced.
         "onnxkit": lambda i, o: [onnxkit, "simplify", i, o],
-        # onnxsim's CLI checks nothing unless given check_n; onnxkit checks once by default.
-        "onnxkit --check-n 0": lambda i, o: [onnxkit, "simplify", "--check-n", "0", i, o],
+        "onnxkit --check-n 1": lambda i, o: [onnxkit, "simplify", "--check-n", "1", i, o],
         "onnxsim": lambda i, o: [python, "-m", "onnxsim", i, o],
         "onnxslim": lambda i, o: [python, "-m", "onnxslim", i, o],
     }
@@ -209,8 +214,9 @@ def main():
         results = {}
         for tool in order:
             out = os.path.join(work, f"{stem}.{tool.replace(' ', '_')}.onnx")
-            seconds, cpu, rss, code, tail = timed(commands[tool](model, out), args.timeout)
-            result = {"seconds": seconds, "cpu": cpu, "rss": rss, "code": code, "error": tail}
+            seconds, cpu, rss, code, tail, stdout = timed(commands[tool](model, out), args.timeout)
+            result = {"seconds": seconds, "cpu": cpu, "rss": rss, "code": code, "error": tail,
+                      "checked": "check: " in stdout and " run(s)" in stdout}
             if code == 0 and os.path.exists(out):
                 result["nodes"] = model_nodes(out)
                 if reference is not None:
@@ -233,8 +239,8 @@ def main():
     def cell(r, key, fmt):
         return fmt.format(r[key]) if key in r else "failed"
 
-    lines = ["| model | nodes before | nodes after: onnxkit / onnxsim / onnxslim | wall s: onnxkit / onnxsim / onnxslim | CPU s: onnxkit / onnxsim / onnxslim | onnxkit / onnxsim wall | onnxkit --check-n 0: wall s, / onnxsim | peak RSS MB: onnxkit / onnxsim / onnxslim | matches (max rel. error): onnxkit / onnxsim / onnxslim |",
-             "| --- | ---: | --- | --- | --- | ---: | --- | --- | --- |"]
+    lines = ["| model | nodes before | nodes after: onnxkit / onnxsim / onnxslim | wall s: onnxkit / onnxsim / onnxslim | CPU s: onnxkit / onnxsim / onnxslim | onnxkit / onnxsim wall | onnxkit's default check | onnxkit --check-n 1: wall s, / onnxsim | peak RSS MB: onnxkit / onnxsim / onnxslim | matches (max rel. error): onnxkit / onnxsim / onnxslim |",
+             "| --- | ---: | --- | --- | --- | ---: | --- | --- | --- | --- |"]
     for stem, before, results in rows:
         k, n, s, l = (results[t] for t in names)
         nodes = " / ".join(cell(r, "nodes", "{}") for r in (k, s, l))
@@ -248,9 +254,10 @@ def main():
                 return "failed" if r["code"] else "-"
             return ("yes" if r["error_rel"] <= TOLERANCE else "NO") + f" ({r['error_rel']:.1e})"
         matches = " / ".join(match(r) for r in (k, s, l))
-        unchecked = (f"{n['seconds']:.2f}, {n['seconds'] / s['seconds']:.3f}"
-                     if n["code"] == 0 and s["code"] == 0 else "failed")
-        lines.append(f"| {stem} | {before} | {nodes} | {wall} | {cpu} | {ratio} | {unchecked} | {rss} | {matches} |")
+        forced = (f"{n['seconds']:.2f}, {n['seconds'] / s['seconds']:.3f}"
+                  if n["code"] == 0 and s["code"] == 0 else "failed")
+        checked = "ran" if k["checked"] else "skipped"
+        lines.append(f"| {stem} | {before} | {nodes} | {wall} | {cpu} | {ratio} | {checked} | {forced} | {rss} | {matches} |")
     table = "\n".join(lines)
     print(table)
     if args.out:

@@ -136,7 +136,9 @@ void onnxkit_value_free(OnnxkitValue* value);
 
 OnnxkitStatus* onnxkit_simplify_options_create(OnnxkitSimplifyOptions** options);
 void onnxkit_simplify_options_free(OnnxkitSimplifyOptions* options);
-/* Equivalence check runs with generated inputs (default 1; 0: no check). */
+/* Equivalence check runs with generated inputs: ONNXKIT_CHECK_N_AUTO (the default: one run
+   when both models' runs are estimated cheap, none otherwise), n > 0 runs, or 0: no check. */
+#define ONNXKIT_CHECK_N_AUTO (-1)
 OnnxkitStatus* onnxkit_simplify_options_set_check_n(OnnxkitSimplifyOptions* options, int n);
 /* Skip every optimization (shape overrides and output removal still apply). */
 OnnxkitStatus* onnxkit_simplify_options_set_skip_optimization(OnnxkitSimplifyOptions* options,

@@ -39,11 +39,21 @@ struct SimplifyOptions {
   std::vector<std::string> custom_op_libraries;
 
   // Equivalence check: check_n runs with generated (or given) inputs; 0 disables it.
+  // kCheckAuto (the default): one run when its cost, estimated from the simplified graph's
+  // static shapes at the check's sizes, is at most check_auto_budget; none otherwise, and
+  // SimplifyReport::check_skipped says why (a check runs both models, so on a big model it
+  // costs more than simplifying; onnxsim checks nothing unless asked).
   // Dynamic dims the options below leave open get sizes from evidence: 1 for a batch,
   // sizes that survive downsampling for a dim reaching Conv / pool / Resize spatial axes
   // (224, 256, 320, ... tried in turn while the model fails for a shape reason), moderate
   // lengths for sequences; one value per symbol across all inputs.
-  int check_n = 1;
+  static constexpr int kCheckAuto = -1;
+  int check_n = kCheckAuto;
+  // kCheckAuto's budget for the check's two runs, in estimate units (multiply-adds plus
+  // elements written: simplify/check_cost.h). 200M units are about 45 ms of CPU at the rate
+  // measured on MobileNetV2's check (depthwise convolutions, the slowest per unit of the
+  // model set): a twentieth of the ~1 s onnxsim takes on the smallest model.
+  uint64_t check_auto_budget = 200'000'000;
   double check_rtol = 1e-4;
   double check_atol = 1e-5;
   std::map<std::string, Tensor> check_inputs;  // --input NAME=FILE
@@ -60,6 +70,8 @@ struct SimplifyOptions {
   // On a failed check, find the first pass application that broke it. Needs a fresh
   // copy of the input model for every try.
   bool bisect = false;
+  // A fresh copy of the input model (as loaded): bisect's tries, and the check's run of the
+  // input model, which otherwise keeps a copy beside the passes. Optional.
   std::function<Result<Model>()> reload;
 
   bool explain = false;
@@ -100,6 +112,11 @@ struct SimplifyReport {
   double seconds_passes = 0;
   double seconds_check = 0;
   int checks_run = 0;
+  // The estimated cost of one run of the simplified model at the check's sizes (multiply-adds
+  // plus elements written; 0 when check_n was not kCheckAuto).
+  uint64_t check_cost_estimate = 0;
+  // kCheckAuto over its budget: why the check did not run (empty when it ran or was off).
+  std::string check_skipped;
   std::string check_dims;  // the sizes the check gave dynamic input dims: "N=1, H=224, W=224"
   bool check_ok = true;
   std::vector<OutputCheck> checks;  // worst per output over all runs

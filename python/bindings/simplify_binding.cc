@@ -104,6 +104,7 @@ py::tuple simplify_model(const py::object& source, const std::string& output_pat
   }
   py::list notes;
   for (const auto& warning : report.warnings) notes.append(warning);
+  if (!report.check_skipped.empty()) notes.append(report.check_skipped);
   py::object model_bytes = output_path.empty() ? py::object(py::bytes(serialized)) : py::none();
   return py::make_tuple(model_bytes, report.check_ok, report.check_message, notes);
 }

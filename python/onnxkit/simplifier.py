@@ -90,8 +90,17 @@ def _options(check_n, perform_optimization, skip_fuse_bn, overwrite_input_shapes
     for name, dims in test_shapes.items():
         if not all(isinstance(d, int) for d in dims):
             raise ValueError(f"test_input_shapes '{name}': {dims} is not a list of sizes")
+    if isinstance(check_n, str) and check_n == "auto":
+        count = -1  # SimplifyOptions::kCheckAuto
+    else:
+        try:
+            count = -2 if isinstance(check_n, bool) else int(check_n)
+        except (TypeError, ValueError):
+            count = -2
+        if count < 0:
+            raise ValueError(f"check_n: expected 'auto' or a count (0: no check), got {check_n!r}")
     options = {
-        "check_n": int(check_n),
+        "check_n": count,
         "skip_passes": sorted(skip),
         "skip_fuse_bn": bool(skip_fuse_bn),
         "skip_constant_folding": bool(skip_constant_folding),
@@ -134,7 +143,8 @@ def simplify(model, check_n=1, perform_optimization=True, skip_fuse_bn=False,
     """Simplifies ``model`` (an onnx.ModelProto or a path) as onnxsim.simplify does; returns
     ``(onnx.ModelProto, check_ok)``. ``check_ok`` is False when the simplified model's outputs
     differ from the original's on the check inputs (the reason is given as a warning).
-    Models over 2 GiB: pass a path; the result then holds its tensors in memory and is
+    ``check_n="auto"`` (``onnxkit simplify``'s default) runs one check when both models' runs
+    are estimated cheap, and otherwise warns that it skipped it. Models over 2 GiB: pass a path; the result then holds its tensors in memory and is
     saved with ``onnx.save(model, path, save_as_external_data=True)``. ``custom_lib``: an
     onnxkit custom op library (include/onnxkit/custom_op.h) whose ops folding may evaluate."""
     if input_shapes is not None:  # onnxsim's deprecated name for both shape arguments

@@ -117,6 +117,30 @@ def test_equal_to_the_cli(tmp_path):
     assert from_path.graph == onnx.load(tmp_path / "cli_shape.onnx").graph
 
 
+def test_check_n_auto(tmp_path):
+    """check_n="auto" (the CLI's default) checks a cheap model and, over its budget, warns
+    that it skipped the check, as the CLI says it."""
+    import warnings
+
+    import onnxkit
+
+    model = onnx.load(TINY_CNN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the check ran
+        checked, check = onnxkit.simplify(model, check_n="auto")
+    assert check
+    # Batch 1024 in the check's shapes: over auto's budget.
+    big = {"input": [1024, 3, 32, 32]}
+    with pytest.warns(UserWarning, match=r"check skipped: .*--check-n 1 runs it"):
+        skipped, check = onnxkit.simplify(model, check_n="auto", test_input_shapes=big)
+    assert check and skipped.graph == checked.graph
+    run_cli("simplify", TINY_CNN, tmp_path / "cli.onnx", "--test-input-shape", "input:1024,3,32,32")
+    assert onnx.load(tmp_path / "cli.onnx").graph == skipped.graph
+    for bad in (-1, "often", True):
+        with pytest.raises(ValueError, match="check_n"):
+            onnxkit.simplify(model, check_n=bad)
+
+
 def test_large_models_go_through_files(monkeypatch):
     """Models above the in-memory limit (2 GiB in practice) travel as files with external
     data; the limit is lowered here so a small model takes that path."""

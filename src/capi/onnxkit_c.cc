@@ -396,7 +396,10 @@ void onnxkit_simplify_options_free(OnnxkitSimplifyOptions* options) {
 OnnxkitStatus* onnxkit_simplify_options_set_check_n(OnnxkitSimplifyOptions* options, int n) {
   return guarded([&] {
     auto& target = require(options, "options");
-    if (n < 0) invalid("check_n must be >= 0, not {}", n);
+    static_assert(ONNXKIT_CHECK_N_AUTO == SimplifyOptions::kCheckAuto);
+    if (n < 0 && n != ONNXKIT_CHECK_N_AUTO) {
+      invalid("check_n must be >= 0 or ONNXKIT_CHECK_N_AUTO, not {}", n);
+    }
     target.options.check_n = n;
   });
 }

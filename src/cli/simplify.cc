@@ -2,6 +2,7 @@
 // --bisect and --json. Refuses to write over its input; writes nothing when the check fails.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,7 @@ struct SimplifyArgs {
   std::string output;
   std::vector<std::string> input_shapes;
   std::vector<std::string> custom_op_libraries;
-  int check_n = 1;
+  std::string check_n = "auto";
   std::vector<std::string> skip_optimization;
   bool skip_optimization_given = false;
   CLI::Option* skip_option = nullptr;
@@ -179,6 +180,17 @@ void write_report(const SimplifyArgs& args, const SimplifyReport& report, const 
   if (!out.good()) fail("cannot write the report to '{}'", args.report);
 }
 
+// --check-n: "auto" or a count.
+int parse_check_n(const std::string& text) {
+  if (text == "auto") return SimplifyOptions::kCheckAuto;
+  int n = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (error != std::errc() || end != text.data() + text.size() || n < 0) {
+    fail("--check-n: expected auto or a count (0: no check), got '{}'", text);
+  }
+  return n;
+}
+
 int run_simplify(const SimplifyArgs& args) {
   auto total_start = Clock::now();
   const fs::path input(args.input), output(args.output);
@@ -237,7 +249,7 @@ int run_simplify(const SimplifyArgs& args) {
   options.mutable_initializers = args.mutable_initializer;
   options.include_subgraphs = args.include_subgraph;
   options.target_opset = args.target_opset;
-  options.check_n = args.check_n;
+  options.check_n = parse_check_n(args.check_n);
   options.check_rtol = args.check_rtol;
   options.check_atol = args.check_atol;
   options.seed = args.seed;
@@ -326,7 +338,10 @@ int run_simplify(const SimplifyArgs& args) {
     nlohmann::json check{{"runs", report.checks_run},
                          {"ok", report.check_ok},
                          {"dims", report.check_dims},
+                         {"requested", args.check_n},
                          {"spin", spin_policy_name(process_spin_policy())}};
+    if (report.check_cost_estimate > 0) check["estimated_cost"] = report.check_cost_estimate;
+    if (!report.check_skipped.empty()) check["skipped"] = report.check_skipped;
     for (const auto& c : report.checks) {
       check["outputs"].push_back({{"name", c.name},
                                   {"max_abs_error", c.max_abs_error},
@@ -367,7 +382,9 @@ int run_simplify(const SimplifyArgs& args) {
                             precision_floor)
               : "",
           report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims);
-    } else if (args.check_n > 0) {
+    } else if (!report.check_skipped.empty()) {
+      std::cout << report.check_skipped << "\n";
+    } else if (args.check_n != "0") {
       std::cout << "check: not run\n";
     }
     for (const auto& warning : report.warnings) std::cout << "warning: " << warning << "\n";
@@ -405,7 +422,9 @@ Command add_simplify_command(CLI::App& root) {
   c->add_option("--overwrite-input-shape,--input-shape", args->input_shapes,
                 "NAME:D0,D1,... (numbers or symbol names); repeatable");
   add_custom_op_lib_flag(c, args->custom_op_libraries);
-  c->add_option("--check-n", args->check_n, "Check runs with generated inputs (0: no check)")
+  c->add_option("--check-n", args->check_n,
+                "Check runs with generated inputs: auto (one run when both models' runs are "
+                "estimated cheap, else none, saying so), N (N runs) or 0 (no check)")
       ->capture_default_str();
   args->skip_option = c->add_option("--skip-optimization", args->skip_optimization,
                                     "Skip all optimization, or only the named passes")

@@ -114,7 +114,7 @@ Result<std::string> render_simplify_page(const SimplifyPageInput& input) {
                       max_rel,
                       report.check_dims.empty() ? "" : "; dynamic dims " + report.check_dims));
     } else {
-      facts.emplace_back("check", "not run");
+      facts.emplace_back("check", report.check_skipped.empty() ? "not run" : report.check_skipped);
     }
     if (!report.check_ok) facts.emplace_back("check failure", report.check_message);
     page.facts(facts);

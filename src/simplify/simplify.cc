@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -19,6 +20,7 @@
 #include "registry/builtin_registry.h"
 #include "registry/custom_op_library.h"
 #include "runtime/compare.h"
+#include "simplify/check_cost.h"
 #include "simplify/check_inputs.h"
 
 namespace onnxkit {
@@ -148,14 +150,14 @@ bool skip_check_for_custom_ops(const Model& model, const OpRegistry& registry,
 // Runs the input model on check inputs. The first run tries the dynamic dims' candidate
 // sizes in turn while the model fails for a shape reason; later runs reuse the sizes that
 // worked.
-std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions& options,
-                                      const OpRegistry& registry, SimplifyReport& report) {
-  const CheckDims dims(model, options.check_dims, options.test_input_shapes, options.check_inputs);
+std::vector<CheckRun> run_input_model(const Model& model, const CheckDims& dims, int check_n,
+                                      const SimplifyOptions& options, const OpRegistry& registry,
+                                      SimplifyReport& report) {
   auto session = Session::create(clone_model(model), check_session_options(options, registry));
   if (!session) fail("the input model cannot run for the check: {}", session.error());
   std::vector<CheckRun> runs;
   size_t attempt = 0;
-  for (int run = 0; run < options.check_n; ++run) {
+  for (int run = 0; run < check_n; ++run) {
     CheckRun check_run;
     const uint64_t seed = options.seed + static_cast<uint64_t>(run);
     check_run.inputs = make_check_inputs(model, dims, options.check_inputs, seed, attempt);
@@ -183,6 +185,24 @@ std::vector<CheckRun> run_input_model(const Model& model, const SimplifyOptions&
   report.check_dims = dims.describe_try(attempt);
   if (!runs.empty()) measure_precision_floor(model, options, registry, runs);
   return runs;
+}
+
+// How many check runs to make: check_n, or for kCheckAuto one when the estimated cost of
+// the two runs (the input model's and the result's, taken as twice the result's) fits the
+// budget, none otherwise (report.check_skipped says why and how to force it).
+int checks_to_run(const Model& simplified, const std::map<std::string, Shape>& input_shapes,
+                  const OpRegistry& registry, const SimplifyOptions& options,
+                  SimplifyReport& report) {
+  if (options.check_n != SimplifyOptions::kCheckAuto) return options.check_n;
+  const RunCostEstimate estimate = estimate_run_cost(simplified, input_shapes, registry);
+  report.check_cost_estimate = estimate.units();
+  const uint64_t two_runs = estimate.units() > UINT64_MAX / 2 ? UINT64_MAX : 2 * estimate.units();
+  if (two_runs <= options.check_auto_budget) return 1;
+  report.check_skipped = fmt::format(
+      "check skipped: its two runs would cost about {:.2g}G multiply-adds and elements written, "
+      "over the {:.2g}G of --check-n auto; --check-n 1 runs it",
+      static_cast<double>(two_runs) / 1e9, static_cast<double>(options.check_auto_budget) / 1e9);
+  return 0;
 }
 
 void collect_mappings(const Graph& graph, std::set<const FileMapping*>& mappings) {
@@ -314,6 +334,14 @@ void remove_outputs(Model& model, const std::vector<std::string>& names) {
   if (graph.outputs().empty()) fail("--unused-output would remove every output of the model");
 }
 
+// The input model again, with the outputs the user dropped gone and the input shapes set.
+Model reload_input(const SimplifyOptions& options) {
+  Model model = options.reload().value();
+  if (!options.unused_outputs.empty()) remove_outputs(model, options.unused_outputs);
+  if (!options.input_shapes.empty()) apply_input_shapes(model, options);
+  return model;
+}
+
 PipelineOptions pipeline_options(const SimplifyOptions& options) {
   PipelineOptions pipeline;
   pipeline.skip = options.skip_passes;
@@ -397,20 +425,42 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     auto progress = [&](std::string_view phase) {
       if (options.progress) options.progress(phase);
     };
+    if (options.check_n < SimplifyOptions::kCheckAuto) {
+      fail("check_n must be 0 or more, or kCheckAuto; not {}", options.check_n);
+    }
     if (!options.unused_outputs.empty()) remove_outputs(model, options.unused_outputs);
     if (!options.input_shapes.empty()) apply_input_shapes(model, options);
-    // The check's expected outputs come first: outputs the user dropped are not compared,
-    // and --overwrite-input-shape fixes the dims of the inputs.
+    // The check compares with the model as given, after the outputs the user dropped are
+    // gone and --overwrite-input-shape fixed the dims of the inputs. A count of checks runs
+    // the input model now, before the passes, so that its weights and the result's are not
+    // resident together. kCheckAuto weighs the simplified graph (the passes infer its shapes)
+    // and then runs the input model: it comes back through `reload` when there is one;
+    // otherwise a copy (sharing the weights, copy-on-write) waits beside the passes.
     std::vector<CheckRun> check_runs;
     // A node of a custom domain that no registry defines (its op library not loaded) cannot
     // run: the model is simplified around it, unchecked, as onnxsim cannot check it either.
-    const bool check = options.check_n > 0 && !skip_check_for_custom_ops(model, *registry, report);
-    if (check) {
-      progress("running the input model");
-      auto check_start = Clock::now();
-      check_runs = run_input_model(model, options, *registry, report);
-      release_weight_pages(model);
-      report.seconds_check = seconds_since(check_start);
+    const bool may_check =
+        options.check_n != 0 && !skip_check_for_custom_ops(model, *registry, report);
+    std::optional<Model> input_model;
+    std::optional<CheckDims> check_dims;
+    std::map<std::string, Shape> check_shapes;  // the first try's input shapes
+    if (may_check) {
+      check_dims.emplace(model, options.check_dims, options.test_input_shapes,
+                         options.check_inputs);
+      for (const Value* input : model.graph().inputs()) {
+        if (input->has_initializer() || !input->type().shape) continue;
+        check_shapes[input->name()] = check_dims->shape_of(*input, 0);
+      }
+      if (options.check_n > 0) {
+        progress("running the input model");
+        auto check_start = Clock::now();
+        check_runs =
+            run_input_model(model, *check_dims, options.check_n, options, *registry, report);
+        release_weight_pages(model);
+        report.seconds_check = seconds_since(check_start);
+      } else if (!options.reload) {
+        input_model = clone_model(model);
+      }
     }
     if (options.target_opset > 0) {
       progress("converting opset");
@@ -444,9 +494,19 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
     report.after = count_model(model);
     if (options.explain) explain_leftovers(model.graph(), context, report);
 
-    if (check) {
+    auto check_start = Clock::now();
+    const int check_n =
+        may_check ? checks_to_run(model, check_shapes, *registry, options, report) : 0;
+    if (check_n > 0) {
+      if (check_runs.empty()) {  // kCheckAuto
+        progress("running the input model");
+        if (!input_model) input_model = reload_input(options);
+        check_runs =
+            run_input_model(*input_model, *check_dims, check_n, options, *registry, report);
+        input_model.reset();
+        release_weight_pages(model);
+      }
       progress("checking");
-      auto check_start = Clock::now();
       bool ok = check_simplified(check_runs, model, *registry, options, report);
       if (!ok && options.bisect && options.reload) {
         progress("bisecting");
@@ -455,9 +515,7 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
         while (low + 1 < high || (low == 0 && high == 1 && applied.empty())) {
           size_t mid = (low + high) / 2;
           if (mid == low) mid = low + 1;
-          Model trial = options.reload().value();
-          if (!options.unused_outputs.empty()) remove_outputs(trial, options.unused_outputs);
-          if (!options.input_shapes.empty()) apply_input_shapes(trial, options);
+          Model trial = reload_input(options);
           PassContext trial_context = context;
           trial_context.not_folded.clear();
           auto trial_passes = basic_passes();
@@ -479,8 +537,8 @@ Result<SimplifyReport> simplify(Model& model, const SimplifyOptions& options) {
         report.bisect_application = high;
         if (!applied.empty() && applied.size() >= high) report.bisect_pass = applied[high - 1];
       }
-      report.seconds_check += seconds_since(check_start);
     }
+    report.seconds_check += seconds_since(check_start);
     return report;
   });
 }

@@ -325,9 +325,10 @@ static void test_custom_ops(void) {
 static void test_simplify(void) {
   OnnxkitSimplifyOptions* options = NULL;
   if (!OK(onnxkit_simplify_options_create(&options))) return;
+  OK(onnxkit_simplify_options_set_check_n(options, ONNXKIT_CHECK_N_AUTO));
   OK(onnxkit_simplify_options_set_check_n(options, 2));
-  EXPECT_ERROR(onnxkit_simplify_options_set_check_n(options, -1), ONNXKIT_ERROR_INVALID_ARGUMENT,
-               "-1");
+  EXPECT_ERROR(onnxkit_simplify_options_set_check_n(options, -2), ONNXKIT_ERROR_INVALID_ARGUMENT,
+               "-2");
   const int64_t dims[4] = {1, 3, 32, 32};
   OK(onnxkit_simplify_options_set_input_shape(options, "input", dims, 4));
   const int64_t bad_dims[1] = {-2};

@@ -45,8 +45,10 @@ std::string command_line(const std::string& command, const fs::path& model,
   const std::string stderr_only = " 2>&1 >/dev/null";
   if (command == "run") return binary + " run --random " + model.string() + stderr_only;
   if (command == "simplify") {
-    return binary + " simplify " + model.string() + " " + (out_dir / "out.onnx").string() +
-           stderr_only;
+    // The check forced: --check-n auto skips it on a model this big (the hostile sizes are
+    // what it must refuse to run), and simplifying alone would succeed.
+    return binary + " simplify --check-n 1 " + model.string() + " " +
+           (out_dir / "out.onnx").string() + stderr_only;
   }
   return binary + " inspect " + model.string() + (command == "inspect" ? "" : stderr_only);
 }

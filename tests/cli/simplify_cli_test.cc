@@ -165,6 +165,57 @@ TEST(SimplifyCli, FoldsTheExampleAndPrintsTheTable) {
   EXPECT_TRUE(fs::exists(dir / "out.onnx"));
 }
 
+TEST(SimplifyCli, CheckAutoRunsWhatIsCheapSkipsWhatIsNotAndACountForcesIt) {
+  const std::string model = ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx";
+  testing::TempDir dir;
+  const std::string out = (dir / "out.onnx").string();
+  auto simplify = [&](const std::string& flags) {
+    fs::remove(out);
+    return run_command(onnxkit("simplify " + model + " " + out + flags));
+  };
+  // Batch 1: about 0.5M units a run, well inside auto's budget.
+  auto cheap = simplify(" --json");
+  ASSERT_EQ(cheap.exit_code, 0) << cheap.output;
+  auto check = nlohmann::json::parse(cheap.output)["check"];
+  EXPECT_EQ(check["requested"], "auto");
+  EXPECT_EQ(check["runs"], 1);
+  EXPECT_GT(check["estimated_cost"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(check.contains("skipped"));
+  // Batch 1024 in the check: over the budget. Skipped, saying why and how to force it; the
+  // model is written.
+  const std::string big = " --test-input-shape input:1024,3,32,32";
+  auto skipped = simplify(big);
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.output;
+  EXPECT_NE(skipped.output.find("check skipped: its two runs would cost about"), std::string::npos)
+      << skipped.output;
+  EXPECT_NE(skipped.output.find("--check-n 1 runs it"), std::string::npos) << skipped.output;
+  EXPECT_EQ(skipped.output.find("run(s)"), std::string::npos) << skipped.output;
+  EXPECT_TRUE(fs::exists(out));
+  auto skipped_json = simplify(big + " --json");
+  ASSERT_EQ(skipped_json.exit_code, 0) << skipped_json.output;
+  check = nlohmann::json::parse(skipped_json.output)["check"];
+  EXPECT_EQ(check["runs"], 0);
+  EXPECT_TRUE(check["ok"].get<bool>());
+  EXPECT_GT(check["estimated_cost"].get<uint64_t>(), 100'000'000u);
+  EXPECT_NE(check["skipped"].get<std::string>().find("--check-n 1"), std::string::npos);
+  // A count forces that many runs (at batch 2: cheap either way), 0 none and no line.
+  auto forced = simplify(" --check-n 2 --test-input-shape input:2,3,32,32");
+  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_NE(forced.output.find("check: 2 run(s), outputs match"), std::string::npos)
+      << forced.output;
+  auto off = simplify(" --check-n 0");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_EQ(off.output.find("check"), off.output.find("check 0.00s")) << off.output;
+  EXPECT_EQ(off.output.find("check skipped"), std::string::npos) << off.output;
+  for (const char* bad : {"-1", "often", "2x"}) {
+    auto wrong = simplify(std::string(" --check-n ") + bad);
+    EXPECT_EQ(wrong.exit_code, 1) << bad;
+    EXPECT_NE(wrong.output.find("--check-n: expected auto or a count"), std::string::npos)
+        << wrong.output;
+    EXPECT_FALSE(fs::exists(out)) << bad;
+  }
+}
+
 TEST(SimplifyCli, ThreadsSleepBetweenLoopsUnlessAskedToSpin) {
   // libgomp reads its wait policy before main: simplify re-runs itself with it set.
   const std::string model = ONNXKIT_SOURCE_DIR "/examples/models/tiny_cnn.onnx";
