@@ -26,8 +26,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv"};
-const std::vector<std::string> kDynamicDefault = {"MatMul", "Gemm"};
+const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv", "Gather"};
+// ONNX Runtime's quantize_dynamic defaults to its IntegerOps registry, which holds Gather
+// (an embedding table: uint8 rows, DequantizeLinear after the Gather) beside MatMul and Conv.
+const std::vector<std::string> kDynamicDefault = {"MatMul", "Gemm", "Gather"};
 
 // Weights that are views of the mapped model file: their pages leave the resident set (read
 // back from the file when touched again). Simplify's passes and calibration's kernels read
@@ -69,6 +71,10 @@ class DynamicQuantizer {
     } else if (node.op_type() == "Conv") {
       if (!is_float_constant(graph, node.input(1))) return "W is not a constant float weight";
       if (node.input(2) && !is_float_constant(graph, node.input(2))) return "B is not constant";
+    } else if (node.op_type() == "Gather") {
+      // Only a constant table (an embedding): ONNX Runtime's is_valid_quantize_weight.
+      if (!is_float_constant(graph, node.input(0))) return "data is not a constant float table";
+      return "";
     }
     const Value* x = node.input(0);
     if (x->type().is_tensor() && x->type().elem_type != DType::kFloat &&
@@ -78,7 +84,50 @@ class DynamicQuantizer {
     return "";
   }
 
+  // Gather(table, indices) -> Gather(uint8 table, indices) -> DequantizeLinear: ONNX
+  // Runtime's GatherQuant in dynamic mode, where the table is quantized as an activation
+  // (uint8, per tensor, never reduced; symmetric only when asked), so only the gathered
+  // rows are dequantized.
+  void quantize_gather(Node* node) {
+    Value* table = node->input(0);
+    auto it = tables_.find(table);
+    if (it == tables_.end()) {
+      const bool weight_typed = options_.activation_type == options_.weight_type;
+      const bool symmetric =
+          weight_typed ? weights_symmetric(options_) : options_.symmetric_activations;
+      quant::QuantizedWeight q = quant::quantize_weight(table->initializer(),
+                                                        options_.activation_type, -1, false,
+                                                        symmetric);
+      table->initializer().release_mapped_pages();
+      const std::string base = table->name();
+      it = tables_
+               .emplace(table, Table{rewriter_.constant(base + "_quantized", q.data),
+                                     rewriter_.constant(base + "_scale", q.scale),
+                                     rewriter_.constant(base + "_zero_point", q.zero_point)})
+               .first;
+    }
+    const Table& q = it->second;
+    const std::string out = node->output(0)->name();
+    ValueType gathered = node->output(0)->type();
+    if (gathered.is_tensor()) {
+      gathered.elem_type = options_.activation_type;
+    } else {
+      gathered = ValueType::tensor(options_.activation_type);
+    }
+    Node* gather = rewriter_.node("Gather", {q.data, node->input(1)}, out + "_quantized",
+                                  gathered);
+    for (const Attribute& a : node->attributes()) {
+      gather->set_attribute(clone_attribute(a, gather->graph(), {}));
+    }
+    Node* dequantize =
+        rewriter_.node("DequantizeLinear", {gather->output(0), q.scale, q.zero_point},
+                       out + "_dequantized", ValueType::tensor(DType::kFloat));
+    rewriter_.move_output(node, 0, dequantize);
+    rewriter_.graph().remove_node(node);
+  }
+
   void quantize(Node* node) {
+    if (node->op_type() == "Gather") return quantize_gather(node);
     Graph& graph = rewriter_.graph();
     const bool per_channel = options_.per_channel.value_or(true);
     const bool symmetric = weights_symmetric(options_);
@@ -205,9 +254,16 @@ class DynamicQuantizer {
     return out;
   }
 
+  struct Table {
+    Value* data;
+    Value* scale;
+    Value* zero_point;
+  };
+
   Rewriter rewriter_;
   const QuantizeOptions& options_;
   std::unordered_map<Value*, Activation> activations_;
+  std::unordered_map<Value*, Table> tables_;  // quantized embedding tables, shared by Gathers
 };
 
 // Op types the options ask for, checked against what the mode can quantize.
@@ -329,7 +385,10 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
         continue;
       }
       quantizer.quantize(node);
-      report.nodes.push_back({label, op, op == "Conv" ? "ConvInteger" : "MatMulInteger"});
+      report.nodes.push_back({label, op,
+                              op == "Conv"     ? "ConvInteger"
+                              : op == "Gather" ? "Gather (uint8 table) + DequantizeLinear"
+                                               : "MatMulInteger"});
       ++report.quantized[op];
     }
   } else {
