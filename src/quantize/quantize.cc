@@ -15,6 +15,7 @@
 #include "quantize/quant_params.h"
 #include "quantize/rewriter.h"
 #include "quantize/static_quantizer.h"
+#include "quantize/weight_file.h"
 
 namespace onnxkit {
 namespace {
@@ -25,6 +26,9 @@ using namespace quant;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+// Folded weights from this size up move to a mapped temporary file before calibration.
+constexpr size_t kMappedWeightMinBytes = size_t{1} << 20;
 
 const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv", "Gather"};
 // ONNX Runtime's quantize_dynamic defaults to its IntegerOps registry, which holds Gather
@@ -95,9 +99,8 @@ class DynamicQuantizer {
       const bool weight_typed = options_.activation_type == options_.weight_type;
       const bool symmetric =
           weight_typed ? weights_symmetric(options_) : options_.symmetric_activations;
-      quant::QuantizedWeight q = quant::quantize_weight(table->initializer(),
-                                                        options_.activation_type, -1, false,
-                                                        symmetric);
+      quant::QuantizedWeight q = quant::quantize_weight(
+          table->initializer(), options_.activation_type, -1, false, symmetric);
       table->initializer().release_mapped_pages();
       const std::string base = table->name();
       it = tables_
@@ -114,8 +117,7 @@ class DynamicQuantizer {
     } else {
       gathered = ValueType::tensor(options_.activation_type);
     }
-    Node* gather = rewriter_.node("Gather", {q.data, node->input(1)}, out + "_quantized",
-                                  gathered);
+    Node* gather = rewriter_.node("Gather", {q.data, node->input(1)}, out + "_quantized", gathered);
     for (const Attribute& a : node->attributes()) {
       gather->set_attribute(clone_attribute(a, gather->graph(), {}));
     }
@@ -394,6 +396,14 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
   } else {
     StaticQuantizer quantizer(graph, options);
     std::vector<std::string> tensors = quantizer.select(candidates, report);
+    // Calibration's kernels pack the weights; folded ones (not views of the model file)
+    // would stay resident beside their packed copies.
+    try {
+      quant::map_anonymous_weights(graph, kMappedWeightMinBytes);
+    } catch (const Error& e) {
+      report.warnings.push_back(
+          fmt::format("folded weights stay in memory during calibration: {}", e.what()));
+    }
     auto calibrate_start = Clock::now();
     auto ranges = quant::calibrate(model, tensors, options, report.calibration_samples);
     report.seconds_calibrate = seconds_since(calibrate_start);

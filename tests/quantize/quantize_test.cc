@@ -14,6 +14,7 @@
 #include "onnxkit/quantize.h"
 #include "quantize/calibration.h"
 #include "quantize/quant_params.h"
+#include "quantize/weight_file.h"
 #include "runtime/random_inputs.h"
 
 namespace onnxkit {
@@ -343,6 +344,28 @@ TEST(QuantizeDynamic, GatherIsLeftFloatWhenNotAskedFor) {
   auto ops = op_counts(embedding.builder.model());
   EXPECT_EQ(ops.count("DequantizeLinear"), 0u);
   EXPECT_EQ(ops["Gather"], 2u);
+}
+
+// ---- calibration memory ----
+
+TEST(WeightFile, AnonymousWeightsBecomeViewsOfAMappedFile) {
+  GraphBuilder builder{13};
+  const Tensor big = random_floats({512, 600}, 21);  // 1.2 MB
+  const Tensor small = random_floats({16}, 22);
+  Value* a = builder.constant(big);
+  Value* b = builder.constant(small);
+  const MappedWeights moved = map_anonymous_weights(builder.graph(), 1 << 20);
+  EXPECT_EQ(moved.tensors, 1u);
+  EXPECT_EQ(moved.bytes, big.nbytes());
+  ASSERT_NE(a->initializer().file_region(), nullptr);
+  EXPECT_EQ(b->initializer().file_region(), nullptr);
+  EXPECT_TRUE(a->initializer().same_contents(big));
+  EXPECT_EQ(a->initializer().name(), big.name());
+  // Its pages can leave the resident set: read back from the file they are the same.
+  a->initializer().release_mapped_pages();
+  EXPECT_TRUE(a->initializer().same_contents(big));
+  // Already mapped: nothing moves twice.
+  EXPECT_EQ(map_anonymous_weights(builder.graph(), 1 << 20).tensors, 0u);
 }
 
 // ---- static mode ----
