@@ -23,6 +23,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
@@ -221,9 +222,8 @@ class Int8MatMul {
     const int64_t n = n_, k = k_;
     const uint32_t azp = static_cast<uint32_t>(a_zp);
     parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t begin, int64_t end) {
-      std::vector<int32_t> acc(static_cast<size_t>(n));
       for (int64_t row = begin; row < end; ++row) {
-        const int32_t* p = product + row * columns_;
+        int32_t* p = product + row * columns_;
         uint32_t rest = 0;  // sum over k of (A[row] - a_zp), for B's zero points
         if (has_zero_points_) {
           int32_t sum = 0;
@@ -236,14 +236,12 @@ class Int8MatMul {
           }
           rest = static_cast<uint32_t>(sum) - static_cast<uint32_t>(k) * azp;
         }
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t v = split_ ? 16u * static_cast<uint32_t>(p[j]) + static_cast<uint32_t>(p[n + j])
-                              : static_cast<uint32_t>(p[j]);
-          v -= azp * static_cast<uint32_t>(column_sums_[j]);
-          if (has_zero_points_) v -= static_cast<uint32_t>(zero_points_[j]) * rest;
-          acc[j] = static_cast<int32_t>(v);
-        }
-        consume(row, acc.data());
+        // In place: the row's accumulators over its raw products (a wide row, GPT-2's
+        // 50257-column LM head, stays in cache between this and `consume`).
+        integer_epilogue::correct_products(
+            p, split_ ? p + n : nullptr, n, a_zp, column_sums_.data(),
+            has_zero_points_ ? zero_points_.data() : nullptr, static_cast<int32_t>(rest), p);
+        consume(row, static_cast<const int32_t*>(p));
       }
     });
   }
@@ -836,15 +834,7 @@ struct FloatEpilogue {
       }
       return;
     }
-    if (per_channel) {
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * scales[i];
-    } else {
-      const float s = scales[0];
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * s;
-    }
-    if (bias) {
-      for (int64_t i = 0; i < n; ++i) y[i] += bias[i];
-    }
+    integer_epilogue::scale_to_float(acc, n, scales[0], per_channel ? scales : nullptr, bias, y);
   }
 };
 
