@@ -114,6 +114,47 @@ __attribute__((target("avx2"))) void scale_avx2(const int32_t* acc, int64_t n, f
   scale_scalar(acc, j, n, scale, scales, bias, y);
 }
 
+void scale_floats_scalar(float* y, int64_t from, int64_t n, float scale, const float* scales,
+                         const float* bias) {
+  if (scales) {
+    for (int64_t j = from; j < n; ++j) y[j] *= scales[j];
+  } else {
+    for (int64_t j = from; j < n; ++j) y[j] *= scale;
+  }
+  if (bias) {
+    for (int64_t j = from; j < n; ++j) y[j] += bias[j];
+  }
+}
+
+__attribute__((target("avx512f"))) void scale_floats_avx512(float* y, int64_t n, float scale,
+                                                            const float* scales,
+                                                            const float* bias) {
+  const __m512 s = _mm512_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512 v = _mm512_mul_round_ps(_mm512_loadu_ps(y + j), scales ? _mm512_loadu_ps(scales + j) : s,
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (bias) {
+      v = _mm512_add_round_ps(v, _mm512_loadu_ps(bias + j),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    _mm512_storeu_ps(y + j, v);
+  }
+  scale_floats_scalar(y, j, n, scale, scales, bias);
+}
+
+__attribute__((target("avx2"))) void scale_floats_avx2(float* y, int64_t n, float scale,
+                                                       const float* scales, const float* bias) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + j), scales ? _mm256_loadu_ps(scales + j) : s);
+    if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
+    _mm256_storeu_ps(y + j, v);
+  }
+  scale_floats_scalar(y, j, n, scale, scales, bias);
+}
+
 #pragma GCC diagnostic pop
 
 }  // namespace
@@ -140,6 +181,17 @@ void scale_to_float(const int32_t* acc, int64_t n, float scale, const float* sca
       return scale_avx2(acc, n, scale, scales, bias, y);
     default:
       return scale_scalar(acc, 0, n, scale, scales, bias, y);
+  }
+}
+
+void scale_floats(float* y, int64_t n, float scale, const float* scales, const float* bias) {
+  switch (active_simd_level()) {
+    case SimdLevel::kAvx512:
+      return scale_floats_avx512(y, n, scale, scales, bias);
+    case SimdLevel::kAvx2:
+      return scale_floats_avx2(y, n, scale, scales, bias);
+    default:
+      return scale_floats_scalar(y, 0, n, scale, scales, bias);
   }
 }
 

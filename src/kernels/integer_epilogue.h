@@ -21,4 +21,8 @@ void correct_products(const int32_t* high, const int32_t* low, int64_t n, int32_
 void scale_to_float(const int32_t* acc, int64_t n, float scale, const float* scales,
                     const float* bias, float* y);
 
+// y[j] = y[j] * (scales ? scales[j] : scale), then + bias[j] when bias is not null: the
+// same bits as scale_to_float when y[j] holds float(acc[j]).
+void scale_floats(float* y, int64_t n, float scale, const float* scales, const float* bias);
+
 }  // namespace onnxkit::integer_epilogue
