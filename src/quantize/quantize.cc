@@ -64,6 +64,7 @@ class DynamicQuantizer {
   std::string refuse(const Node& node) const {
     const Graph& graph = *node.graph();
     if (node.op_type() == "MatMul") {
+      if (transposed_constant(graph, node.input(1))) return "";
       if (!is_float_constant(graph, node.input(1))) return "B is not a constant float weight";
       if (node.input(1)->initializer().rank() < 2) return "B is 1-D";
     } else if (node.op_type() == "Gemm") {
@@ -134,7 +135,9 @@ class DynamicQuantizer {
     const bool per_channel = options_.per_channel.value_or(true);
     const bool symmetric = weights_symmetric(options_);
     const Activation& x = activation(node->input(0));
-    Tensor weight = node->input(1)->initializer();
+    Node* transpose = transposed_constant(graph, node->input(1));
+    Tensor weight = transpose ? transpose_2d(transpose->input(0)->initializer())
+                              : node->input(1)->initializer();
     const bool gemm = node->op_type() == "Gemm";
     const bool conv = node->op_type() == "Conv";
     if (gemm && int_attribute(*node, "transB", 0) != 0) weight = transpose_2d(weight);
@@ -153,7 +156,11 @@ class DynamicQuantizer {
     }
     Tensor scale = w.scale;
     if (conv && scale.rank() == 1) scale = broadcast_channels(scale, weight.rank());
-    node->input(1)->initializer().release_mapped_pages();
+    if (transpose) {
+      transpose->input(0)->initializer().release_mapped_pages();
+    } else {
+      node->input(1)->initializer().release_mapped_pages();
+    }
     Value* wq = rewriter_.constant(base + "_quantized", w.data);
     Value* wzp = rewriter_.constant(base + "_zero_point", w.zero_point);
     Value* ws = rewriter_.constant(base + "_scale", scale);
@@ -210,9 +217,32 @@ class DynamicQuantizer {
     }
     rewriter_.move_output(node, 0, result);
     graph.remove_node(node);
+    if (transpose && transpose->output(0)->uses().empty() &&
+        !graph.is_output(transpose->output(0))) {
+      graph.remove_node(transpose);
+    }
   }
 
  private:
+  // B = Transpose(a 2-D float constant): a tied weight that simplify leaves unfolded rather
+  // than hold it twice (GPT-2's LM head reads the embedding table, which a Gather also
+  // reads). ONNX Runtime's quant_pre_process folds it; quantizing the transposed values
+  // gives the same int8 weight.
+  static Node* transposed_constant(const Graph& graph, const Value* b) {
+    Node* producer = b->producer();
+    if (!producer || producer->op_type() != "Transpose" || !producer->domain().empty()) {
+      return nullptr;
+    }
+    const Value* source = producer->input(0);
+    if (!source || !is_float_constant(graph, source) || source->initializer().rank() != 2) {
+      return nullptr;
+    }
+    if (const Attribute* perm = producer->find_attribute("perm")) {
+      if (perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
+    }
+    return producer;
+  }
+
   struct Activation {
     Value* quantized;
     Value* scale;

@@ -346,6 +346,37 @@ TEST(QuantizeDynamic, GatherIsLeftFloatWhenNotAskedFor) {
   EXPECT_EQ(ops["Gather"], 2u);
 }
 
+TEST(QuantizeDynamic, MatMulOnATransposedTiedTableIsQuantized) {
+  // GPT-2: logits = h x Transpose(wte), wte also the token embedding (simplify leaves the
+  // Transpose rather than hold the table twice).
+  GraphBuilder builder{13};
+  const Tensor table = random_floats({40, 8}, 31);
+  Value* wte = builder.constant(table);
+  Value* ids = builder.input(
+      "ids", Tensor::from_vector(DType::kInt64, {1, 4}, std::vector<int64_t>{3, 0, 39, 7}), true);
+  Value* h = builder.op("Gather", {wte, ids});
+  Value* wt = builder.op("Transpose", {wte}, [](Node* n) { testing::set_ints(n, "perm", {1, 0}); });
+  builder.output(builder.op("MatMul", {h, wt}));
+  Model model = clone_model(builder.model());
+  QuantizeOptions options;
+  options.simplify_first = false;  // a table this small would be folded, Transpose and all
+  auto report = quantize(model, options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  auto ops = op_counts(model);
+  EXPECT_EQ(ops["MatMulInteger"], 1u);
+  EXPECT_EQ(ops.count("Transpose"), 0u);
+  EXPECT_EQ(ops.count("MatMul"), 0u);
+  // No float copy of the table is left.
+  for (const Value* value : model.graph().initializers()) {
+    EXPECT_NE(value->initializer().dtype() == DType::kFloat && value->initializer().numel() >= 320,
+              true)
+        << value->name();
+  }
+  const auto expected = run_all(clone_model(builder.model()), builder.feeds());
+  const auto actual = run_all(std::move(model), builder.feeds());
+  EXPECT_GT(cosine(expected[0], actual[0]), 0.99);
+}
+
 // ---- calibration memory ----
 
 TEST(WeightFile, AnonymousWeightsBecomeViewsOfAMappedFile) {
