@@ -255,8 +255,9 @@ def quantize_dynamic(model_input, model_output, op_types_to_quantize=None, per_c
                      nodes_to_exclude=None, use_external_data_format=False, extra_options=None):
     """Quantizes ``model_input`` (a path or an onnx.ModelProto) and saves it to
     ``model_output``: weights to ``weight_type`` ahead, activations to uint8 at run time
-    (DynamicQuantizeLinear + MatMulInteger / ConvInteger). ``op_types_to_quantize``: MatMul,
-    Gemm, Conv (default MatMul and Gemm)."""
+    (DynamicQuantizeLinear + MatMulInteger / ConvInteger; a Gather on a constant table
+    becomes a uint8 table + DequantizeLinear). ``op_types_to_quantize``: MatMul, Gemm, Conv,
+    Gather (default MatMul, Gemm and Gather)."""
     options = _common_options("dynamic", op_types_to_quantize, per_channel, reduce_range,
                               weight_type, nodes_to_quantize, nodes_to_exclude, extra_options)
     _run(model_input, model_output, options, None, use_external_data_format)

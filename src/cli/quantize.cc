@@ -238,6 +238,8 @@ void print_comparison(const quant::ModelComparison& result, const fs::path& refe
         result.candidate_ms > 0 ? result.reference_ms / result.candidate_ms : 0.0);
   }
   std::cout << fmt::format("over {} input sample(s)\n", result.samples);
+  std::cout << "top-1: argmax agreement per row of [batch, classes] outputs made by Gemm, "
+               "MatMul, Add or (Log)Softmax; '-' for other outputs\n";
 }
 
 quant::CompareOptions compare_options(const CompareArgs& args, const fs::path& reference,
@@ -473,9 +475,9 @@ Command add_quantize_command(CLI::App& root) {
       ->check(CLI::IsMember({"uint8", "int8"}))
       ->capture_default_str();
   c->add_option("--op-types", args->op_types,
-                "Op types to quantize (default: MatMul Gemm "
-                "dynamic; Conv, MatMul, Gemm and int8-friendly "
-                "ops static)")
+                "Op types to quantize (default: MatMul Gemm Gather "
+                "dynamic, Conv on request; Conv, MatMul, Gemm and "
+                "int8-friendly ops static)")
       ->expected(1, -1);
   c->add_option("--nodes-to-exclude", args->nodes_to_exclude, "Node names left float")
       ->expected(1, -1);

@@ -23,6 +23,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
@@ -235,9 +236,8 @@ class Int8MatMul {
     const int64_t n = n_, k = k_;
     const uint32_t azp = static_cast<uint32_t>(a_zp);
     parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t begin, int64_t end) {
-      std::vector<int32_t> acc(static_cast<size_t>(n));
       for (int64_t row = begin; row < end; ++row) {
-        const int32_t* p = product + row * columns_;
+        int32_t* p = product + row * columns_;
         uint32_t rest = 0;  // sum over k of (A[row] - a_zp), for B's zero points
         if (has_zero_points_) {
           int32_t sum = 0;
@@ -250,16 +250,46 @@ class Int8MatMul {
           }
           rest = static_cast<uint32_t>(sum) - static_cast<uint32_t>(k) * azp;
         }
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t v = split_ ? 16u * static_cast<uint32_t>(p[j]) + static_cast<uint32_t>(p[n + j])
-                              : static_cast<uint32_t>(p[j]);
-          v -= azp * static_cast<uint32_t>(column_sums_[j]);
-          if (has_zero_points_) v -= static_cast<uint32_t>(zero_points_[j]) * rest;
-          acc[j] = static_cast<int32_t>(v);
-        }
-        consume(row, acc.data());
+        // In place: the row's accumulators over its raw products (a wide row, GPT-2's
+        // 50257-column LM head, stays in cache between this and `consume`).
+        integer_epilogue::correct_products(
+            p, split_ ? p + n : nullptr, n, a_zp, column_sums_.data(),
+            has_zero_points_ ? zero_points_.data() : nullptr, static_cast<int32_t>(rest), p);
+        consume(row, static_cast<const int32_t*>(p));
       }
     });
+  }
+
+  // y[row, j] = float((A[row] - a_zp) x B[:, j]) * (scales ? scales[j] : scale)
+  // (+ bias[j]): oneDNN writes the float products (source zero point applied) straight into
+  // y, and the scaling goes over them in place: no int32 product in memory, which for a wide
+  // B (GPT-2's 50257-column LM head) is as much traffic again as the output. Only without
+  // B zero points and split weights; false (nothing written) then, or when oneDNN has no
+  // fast kernel for it.
+  bool run_float(Int8Data a, int64_t rows, int32_t a_zp, float scale, const float* scales,
+                 const float* bias, float* y) const {
+    if (split_ || has_zero_points_) return false;
+    std::shared_ptr<const Plan> plan = plan_for(rows, a.is_signed, true);
+    if (!plan->supported) return false;
+    {
+      const memory src = dnnl_util::rebound_memory(plan->owner, 0, plan->src, a.data);
+      const memory dst = dnnl_util::rebound_memory(plan->owner, 1, plan->dst, y);
+      const memory zp =
+          dnnl_util::wrap(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &a_zp);
+      dnnl_util::ExecArgs args;
+      args.add(DNNL_ARG_SRC, src)
+          .add(DNNL_ARG_WEIGHTS, packed_float_[a.is_signed]->memory)
+          .add(DNNL_ARG_DST, dst)
+          .add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp);
+      dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
+    }
+    const int64_t n = n_;
+    parallel_for(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        integer_epilogue::scale_floats(y + row * n, n, scale, scales, bias);
+      }
+    });
+    return true;
   }
 
   // Builds the primitive (and packs B) for `rows` before the first run.
@@ -276,17 +306,62 @@ class Int8MatMul {
     dnnl::matmul primitive;
     memory::desc src, weights, dst, scratchpad;
     bool packed = false;
+    bool supported = true;  // float plans: false when oneDNN declined
     uint64_t owner = dnnl_util::new_memory_owner();
   };
 
-  std::shared_ptr<const Plan> plan_for(int64_t rows, bool a_signed) const {
+  // `float_dst`: run_float's plan, else the int32 product's.
+  std::shared_ptr<const Plan> plan_for(int64_t rows, bool a_signed, bool float_dst = false) const {
     std::lock_guard lock(mutex_);
-    const std::array<int64_t, 3> key{rows, max_threads(), a_signed};
+    const std::array<int64_t, 4> key{rows, max_threads(), a_signed, float_dst};
     auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
     if (plans_.size() >= 64) plans_.clear();
-    auto plan = std::make_shared<const Plan>(make_plan(rows, a_signed));
+    auto plan = std::make_shared<const Plan>(float_dst ? make_float_plan(rows, a_signed)
+                                                       : make_plan(rows, a_signed));
     plans_.emplace(key, plan);
+    return plan;
+  }
+
+  // Called with mutex_ held: the f32-destination matmul with a run-time source zero point,
+  // on B packed once more in the layout that carries its column sums for that zero point
+  // (oneDNN's brgemm; with run-time output scales it falls back to slower kernels, so the
+  // scales are applied after, in place).
+  Plan make_float_plan(int64_t rows, bool a_signed) const {
+    Plan plan;
+    plan.src = memory::desc({rows, k_}, a_signed ? memory::data_type::s8 : memory::data_type::u8,
+                            memory::format_tag::ab);
+    plan.dst = memory::desc({rows, n_}, memory::data_type::f32, memory::format_tag::ab);
+    dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    std::optional<dnnl_util::OwnedMemory>& packed = packed_float_[a_signed];
+    try {
+      const memory::desc weights =
+          packed ? packed->memory.get_desc()
+                 : memory::desc({k_, n_}, memory::data_type::s8, memory::format_tag::any);
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan.src, weights, plan.dst), attr,
+                                            dnnl_util::cpu_engine());
+      // Only a JIT kernel: oneDNN 2.6 takes its reference matmul for some shapes and
+      // attributes, orders of magnitude slower than the int32 path.
+      if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) {
+        plan.supported = false;
+        return plan;
+      }
+      if (!packed) {
+        packed = dnnl_util::owned_memory(pd.weights_desc());
+        dnnl::stream stream = dnnl_util::make_stream();
+        memory plain = dnnl_util::wrap(
+            memory::desc({k_, n_}, memory::data_type::s8, memory::format_tag::ab), values_.data());
+        dnnl::reorder(plain, packed->memory).execute(stream, plain, packed->memory);
+        stream.wait();
+      }
+      plan.weights = pd.weights_desc();
+      plan.scratchpad = pd.scratchpad_desc();
+      plan.primitive = dnnl::matmul(pd);
+      plan.packed = true;
+    } catch (const dnnl::error&) {
+      plan.supported = false;
+    }
     return plan;
   }
 
@@ -335,9 +410,11 @@ class Int8MatMul {
   std::vector<int32_t> zero_points_;  // b_zp - shift, per column
   bool has_zero_points_ = false;
   mutable std::mutex mutex_;
-  mutable std::map<std::array<int64_t, 3>, std::shared_ptr<const Plan>> plans_;
+  mutable std::map<std::array<int64_t, 4>, std::shared_ptr<const Plan>> plans_;
   // B packed for a u8 and for an s8 A, written once each, under mutex_.
   mutable std::array<std::optional<dnnl_util::OwnedMemory>, 2> packed_;
+  // B packed for run_float (with its column sums for the source zero point), per A type.
+  mutable std::array<std::optional<dnnl_util::OwnedMemory>, 2> packed_float_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -913,15 +990,7 @@ struct FloatEpilogue {
       }
       return;
     }
-    if (per_channel) {
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * scales[i];
-    } else {
-      const float s = scales[0];
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]) * s;
-    }
-    if (bias) {
-      for (int64_t i = 0; i < n; ++i) y[i] += bias[i];
-    }
+    integer_epilogue::scale_to_float(acc, n, scales[0], per_channel ? scales : nullptr, bias, y);
   }
 };
 
@@ -974,6 +1043,10 @@ class MatMulIntegerToFloatKernel : public Int8KernelBase {
     const int32_t zp = a_zp ? int8_scalar(*a_zp) : 0;
     const Int8Data a_data = int8_data(a);
     float* y = out.mutable_data<float>();
+    if (matmul_.run_float(a_data, *rows, zp, epilogue.scales[0],
+                          epilogue.per_channel ? epilogue.scales : nullptr, epilogue.bias, y)) {
+      return;
+    }
     matmul_.run(a_data, *rows, zp,
                 [&](int64_t row, const int32_t* acc) { epilogue.apply(acc, n, -1, y + row * n); });
   }

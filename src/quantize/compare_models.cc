@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "core/status.h"
+#include "ir/graph.h"
+#include "ir/model.h"
 #include "onnxkit/model_io.h"
 #include "onnxkit/session.h"
 #include "onnxkit/simplify.h"
@@ -19,8 +22,40 @@ struct Accumulator {
   std::vector<double> error_sample;
 };
 
+// Outputs whose values are class scores: made by a linear layer (Gemm, MatMul, its bias
+// Add) or a (Log)Softmax, seen through reshapes. A feature vector of the same shape (BERT's
+// pooler output, a Tanh) has no meaningful argmax.
+std::set<std::string> score_outputs(const Model& model) {
+  static const std::set<std::string> scorers = {"Gemm", "MatMul", "Add", "Softmax", "LogSoftmax"};
+  static const std::set<std::string> reshapes = {"Identity", "Reshape", "Flatten", "Squeeze"};
+  std::set<std::string> names;
+  for (const Value* output : model.graph().outputs()) {
+    const Node* node = output->producer();
+    while (node && reshapes.count(node->op_type()) && node->input(0)) {
+      node = node->input(0)->producer();
+    }
+    if (node && node->domain().empty() && scorers.count(node->op_type())) {
+      names.insert(output->name());
+    }
+  }
+  return names;
+}
+
+// The leading dim of the sample's inputs (the batch), or -1 when they disagree or have none.
+int64_t batch_of(const NamedValues& inputs) {
+  int64_t batch = -1;
+  for (const auto& [name, value] : inputs) {
+    if (!value.is_tensor() || value.tensor().rank() == 0) return -1;
+    const int64_t first = value.tensor().shape()[0];
+    if (batch >= 0 && first != batch) return -1;
+    batch = first;
+  }
+  return batch;
+}
+
+// `scores`: the output holds class scores (score_outputs) for a batch of `batch` rows.
 void accumulate(Accumulator& acc, const Tensor& reference, const Tensor& candidate,
-                const std::string& name) {
+                const std::string& name, bool scores, int64_t batch) {
   if (reference.dtype() != DType::kFloat || candidate.dtype() != DType::kFloat) {
     fail("compare: output '{}' is not float in both models ({} and {})", name,
          dtype_name(reference.dtype()), dtype_name(candidate.dtype()));
@@ -48,7 +83,8 @@ void accumulate(Accumulator& acc, const Tensor& reference, const Tensor& candida
   }
   acc.count += reference.numel();
   const Shape& shape = reference.shape();
-  acc.classifier = acc.classifier && shape.size() == 2 && shape[1] >= 2;
+  acc.classifier =
+      acc.classifier && scores && shape.size() == 2 && shape[0] == batch && shape[1] >= 2;
   if (!acc.classifier) return;
   const int64_t classes = shape[1];
   for (int64_t r = 0; r < shape[0]; ++r) {
@@ -87,6 +123,7 @@ ModelComparison compare_models(const std::filesystem::path& reference,
     }
   }
   if (samples.empty()) fail("compare: no input sample");
+  const std::set<std::string> scores = score_outputs(reference_model.value());
   auto a = Session::create(std::move(reference_model).value(), session_options);
   if (!a) fail("{}: {}", reference.string(), a.error());
   auto b = Session::load(candidate, session_options);
@@ -95,6 +132,7 @@ ModelComparison compare_models(const std::filesystem::path& reference,
   std::map<std::string, Accumulator> accumulators;
   std::vector<std::string> order;
   for (const NamedValues& inputs : samples) {
+    const int64_t batch = batch_of(inputs);
     auto ra = a.value()->run(inputs);
     if (!ra) fail("{}: {}", reference.string(), ra.error());
     auto rb = b.value()->run(inputs);
@@ -105,7 +143,8 @@ ModelComparison compare_models(const std::filesystem::path& reference,
       if (it == rb.value().end()) fail("compare: {} has no output '{}'", candidate.string(), name);
       if (!value.is_tensor() || !it->second.is_tensor()) continue;
       if (!accumulators.count(name)) order.push_back(name);
-      accumulate(accumulators[name], value.tensor(), it->second.tensor(), name);
+      accumulate(accumulators[name], value.tensor(), it->second.tensor(), name,
+                 scores.count(name) > 0, batch);
     }
   }
   ModelComparison result;

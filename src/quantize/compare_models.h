@@ -27,7 +27,9 @@ struct OutputAgreement {
   double max_abs_error = 0;
   double mean_abs_error = 0;
   double cosine = 1;
-  // Rows whose argmax over the last axis agree, for [rows, classes] outputs; -1 otherwise.
+  // Rows whose argmax over the last axis agree, for class-score outputs: [batch, classes]
+  // (rows = the inputs' leading dim, classes >= 2) made by Gemm, MatMul, Add or (Log)Softmax
+  // (through reshapes); -1 otherwise (a feature vector such as BERT's pooler output).
   double top1_agreement = -1;
   int64_t rows = 0;
   // |reference - candidate| of up to kErrorSampleSize elements, spread evenly over the

@@ -15,6 +15,7 @@
 #include "quantize/quant_params.h"
 #include "quantize/rewriter.h"
 #include "quantize/static_quantizer.h"
+#include "quantize/weight_file.h"
 
 namespace onnxkit {
 namespace {
@@ -26,8 +27,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv"};
-const std::vector<std::string> kDynamicDefault = {"MatMul", "Gemm"};
+// Folded weights from this size up move to a mapped temporary file before calibration.
+constexpr size_t kMappedWeightMinBytes = size_t{1} << 20;
+
+const std::set<std::string> kDynamicOps = {"MatMul", "Gemm", "Conv", "Gather"};
+// ONNX Runtime's quantize_dynamic defaults to its IntegerOps registry, which holds Gather
+// (an embedding table: uint8 rows, DequantizeLinear after the Gather) beside MatMul and Conv.
+const std::vector<std::string> kDynamicDefault = {"MatMul", "Gemm", "Gather"};
 
 // Weights that are views of the mapped model file: their pages leave the resident set (read
 // back from the file when touched again). Simplify's passes and calibration's kernels read
@@ -58,6 +64,7 @@ class DynamicQuantizer {
   std::string refuse(const Node& node) const {
     const Graph& graph = *node.graph();
     if (node.op_type() == "MatMul") {
+      if (transposed_constant(graph, node.input(1))) return "";
       if (!is_float_constant(graph, node.input(1))) return "B is not a constant float weight";
       if (node.input(1)->initializer().rank() < 2) return "B is 1-D";
     } else if (node.op_type() == "Gemm") {
@@ -69,6 +76,10 @@ class DynamicQuantizer {
     } else if (node.op_type() == "Conv") {
       if (!is_float_constant(graph, node.input(1))) return "W is not a constant float weight";
       if (node.input(2) && !is_float_constant(graph, node.input(2))) return "B is not constant";
+    } else if (node.op_type() == "Gather") {
+      // Only a constant table (an embedding): ONNX Runtime's is_valid_quantize_weight.
+      if (!is_float_constant(graph, node.input(0))) return "data is not a constant float table";
+      return "";
     }
     const Value* x = node.input(0);
     if (x->type().is_tensor() && x->type().elem_type != DType::kFloat &&
@@ -78,12 +89,55 @@ class DynamicQuantizer {
     return "";
   }
 
+  // Gather(table, indices) -> Gather(uint8 table, indices) -> DequantizeLinear: ONNX
+  // Runtime's GatherQuant in dynamic mode, where the table is quantized as an activation
+  // (uint8, per tensor, never reduced; symmetric only when asked), so only the gathered
+  // rows are dequantized.
+  void quantize_gather(Node* node) {
+    Value* table = node->input(0);
+    auto it = tables_.find(table);
+    if (it == tables_.end()) {
+      const bool weight_typed = options_.activation_type == options_.weight_type;
+      const bool symmetric =
+          weight_typed ? weights_symmetric(options_) : options_.symmetric_activations;
+      quant::QuantizedWeight q = quant::quantize_weight(
+          table->initializer(), options_.activation_type, -1, false, symmetric);
+      table->initializer().release_mapped_pages();
+      const std::string base = table->name();
+      it = tables_
+               .emplace(table, Table{rewriter_.constant(base + "_quantized", q.data),
+                                     rewriter_.constant(base + "_scale", q.scale),
+                                     rewriter_.constant(base + "_zero_point", q.zero_point)})
+               .first;
+    }
+    const Table& q = it->second;
+    const std::string out = node->output(0)->name();
+    ValueType gathered = node->output(0)->type();
+    if (gathered.is_tensor()) {
+      gathered.elem_type = options_.activation_type;
+    } else {
+      gathered = ValueType::tensor(options_.activation_type);
+    }
+    Node* gather = rewriter_.node("Gather", {q.data, node->input(1)}, out + "_quantized", gathered);
+    for (const Attribute& a : node->attributes()) {
+      gather->set_attribute(clone_attribute(a, gather->graph(), {}));
+    }
+    Node* dequantize =
+        rewriter_.node("DequantizeLinear", {gather->output(0), q.scale, q.zero_point},
+                       out + "_dequantized", ValueType::tensor(DType::kFloat));
+    rewriter_.move_output(node, 0, dequantize);
+    rewriter_.graph().remove_node(node);
+  }
+
   void quantize(Node* node) {
+    if (node->op_type() == "Gather") return quantize_gather(node);
     Graph& graph = rewriter_.graph();
     const bool per_channel = options_.per_channel.value_or(true);
     const bool symmetric = weights_symmetric(options_);
     const Activation& x = activation(node->input(0));
-    Tensor weight = node->input(1)->initializer();
+    Node* transpose = transposed_constant(graph, node->input(1));
+    Tensor weight = transpose ? transpose_2d(transpose->input(0)->initializer())
+                              : node->input(1)->initializer();
     const bool gemm = node->op_type() == "Gemm";
     const bool conv = node->op_type() == "Conv";
     if (gemm && int_attribute(*node, "transB", 0) != 0) weight = transpose_2d(weight);
@@ -102,7 +156,11 @@ class DynamicQuantizer {
     }
     Tensor scale = w.scale;
     if (conv && scale.rank() == 1) scale = broadcast_channels(scale, weight.rank());
-    node->input(1)->initializer().release_mapped_pages();
+    if (transpose) {
+      transpose->input(0)->initializer().release_mapped_pages();
+    } else {
+      node->input(1)->initializer().release_mapped_pages();
+    }
     Value* wq = rewriter_.constant(base + "_quantized", w.data);
     Value* wzp = rewriter_.constant(base + "_zero_point", w.zero_point);
     Value* ws = rewriter_.constant(base + "_scale", scale);
@@ -159,9 +217,32 @@ class DynamicQuantizer {
     }
     rewriter_.move_output(node, 0, result);
     graph.remove_node(node);
+    if (transpose && transpose->output(0)->uses().empty() &&
+        !graph.is_output(transpose->output(0))) {
+      graph.remove_node(transpose);
+    }
   }
 
  private:
+  // B = Transpose(a 2-D float constant): a tied weight that simplify leaves unfolded rather
+  // than hold it twice (GPT-2's LM head reads the embedding table, which a Gather also
+  // reads). ONNX Runtime's quant_pre_process folds it; quantizing the transposed values
+  // gives the same int8 weight.
+  static Node* transposed_constant(const Graph& graph, const Value* b) {
+    Node* producer = b->producer();
+    if (!producer || producer->op_type() != "Transpose" || !producer->domain().empty()) {
+      return nullptr;
+    }
+    const Value* source = producer->input(0);
+    if (!source || !is_float_constant(graph, source) || source->initializer().rank() != 2) {
+      return nullptr;
+    }
+    if (const Attribute* perm = producer->find_attribute("perm")) {
+      if (perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
+    }
+    return producer;
+  }
+
   struct Activation {
     Value* quantized;
     Value* scale;
@@ -205,9 +286,16 @@ class DynamicQuantizer {
     return out;
   }
 
+  struct Table {
+    Value* data;
+    Value* scale;
+    Value* zero_point;
+  };
+
   Rewriter rewriter_;
   const QuantizeOptions& options_;
   std::unordered_map<Value*, Activation> activations_;
+  std::unordered_map<Value*, Table> tables_;  // quantized embedding tables, shared by Gathers
 };
 
 // Op types the options ask for, checked against what the mode can quantize.
@@ -329,12 +417,23 @@ QuantizeReport quantize_model(Model& model, const QuantizeOptions& options) {
         continue;
       }
       quantizer.quantize(node);
-      report.nodes.push_back({label, op, op == "Conv" ? "ConvInteger" : "MatMulInteger"});
+      report.nodes.push_back({label, op,
+                              op == "Conv"     ? "ConvInteger"
+                              : op == "Gather" ? "Gather (uint8 table) + DequantizeLinear"
+                                               : "MatMulInteger"});
       ++report.quantized[op];
     }
   } else {
     StaticQuantizer quantizer(graph, options);
     std::vector<std::string> tensors = quantizer.select(candidates, report);
+    // Calibration's kernels pack the weights; folded ones (not views of the model file)
+    // would stay resident beside their packed copies.
+    try {
+      quant::map_anonymous_weights(graph, kMappedWeightMinBytes);
+    } catch (const Error& e) {
+      report.warnings.push_back(
+          fmt::format("folded weights stay in memory during calibration: {}", e.what()));
+    }
     auto calibrate_start = Clock::now();
     auto ranges = quant::calibrate(model, tensors, options, report.calibration_samples);
     report.seconds_calibrate = seconds_since(calibrate_start);

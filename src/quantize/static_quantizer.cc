@@ -347,6 +347,7 @@ void StaticQuantizer::apply(const std::map<std::string, TensorRange>& ranges,
           auto key = std::make_pair(static_cast<const Value*>(v), slot.axis);
           auto it = weights.find(key);
           if (it == weights.end()) {
+            v->initializer().populate_mapped_pages();  // one call, not a fault per page
             QuantizedWeight w = quantize_weight(v->initializer(), options_.weight_type, slot.axis,
                                                 options_.reduce_range, symmetric_weights);
             v->initializer().release_mapped_pages();

@@ -22,8 +22,10 @@ void agreement_section(HtmlPage& page, const quant::ModelComparison& comparison)
   page.heading("Outputs");
   Table table;
   table.header = {"output", "max abs error", "mean abs error", "cosine", "top-1 agreement"};
-  table.caption = fmt::format("Over {} input sample(s); top-1 for [rows, classes] outputs only",
-                              comparison.samples);
+  table.caption = fmt::format(
+      "Over {} input sample(s); top-1 only for [batch, classes] outputs "
+      "made by Gemm, MatMul, Add or (Log)Softmax",
+      comparison.samples);
   for (const quant::OutputAgreement& output : comparison.outputs) {
     table.rows.push_back({output.name, fmt::format("{:.4g}", output.max_abs_error),
                           fmt::format("{:.4g}", output.mean_abs_error),

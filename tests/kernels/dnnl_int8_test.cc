@@ -137,25 +137,31 @@ TEST(Int8Kernels, MatMulIntegerMatchesReference) {
   }
 }
 
+// The zero point and float epilogue loops (kernels/integer_epilogue) at every SIMD level.
 TEST(Int8Kernels, MatMulIntegerToFloatMatchesReference) {
-  uint64_t seed = 100;
-  for (const MatMulCase& c : matmul_cases()) {
-    for (bool per_column : {false, true}) {
-      SCOPED_TRACE(shape_to_string(c.a) + " x " + std::to_string(c.n));
-      expect_bit_exact([&](GraphBuilder& g) {
-        std::mt19937_64 rng(seed + 7);
-        Value* y = build_matmul_integer(g, c, seed);
-        Node* product = y->producer();
-        Value* scale =
-            g.input("scale", floats(per_column ? Shape{c.n} : Shape{}, rng, 1e-4f, 1e-2f));
-        Value* bias = g.constant(floats({c.n}, rng));
-        std::vector<Value*> inputs = product->inputs();
-        while (inputs.size() < 4) inputs.push_back(nullptr);
-        inputs.push_back(scale);
-        inputs.push_back(bias);
-        g.output(g.op("MatMulIntegerToFloat", inputs, {}, std::string(kOnnxkitDomain)));
-      });
-      ++seed;
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > detected_simd_level()) continue;
+    SimdLevelOverride force(level);
+    uint64_t seed = 100;
+    for (const MatMulCase& c : matmul_cases()) {
+      for (bool per_column : {false, true}) {
+        SCOPED_TRACE(std::string(simd_level_name(level)) + " " + shape_to_string(c.a) + " x " +
+                     std::to_string(c.n));
+        expect_bit_exact([&](GraphBuilder& g) {
+          std::mt19937_64 rng(seed + 7);
+          Value* y = build_matmul_integer(g, c, seed);
+          Node* product = y->producer();
+          Value* scale =
+              g.input("scale", floats(per_column ? Shape{c.n} : Shape{}, rng, 1e-4f, 1e-2f));
+          Value* bias = g.constant(floats({c.n}, rng));
+          std::vector<Value*> inputs = product->inputs();
+          while (inputs.size() < 4) inputs.push_back(nullptr);
+          inputs.push_back(scale);
+          inputs.push_back(bias);
+          g.output(g.op("MatMulIntegerToFloat", inputs, {}, std::string(kOnnxkitDomain)));
+        });
+        ++seed;
+      }
     }
   }
 }

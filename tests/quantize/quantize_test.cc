@@ -14,6 +14,7 @@
 #include "onnxkit/quantize.h"
 #include "quantize/calibration.h"
 #include "quantize/quant_params.h"
+#include "quantize/weight_file.h"
 #include "runtime/random_inputs.h"
 
 namespace onnxkit {
@@ -268,6 +269,134 @@ TEST(QuantizeDynamic, ConvOnlyWhenAskedAndExcludedNodesStayFloat) {
   EXPECT_NE(report.value().warnings[0].find("no_such_node"), std::string::npos);
   EXPECT_GT(cosine(run_one(std::move(float_model), feeds), run_one(std::move(model), feeds)),
             0.999);
+}
+
+// ids -> Gather(constant table) -> a; Gather(input data, [1]) -> b.
+struct Embedding {
+  GraphBuilder builder{13};
+  Tensor table = random_floats({50, 8}, 11);
+  Embedding() {
+    Value* ids = builder.input(
+        "ids", Tensor::from_vector(DType::kInt64, {2, 3}, std::vector<int64_t>{0, 7, 49, 3, 3, 12}),
+        true);
+    builder.output(builder.op("Gather", {builder.constant(table), ids}));
+    Value* data = builder.input("data", random_floats({4, 8}, 12), true);
+    builder.output(builder.op("Gather", {data, builder.ints({1})}));
+  }
+};
+
+std::vector<Tensor> run_all(Model model, const NamedValues& feeds) {
+  auto session = Session::create(std::move(model), SessionOptions::reference());
+  EXPECT_TRUE(session.ok()) << session.error();
+  auto outputs = session.value()->run(feeds);
+  EXPECT_TRUE(outputs.ok()) << outputs.error();
+  std::vector<Tensor> tensors;
+  for (auto& [name, value] : outputs.value()) tensors.push_back(value.tensor());
+  return tensors;
+}
+
+TEST(QuantizeDynamic, GatherOnAConstantTableBecomesUint8RowsAndDequantizeLinear) {
+  Embedding embedding;
+  Model model = clone_model(embedding.builder.model());
+  auto report = quantize(model, QuantizeOptions{});
+  ASSERT_TRUE(report.ok()) << report.error();
+  auto ops = op_counts(model);
+  EXPECT_EQ(ops["Gather"], 2u);
+  EXPECT_EQ(ops["DequantizeLinear"], 1u);
+  EXPECT_EQ(report.value().quantized, (std::map<std::string, size_t>{{"Gather", 1}}));
+  // The Gather of graph input data stays float, saying why.
+  size_t left_float = 0;
+  for (const auto& node : report.value().nodes) {
+    left_float += node.how.find("data is not a constant float table") != std::string::npos;
+  }
+  EXPECT_EQ(left_float, 1u);
+  // ONNX Runtime's GatherQuant: a uint8 table, one scale and zero point, dequantized after.
+  float scale = 0;
+  for (const Node* node : model.graph().nodes()) {
+    if (node->op_type() != "DequantizeLinear") continue;
+    const Node* gather = node->input(0)->producer();
+    ASSERT_TRUE(gather && gather->op_type() == "Gather");
+    const Tensor& q = gather->input(0)->initializer();
+    EXPECT_EQ(q.dtype(), DType::kUInt8);
+    EXPECT_EQ(q.shape(), embedding.table.shape());
+    EXPECT_EQ(node->input(1)->initializer().rank(), 0u);
+    EXPECT_EQ(node->input(2)->initializer().dtype(), DType::kUInt8);
+    scale = node->input(1)->initializer().data<float>()[0];
+  }
+  ASSERT_GT(scale, 0.0f);
+  const auto expected = run_all(clone_model(embedding.builder.model()), embedding.builder.feeds());
+  const auto actual = run_all(std::move(model), embedding.builder.feeds());
+  ASSERT_EQ(actual.size(), 2u);
+  for (int64_t i = 0; i < expected[0].numel(); ++i) {
+    EXPECT_NEAR(actual[0].data<float>()[i], expected[0].data<float>()[i], scale * 0.5001f);
+  }
+  for (int64_t i = 0; i < expected[1].numel(); ++i) {
+    EXPECT_EQ(actual[1].data<float>()[i], expected[1].data<float>()[i]);
+  }
+}
+
+TEST(QuantizeDynamic, GatherIsLeftFloatWhenNotAskedFor) {
+  Embedding embedding;
+  QuantizeOptions options;
+  options.op_types = {"MatMul"};
+  auto report = quantize(embedding.builder.model(), options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  auto ops = op_counts(embedding.builder.model());
+  EXPECT_EQ(ops.count("DequantizeLinear"), 0u);
+  EXPECT_EQ(ops["Gather"], 2u);
+}
+
+TEST(QuantizeDynamic, MatMulOnATransposedTiedTableIsQuantized) {
+  // GPT-2: logits = h x Transpose(wte), wte also the token embedding (simplify leaves the
+  // Transpose rather than hold the table twice).
+  GraphBuilder builder{13};
+  const Tensor table = random_floats({40, 8}, 31);
+  Value* wte = builder.constant(table);
+  Value* ids = builder.input(
+      "ids", Tensor::from_vector(DType::kInt64, {1, 4}, std::vector<int64_t>{3, 0, 39, 7}), true);
+  Value* h = builder.op("Gather", {wte, ids});
+  Value* wt = builder.op("Transpose", {wte}, [](Node* n) { testing::set_ints(n, "perm", {1, 0}); });
+  builder.output(builder.op("MatMul", {h, wt}));
+  Model model = clone_model(builder.model());
+  QuantizeOptions options;
+  options.simplify_first = false;  // a table this small would be folded, Transpose and all
+  auto report = quantize(model, options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  auto ops = op_counts(model);
+  EXPECT_EQ(ops["MatMulInteger"], 1u);
+  EXPECT_EQ(ops.count("Transpose"), 0u);
+  EXPECT_EQ(ops.count("MatMul"), 0u);
+  // No float copy of the table is left.
+  for (const Value* value : model.graph().initializers()) {
+    EXPECT_NE(value->initializer().dtype() == DType::kFloat && value->initializer().numel() >= 320,
+              true)
+        << value->name();
+  }
+  const auto expected = run_all(clone_model(builder.model()), builder.feeds());
+  const auto actual = run_all(std::move(model), builder.feeds());
+  EXPECT_GT(cosine(expected[0], actual[0]), 0.99);
+}
+
+// ---- calibration memory ----
+
+TEST(WeightFile, AnonymousWeightsBecomeViewsOfAMappedFile) {
+  GraphBuilder builder{13};
+  const Tensor big = random_floats({512, 600}, 21);  // 1.2 MB
+  const Tensor small = random_floats({16}, 22);
+  Value* a = builder.constant(big);
+  Value* b = builder.constant(small);
+  const MappedWeights moved = map_anonymous_weights(builder.graph(), 1 << 20);
+  EXPECT_EQ(moved.tensors, 1u);
+  EXPECT_EQ(moved.bytes, big.nbytes());
+  ASSERT_NE(a->initializer().file_region(), nullptr);
+  EXPECT_EQ(b->initializer().file_region(), nullptr);
+  EXPECT_TRUE(a->initializer().same_contents(big));
+  EXPECT_EQ(a->initializer().name(), big.name());
+  // Its pages can leave the resident set: read back from the file they are the same.
+  a->initializer().release_mapped_pages();
+  EXPECT_TRUE(a->initializer().same_contents(big));
+  // Already mapped: nothing moves twice.
+  EXPECT_EQ(map_anonymous_weights(builder.graph(), 1 << 20).tensors, 0u);
 }
 
 // ---- static mode ----
