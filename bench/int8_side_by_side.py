@@ -4,7 +4,8 @@
         [--models DIR] [--int8 DIR] [--onnxkit build/onnxkit] [CASE ...]
 
 Cases (int8 files from bench/quantize_bench_models.py in --int8, fp32 in --models):
-bert_base_dynamic, gpt2_6l_dynamic, resnet50_qdq, mobilenet_v2_qdq, resnet50_convinteger.
+bert_base_dynamic, gpt2_6l_dynamic, resnet50_qdq, mobilenet_v2_qdq, resnet50_convinteger,
+resnet50_qoperator, mobilenet_v2_qoperator.
 Per round each of the three runs (in that order, one after the other) reports its median
 latency; the table gives the median over rounds and the ratios. Then both runtimes run the
 int8 file on the same inputs: max |onnxkit - ORT|, relative to the output's range, and in
@@ -31,6 +32,8 @@ CASES = {
     "resnet50_qdq": "resnet50",
     "mobilenet_v2_qdq": "mobilenet_v2",
     "resnet50_convinteger": "resnet50",
+    "resnet50_qoperator": "resnet50",
+    "mobilenet_v2_qoperator": "mobilenet_v2",
 }
 
 

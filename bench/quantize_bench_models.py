@@ -8,6 +8,10 @@ MODELS_DIR (default bench/models) holds the fp32 exports (bench/export_models.py
   resnet50_qdq.onnx, mobilenet_v2_qdq.onnx         quantize_static QDQ, per-channel, calibrated
                                                    on a few random inputs (enough for speed)
   resnet50_convinteger.onnx                        quantize_dynamic with Conv (ConvInteger)
+  resnet50_qoperator.onnx, mobilenet_v2_qoperator.onnx
+                                                   quantize_static QOperator (QLinearConv and
+                                                   com.microsoft QLinearAdd, QLinearGlobal-
+                                                   AveragePool, QGemm, ...), per-channel
 onnxruntime is the peer and test-data maker here, never a dependency of onnxkit.
 """
 import os
@@ -56,6 +60,12 @@ def main():
         "mobilenet_v2_qdq": lambda p: quantize_static(pre("mobilenet_v2"), p, RandomImages(),
                                                       quant_format=QuantFormat.QDQ,
                                                       per_channel=True),
+        "resnet50_qoperator": lambda p: quantize_static(
+            pre("resnet50"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True),
+        "mobilenet_v2_qoperator": lambda p: quantize_static(
+            pre("mobilenet_v2"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True),
     }
     for name, make in jobs.items():
         if only and name not in only:
