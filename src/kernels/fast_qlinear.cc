@@ -33,7 +33,7 @@ namespace {
 struct AddRun {
   float rx, ry, fixed;
 };
-// One run of QLinearMul: z[i] = saturate(round(float((x[i] - zx) * (y[i] - zy)) * ratio) + zz),
+// One run of QLinearMul: z[i] = saturate(round(float((x[i] - zx) * (y[i] - zy)) * ratio + zz)),
 // y one value when y_step is 0.
 struct MulRun {
   int32_t zx, zy, zz;
@@ -100,18 +100,18 @@ template <typename Q>
 __attribute__((target("avx2,fma"))) void mul_avx2(const Q* x, const Q* y, int64_t y_step,
                                                   const MulRun& r, Q* z, int64_t n) {
   const __m256i zx = _mm256_set1_epi32(r.zx), zy = _mm256_set1_epi32(r.zy);
-  const __m256i zz = _mm256_set1_epi32(r.zz);
+  const __m256 zz = _mm256_set1_ps(static_cast<float>(r.zz));
   const __m256 ratio = _mm256_set1_ps(r.ratio);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::min() - r.zz));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max() - r.zz));
+  const __m256 lo = _mm256_set1_ps(std::numeric_limits<Q>::min());
+  const __m256 hi = _mm256_set1_ps(std::numeric_limits<Q>::max());
   const __m256i y_one = _mm256_set1_epi32(static_cast<int32_t>(y[0]));
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i a = _mm256_sub_epi32(ints8_avx2(x + i), zx);
     const __m256i b = _mm256_sub_epi32(y_step ? ints8_avx2(y + i) : y_one, zy);
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(a, b)), ratio);
+    __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(a, b)), ratio), zz);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-    store8_avx2(z + i, _mm256_add_epi32(_mm256_cvtps_epi32(v), zz));
+    store8_avx2(z + i, _mm256_cvtps_epi32(v));
   }
   mul_scalar(x, y, y_step, r, z, i, n);
 }
@@ -154,18 +154,18 @@ __attribute__((target("avx512f,avx512bw"))) void mul_avx512(const Q* x, const Q*
                                                             int64_t y_step, const MulRun& r, Q* z,
                                                             int64_t n) {
   const __m512i zx = _mm512_set1_epi32(r.zx), zy = _mm512_set1_epi32(r.zy);
-  const __m512i zz = _mm512_set1_epi32(r.zz);
+  const __m512 zz = _mm512_set1_ps(static_cast<float>(r.zz));
   const __m512 ratio = _mm512_set1_ps(r.ratio);
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<Q>::min() - r.zz));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<Q>::max() - r.zz));
+  const __m512 lo = _mm512_set1_ps(std::numeric_limits<Q>::min());
+  const __m512 hi = _mm512_set1_ps(std::numeric_limits<Q>::max());
   const __m512i y_one = _mm512_set1_epi32(static_cast<int32_t>(y[0]));
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512i a = _mm512_sub_epi32(ints16_avx512(x + i), zx);
     const __m512i b = _mm512_sub_epi32(y_step ? ints16_avx512(y + i) : y_one, zy);
-    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(a, b)), ratio);
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(a, b)), ratio), zz);
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    store16_avx512(z + i, _mm512_add_epi32(_mm512_cvtps_epi32(v), zz));
+    store16_avx512(z + i, _mm512_cvtps_epi32(v));
   }
   mul_scalar(x, y, y_step, r, z, i, n);
 }

@@ -73,13 +73,15 @@ struct AddParams {
 };
 
 // QLinearMul: the exact integer product of the zero-point-shifted inputs, times
-// a_scale * b_scale / c_scale in float, rounded, plus C's zero point.
+// a_scale * b_scale / c_scale in float, plus C's zero point in float (a separate multiply and
+// add, as MLAS's SSE2 kernel), rounded and saturated.
 inline float mul_ratio(float a_scale, float b_scale, float c_scale) {
   return a_scale * b_scale / c_scale;
 }
 template <typename Q>
 inline Q mul_value(int32_t a_shifted, int32_t b_shifted, float ratio, int32_t c_zp) {
-  return round_with_zero_point<Q>(static_cast<float>(a_shifted * b_shifted) * ratio, c_zp);
+  const float product = static_cast<float>(a_shifted * b_shifted) * ratio;
+  return saturate_round<Q>(product + static_cast<float>(c_zp));
 }
 
 }  // namespace onnxkit::qlinear

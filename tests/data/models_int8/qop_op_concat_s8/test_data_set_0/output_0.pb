@@ -1,0 +1,1 @@
+	ByJH_hG*öËTŸ?¯ÄM"pPF<"l*$Cusi-^DUúˆRn‘¯(ÈFü¶A¥w.e1]2#I$aHO'%Aaä

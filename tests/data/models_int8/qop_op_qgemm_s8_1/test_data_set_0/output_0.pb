@@ -1,0 +1,1 @@
+	ByJ$(ÂXVsKP3`WZXKc_dSNfUIl_+

@@ -1,0 +1,1 @@
+BxJ<YLR_[LX]@DjERrHfDI^rOT_|tpr``{EOiJms\gYXzG~P}oebX|ByxIV}myzp

@@ -1,0 +1,1 @@
+BxJRqSIxBa^^BeKDwEeJCiR_[Hq
