@@ -1,5 +1,5 @@
 """Small models in ONNX Runtime's QOperator format (com.microsoft QLinearAdd, QLinearMul,
-QLinearConcat, QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax,
+QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax,
 QLinearWhere, QGemm), with ORT's outputs, for onnxkit's tests.
 
     /work/main/.venv/bin/python bench/quantize_qoperator_models.py [OUT_DIR]   # default tests/data/models_int8/
@@ -203,6 +203,15 @@ def op_cases(out_root, tmp):
                                     domain="com.microsoft", channels_last=channels_last)
             op_case(out_root, tmp, f"qop_op_gap_{tag}_{k}", node, [("x", t, shape)],
                     sp("x", 0.04, zx) + sp("y", 0.013, zy), t, {"x": q(shape)})
+        # AveragePool (2-D NCHW): padding counted or not, ceil mode.
+        for k, (pads, include, ceil) in enumerate([([1, 1, 1, 1], 0, 0), ([0, 1, 1, 0], 1, 1)]):
+            zx, zy = [int(v) for v in rng.integers(info.min, info.max + 1, 2)]
+            node = helper.make_node("QLinearAveragePool",
+                                    ["x", "x_scale", "x_zp", "y_scale", "y_zp"], ["y"],
+                                    domain="com.microsoft", kernel_shape=[3, 3], strides=[2, 2],
+                                    pads=pads, count_include_pad=include, ceil_mode=ceil)
+            op_case(out_root, tmp, f"qop_op_avgpool_{tag}_{k}", node, [("x", t, [1, 3, 9, 8])],
+                    sp("x", 0.05, zx) + sp("y", 0.03, zy), t, {"x": q([1, 3, 9, 8])})
         # Concat: one input with the output's parameters (copied), two requantized.
         zy = int(rng.integers(info.min, info.max + 1))
         node = helper.make_node("QLinearConcat", ["y_scale", "y_zp", "x0", "x0_scale", "x0_zp",

@@ -5,14 +5,16 @@
 // order, the same clamp before VCVTPS2DQ's round-half-even. Elementwise and layout-agnostic:
 // any broadcast is read as innermost runs, with equal shapes as one run split across threads.
 //
-// The lookup-table ops, QLinearGlobalAveragePool and QLinearConcat need no other kernel: their
-// reference kernels are a table load per element or an integer sum the compiler vectorizes.
+// QGemm with constant weights: int16 dot products (VPMADDWD), exact. The lookup-table ops,
+// QLinearGlobalAveragePool and QLinearConcat need no other kernel: their reference kernels
+// are a table load per element or an integer sum the compiler vectorizes.
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 #include <type_traits>
 
 #include "core/parallel.h"
@@ -266,12 +268,143 @@ class FastQLinearBinary : public OpKernel {
   bool is_add_;
 };
 
+// ---------------------------------------------------------------------------------------
+// QGemm with constant B (the weights ORT's tool writes): B minus its zero points is packed
+// once as int16 rows of K (one per output column, K padded to 32), A's rows are shifted to
+// int16 per run, and each output is a VPMADDWD dot product: every product and pair sum is
+// exact in int32 (|a|, |b| <= 255), so the result is the reference's, bit for bit. The
+// output stage (bias, requantization) is the reference's own.
+
+constexpr int64_t kDotPad = 32;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+int32_t dot_scalar(const int16_t* a, const int16_t* b, int64_t k) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < k; ++i) sum += static_cast<int32_t>(a[i]) * b[i];
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) int32_t dot_avx2(const int16_t* a, const int16_t* b,
+                                                     int64_t k) {
+  __m256i acc = _mm256_setzero_si256();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+  }
+  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
+  return _mm_cvtsi128_si32(sum);
+}
+
+__attribute__((target("avx512f,avx512bw"))) int32_t dot_avx512(const int16_t* a,
+                                                               const int16_t* b, int64_t k) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t i = 0; i < k; i += 32) {
+    const __m512i x = _mm512_loadu_si512(a + i);
+    const __m512i y = _mm512_loadu_si512(b + i);
+    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(x, y));
+  }
+  return _mm512_reduce_add_epi32(acc);
+}
+
+#pragma GCC diagnostic pop
+
+class FastQGemm : public OpKernel {
+ public:
+  explicit FastQGemm(const KernelCreateContext& context)
+      : reference_(context.reference_kernel()),
+        alpha_(context.attr_float("alpha", 1.0f)),
+        trans_a_(context.attr_int("transA", 0) != 0),
+        trans_b_(context.attr_int("transB", 0) != 0) {
+    const auto& inputs = context.node().inputs();
+    auto constant = [&](size_t i) -> const Tensor* {
+      const Value* v = i < inputs.size() ? inputs[i] : nullptr;
+      return v && v->has_initializer() ? &v->initializer() : nullptr;
+    };
+    const Tensor* b = constant(3);
+    const Tensor* b_scale = constant(4);
+    const bool zp_absent = inputs.size() <= 5 || !inputs[5];
+    const Tensor* b_zp = zp_absent ? nullptr : constant(5);
+    if (!b || !b_scale || (!zp_absent && !b_zp) || b->rank() != 2 ||
+        (b->dtype() != DType::kUInt8 && b->dtype() != DType::kInt8) ||
+        (b_zp && (b_zp->dtype() != b->dtype() || b_zp->numel() != b_scale->numel()))) {
+      return;  // the reference kernel runs (and reports what is wrong)
+    }
+    k_ = b->shape()[trans_b_ ? 1 : 0];
+    n_ = b->shape()[trans_b_ ? 0 : 1];
+    if (b_scale->numel() != 1 && b_scale->numel() != n_) return;
+    k_padded_ = (k_ + kDotPad - 1) / kDotPad * kDotPad;
+    packed_b_.assign(static_cast<size_t>(n_ * k_padded_), 0);
+    const bool is_signed = b->dtype() == DType::kInt8;
+    const auto* raw = static_cast<const uint8_t*>(b->raw_data());
+    for (int64_t j = 0; j < n_; ++j) {
+      int32_t zp = 0;
+      if (b_zp) {
+        const int64_t at = b_zp->numel() == 1 ? 0 : j;
+        zp = is_signed ? b_zp->data<int8_t>()[at] : b_zp->data<uint8_t>()[at];
+      }
+      for (int64_t kk = 0; kk < k_; ++kk) {
+        const uint8_t byte = raw[trans_b_ ? j * k_ + kk : kk * n_ + j];
+        const int32_t v = is_signed ? static_cast<int8_t>(byte) : byte;
+        packed_b_[j * k_padded_ + kk] = static_cast<int16_t>(v - zp);
+      }
+    }
+    packed_ = true;
+  }
+
+  void compute(KernelContext& context) const override {
+    if (!packed_) {
+      run_fallback(reference_.get(), context);
+      return;
+    }
+    const QGemmProblem p = qgemm_problem(context, alpha_, trans_a_, trans_b_);
+    if (p.k != k_ || p.n != n_) context.fail("B changed since the kernel was made");
+    std::vector<int32_t> acc(static_cast<size_t>(p.m * p.n));
+    const SimdLevel level = active_simd_level();
+    const auto* a = static_cast<const uint8_t*>(p.a->raw_data());
+    parallel_for(p.m * p.n, kMinParallelCompute / 8 + 1, [&](int64_t begin, int64_t end) {
+      std::vector<int16_t> row(static_cast<size_t>(k_padded_), 0);
+      int64_t row_of = -1;
+      for (int64_t at = begin; at < end; ++at) {
+        const int64_t i = at / p.n, j = at % p.n;
+        if (i != row_of) {
+          for (int64_t kk = 0; kk < p.k; ++kk) {
+            const uint8_t byte = a[trans_a_ ? kk * p.m + i : i * p.k + kk];
+            const int32_t v = p.a_signed ? static_cast<int8_t>(byte) : byte;
+            row[kk] = static_cast<int16_t>(v - p.a_zp);
+          }
+          row_of = i;
+        }
+        const int16_t* column = packed_b_.data() + j * k_padded_;
+        acc[at] = level == SimdLevel::kAvx512 ? dot_avx512(row.data(), column, k_padded_)
+                  : level == SimdLevel::kAvx2 ? dot_avx2(row.data(), column, k_padded_)
+                                              : dot_scalar(row.data(), column, k_padded_);
+      }
+    });
+    qgemm_output(context, p, acc);
+  }
+
+ private:
+  std::unique_ptr<OpKernel> reference_;
+  float alpha_;
+  bool trans_a_, trans_b_;
+  bool packed_ = false;
+  int64_t k_ = 0, n_ = 0, k_padded_ = 0;
+  std::vector<int16_t> packed_b_;  // [n][k_padded]
+};
+
 }  // namespace
 
 void register_fast_qlinear_kernels(OpRegistry& registry) {
   const std::string ms(kMicrosoftDomain);
   registry.add_optimized(ms, "QLinearAdd", 1, kernel_factory<FastQLinearBinary>());
   registry.add_optimized(ms, "QLinearMul", 1, kernel_factory<FastQLinearBinary>());
+  registry.add_optimized(ms, "QGemm", 1, kernel_factory<FastQGemm>());
 }
 
 }  // namespace onnxkit

@@ -1,7 +1,7 @@
 // Op family: com.microsoft's QOperator ops, the ones ONNX Runtime's quantization tool writes
 // in QOperator format (quantize_static(..., quant_format=QOperator)): QLinearAdd, QLinearMul,
-// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat, QLinearSoftmax,
-// QLinearWhere and QGemm (version 1 of com.microsoft).
+// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool (2-D NCHW),
+// QLinearConcat, QLinearSoftmax, QLinearWhere and QGemm (version 1 of com.microsoft).
 //
 // Each reference kernel computes what ORT's CPU kernel computes (contrib_ops/cpu/quantization
 // and MLAS), rounding steps included, so ORT-quantized files give ORT's numbers; the shared
@@ -276,6 +276,97 @@ class QLinearGlobalAveragePoolKernel : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------------------
+// QLinearAveragePool: (X, x_scale, x_zp, y_scale, y_zp) -> Y, AveragePool's attributes
+// (kernel_shape, strides, pads, count_include_pad, ceil_mode) over 2-D NCHW images. As ORT:
+// every input dequantized to float, each window summed in float in row order and divided by
+// its count, then y = nearbyint(avg / y_scale + y_zp) saturated.
+
+class QLinearAveragePoolKernel : public OpKernel {
+ public:
+  explicit QLinearAveragePoolKernel(const KernelCreateContext& context)
+      : kernel_(context.attr_ints("kernel_shape")),
+        strides_(context.attr_ints("strides", {1, 1})),
+        pads_(context.attr_ints("pads", {0, 0, 0, 0})),
+        count_include_pad_(context.attr_int("count_include_pad", 0) != 0),
+        ceil_mode_(context.attr_int("ceil_mode", 0) != 0) {
+    if (context.attr_int("channels_last", 0) != 0 || kernel_.size() != 2 ||
+        strides_.size() != 2 || pads_.size() != 4 ||
+        context.attr_string("auto_pad", "NOTSET") != "NOTSET") {
+      context.fail("only 2-D NCHW pooling with explicit pads is supported (kernel_shape has {} "
+                   "dims, channels_last {}, auto_pad {})",
+                   kernel_.size(), context.attr_int("channels_last", 0),
+                   context.attr_string("auto_pad", "NOTSET"));
+    }
+    for (int64_t d : context.attr_ints("dilations", {1, 1})) {
+      if (d != 1) context.fail("dilations {} are not supported (ORT's kernel has none)", d);
+    }
+  }
+
+  void compute(KernelContext& context) const override {
+    const DType dtype = int8_data_type(context, 0, "X");
+    const Tensor& x = context.input(0);
+    if (x.rank() != 4) {
+      context.fail("X has shape {} (needs [N, C, H, W])", shape_to_string(x.shape()));
+    }
+    const QuantParam px = read_quant_param(context, 1, 2, dtype, "X");
+    const QuantParam py = read_quant_param(context, 3, 4, dtype, "Y");
+    const int64_t h = x.shape()[2], w = x.shape()[3];
+    auto pooled = [&](int64_t size, int64_t k, int64_t s, int64_t pad) {
+      const int64_t span = size + pad - k;
+      return (ceil_mode_ ? (span + s - 1) / s : span / s) + 1;
+    };
+    const int64_t ph_count = pooled(h, kernel_[0], strides_[0], pads_[0] + pads_[2]);
+    const int64_t pw_count = pooled(w, kernel_[1], strides_[1], pads_[1] + pads_[3]);
+    if (ph_count < 1 || pw_count < 1) {
+      context.fail("the window {}x{} does not fit X of shape {}", kernel_[0], kernel_[1],
+                   shape_to_string(x.shape()));
+    }
+    Tensor& y = context.allocate_output_uninitialized(
+        0, dtype, {x.shape()[0], x.shape()[1], ph_count, pw_count});
+    auto run = [&](auto tag) {
+      using Q = decltype(tag);
+      const Q* src = x.data<Q>();
+      Q* dst = y.mutable_data<Q>();
+      std::vector<float> image(static_cast<size_t>(h * w));
+      for (int64_t c = 0; c < x.shape()[0] * x.shape()[1]; ++c) {
+        for (int64_t i = 0; i < h * w; ++i) {
+          image[i] = px.scale * static_cast<float>(static_cast<int32_t>(src[c * h * w + i]) -
+                                                   px.zero_point);
+        }
+        for (int64_t ph = 0; ph < ph_count; ++ph) {
+          int64_t h0 = ph * strides_[0] - pads_[0];
+          const int64_t h1 = std::min(h0 + kernel_[0], h);
+          h0 = std::max<int64_t>(h0, 0);
+          for (int64_t pw = 0; pw < pw_count; ++pw) {
+            int64_t w0 = pw * strides_[1] - pads_[1];
+            const int64_t w1 = std::min(w0 + kernel_[1], w);
+            w0 = std::max<int64_t>(w0, 0);
+            float sum = 0.0f;
+            for (int64_t i = h0; i < h1; ++i) {
+              for (int64_t j = w0; j < w1; ++j) sum += image[i * w + j];
+            }
+            const int64_t count =
+                count_include_pad_ ? kernel_[0] * kernel_[1] : (h1 - h0) * (w1 - w0);
+            const float avg = sum / static_cast<float>(count);
+            dst[(c * ph_count + ph) * pw_count + pw] = qlinear::saturate_round<Q>(
+                avg / py.scale + static_cast<float>(py.zero_point));
+          }
+        }
+      }
+    };
+    if (dtype == DType::kUInt8) {
+      run(uint8_t{});
+    } else {
+      run(int8_t{});
+    }
+  }
+
+ private:
+  std::vector<int64_t> kernel_, strides_, pads_;
+  bool count_include_pad_, ceil_mode_;
+};
+
+// ---------------------------------------------------------------------------------------
 // QLinearConcat: (Y_scale, Y_zp, X0, X0_scale, X0_zp, X1, ...) -> Y. An input with Y's
 // scale and zero point is copied, another goes through a requantization table.
 
@@ -517,6 +608,11 @@ void infer_qlinear_global_average_pool(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(dtype, shape));
 }
 
+void infer_qlinear_average_pool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype != DType::kUndefined) context.set_output(0, tensor_type(dtype, unknown_dims(4)));
+}
+
 void infer_qlinear_concat(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 2);
   if (dtype == DType::kUndefined) return;
@@ -726,6 +822,9 @@ void register_quantization_microsoft_ops(OpRegistry& registry) {
   registry.add(ms, "QLinearGlobalAveragePool", 1,
                OpDefinition(kernel_factory<QLinearGlobalAveragePoolKernel>())
                    .with_types(infer_qlinear_global_average_pool));
+  registry.add(ms, "QLinearAveragePool", 1,
+               OpDefinition(kernel_factory<QLinearAveragePoolKernel>())
+                   .with_types(infer_qlinear_average_pool));
   registry.add(ms, "QLinearConcat", 1,
                OpDefinition(kernel_factory<QLinearConcatKernel>(),
                             OpTraits{.axes = AxisRule::kSingleAxis})

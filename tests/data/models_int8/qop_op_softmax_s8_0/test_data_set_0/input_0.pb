@@ -1,1 +1,1 @@
-BxJ3*J"Q4231@823I1O&W[G[@X=N[@RK2A7HR"%',1(PF2(X5)M?QI@
+BxJ3?KPM"?-P^-?JF*"@[/1 <WYJ4L,[O%B>L.8S0@L<N8XI+!W49-Y

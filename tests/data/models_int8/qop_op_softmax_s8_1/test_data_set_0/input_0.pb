@@ -1,1 +1,1 @@
-BxJ<6JGPF3V1JP0ZAW+[GN9\>'[T[H3'C(D'"9V,-=J8,7+[UH[0*[&#*P2@ECB+
+BxJ<+& [4P-B[&WF7%HYN?J4UK[<D $U&(,"E<[1*J)YJ@-($OW85V/(MURE.94G

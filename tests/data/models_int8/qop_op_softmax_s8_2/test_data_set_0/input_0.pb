@@ -1,1 +1,1 @@
-BxJ?D3@HU X^R1L=H8YW)SP!'%C
+BxJHEZZ4D\7 \++L?P/I5*0(R%$

@@ -1,1 +1,1 @@
-BxJ3QWT[ueG~nic`kpFI{HqEujzORXl_j]Zu^\{]vn\aKSMC~pnzEgj
+BxJ3YTqUzT|pqZHSlePG{h{qPguDsshARiTxCPavoxhyLSBlO~wZdWq

@@ -1,1 +1,1 @@
-BxJ<YLR_[LX]@DjERrHfDI^rOT_|tpr``{EOiJms\gYXzG~P}oebX|ByxIV}myzp
+BxJ<GjLEjHeqdHsLnZsaiiOSKJeRp}oyIqkzu@PM|GID|Bj_aj]|GC_@tv_LY~P~

@@ -1,1 +1,1 @@
-BxJRqSIxBa^^BeKDwEeJCiR_[Hq
+BxJ_xygmzA~zbmAwS\eNmpS@PoC
