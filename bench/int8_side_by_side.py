@@ -5,7 +5,7 @@
 
 Cases (int8 files from bench/quantize_bench_models.py in --int8, fp32 in --models):
 bert_base_dynamic, gpt2_6l_dynamic, resnet50_qdq, mobilenet_v2_qdq, resnet50_convinteger,
-resnet50_qoperator, mobilenet_v2_qoperator.
+resnet50_qoperator, mobilenet_v2_qoperator, resnet50_qoperator_u8, mobilenet_v2_qoperator_u8.
 Per round each of the three runs (in that order, one after the other) reports its median
 latency; the table gives the median over rounds and the ratios. Then both runtimes run the
 int8 file on the same inputs: max |onnxkit - ORT|, relative to the output's range, and in
@@ -34,6 +34,8 @@ CASES = {
     "resnet50_convinteger": "resnet50",
     "resnet50_qoperator": "resnet50",
     "mobilenet_v2_qoperator": "mobilenet_v2",
+    "resnet50_qoperator_u8": "resnet50",
+    "mobilenet_v2_qoperator_u8": "mobilenet_v2",
 }
 
 
