@@ -75,7 +75,13 @@ class DnnlPoolKernel : public OpKernel {
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    if (x.dtype() != DType::kFloat || (blocked_ && !is_blocked_shape(x.shape()))) {
+    // int8 / uint8 max pooling (the MaxPool ORT's quantization tool leaves between int8
+    // convolutions) compares bytes: oneDNN's result is the reference's exactly.
+    const bool int8_max = !blocked_ && algorithm_ == dnnl::algorithm::pooling_max &&
+                          (x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8) &&
+                          !context.wants_output(1);
+    if ((x.dtype() != DType::kFloat && !int8_max) ||
+        (blocked_ && !is_blocked_shape(x.shape()))) {
       return reference_->compute(context);
     }
     const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
@@ -86,15 +92,17 @@ class DnnlPoolKernel : public OpKernel {
     }
     std::vector<int64_t> key = x.shape();
     key.push_back(max_threads());
-    std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x_shape, *win); });
+    key.push_back(static_cast<int64_t>(x.dtype()));
+    std::shared_ptr<const Plan> plan =
+        plans_.get(key, [&] { return make_plan(x_shape, *win, x.dtype()); });
     if (plan->use_reference) return reference_->compute(context);
     Tensor& y = context.allocate_output_uninitialized(
-        0, DType::kFloat, blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
+        0, x.dtype(), blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src_md, x.data<float>())},
-          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst_md, y.mutable_data<float>())}};
+          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src_md, x.raw_data())},
+          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst_md, y.mutable_raw_data())}};
       if (plan->scratchpad.get_size() > 0) {
         args.emplace(
             DNNL_ARG_SCRATCHPAD,
@@ -114,7 +122,7 @@ class DnnlPoolKernel : public OpKernel {
     memory::desc src_md, dst_md, scratchpad;
   };
 
-  Plan make_plan(const Shape& x, const PoolWindow& win) const {
+  Plan make_plan(const Shape& x, const PoolWindow& win, DType dtype) const {
     Plan plan;
     if (blocked_) {
       plan.src_md =
@@ -124,6 +132,19 @@ class DnnlPoolKernel : public OpKernel {
     } else {
       plan.src_md = dnnl_util::plain_f32_desc(x);
       plan.dst_md = dnnl_util::plain_f32_desc(win.y_shape);
+      if (dtype != DType::kFloat) {
+        const auto type = dtype == DType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+        auto bytes = [&](const Shape& shape) {
+          memory::dims dims = dnnl_util::to_dims(shape);
+          memory::dims strides(dims.size(), 1);
+          for (size_t i = dims.size() - 1; i-- > 0;) {
+            strides[i] = strides[i + 1] * std::max<memory::dim>(dims[i + 1], 1);
+          }
+          return memory::desc(dims, type, strides);
+        };
+        plan.src_md = bytes(x);
+        plan.dst_md = bytes(win.y_shape);
+      }
     }
     try {
       dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_,

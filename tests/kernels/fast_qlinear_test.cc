@@ -115,6 +115,22 @@ TEST(FastQLinear, QGemmMatchesReferenceBitForBit) {
   }
 }
 
+// MaxPool on int8 / uint8 (between QLinearConvs in ORT's QOperator files) runs on oneDNN.
+TEST(FastQLinear, Int8MaxPoolMatchesReference) {
+  uint32_t seed = 500;
+  for (DType dtype : {DType::kUInt8, DType::kInt8}) {
+    for (const auto& [shape, pads] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+             {{1, 8, 17, 17}, {1, 1, 1, 1}}, {{2, 3, 9, 12}, {0, 0, 0, 0}}}) {
+      NodeCase c("MaxPool", {random_int8(dtype, shape, seed++)}, 12, [=](Node* node) {
+        set_ints(node, "kernel_shape", {3, 3});
+        set_ints(node, "strides", {2, 2});
+        set_ints(node, "pads", pads);
+      });
+      expect_fast_matches_reference(c, 0, 0, "MaxPool " + shape_to_string(shape));
+    }
+  }
+}
+
 TEST(FastQLinear, BadParametersNameTheNodeAndInput) {
   NodeCase wrong_scale = binary_case("QLinearAdd", DType::kUInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1, 2,
                                      3, 7);
