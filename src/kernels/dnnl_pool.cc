@@ -75,8 +75,6 @@ class DnnlPoolKernel : public OpKernel {
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    // int8 / uint8 max pooling (the MaxPool ORT's quantization tool leaves between int8
-    // convolutions) compares bytes: oneDNN's result is the reference's exactly.
     const bool int8_max = !blocked_ && algorithm_ == dnnl::algorithm::pooling_max &&
                           (x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8) &&
                           !context.wants_output(1);
@@ -86,23 +84,22 @@ class DnnlPoolKernel : public OpKernel {
     }
     const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
     std::optional<PoolWindow> win = pool_window(attrs_, x_shape);
+    if (int8_max) return max_pool_int8(context, x, win);
     if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
         (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
       return reference_->compute(context);
     }
     std::vector<int64_t> key = x.shape();
     key.push_back(max_threads());
-    key.push_back(static_cast<int64_t>(x.dtype()));
-    std::shared_ptr<const Plan> plan =
-        plans_.get(key, [&] { return make_plan(x_shape, *win, x.dtype()); });
+    std::shared_ptr<const Plan> plan = plans_.get(key, [&] { return make_plan(x_shape, *win); });
     if (plan->use_reference) return reference_->compute(context);
     Tensor& y = context.allocate_output_uninitialized(
-        0, x.dtype(), blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
+        0, DType::kFloat, blocked_ ? blocked_shape(win->y_shape) : win->y_shape);
     try {
       dnnl::stream stream = dnnl_util::make_stream();
       std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src_md, x.raw_data())},
-          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst_md, y.mutable_raw_data())}};
+          {DNNL_ARG_SRC, dnnl_util::wrap(plan->src_md, x.data<float>())},
+          {DNNL_ARG_DST, dnnl_util::wrap(plan->dst_md, y.mutable_data<float>())}};
       if (plan->scratchpad.get_size() > 0) {
         args.emplace(
             DNNL_ARG_SCRATCHPAD,
@@ -116,13 +113,58 @@ class DnnlPoolKernel : public OpKernel {
   }
 
  private:
+  // MaxPool of int8 / uint8 NCHW images (the MaxPool ORT's quantization tool leaves between
+  // int8 convolutions): a byte maximum per window, exactly the reference's result. oneDNN's
+  // int8 pooling on NCHW is its slow reference implementation, hence this loop.
+  void max_pool_int8(KernelContext& context, const Tensor& x,
+                     const std::optional<PoolWindow>& win) const {
+    if (!win || x.rank() != 4 || x.numel() == 0 || win->window_in_padding ||
+        win->dilations[0] != 0 || win->dilations[1] != 0) {
+      return reference_->compute(context);
+    }
+    const int64_t planes = x.shape()[0] * x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+    const int64_t oh = win->y_shape[2], ow = win->y_shape[3];
+    Tensor& y = context.allocate_output_uninitialized(0, x.dtype(), win->y_shape);
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = y.mutable_data<T>();
+      parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          const T* plane = src + c * h * w;
+          T* out = dst + c * oh * ow;
+          for (int64_t i = 0; i < oh; ++i) {
+            const int64_t h0 = std::max<int64_t>(i * win->strides[0] - win->pad_begin[0], 0);
+            const int64_t h1 = std::min<int64_t>(i * win->strides[0] - win->pad_begin[0] +
+                                                     win->kernel[0], h);
+            for (int64_t j = 0; j < ow; ++j) {
+              const int64_t w0 = std::max<int64_t>(j * win->strides[1] - win->pad_begin[1], 0);
+              const int64_t w1 = std::min<int64_t>(j * win->strides[1] - win->pad_begin[1] +
+                                                       win->kernel[1], w);
+              T best = std::numeric_limits<T>::lowest();
+              for (int64_t r = h0; r < h1; ++r) {
+                for (int64_t q = w0; q < w1; ++q) best = std::max(best, plane[r * w + q]);
+              }
+              out[i * ow + j] = best;
+            }
+          }
+        }
+      });
+    };
+    if (x.dtype() == DType::kUInt8) {
+      run(uint8_t{});
+    } else {
+      run(int8_t{});
+    }
+  }
+
   struct Plan {
     bool use_reference = false;
     dnnl::primitive pool;
     memory::desc src_md, dst_md, scratchpad;
   };
 
-  Plan make_plan(const Shape& x, const PoolWindow& win, DType dtype) const {
+  Plan make_plan(const Shape& x, const PoolWindow& win) const {
     Plan plan;
     if (blocked_) {
       plan.src_md =
@@ -132,19 +174,6 @@ class DnnlPoolKernel : public OpKernel {
     } else {
       plan.src_md = dnnl_util::plain_f32_desc(x);
       plan.dst_md = dnnl_util::plain_f32_desc(win.y_shape);
-      if (dtype != DType::kFloat) {
-        const auto type = dtype == DType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
-        auto bytes = [&](const Shape& shape) {
-          memory::dims dims = dnnl_util::to_dims(shape);
-          memory::dims strides(dims.size(), 1);
-          for (size_t i = dims.size() - 1; i-- > 0;) {
-            strides[i] = strides[i + 1] * std::max<memory::dim>(dims[i + 1], 1);
-          }
-          return memory::desc(dims, type, strides);
-        };
-        plan.src_md = bytes(x);
-        plan.dst_md = bytes(win.y_shape);
-      }
     }
     try {
       dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_,
