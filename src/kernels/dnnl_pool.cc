@@ -78,8 +78,7 @@ class DnnlPoolKernel : public OpKernel {
     const bool int8_max = !blocked_ && algorithm_ == dnnl::algorithm::pooling_max &&
                           (x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8) &&
                           !context.wants_output(1);
-    if ((x.dtype() != DType::kFloat && !int8_max) ||
-        (blocked_ && !is_blocked_shape(x.shape()))) {
+    if ((x.dtype() != DType::kFloat && !int8_max) || (blocked_ && !is_blocked_shape(x.shape()))) {
       return reference_->compute(context);
     }
     const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
@@ -135,12 +134,12 @@ class DnnlPoolKernel : public OpKernel {
           T* out = dst + c * oh * ow;
           for (int64_t i = 0; i < oh; ++i) {
             const int64_t h0 = std::max<int64_t>(i * win->strides[0] - win->pad_begin[0], 0);
-            const int64_t h1 = std::min<int64_t>(i * win->strides[0] - win->pad_begin[0] +
-                                                     win->kernel[0], h);
+            const int64_t h1 =
+                std::min<int64_t>(i * win->strides[0] - win->pad_begin[0] + win->kernel[0], h);
             for (int64_t j = 0; j < ow; ++j) {
               const int64_t w0 = std::max<int64_t>(j * win->strides[1] - win->pad_begin[1], 0);
-              const int64_t w1 = std::min<int64_t>(j * win->strides[1] - win->pad_begin[1] +
-                                                       win->kernel[1], w);
+              const int64_t w1 =
+                  std::min<int64_t>(j * win->strides[1] - win->pad_begin[1] + win->kernel[1], w);
               T best = std::numeric_limits<T>::lowest();
               for (int64_t r = h0; r < h1; ++r) {
                 for (int64_t q = w0; q < w1; ++q) best = std::max(best, plane[r * w + q]);

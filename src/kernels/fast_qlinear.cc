@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <vector>
 #include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "ir/domain.h"
@@ -76,7 +76,8 @@ __attribute__((target("avx2,fma"))) inline __m256 load8_avx2(const Q* p) {
 
 template <typename Q>
 __attribute__((target("avx2,fma"))) inline void store8_avx2(Q* p, __m256i ints) {
-  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
+  const __m128i w =
+      _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
   const __m128i b = std::is_same_v<Q, uint8_t> ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
   _mm_storel_epi64(reinterpret_cast<__m128i*>(p), b);
 }
@@ -111,7 +112,8 @@ __attribute__((target("avx2,fma"))) void mul_avx2(const Q* x, const Q* y, int64_
   for (; i + 8 <= n; i += 8) {
     const __m256i a = _mm256_sub_epi32(ints8_avx2(x + i), zx);
     const __m256i b = _mm256_sub_epi32(y_step ? ints8_avx2(y + i) : y_one, zy);
-    __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(a, b)), ratio), zz);
+    __m256 v =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(a, b)), ratio), zz);
     v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
     store8_avx2(z + i, _mm256_cvtps_epi32(v));
   }
@@ -134,8 +136,8 @@ __attribute__((target("avx512f,avx512bw"))) inline void store16_avx512(Q* p, __m
 }
 
 template <typename Q>
-__attribute__((target("avx512f,avx512bw"))) void add_avx512(const Q* x, const Q* y,
-                                                            const AddRun& r, Q* z, int64_t n) {
+__attribute__((target("avx512f,avx512bw"))) void add_avx512(const Q* x, const Q* y, const AddRun& r,
+                                                            Q* z, int64_t n) {
   const __m512 rx = _mm512_set1_ps(r.rx), ry = _mm512_set1_ps(r.ry);
   const __m512 fixed = _mm512_set1_ps(r.fixed);
   const __m512 lo = _mm512_set1_ps(std::numeric_limits<Q>::min());
@@ -152,9 +154,8 @@ __attribute__((target("avx512f,avx512bw"))) void add_avx512(const Q* x, const Q*
 }
 
 template <typename Q>
-__attribute__((target("avx512f,avx512bw"))) void mul_avx512(const Q* x, const Q* y,
-                                                            int64_t y_step, const MulRun& r, Q* z,
-                                                            int64_t n) {
+__attribute__((target("avx512f,avx512bw"))) void mul_avx512(const Q* x, const Q* y, int64_t y_step,
+                                                            const MulRun& r, Q* z, int64_t n) {
   const __m512i zx = _mm512_set1_epi32(r.zx), zy = _mm512_set1_epi32(r.zy);
   const __m512 zz = _mm512_set1_ps(static_cast<float>(r.zz));
   const __m512 ratio = _mm512_set1_ps(r.ratio);
@@ -165,7 +166,8 @@ __attribute__((target("avx512f,avx512bw"))) void mul_avx512(const Q* x, const Q*
   for (; i + 16 <= n; i += 16) {
     const __m512i a = _mm512_sub_epi32(ints16_avx512(x + i), zx);
     const __m512i b = _mm512_sub_epi32(y_step ? ints16_avx512(y + i) : y_one, zy);
-    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(a, b)), ratio), zz);
+    __m512 v =
+        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(a, b)), ratio), zz);
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     store16_avx512(z + i, _mm512_cvtps_epi32(v));
   }
@@ -301,8 +303,8 @@ __attribute__((target("avx2,fma"))) int32_t dot_avx2(const int16_t* a, const int
   return _mm_cvtsi128_si32(sum);
 }
 
-__attribute__((target("avx512f,avx512bw"))) int32_t dot_avx512(const int16_t* a,
-                                                               const int16_t* b, int64_t k) {
+__attribute__((target("avx512f,avx512bw"))) int32_t dot_avx512(const int16_t* a, const int16_t* b,
+                                                               int64_t k) {
   __m512i acc = _mm512_setzero_si512();
   for (int64_t i = 0; i < k; i += 32) {
     const __m512i x = _mm512_loadu_si512(a + i);

@@ -54,8 +54,7 @@ struct AddParams {
   float ratio_a = 1, ratio_b = 1;  // a_scale / c_scale, b_scale / c_scale
   float fixed = 0;                 // c_zp - (ratio_a * a_zp + ratio_b * b_zp)
 
-  AddParams(float a_scale, int32_t a_zp, float b_scale, int32_t b_zp, float c_scale,
-            int32_t c_zp)
+  AddParams(float a_scale, int32_t a_zp, float b_scale, int32_t b_zp, float c_scale, int32_t c_zp)
       : ratio_a(a_scale / c_scale), ratio_b(b_scale / c_scale) {
     const float a_part = ratio_a * static_cast<float>(a_zp);
     const float b_part = ratio_b * static_cast<float>(b_zp);

@@ -73,19 +73,22 @@ void qlinear_add_run(const qlinear::AddParams& p, BinaryRunKind kind, const Q* x
                      const Q* y, int64_t sy, Q* z, int64_t n) {
   switch (kind) {
     case BinaryRunKind::kBoth:
-      for (int64_t i = 0; i < n; ++i) z[i] = qlinear::saturate_round<Q>(p.both(x[i * sx], y[i * sy]));
+      for (int64_t i = 0; i < n; ++i)
+        z[i] = qlinear::saturate_round<Q>(p.both(x[i * sx], y[i * sy]));
       return;
     case BinaryRunKind::kScalarB: {
       const float fixed = p.fixed_with_b(y[0]);
       for (int64_t i = 0; i < n; ++i) {
-        z[i] = qlinear::saturate_round<Q>(std::fma(static_cast<float>(x[i * sx]), p.ratio_a, fixed));
+        z[i] =
+            qlinear::saturate_round<Q>(std::fma(static_cast<float>(x[i * sx]), p.ratio_a, fixed));
       }
       return;
     }
     case BinaryRunKind::kScalarA: {
       const float fixed = p.fixed_with_a(x[0]);
       for (int64_t i = 0; i < n; ++i) {
-        z[i] = qlinear::saturate_round<Q>(std::fma(static_cast<float>(y[i * sy]), p.ratio_b, fixed));
+        z[i] =
+            qlinear::saturate_round<Q>(std::fma(static_cast<float>(y[i * sy]), p.ratio_b, fixed));
       }
       return;
     }

@@ -49,8 +49,8 @@ QuantParam read_quant_param(const KernelContext& context, size_t scale_index, si
                  zp_index, dtype_name(zp.dtype()), dtype_name(dtype));
   }
   if (zp.numel() != 1) {
-    context.fail("the zero point of {} (input {}) must be a scalar (per tensor), got shape {}",
-                 of, zp_index, shape_to_string(zp.shape()));
+    context.fail("the zero point of {} (input {}) must be a scalar (per tensor), got shape {}", of,
+                 zp_index, shape_to_string(zp.shape()));
   }
   param.zero_point = dtype == DType::kUInt8 ? zp.data<uint8_t>()[0] : zp.data<int8_t>()[0];
   return param;
@@ -93,10 +93,10 @@ std::vector<uint8_t> lookup_table(DType dtype, QuantParam x, QuantParam y,
   transform(values, 256);
   std::vector<uint8_t> table(256);
   for (int i = 0; i < 256; ++i) {
-    table[i] = dtype == DType::kUInt8
-                   ? qlinear::quantize<uint8_t>(values[i], y.scale, y.zero_point)
-                   : static_cast<uint8_t>(
-                         qlinear::quantize<int8_t>(values[i], y.scale, y.zero_point));
+    table[i] =
+        dtype == DType::kUInt8
+            ? qlinear::quantize<uint8_t>(values[i], y.scale, y.zero_point)
+            : static_cast<uint8_t>(qlinear::quantize<int8_t>(values[i], y.scale, y.zero_point));
   }
   return table;
 }
@@ -166,21 +166,22 @@ class QLinearBinaryKernel : public OpKernel {
     if (is_add_) {
       const qlinear::AddParams p(pa.scale, pa.zero_point, pb.scale, pb.zero_point, pc.scale,
                                  pc.zero_point);
-      for_each_binary_run(a.shape(), b.shape(), c.shape(),
-                   [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
-                     qlinear_add_run<Q>(p, kind, x + ia, sa, y + ib, sb, z + o, n);
-                   });
+      for_each_binary_run(
+          a.shape(), b.shape(), c.shape(),
+          [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
+            qlinear_add_run<Q>(p, kind, x + ia, sa, y + ib, sb, z + o, n);
+          });
       return;
     }
     const float ratio = qlinear::mul_ratio(pa.scale, pb.scale, pc.scale);
     for_each_binary_run(a.shape(), b.shape(), c.shape(),
-                 [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
-                   for (int64_t i = 0; i < n; ++i) {
-                     z[o + i] = qlinear::mul_value<Q>(x[ia + i * sa] - pa.zero_point,
-                                                      y[ib + i * sb] - pb.zero_point, ratio,
-                                                      pc.zero_point);
-                   }
-                 });
+                        [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
+                          for (int64_t i = 0; i < n; ++i) {
+                            z[o + i] = qlinear::mul_value<Q>(x[ia + i * sa] - pa.zero_point,
+                                                             y[ib + i * sb] - pb.zero_point, ratio,
+                                                             pc.zero_point);
+                          }
+                        });
   }
 
   bool is_add_;
@@ -289,13 +290,13 @@ class QLinearAveragePoolKernel : public OpKernel {
         pads_(context.attr_ints("pads", {0, 0, 0, 0})),
         count_include_pad_(context.attr_int("count_include_pad", 0) != 0),
         ceil_mode_(context.attr_int("ceil_mode", 0) != 0) {
-    if (context.attr_int("channels_last", 0) != 0 || kernel_.size() != 2 ||
-        strides_.size() != 2 || pads_.size() != 4 ||
-        context.attr_string("auto_pad", "NOTSET") != "NOTSET") {
-      context.fail("only 2-D NCHW pooling with explicit pads is supported (kernel_shape has {} "
-                   "dims, channels_last {}, auto_pad {})",
-                   kernel_.size(), context.attr_int("channels_last", 0),
-                   context.attr_string("auto_pad", "NOTSET"));
+    if (context.attr_int("channels_last", 0) != 0 || kernel_.size() != 2 || strides_.size() != 2 ||
+        pads_.size() != 4 || context.attr_string("auto_pad", "NOTSET") != "NOTSET") {
+      context.fail(
+          "only 2-D NCHW pooling with explicit pads is supported (kernel_shape has {} "
+          "dims, channels_last {}, auto_pad {})",
+          kernel_.size(), context.attr_int("channels_last", 0),
+          context.attr_string("auto_pad", "NOTSET"));
     }
     for (int64_t d : context.attr_ints("dilations", {1, 1})) {
       if (d != 1) context.fail("dilations {} are not supported (ORT's kernel has none)", d);
@@ -330,8 +331,8 @@ class QLinearAveragePoolKernel : public OpKernel {
       std::vector<float> image(static_cast<size_t>(h * w));
       for (int64_t c = 0; c < x.shape()[0] * x.shape()[1]; ++c) {
         for (int64_t i = 0; i < h * w; ++i) {
-          image[i] = px.scale * static_cast<float>(static_cast<int32_t>(src[c * h * w + i]) -
-                                                   px.zero_point);
+          image[i] = px.scale *
+                     static_cast<float>(static_cast<int32_t>(src[c * h * w + i]) - px.zero_point);
         }
         for (int64_t ph = 0; ph < ph_count; ++ph) {
           int64_t h0 = ph * strides_[0] - pads_[0];
@@ -348,8 +349,8 @@ class QLinearAveragePoolKernel : public OpKernel {
             const int64_t count =
                 count_include_pad_ ? kernel_[0] * kernel_[1] : (h1 - h0) * (w1 - w0);
             const float avg = sum / static_cast<float>(count);
-            dst[(c * ph_count + ph) * pw_count + pw] = qlinear::saturate_round<Q>(
-                avg / py.scale + static_cast<float>(py.zero_point));
+            dst[(c * ph_count + ph) * pw_count + pw] =
+                qlinear::saturate_round<Q>(avg / py.scale + static_cast<float>(py.zero_point));
           }
         }
       }
@@ -376,9 +377,10 @@ class QLinearConcatKernel : public OpKernel {
       : axis_(context.attr_int("axis")) {
     const size_t count = context.node().inputs().size();
     if (count < 5 || (count - 2) % 3 != 0) {
-      context.fail("has {} inputs (needs Y_scale, Y_zero_point and a (tensor, scale, zero "
-                   "point) triple per input)",
-                   count);
+      context.fail(
+          "has {} inputs (needs Y_scale, Y_zero_point and a (tensor, scale, zero "
+          "point) triple per input)",
+          count);
     }
   }
 
@@ -455,9 +457,8 @@ class QLinearSoftmaxKernel : public OpKernel {
           for (int64_t r = 0; r < reduce; ++r) {
             const int32_t v = src[base + r * inner];
             // Aligns the row's maximum with the table's top entry.
-            const uint8_t index = std::is_same_v<Q, uint8_t>
-                                      ? static_cast<uint8_t>(255 - max + v)
-                                      : static_cast<uint8_t>(127 - max + v);
+            const uint8_t index = std::is_same_v<Q, uint8_t> ? static_cast<uint8_t>(255 - max + v)
+                                                             : static_cast<uint8_t>(127 - max + v);
             exps[r] = table[index];
             sum += exps[r];
           }
@@ -647,7 +648,7 @@ void infer_qlinear_where(TypeInferenceContext& context) {
 }
 
 void infer_qgemm(TypeInferenceContext& context) {
-  const DType dtype = context.has_input(8) ? input_dtype(context, 8)
+  const DType dtype = context.has_input(8)   ? input_dtype(context, 8)
                       : context.has_input(7) ? DType::kUndefined
                                              : DType::kFloat;
   if (dtype == DType::kUndefined) return;
@@ -684,8 +685,7 @@ GlobalPoolGeometry global_pool_geometry(const Shape& x, bool channels_last) {
   return g;
 }
 
-QGemmProblem qgemm_problem(const KernelContext& context, float alpha, bool trans_a,
-                           bool trans_b) {
+QGemmProblem qgemm_problem(const KernelContext& context, float alpha, bool trans_a, bool trans_b) {
   QGemmProblem p;
   p.a = &context.input(0);
   p.b = &context.input(3);
@@ -711,13 +711,13 @@ QGemmProblem qgemm_problem(const KernelContext& context, float alpha, bool trans
   // B: per tensor or per column (N values).
   const Tensor& b_scale = context.input(4);
   if (b_scale.dtype() != DType::kFloat) {
-    context.fail("the scale of B (input 4) has type {} (needs float)",
-                 dtype_name(b_scale.dtype()));
+    context.fail("the scale of B (input 4) has type {} (needs float)", dtype_name(b_scale.dtype()));
   }
   if (b_scale.rank() > 1 || (b_scale.numel() != 1 && b_scale.numel() != p.n)) {
-    context.fail("the scale of B (input 4) has shape {} (needs a scalar or {} values, one per "
-                 "column)",
-                 shape_to_string(b_scale.shape()), p.n);
+    context.fail(
+        "the scale of B (input 4) has shape {} (needs a scalar or {} values, one per "
+        "column)",
+        shape_to_string(b_scale.shape()), p.n);
   }
   p.b_zero_points.assign(static_cast<size_t>(b_scale.numel()), 0);
   if (context.has_input(5)) {
@@ -775,9 +775,9 @@ void qgemm_output(KernelContext& context, const QGemmProblem& p, std::vector<int
     const int32_t* c = p.c->data<int32_t>();
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
-        acc[i * p.n + j] = static_cast<int32_t>(static_cast<uint32_t>(acc[i * p.n + j]) +
-                                                static_cast<uint32_t>(c[i * strides[0] +
-                                                                        j * strides[1]]));
+        acc[i * p.n + j] =
+            static_cast<int32_t>(static_cast<uint32_t>(acc[i * p.n + j]) +
+                                 static_cast<uint32_t>(c[i * strides[0] + j * strides[1]]));
       }
     }
   }
@@ -825,16 +825,16 @@ void register_quantization_microsoft_ops(OpRegistry& registry) {
   registry.add(ms, "QLinearAveragePool", 1,
                OpDefinition(kernel_factory<QLinearAveragePoolKernel>())
                    .with_types(infer_qlinear_average_pool));
-  registry.add(ms, "QLinearConcat", 1,
-               OpDefinition(kernel_factory<QLinearConcatKernel>(),
-                            OpTraits{.axes = AxisRule::kSingleAxis})
-                   .with_types(infer_qlinear_concat));
-  registry.add(ms, "QLinearSoftmax", 1,
-               OpDefinition(kernel_factory<QLinearSoftmaxKernel>()).with_types(infer_same_as_input));
+  registry.add(
+      ms, "QLinearConcat", 1,
+      OpDefinition(kernel_factory<QLinearConcatKernel>(), OpTraits{.axes = AxisRule::kSingleAxis})
+          .with_types(infer_qlinear_concat));
+  registry.add(
+      ms, "QLinearSoftmax", 1,
+      OpDefinition(kernel_factory<QLinearSoftmaxKernel>()).with_types(infer_same_as_input));
   registry.add(ms, "QLinearWhere", 1,
                OpDefinition(kernel_factory<QLinearWhereKernel>()).with_types(infer_qlinear_where));
-  registry.add(ms, "QGemm", 1,
-               OpDefinition(kernel_factory<QGemmKernel>()).with_types(infer_qgemm));
+  registry.add(ms, "QGemm", 1, OpDefinition(kernel_factory<QGemmKernel>()).with_types(infer_qgemm));
 }
 
 }  // namespace onnxkit

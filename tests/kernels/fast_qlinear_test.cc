@@ -30,8 +30,8 @@ Tensor zero_point(DType dtype, int value) {
   return t;
 }
 
-NodeCase binary_case(const std::string& op, DType dtype, const Shape& a, const Shape& b,
-                     float sa, float sb, float sc, int za, int zb, int zc, uint32_t seed) {
+NodeCase binary_case(const std::string& op, DType dtype, const Shape& a, const Shape& b, float sa,
+                     float sb, float sc, int za, int zb, int zc, uint32_t seed) {
   NodeCase c(op,
              {random_int8(dtype, a, seed), float_scalar(sa), zero_point(dtype, za),
               random_int8(dtype, b, seed + 1), float_scalar(sb), zero_point(dtype, zb),
@@ -43,11 +43,17 @@ NodeCase binary_case(const std::string& op, DType dtype, const Shape& a, const S
 }
 
 TEST(FastQLinear, AddAndMulMatchReferenceBitForBit) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{1000}, {1000}},             {{2, 3, 5, 7}, {2, 3, 5, 7}}, {{1, 16, 9, 9}, {1, 16, 1, 1}},
-      {{1, 16, 1, 1}, {1, 16, 9, 9}}, {{1}, {3, 37}},             {{3, 37}, {}},
-      {{2, 6, 33}, {33}},           {{4, 1}, {1, 19}},           {{65}, {65}},
-      {{2, 1, 17}, {2, 5, 1}},      {{1, 64, 56, 56}, {1, 64, 56, 56}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{1000}, {1000}},
+                                                       {{2, 3, 5, 7}, {2, 3, 5, 7}},
+                                                       {{1, 16, 9, 9}, {1, 16, 1, 1}},
+                                                       {{1, 16, 1, 1}, {1, 16, 9, 9}},
+                                                       {{1}, {3, 37}},
+                                                       {{3, 37}, {}},
+                                                       {{2, 6, 33}, {33}},
+                                                       {{4, 1}, {1, 19}},
+                                                       {{65}, {65}},
+                                                       {{2, 1, 17}, {2, 5, 1}},
+                                                       {{1, 64, 56, 56}, {1, 64, 56, 56}}};
   const float params[][3] = {{0.02f, 0.03f, 0.05f}, {0.5f, 0.001f, 0.04f}, {1e-6f, 3.0f, 1e4f}};
   uint32_t seed = 1;
   for (const char* op : {"QLinearAdd", "QLinearMul"}) {
@@ -56,11 +62,12 @@ TEST(FastQLinear, AddAndMulMatchReferenceBitForBit) {
       for (const auto& [a, b] : shapes) {
         for (const auto& p : params) {
           for (const int zp : {lo, lo + 255, lo + 100}) {
-            const NodeCase c =
-                binary_case(op, dtype, a, b, p[0], p[1], p[2], zp, lo + 255 - (zp - lo), zp, seed++);
+            const NodeCase c = binary_case(op, dtype, a, b, p[0], p[1], p[2], zp,
+                                           lo + 255 - (zp - lo), zp, seed++);
             expect_fast_matches_reference(c, 0, 0,
                                           std::string(op) + " " + shape_to_string(a) + " x " +
-                                              shape_to_string(b) + " " + std::string(dtype_name(dtype)));
+                                              shape_to_string(b) + " " +
+                                              std::string(dtype_name(dtype)));
           }
         }
       }
@@ -88,11 +95,17 @@ TEST(FastQLinear, QGemmMatchesReferenceBitForBit) {
             static_cast<uint8_t*>(b_zp.mutable_raw_data())[j] = static_cast<uint8_t>(j * 37 + 5);
           }
           Tensor bias(DType::kInt32, {n});
-          for (int64_t j = 0; j < n; ++j) bias.mutable_data<int32_t>()[j] = static_cast<int32_t>(j * 97 % 5000) - 2500;
+          for (int64_t j = 0; j < n; ++j)
+            bias.mutable_data<int32_t>()[j] = static_cast<int32_t>(j * 97 % 5000) - 2500;
           const bool float_out = variant == 3;
-          std::vector<Tensor> inputs{random_int8(a_type, trans_a ? Shape{k, m} : Shape{m, k}, seed + 1),
-                                     float_scalar(0.03f), zero_point(a_type, 7),
-                                     random_int8(b_type, b_shape, seed + 2), b_scale, b_zp, bias};
+          std::vector<Tensor> inputs{
+              random_int8(a_type, trans_a ? Shape{k, m} : Shape{m, k}, seed + 1),
+              float_scalar(0.03f),
+              zero_point(a_type, 7),
+              random_int8(b_type, b_shape, seed + 2),
+              b_scale,
+              b_zp,
+              bias};
           if (!float_out) {
             inputs.push_back(float_scalar(0.7f));
             inputs.push_back(zero_point(a_type, -3));
@@ -132,21 +145,21 @@ TEST(FastQLinear, Int8MaxPoolMatchesReference) {
 }
 
 TEST(FastQLinear, BadParametersNameTheNodeAndInput) {
-  NodeCase wrong_scale = binary_case("QLinearAdd", DType::kUInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1, 2,
-                                     3, 7);
+  NodeCase wrong_scale =
+      binary_case("QLinearAdd", DType::kUInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1, 2, 3, 7);
   wrong_scale.inputs[4] = float_scalar(0.1f, {3});
   for (const SessionOptions& options : {SessionOptions::reference(), fast_options()}) {
     expect_error([&] { run_node(wrong_scale, options); }, "node0");
     expect_error([&] { run_node(wrong_scale, options); },
                  "the scale of B (input 4) must be a scalar (per tensor), got shape [3]");
   }
-  NodeCase wrong_zero_point = binary_case("QLinearMul", DType::kUInt8, {4}, {4}, 0.1f, 0.1f, 0.1f,
-                                          1, 2, 3, 8);
+  NodeCase wrong_zero_point =
+      binary_case("QLinearMul", DType::kUInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1, 2, 3, 8);
   wrong_zero_point.inputs[7] = zero_point(DType::kInt8, 3);
   expect_error([&] { run_node(wrong_zero_point, fast_options()); },
                "the zero point of C (input 7) has type int8 but the data has type uint8");
-  NodeCase missing_scale = binary_case("QLinearAdd", DType::kInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1,
-                                       2, 3, 9);
+  NodeCase missing_scale =
+      binary_case("QLinearAdd", DType::kInt8, {4}, {4}, 0.1f, 0.1f, 0.1f, 1, 2, 3, 9);
   missing_scale.inputs[6] = Tensor();
   expect_error([&] { run_node(missing_scale); }, "the scale of C is missing");
 }
@@ -168,18 +181,19 @@ TEST(QLinearOps, BadInputsNameTheNode) {
   pool.domain = "com.microsoft";
   expect_error([&] { run_node(pool); }, "X has shape [2,8] (needs rank 3 or more)");
   // QGemm with inner dims that differ and a per-column scale of the wrong length.
-  NodeCase gemm("QGemm",
-                {random_int8(DType::kUInt8, {3, 5}, 5), float_scalar(0.1f),
-                 zero_point(DType::kUInt8, 0), random_int8(DType::kInt8, {4, 6}, 6),
-                 float_scalar(0.1f), zero_point(DType::kInt8, 0)},
-                17);
+  NodeCase gemm(
+      "QGemm",
+      {random_int8(DType::kUInt8, {3, 5}, 5), float_scalar(0.1f), zero_point(DType::kUInt8, 0),
+       random_int8(DType::kInt8, {4, 6}, 6), float_scalar(0.1f), zero_point(DType::kInt8, 0)},
+      17);
   gemm.domain = "com.microsoft";
   expect_error([&] { run_node(gemm); }, "inner dims 5 and 4 differ");
   gemm.inputs[3] = random_int8(DType::kInt8, {5, 6}, 7);
   gemm.inputs[4] = float_scalar(0.1f, {4});
   gemm.inputs[5] = Tensor();
-  expect_error([&] { run_node(gemm); },
-               "the scale of B (input 4) has shape [4] (needs a scalar or 6 values, one per column)");
+  expect_error(
+      [&] { run_node(gemm); },
+      "the scale of B (input 4) has shape [4] (needs a scalar or 6 values, one per column)");
   // Data of another type.
   NodeCase sigmoid("QLinearSigmoid",
                    {random_floats({4}, 1), float_scalar(0.1f), Tensor(), float_scalar(0.1f)}, 17);

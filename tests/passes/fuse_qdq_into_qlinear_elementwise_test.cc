@@ -68,8 +68,8 @@ TEST(FuseQdqIntoQLinearElementwise, EveryOpBetweenDqAndQBecomesItsQLinearOp) {
     Model model = qdq_model(type);
     Model before = copy_model(model);
     EXPECT_EQ(run_pass(model), 7u);
-    for (const char* op : {"QLinearSigmoid", "QLinearAdd", "QLinearLeakyRelu", "QLinearMul",
-                           "QLinearConcat"}) {
+    for (const char* op :
+         {"QLinearSigmoid", "QLinearAdd", "QLinearLeakyRelu", "QLinearMul", "QLinearConcat"}) {
       const Node* fused = only_node(model, op);
       ASSERT_TRUE(fused) << op;
       EXPECT_EQ(fused->domain(), "com.microsoft");
