@@ -8,6 +8,12 @@ MODELS_DIR (default bench/models) holds the fp32 exports (bench/export_models.py
   resnet50_qdq.onnx, mobilenet_v2_qdq.onnx         quantize_static QDQ, per-channel, calibrated
                                                    on a few random inputs (enough for speed)
   resnet50_convinteger.onnx                        quantize_dynamic with Conv (ConvInteger)
+  resnet50_qoperator.onnx, mobilenet_v2_qoperator.onnx
+                                                   quantize_static QOperator (QLinearConv and
+                                                   com.microsoft QLinearAdd, QLinearGlobal-
+                                                   AveragePool, QGemm, ...), per-channel,
+                                                   int8 activations (the tool's default)
+  resnet50_qoperator_u8.onnx, mobilenet_v2_qoperator_u8.onnx   the same, uint8 activations
 onnxruntime is the peer and test-data maker here, never a dependency of onnxkit.
 """
 import os
@@ -56,6 +62,19 @@ def main():
         "mobilenet_v2_qdq": lambda p: quantize_static(pre("mobilenet_v2"), p, RandomImages(),
                                                       quant_format=QuantFormat.QDQ,
                                                       per_channel=True),
+        "resnet50_qoperator": lambda p: quantize_static(
+            pre("resnet50"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True),
+        "mobilenet_v2_qoperator": lambda p: quantize_static(
+            pre("mobilenet_v2"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True),
+        # uint8 activations (ORT's x64 advice for QOperator; its default int8 ones run slowly)
+        "resnet50_qoperator_u8": lambda p: quantize_static(
+            pre("resnet50"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True, activation_type=QuantType.QUInt8),
+        "mobilenet_v2_qoperator_u8": lambda p: quantize_static(
+            pre("mobilenet_v2"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True, activation_type=QuantType.QUInt8),
     }
     for name, make in jobs.items():
         if only and name not in only:

@@ -184,8 +184,8 @@ def main():
                     ("dynamic_convinteger_uint8", dict(kind="dynamic", op_types_to_quantize=["Conv", "MatMul", "Gemm"], weight_type=QuantType.QUInt8)),
                     ("static_qdq", dict(kind="static", quant_format=QuantFormat.QDQ)),
                     ("static_qdq_per_channel", dict(kind="static", quant_format=QuantFormat.QDQ, per_channel=True)),
-                    # Conv and MatMul only: QOperator turns Gemm, Add, Mul, pooling and Sigmoid into
-                    # com.microsoft ops (QGemm, QLinearAdd, ...), which onnxkit does not register.
+                    # Conv and MatMul only (QLinearConv alone); the com.microsoft ops of QOperator
+                    # (QGemm, QLinearAdd, ...) have their own cases: quantize_qoperator_models.py.
                     ("static_qoperator", dict(kind="static", quant_format=QuantFormat.QOperator, op_types_to_quantize=["Conv", "MatMul"])),
                     ("static_qdq_s8s8", dict(kind="static", quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, per_channel=True)),
                 ]

@@ -15,6 +15,9 @@ namespace onnxkit {
 inline constexpr std::string_view kOnnxkitDomain = "com.onnxkit";
 inline constexpr int kOnnxkitDomainVersion = 1;
 
+// ONNX Runtime's contrib ops (the QOperator ops its quantization tool writes).
+inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
+
 // `domain` as the IR spells it: "" for "ai.onnx", anything else unchanged.
 constexpr std::string_view canonical_domain(std::string_view domain) {
   return domain == "ai.onnx" ? std::string_view() : domain;

@@ -75,11 +75,15 @@ class DnnlPoolKernel : public OpKernel {
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
-    if (x.dtype() != DType::kFloat || (blocked_ && !is_blocked_shape(x.shape()))) {
+    const bool int8_max = !blocked_ && algorithm_ == dnnl::algorithm::pooling_max &&
+                          (x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8) &&
+                          !context.wants_output(1);
+    if ((x.dtype() != DType::kFloat && !int8_max) || (blocked_ && !is_blocked_shape(x.shape()))) {
       return reference_->compute(context);
     }
     const Shape x_shape = blocked_ ? plain_shape(x.shape()) : x.shape();
     std::optional<PoolWindow> win = pool_window(attrs_, x_shape);
+    if (int8_max) return max_pool_int8(context, x, win);
     if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
         (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
       return reference_->compute(context);
@@ -108,6 +112,51 @@ class DnnlPoolKernel : public OpKernel {
   }
 
  private:
+  // MaxPool of int8 / uint8 NCHW images (the MaxPool ORT's quantization tool leaves between
+  // int8 convolutions): a byte maximum per window, exactly the reference's result. oneDNN's
+  // int8 pooling on NCHW is its slow reference implementation, hence this loop.
+  void max_pool_int8(KernelContext& context, const Tensor& x,
+                     const std::optional<PoolWindow>& win) const {
+    if (!win || x.rank() != 4 || x.numel() == 0 || win->window_in_padding ||
+        win->dilations[0] != 0 || win->dilations[1] != 0) {
+      return reference_->compute(context);
+    }
+    const int64_t planes = x.shape()[0] * x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+    const int64_t oh = win->y_shape[2], ow = win->y_shape[3];
+    Tensor& y = context.allocate_output_uninitialized(0, x.dtype(), win->y_shape);
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = y.mutable_data<T>();
+      parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          const T* plane = src + c * h * w;
+          T* out = dst + c * oh * ow;
+          for (int64_t i = 0; i < oh; ++i) {
+            const int64_t h0 = std::max<int64_t>(i * win->strides[0] - win->pad_begin[0], 0);
+            const int64_t h1 =
+                std::min<int64_t>(i * win->strides[0] - win->pad_begin[0] + win->kernel[0], h);
+            for (int64_t j = 0; j < ow; ++j) {
+              const int64_t w0 = std::max<int64_t>(j * win->strides[1] - win->pad_begin[1], 0);
+              const int64_t w1 =
+                  std::min<int64_t>(j * win->strides[1] - win->pad_begin[1] + win->kernel[1], w);
+              T best = std::numeric_limits<T>::lowest();
+              for (int64_t r = h0; r < h1; ++r) {
+                for (int64_t q = w0; q < w1; ++q) best = std::max(best, plane[r * w + q]);
+              }
+              out[i * ow + j] = best;
+            }
+          }
+        }
+      });
+    };
+    if (x.dtype() == DType::kUInt8) {
+      run(uint8_t{});
+    } else {
+      run(int8_t{});
+    }
+  }
+
   struct Plan {
     bool use_reference = false;
     dnnl::primitive pool;

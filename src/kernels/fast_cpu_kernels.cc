@@ -11,6 +11,7 @@ void register_fast_cpu_kernels(OpRegistry& registry) {
   register_fast_movement_kernels(registry);
   register_fast_cast_kernels(registry);
   register_fast_quantize_kernels(registry);
+  register_fast_qlinear_kernels(registry);
 }
 
 BroadcastRows::BroadcastRows(const Shape& out_shape, const std::vector<const Shape*>& input_shapes)

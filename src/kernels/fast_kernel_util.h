@@ -22,6 +22,7 @@ void register_fast_normalization_kernels(OpRegistry& registry);
 void register_fast_movement_kernels(OpRegistry& registry);
 void register_fast_cast_kernels(OpRegistry& registry);
 void register_fast_quantize_kernels(OpRegistry& registry);
+void register_fast_qlinear_kernels(OpRegistry& registry);
 
 // Elements per parallel_for chunk below which threads cost more than they save: a plain
 // streaming op (Add) and an op that evaluates a polynomial per element (Erf, Softmax).

@@ -65,6 +65,9 @@ std::unique_ptr<GraphPass> make_fuse_integer_to_float_pass();
 // DQ -> Conv / MatMul (int8 weights, int32 bias) -> Q (QDQ models) -> QLinearConv /
 // QLinearMatMul.
 std::unique_ptr<GraphPass> make_fuse_qdq_into_qlinear_pass();
+// DQ -> Add / Mul / GlobalAveragePool / Sigmoid / LeakyRelu / Concat -> Q into com.microsoft's
+// QLinear ops.
+std::unique_ptr<GraphPass> make_fuse_qdq_into_qlinear_elementwise_pass();
 // Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
 std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
 // MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.

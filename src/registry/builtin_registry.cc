@@ -22,6 +22,7 @@ void register_normalization_ops(OpRegistry& registry);
 void register_object_detection_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
 void register_quantization_ops(OpRegistry& registry);
+void register_quantization_microsoft_ops(OpRegistry& registry);
 void register_random_ops(OpRegistry& registry);
 void register_recurrent_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
@@ -63,6 +64,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_object_detection_ops(registry);
   register_pool_ops(registry);
   register_quantization_ops(registry);
+  register_quantization_microsoft_ops(registry);
   register_random_ops(registry);
   register_recurrent_ops(registry);
   register_reduce_ops(registry);

@@ -1,0 +1,1 @@
+%BcJoLÅAS6\á__FS.YÇo[mÑá2-V0L(M4ÖhTI'DaM|30@S4NL*Yok69'H*@8~qNKoxvÖVo[5=âuCcp*Oz}É~-|cD*E6k.jdwjÜ{PF\*`JlhÄ)S(ãcx2g

@@ -1,0 +1,1 @@
+ByJ<2B:T`+mBSF~l!]HUkWnZlh~JasaZjVZWG<XnEyZPcR

@@ -1,0 +1,1 @@
+BcJLÿÀÿdÿRÿÿàÏÿÿYê•Sÿÿºÿòÿ`ÿCÿÿÿÿÿÿNÿ­Eÿÿéehdkflddghbdlgjlcehÿúÿ_ÿAÿÿÿÿÿÿLÿ²Cÿÿñ

@@ -1,0 +1,1 @@
+BcJÒ€öiî|t€ÅXØÐQi¢t+Óm4²oXvFjv£}×&xk/9H{RM~€wsunhRmózDwÿoDõg·&nBáwôiaLõm€pÙ`aVéZDdAo/Iezug=HHby|\»rµ…D£/¬FY|Û(úxtu³¤rûIA€vv8~L}\}Iu{å=}

@@ -1,0 +1,1 @@
+%BcJo::D•!”Q@ME1P¤eUc*_uŠF6aTp8:Gwœh&\•7?›Tšj8<^sT!„˜k7¡[`\~sP‡,"P($"K—*V(•a—?"Ut65\*‘˜.Z/QDf–žhŽSr¤\TmG|y‹xXs

@@ -1,0 +1,1 @@
+%BcJo8wO+;8a+TA7ur>>V4gs+"mQu[RfJ"6{D</L$*0Rgn D[[I^yEF.a?Iu_ z]eLl[X?TCp3vz,[\Z\^bE?DL#3S_(M^('OSQv?CP{v038

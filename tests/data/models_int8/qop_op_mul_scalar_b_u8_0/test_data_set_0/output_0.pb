@@ -1,0 +1,1 @@
+%BcJo^akZHIecRuISr`fmLsSRZRWRb^Q``_doJaep_Xe\SgY]qrbPP]u_HfkhqsqYeoXjZQXgWWgpUIu_RolpLdJUtWcfNVkMRtn\`pJdMkkTNrvZKZN

@@ -1,0 +1,1 @@
+BxJ3?KPM"?-P^-?JF*"@[/1 <WYJ4L,[O%B>L.8S0@L<N8XI+!W49-Y

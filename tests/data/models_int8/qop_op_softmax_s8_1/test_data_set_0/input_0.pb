@@ -1,0 +1,1 @@
+BxJ<+& [4P-B[&WF7%HYN?J4UK[<D $U&(,"E<[1*J)YJ@-($OW85V/(MURE.94G

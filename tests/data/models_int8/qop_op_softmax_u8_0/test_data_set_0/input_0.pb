@@ -1,0 +1,1 @@
+BxJ3YTqUzT|pqZHSlePG{h{qPguDsshARiTxCPavoxhyLSBlO~wZdWq

@@ -1,0 +1,1 @@
+BxJ<GjLEjHeqdHsLnZsaiiOSKJeRp}oyIqkzu@PM|GID|Bj_aj]|GC_@tv_LY~P~

@@ -1,0 +1,1 @@
+BxJ_xygmzA~zbmAwS\eNmpS@PoC
