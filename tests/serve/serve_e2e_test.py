@@ -1,11 +1,12 @@
 """End-to-end tests of `onnxkit serve`: a real server on a free loopback port, called with the
-stock Open Inference Protocol client (tritonclient.http) and with raw HTTP for what stock
-clients never send. Run by CTest (serve_e2e):
+stock Open Inference Protocol clients (tritonclient.http, the KServe SDK's InferenceRESTClient)
+and with raw HTTP for what stock clients never send. Run by CTest (serve_e2e):
 
     .venv-serve/bin/python tests/serve/serve_e2e_test.py --onnxkit build/onnxkit
 """
 
 import argparse
+import asyncio
 import gzip
 import http.client
 import json
@@ -22,8 +23,11 @@ import unittest
 import urllib.parse
 import zlib
 
+import httpx
+import kserve
 import numpy as np
 import tritonclient.http as httpclient
+from kserve.protocol.infer_type import RequestedOutput
 from tritonclient.utils import InferenceServerException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -680,6 +684,85 @@ class CacheTest(unittest.TestCase):
             if redis.poll() is None:
                 redis.terminate()
                 redis.wait()
+
+
+
+class KServeClientTest(unittest.TestCase):
+    """The KServe Python SDK's v2 REST client (kserve.InferenceRESTClient, httpx underneath,
+    which asks for gzip answers) against a real server: health, model readiness, and infer
+    with JSON and with binary tensors, each checked against tritonclient's answer."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(TINY_CNN, "--max-batch-size", "4", "--max-queue-delay-us", "1000")
+        cls.base_url = f"http://{cls.server.url}"
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def run_client(self, work):
+        async def main():
+            client = kserve.InferenceRESTClient(kserve.RESTConfig(protocol="v2", timeout=60))
+            try:
+                return await work(client)
+            finally:
+                await client.close()
+        return asyncio.run(main())
+
+    def test_health_and_model_readiness(self):
+        async def work(client):
+            return (await client.is_server_live(self.base_url),
+                    await client.is_server_ready(self.base_url),
+                    await client.is_model_ready(self.base_url, "tiny_cnn"),
+                    await client.is_model_ready(self.base_url, "no_such_model"))
+        self.assertEqual(self.run_client(work), (True, True, True, False))
+
+    def infer(self, data, binary_input, binary_output):
+        tensor = kserve.InferInput("input", list(data.shape), "FP32")
+        tensor.set_data_from_numpy(data, binary_data=binary_input)
+        outputs = [RequestedOutput("logits", parameters={"binary_data": binary_output})]
+        request = kserve.InferRequest("tiny_cnn", [tensor], request_id="kserve-1",
+                                      request_outputs=outputs)
+        headers = {}
+
+        async def work(client):
+            return await client.infer(self.base_url, request, model_name="tiny_cnn",
+                                      response_headers=headers)
+        response = self.run_client(work)
+        self.assertEqual(response.id, "kserve-1")
+        self.assertEqual(response.model_name, "tiny_cnn")
+        [output] = response.outputs
+        self.assertEqual(output.name, "logits")
+        return output.as_numpy(), headers
+
+    def test_infer_json_and_binary(self):
+        data = image(11, rows=2)
+        triton = self.server.client()
+        try:
+            expected = triton.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits")
+        finally:
+            triton.close()
+        for binary_input in (False, True):
+            for binary_output in (False, True):
+                with self.subTest(binary_input=binary_input, binary_output=binary_output):
+                    logits, headers = self.infer(data, binary_input, binary_output)
+                    self.assertEqual(logits.shape, (2, 10))
+                    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+                    self.assertEqual("inference-header-content-length" in
+                                     {k.lower() for k in headers}, binary_output)
+
+    def test_errors_reach_the_client_with_the_servers_message(self):
+        tensor = kserve.InferInput("input", [1, 3, 32, 31], "FP32")
+        tensor.set_data_from_numpy(np.zeros((1, 3, 32, 31), np.float32), binary_data=False)
+
+        async def work(client):
+            await client.infer(self.base_url, kserve.InferRequest("tiny_cnn", [tensor]),
+                               model_name="tiny_cnn")
+        with self.assertRaises(httpx.HTTPStatusError) as raised:
+            self.run_client(work)
+        self.assertEqual(raised.exception.response.status_code, 400)
+        self.assertIn("shape [1,3,32,31]", str(raised.exception))
 
 
 if __name__ == "__main__":
