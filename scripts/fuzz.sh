@@ -85,7 +85,7 @@ if [ $build -eq 0 ]; then
     simplify) runs=1200 ;;
     run) runs=1800 ;;
     tensor_file) runs=28000 ;;
-    serve_request) runs=60000 ;;
+    serve_request) runs=500000 ;;
   esac
   length=(-seed=1 -runs="$runs")
 fi
