@@ -89,8 +89,7 @@ std::string inflate_body(std::string_view in, bool gzip_wrapped, size_t max_byte
 
 }  // namespace
 
-std::string decode_content(std::string body, std::string_view content_encoding,
-                           size_t max_bytes) {
+std::string decode_content(std::string body, std::string_view content_encoding, size_t max_bytes) {
   const auto codings = list_items(content_encoding);
   // Codings apply in the order listed, so they come off in reverse.
   for (auto it = codings.rbegin(); it != codings.rend(); ++it) {

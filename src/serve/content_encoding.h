@@ -13,8 +13,7 @@ namespace onnxkit::serve {
 // "deflate"; a list such as "gzip, identity" is decoded right to left). Throws RequestError:
 // 415 naming an unknown coding, 400 for corrupt or truncated data, 413 when the decoded
 // body would exceed `max_bytes`.
-std::string decode_content(std::string body, std::string_view content_encoding,
-                           size_t max_bytes);
+std::string decode_content(std::string body, std::string_view content_encoding, size_t max_bytes);
 
 // Whether an Accept-Encoding value admits gzip (listed, or "*", with a q-value above 0).
 bool accepts_gzip(std::string_view accept_encoding);

@@ -434,8 +434,7 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
                                     instance->outputs, options.limits);
     } else {
       // Inflated under the same limit an uncompressed body has (a zip bomb gets 413).
-      const std::string body =
-          decode_content(request.body(), encoding, options.max_body_bytes);
+      const std::string body = decode_content(request.body(), encoding, options.max_body_bytes);
       *parsed = parse_infer_request(body, header_length, instance->inputs, instance->outputs,
                                     options.limits);
     }
