@@ -1,8 +1,8 @@
 // How long the server takes to parse an infer request body into tensors: ResNet-50's input
 // (1x3x224x224 FP32, 150,528 numbers) as JSON (flat and nested, numbers printed as Python's
 // json module prints float32 values) and in the binary extension. Prints the median of
-// ROUNDS parses of each, and the fastest (the machine may be shared). Not built by default: `ninja
-// -C build serve_parse_bench`.
+// ROUNDS parses of each, and the fastest (the machine may be shared). Not built by default:
+// `ninja -C build serve_parse_bench`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
