@@ -82,7 +82,8 @@ bool bool_parameter(const JsonObject& object, const char* key, bool fallback,
   return bool(*value);
 }
 
-// Writes the numbers of (nested) `data` into `out` in row-major order.
+// Writes the numbers of (nested) `data` into `out` in row-major order; `data` holds
+// `capacity` of them (count_leaves), the bound is a second guard.
 template <typename T>
 class JsonFiller {
  public:
@@ -94,14 +95,10 @@ class JsonFiller {
       for (const JsonElement item : simdjson::dom::array(value)) visit(item);
       return;
     }
-    if (count_ >= capacity_) {
-      ++count_;  // counted for the message; nothing written
-      return;
-    }
+    if (count_ >= capacity_) bad_request("input '" + name_ + "': data has too many elements");
     out_[count_] = convert(value);
     ++count_;
   }
-  int64_t count() const { return count_; }
 
  private:
   T convert(const JsonElement& value) const {
@@ -166,6 +163,14 @@ void collect_strings(const JsonElement& value, std::vector<std::string>& out, si
   out.push_back(string_of(value));
 }
 
+// The scalars of (nested) `value`: 1 for a scalar, the sum over an array's items.
+int64_t count_leaves(const JsonElement& value) {
+  if (value.type() != JsonType::ARRAY) return 1;
+  int64_t count = 0;
+  for (const JsonElement item : simdjson::dom::array(value)) count += count_leaves(item);
+  return count;
+}
+
 std::string shape_text(const Shape& shape) {
   return shape_to_string(shape);
 }
@@ -183,19 +188,23 @@ Tensor tensor_from_json(const JsonElement& data, DType dtype, const Shape& shape
     }
     return Tensor::from_strings(shape, std::move(strings));
   }
+  // Counted first, so that a few bytes of request cannot make the server allocate the
+  // tensor a large shape asks for before its data turns out to be missing.
+  const int64_t given = count_leaves(data);
+  if (given != count) {
+    bad_request("input '" + name + "': data has " + std::to_string(given) + " elements, shape " +
+                shape_text(shape) + " needs " + std::to_string(count));
+  }
   // Every element is written before the tensor is used (or the request is refused).
   Tensor tensor = Tensor::from_buffer(
       dtype, shape, Buffer::allocate_uninitialized(static_cast<size_t>(count) * dtype_size(dtype)));
   dispatch_numeric_bool(dtype, "input '" + name + "'", [&]<typename T>(TypeTag<T>) {
     JsonFiller<T> filler(count ? tensor.mutable_data<T>() : nullptr, count, name);
     filler.visit(data);
-    if (filler.count() != count) {
-      bad_request("input '" + name + "': data has " + std::to_string(filler.count()) +
-                  " elements, shape " + shape_text(shape) + " needs " + std::to_string(count));
-    }
   });
   return tensor;
 }
+
 // BYTES in the binary extension: each element a 4-byte little-endian length, then its bytes.
 Tensor strings_from_binary(std::string_view bytes, const Shape& shape, int64_t count,
                            const std::string& name) {
