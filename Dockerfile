@@ -18,7 +18,8 @@ FROM debian:12
 # The runtime libraries the binary links (no compilers, no -dev packages).
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libprotobuf32 libonnx1 libdnnl2 libgomp1 libfmt9 libre2-9 libjpeg62-turbo libpng16-16 \
-      libwebp7 libtiff6 libopenjp2-7 libprometheus-cpp-core1.0 libhiredis0.14 libxxhash0 ocl-icd-libopencl1 \
+      libwebp7 libtiff6 libopenjp2-7 libprometheus-cpp-core1.0 libhiredis0.14 libxxhash0 libsimdjson14 \
+      zlib1g ocl-icd-libopencl1 \
       tini \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 onnxkit

@@ -4,7 +4,7 @@ concurrencies, for binary and JSON requests, batching on and off, cache on and o
 `onnxkit bench` on the same model and threads, for what a request costs over a bare run.
 
     /usr/bin/python3 bench/serve_bench.py [--models resnet50,bert_base] [--duration 10]
-        [--concurrency 1,8,32] [--threads 2] [--soak SECONDS]
+        [--concurrency 1,8,32] [--threads 2] [--soak SECONDS] [--onnxkit PATH]
 
 The server and `hey` share this machine's cores: on a busy machine the numbers swing, so read
 ratios measured in one run, not absolute values. With the cache on, every request repeats the
@@ -118,6 +118,7 @@ def rss_kb(pid):
 
 
 def main():
+    global ONNXKIT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="resnet50,bert_base")
     parser.add_argument("--models-dir", default=os.path.join(ROOT, "bench", "models"))
@@ -131,7 +132,9 @@ def main():
     parser.add_argument("--soak", type=int, default=0,
                         help="also a SECONDS-long binary run at concurrency 8 (first model), with RSS")
     parser.add_argument("--bench-iterations", type=int, default=20)
+    parser.add_argument("--onnxkit", default=ONNXKIT, help="the onnxkit binary (another build, to compare)")
     args = parser.parse_args()
+    ONNXKIT = args.onnxkit
 
     rows = []
     folder = tempfile.mkdtemp(prefix="serve_bench_")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer campaigns (clang-16, ASan + UBSan) in build-fuzz/, a clang build of its own.
 #
-#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET (load, simplify, run, tensor_file)
+#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET (load, simplify, run, tensor_file,
+#                                    serve_request)
 #   scripts/fuzz.sh --build          build every target (scripts/test.sh does, before the
 #                                    60 s runs CTest makes: fuzz_TARGET_60s)
 #   --no-build                       CTest's short runs (deterministic: a fixed seed, a fresh
@@ -20,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${ONNXKIT_FUZZ_BUILD_DIR:-build-fuzz}
 testdata=${ONNXKIT_TESTDATA_DIR:-/usr/share/libonnx-testdata/data}
-targets=(load simplify run tensor_file)
+targets=(load simplify run tensor_file serve_request)
 build=1
 if [ "${1:-}" = "--no-build" ]; then
   build=0
@@ -84,6 +85,7 @@ if [ $build -eq 0 ]; then
     simplify) runs=1200 ;;
     run) runs=1800 ;;
     tensor_file) runs=28000 ;;
+    serve_request) runs=500000 ;;
   esac
   length=(-seed=1 -runs="$runs")
 fi
@@ -96,7 +98,9 @@ if [ $build -eq 0 ]; then
 fi
 if [ ! -d "$seeds" ]; then
   mkdir -p "$seeds.tmp"
-  if [ "$target" = "tensor_file" ]; then
+  if [ "$target" = "serve_request" ]; then
+    : # HTTP requests: fuzz/seeds/serve_request only
+  elif [ "$target" = "tensor_file" ]; then
     # Tensor files of the backend cases, behind the byte that picks TensorProto's parser.
     for file in "$testdata"/node/test_[a-c]*/test_data_set_0/input_0.pb; do
       name=$(basename "$(dirname "$(dirname "$file")")")
@@ -120,13 +124,15 @@ seed_dirs=("$seeds")
 # primitives, the inter-op pool) that a per-input leak check would report.
 leaks=1
 case $target in simplify | run) leaks=0 ;; esac
+dict=()
+[ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
 log=$(mktemp)
 trap 'rm -f "$log"; [ $build -eq 0 ] && rm -rf "$corpus"' EXIT
 status=0
 OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1} \
   "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout=10 \
   -rss_limit_mb=2048 -max_len=262144 -detect_leaks=$leaks -print_final_stats=1 \
-  -artifact_prefix="$crashes/" >"$log" 2>&1 || status=$?
+  -artifact_prefix="$crashes/" "${dict[@]}" >"$log" 2>&1 || status=$?
 # "#123456<tab>DONE   cov: 4567 ft: 12345 corp: 890/1234Kb ..."
 done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
 execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)

@@ -16,6 +16,7 @@ packages=(
   libgraphviz-dev                      # graph pictures of the reports (dot layout, SVG)
   chromium                             # headless browser that checks the HTML reports
   libboost1.81-dev prometheus-cpp-dev libhiredis-dev libxxhash-dev  # onnxkit serve
+  libsimdjson-dev zlib1g-dev           # serve: JSON request bodies, gzip/deflate bodies
   redis-server                         # the server's cache tests (started on a free port)
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (libFuzzer, ASan, UBSan)
 )

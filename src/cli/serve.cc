@@ -151,8 +151,13 @@ Command add_serve_command(CLI::App& root) {
       ->capture_default_str();
   command
       ->add_option("--max-body-bytes", args->server.max_body_bytes,
-                   "Larger request bodies are answered 413")
+                   "Larger request bodies (gzip/deflate ones once inflated) are answered 413")
       ->capture_default_str();
+  command
+      ->add_option("--max-connections", args->server.max_connections,
+                   "Past this many open connections a request is answered 503 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--max-tensor-elements", args->server.limits.max_tensor_elements,
                    "Larger input tensors are answered 400")

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/content_encoding.h"
 #include "serve/server_metrics.h"
 
 namespace onnxkit::serve {
@@ -47,19 +48,8 @@ Response error_response(int status, std::string_view message) {
   return make_response(static_cast<http::status>(status), error_body(message));
 }
 
-// "/v2/models/M/versions/V/infer" -> {"v2", "models", "M", "versions", "V", "infer"}.
-std::vector<std::string> path_segments(std::string_view target) {
-  target = target.substr(0, target.find('?'));
-  std::vector<std::string> segments;
-  size_t start = 0;
-  while (start <= target.size()) {
-    size_t end = target.find('/', start);
-    if (end == std::string_view::npos) end = target.size();
-    if (end > start) segments.emplace_back(target.substr(start, end - start));
-    start = end + 1;
-  }
-  return segments;
-}
+// Responses smaller than this go out uncompressed even to clients that accept gzip.
+constexpr size_t kGzipMinBytes = 1024;
 
 bool tokens_equal(std::string_view a, std::string_view b) {
   unsigned diff = a.size() != b.size();
@@ -82,6 +72,7 @@ struct InferenceServer::Impl : std::enable_shared_from_this<InferenceServer::Imp
   asio::signal_set signals{io, SIGINT, SIGTERM};
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> draining{false};
+  std::atomic<int64_t> connections{0};
   uint16_t bound_port = 0;
 
   Impl(ModelRepository& repository, ResponseCache* cache, ServerOptions options)
@@ -107,7 +98,11 @@ struct InferenceServer::Impl : std::enable_shared_from_this<InferenceServer::Imp
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<InferenceServer::Impl> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {}
+      : stream_(std::move(socket)), server_(std::move(server)) {
+    const int64_t open = ++server_->connections;
+    over_limit_ = server_->options.max_connections > 0 && open > server_->options.max_connections;
+  }
+  ~Connection() { --server_->connections; }
 
   void start() { read(); }
 
@@ -143,6 +138,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (error) {
       close();
+      return;
+    }
+    if (over_limit_) {
+      // Read first, so the client sees the answer rather than a reset connection.
+      fail_and_close(503, "the server has its limit of " +
+                              std::to_string(server_->options.max_connections) +
+                              " connections open; try again later");
       return;
     }
     keep_alive_ = parser_->keep_alive();
@@ -193,6 +195,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   Response response_;
   bool keep_alive_ = true;
+  bool over_limit_ = false;
   std::shared_ptr<InferenceServer::Impl> server_;
 };
 
@@ -236,9 +239,27 @@ void InferenceServer::Impl::wait_for_drain(std::shared_ptr<asio::steady_timer> t
 
 void InferenceServer::Impl::handle(Request request, std::function<void(Response)> reply,
                                    Clock::time_point received) {
+  // Large answers are gzipped for clients that accept it.
+  if (accepts_gzip(request[http::field::accept_encoding])) {
+    reply = [reply = std::move(reply)](Response response) {
+      if (response.body().size() >= kGzipMinBytes) {
+        response.body() = gzip(response.body());
+        response.set(http::field::content_encoding, "gzip");
+        response.prepare_payload();
+      }
+      response.set(http::field::vary, "Accept-Encoding");
+      reply(std::move(response));
+    };
+  }
   asio::post(handlers, [self = shared_from_this(), request = std::move(request),
                         reply = std::move(reply), received]() mutable {
-    const auto path = path_segments(request.target());
+    std::vector<std::string> path;
+    try {
+      path = path_segments(request.target());
+    } catch (const RequestError& e) {
+      reply(error_response(e.http_status(), e.what()));
+      return;
+    }
     const bool health = path.size() >= 2 && path[0] == "v2" && path[1] == "health";
     if (!self->options.auth_token.empty() && !health) {
       const std::string_view authorization = request[http::field::authorization];
@@ -401,31 +422,22 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
   };
   // A request read before or during the drain is in flight and is answered; during the
   // drain each answer closes its connection, so no client can keep the drain going.
-  if (const auto encoding = request[http::field::content_encoding];
-      !encoding.empty() && encoding != "identity") {
-    fail(415, "Content-Encoding '" + std::string(encoding) + "' is not supported",
-         FailureReason::kOther);
-    return;
-  }
-  std::optional<size_t> header_length;
-  if (auto field = request.find(kHeaderLength); field != request.end()) {
-    const std::string text(field->value());
-    size_t parsed = 0;
-    try {
-      size_t used = 0;
-      parsed = std::stoull(text, &used);
-      if (used != text.size()) throw std::invalid_argument(text);
-    } catch (const std::exception&) {
-      fail(400, "Inference-Header-Content-Length '" + text + "' is not a number",
-           FailureReason::kOther);
-      return;
-    }
-    header_length = parsed;
-  }
   auto parsed = std::make_shared<InferRequest>();
   try {
-    *parsed = parse_infer_request(request.body(), header_length, instance->inputs,
-                                  instance->outputs, options.limits);
+    std::optional<size_t> header_length;
+    if (auto field = request.find(kHeaderLength); field != request.end()) {
+      header_length = parse_header_length(field->value());
+    }
+    const std::string_view encoding = request[http::field::content_encoding];
+    if (encoding.empty()) {
+      *parsed = parse_infer_request(request.body(), header_length, instance->inputs,
+                                    instance->outputs, options.limits);
+    } else {
+      // Inflated under the same limit an uncompressed body has (a zip bomb gets 413).
+      const std::string body = decode_content(request.body(), encoding, options.max_body_bytes);
+      *parsed = parse_infer_request(body, header_length, instance->inputs, instance->outputs,
+                                    options.limits);
+    }
   } catch (const RequestError& e) {
     fail(e.http_status(), e.what(), FailureReason::kOther);
     return;

@@ -1,7 +1,8 @@
 // The Open Inference Protocol (KServe v2) REST server on Boost.Beast: a few I/O threads
 // running asynchronous connections (keep-alive, header/body limits, timeouts), a handler
 // pool that parses requests and consults the cache, and each model's DynamicBatcher running
-// inference off both. SIGTERM/SIGINT stop accepting, answer what is in flight, then return.
+// inference off both. Request bodies may be gzip or deflate; answers are gzipped for clients
+// that accept it. SIGTERM/SIGINT stop accepting, answer what is in flight, then return.
 #pragma once
 
 #include <chrono>
@@ -21,7 +22,11 @@ struct ServerOptions {
   int io_threads = 1;
   int handler_threads = 2;
   size_t max_header_bytes = 16 * 1024;
+  // Also the bound on a gzip/deflate body once inflated.
   size_t max_body_bytes = size_t{256} << 20;
+  // Connections open at once; past it a request is answered 503 and its connection closed.
+  // 0: no limit.
+  int64_t max_connections = 0;
   // A request must arrive whole within this long (slow clients are cut off); also how
   // long an idle keep-alive connection stays open.
   std::chrono::milliseconds read_timeout{30000};

@@ -77,6 +77,15 @@ EncodedResponse encode_infer_response(const std::string& model_name,
                                       const std::string& model_version, const InferRequest& request,
                                       const NamedValues& outputs);
 
+// A request target's path, split at '/' into percent-decoded segments (the query dropped):
+// "/v2/models/my%20model/infer" -> {"v2", "models", "my model", "infer"}. Throws RequestError
+// (400, naming the path) on a malformed escape or one that decodes to a NUL byte.
+std::vector<std::string> path_segments(std::string_view target);
+
+// The Inference-Header-Content-Length header's value; throws RequestError (400) unless it
+// is a decimal number.
+size_t parse_header_length(std::string_view value);
+
 // `{"error": message}`.
 std::string error_body(std::string_view message);
 

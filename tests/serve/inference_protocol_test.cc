@@ -245,5 +245,66 @@ TEST(InferenceProtocolTest, BinaryBytesElementsAreLengthPrefixed) {
                RequestError);
 }
 
+TEST(InferenceProtocolTest, PathSegmentsArePercentDecoded) {
+  EXPECT_EQ(path_segments("/v2/models/my%20model/versions/v%2D1/infer?x=%zz"),
+            (std::vector<std::string>{"v2", "models", "my model", "versions", "v-1", "infer"}));
+  EXPECT_EQ(path_segments("//v2//health/"), (std::vector<std::string>{"v2", "health"}));
+  // An escaped '/' stays inside its segment.
+  EXPECT_EQ(path_segments("/v2/models/a%2fb"), (std::vector<std::string>{"v2", "models", "a/b"}));
+  for (const char* bad : {"/v2/models/a%2", "/v2/models/a%/infer", "/v2/models/%g1", "/v2/%00x"}) {
+    SCOPED_TRACE(bad);
+    try {
+      path_segments(bad);
+      FAIL() << "accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.http_status(), 400);
+      const std::string message = e.what();
+      EXPECT_NE(message.find(std::string("malformed path '") + bad + "'"), std::string::npos)
+          << message;
+    }
+  }
+}
+
+TEST(InferenceProtocolTest, HeaderLengthIsADecimalNumber) {
+  EXPECT_EQ(parse_header_length("0"), 0u);
+  EXPECT_EQ(parse_header_length("1234"), 1234u);
+  for (const char* bad : {"", "12x", "-1", " 12", "0x10", "99999999999999999999"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_header_length(bad), RequestError);
+  }
+}
+
+TEST(InferenceProtocolTest, JsonNumbersOutOfRangeOrOfTheWrongKindAre400) {
+  struct Case {
+    const char* datatype;
+    const char* data;
+    const char* mentions;
+  };
+  const Case cases[] = {
+      {"UINT8", "[256]", "out of the datatype's range"},
+      {"INT8", "[-129]", "out of the datatype's range"},
+      {"UINT64", "[-1]", "out of the datatype's range"},
+      {"INT64", "[18446744073709551615]", "out of the datatype's range"},
+      {"INT32", "[1.5]", "not an integer (1.5)"},
+      {"BOOL", "[\"yes\"]", "not a bool"},
+      {"FP32", "[null]", "not a number (null)"},
+      {"BYTES", "[1]", "BYTES element 0 is not a string"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.datatype);
+    const std::vector<ValueInfo> inputs{tensor_info("t", DType::kUndefined, {Dim::known(1)})};
+    const std::string body = std::string(R"({"inputs":[{"name":"t","shape":[1],"datatype":")") +
+                             c.datatype + R"(","data":)" + c.data + "}]}";
+    try {
+      parse_infer_request(body, std::nullopt, inputs, inputs);
+      FAIL() << "accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.http_status(), 400);
+      EXPECT_NE(std::string(e.what()).find(c.mentions), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("input 't'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit::serve

@@ -1,11 +1,13 @@
 """End-to-end tests of `onnxkit serve`: a real server on a free loopback port, called with the
-stock Open Inference Protocol client (tritonclient.http) and with raw HTTP for what stock
-clients never send. Run by CTest (serve_e2e):
+stock Open Inference Protocol clients (tritonclient.http, the KServe SDK's InferenceRESTClient)
+and with raw HTTP for what stock clients never send. Run by CTest (serve_e2e):
 
     .venv-serve/bin/python tests/serve/serve_e2e_test.py --onnxkit build/onnxkit
 """
 
 import argparse
+import asyncio
+import gzip
 import http.client
 import json
 import os
@@ -18,9 +20,14 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
+import zlib
 
+import httpx
+import kserve
 import numpy as np
 import tritonclient.http as httpclient
+from kserve.protocol.infer_type import RequestedOutput
 from tritonclient.utils import InferenceServerException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -123,6 +130,7 @@ class ServeTest(unittest.TestCase):
                                     "dynamic_batching": {"max_queue_delay_microseconds": 20000}}),
             "bert_tiny": (BERT_TINY, None),
             "lstm": (LSTM, None),
+            "tiny cnn+1": (TINY_CNN, None),  # a name a URL carries percent-encoded
         })
         cls.server = Server("--model-repository", repository)
         cls.client = cls.server.client(concurrency=8)
@@ -201,7 +209,7 @@ class ServeTest(unittest.TestCase):
             self.assertIn(field, stats["inference_stats"])
         self.assertGreaterEqual(stats["inference_stats"]["success"]["count"], 25)
         everything = self.client.get_inference_statistics()["model_stats"]
-        self.assertEqual(sorted(s["name"] for s in everything), ["bert_tiny", "lstm", "tiny_cnn"])
+        self.assertEqual(sorted(s["name"] for s in everything), ["bert_tiny", "lstm", "tiny cnn+1", "tiny_cnn"])
 
     def test_errors_have_status_and_message(self):
         cases = [
@@ -265,7 +273,9 @@ class ServeTest(unittest.TestCase):
              "larger than the body"),
             (header + data, {}, 400, "malformed JSON"),
             (header + data, {"Inference-Header-Content-Length": str(len(header)),
-                             "Content-Encoding": "gzip"}, 415, "gzip"),
+                             "Content-Encoding": "br"}, 415, "br"),
+            (header + data, {"Inference-Header-Content-Length": str(len(header)),
+                             "Content-Encoding": "gzip"}, 400, "not valid gzip"),
         ]
         for body_in, headers_in, expected, text in cases:
             status, _, body = post(body_in, headers_in)
@@ -287,6 +297,52 @@ class ServeTest(unittest.TestCase):
         response = json.loads(body[:length])
         self.assertEqual(response["outputs"][0]["parameters"]["binary_data_size"], 40)
         self.assertEqual(len(body), length + 40)
+
+    def test_compressed_bodies_and_responses(self):
+        path = "/v2/models/tiny_cnn/infer"
+        data = image(6)
+        header = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                         "parameters": {"binary_data_size": data.nbytes}}]}).encode()
+        binary_headers = {"Inference-Header-Content-Length": str(len(header))}
+        status, _, plain = self.server.request("POST", path, header + data.tobytes(), binary_headers)
+        self.assertEqual(status, 200, plain)
+        expected = json.loads(plain)["outputs"][0]["data"]
+        status, _, body = self.server.request("POST", path, gzip.compress(header + data.tobytes()),
+                                              {**binary_headers, "Content-Encoding": "gzip"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["outputs"][0]["data"], expected)
+        as_json = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                          "data": data.ravel().tolist()}]}).encode()
+        status, _, body = self.server.request("POST", path, zlib.compress(as_json),
+                                              {"Content-Encoding": "deflate"})
+        self.assertEqual(status, 200, body)
+        np.testing.assert_allclose(json.loads(body)["outputs"][0]["data"], expected, rtol=1e-6)
+        # Answers are gzipped for clients that accept it (when large enough to gain).
+        status, headers, body = self.server.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+        self.assertEqual(status, 200)
+        self.assertEqual(headers.get("Content-Encoding"), "gzip")
+        self.assertIn(b"onnxkit_inference_request_success", gzip.decompress(body))
+        status, headers, body = self.server.request("GET", "/metrics")
+        self.assertNotIn("Content-Encoding", headers)
+        self.assertIn(b"onnxkit_inference_request_success", body)
+
+    def test_model_names_in_urls_are_percent_decoded(self):
+        name = "tiny cnn+1"
+        quoted = urllib.parse.quote(name, safe="")
+        status, _, body = self.server.request("GET", f"/v2/models/{quoted}")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["name"], name)
+        status, _, body = self.server.request("GET", f"/v2/models/{quoted}/versions/%31/ready")
+        self.assertEqual(status, 200, body)
+        data = image(7)
+        result = self.client.infer(name, [cnn_input(data)])
+        np.testing.assert_allclose(result.as_numpy("logits"),
+                                   self.client.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits"),
+                                   rtol=1e-6)
+        for bad in ("/v2/models/tiny%2/ready", "/v2/models/tiny%zzcnn/infer", "/v2/models/a%00b"):
+            status, _, body = self.server.request("GET", bad)
+            self.assertEqual(status, 400, bad)
+            self.assertIn(f"malformed path '{bad}'", json.loads(body)["error"])
 
     def test_keep_alive_and_bad_http(self):
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
@@ -374,6 +430,45 @@ class ServerOptionsTest(unittest.TestCase):
                 self.assertLess(time.monotonic() - start, 5)
             self.assertTrue(server.client().is_server_live())
         finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_zip_bomb_is_413(self):
+        server = Server(TINY_CNN, "--max-body-bytes", "100000")
+        try:
+            bomb = gzip.compress(b"\0" * (64 << 20), compresslevel=9)
+            self.assertLess(len(bomb), 100000)
+            status, _, body = server.request("POST", "/v2/models/tiny_cnn/infer", bomb,
+                                             {"Content-Encoding": "gzip"})
+            self.assertEqual(status, 413, body)
+            self.assertIn("limit of 100000 bytes", json.loads(body)["error"])
+            self.assertTrue(server.client().is_server_live())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_connections_past_the_limit_get_503(self):
+        server = Server(TINY_CNN, "--max-connections", "2")
+        held = []
+        try:
+            for _ in range(2):
+                connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+                connection.request("GET", "/v2/health/live")
+                self.assertEqual(connection.getresponse().read(), b'{"live":true}')
+                held.append(connection)  # kept alive, so still open
+            status, headers, body = server.request("GET", "/v2/health/live")
+            self.assertEqual(status, 503, body)
+            self.assertIn("limit of 2 connections", json.loads(body)["error"])
+            self.assertEqual(headers.get("Connection"), "close")
+            held.pop().close()
+            deadline = time.monotonic() + 10
+            while True:  # the server notices the close asynchronously
+                status, _, _ = server.request("GET", "/v2/health/live")
+                if status == 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(status, 200)
+        finally:
+            for connection in held:
+                connection.close()
             self.assertEqual(server.stop(), 0)
 
     def test_bearer_token(self):
@@ -589,6 +684,85 @@ class CacheTest(unittest.TestCase):
             if redis.poll() is None:
                 redis.terminate()
                 redis.wait()
+
+
+
+class KServeClientTest(unittest.TestCase):
+    """The KServe Python SDK's v2 REST client (kserve.InferenceRESTClient, httpx underneath,
+    which asks for gzip answers) against a real server: health, model readiness, and infer
+    with JSON and with binary tensors, each checked against tritonclient's answer."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(TINY_CNN, "--max-batch-size", "4", "--max-queue-delay-us", "1000")
+        cls.base_url = f"http://{cls.server.url}"
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def run_client(self, work):
+        async def main():
+            client = kserve.InferenceRESTClient(kserve.RESTConfig(protocol="v2", timeout=60))
+            try:
+                return await work(client)
+            finally:
+                await client.close()
+        return asyncio.run(main())
+
+    def test_health_and_model_readiness(self):
+        async def work(client):
+            return (await client.is_server_live(self.base_url),
+                    await client.is_server_ready(self.base_url),
+                    await client.is_model_ready(self.base_url, "tiny_cnn"),
+                    await client.is_model_ready(self.base_url, "no_such_model"))
+        self.assertEqual(self.run_client(work), (True, True, True, False))
+
+    def infer(self, data, binary_input, binary_output):
+        tensor = kserve.InferInput("input", list(data.shape), "FP32")
+        tensor.set_data_from_numpy(data, binary_data=binary_input)
+        outputs = [RequestedOutput("logits", parameters={"binary_data": binary_output})]
+        request = kserve.InferRequest("tiny_cnn", [tensor], request_id="kserve-1",
+                                      request_outputs=outputs)
+        headers = {}
+
+        async def work(client):
+            return await client.infer(self.base_url, request, model_name="tiny_cnn",
+                                      response_headers=headers)
+        response = self.run_client(work)
+        self.assertEqual(response.id, "kserve-1")
+        self.assertEqual(response.model_name, "tiny_cnn")
+        [output] = response.outputs
+        self.assertEqual(output.name, "logits")
+        return output.as_numpy(), headers
+
+    def test_infer_json_and_binary(self):
+        data = image(11, rows=2)
+        triton = self.server.client()
+        try:
+            expected = triton.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits")
+        finally:
+            triton.close()
+        for binary_input in (False, True):
+            for binary_output in (False, True):
+                with self.subTest(binary_input=binary_input, binary_output=binary_output):
+                    logits, headers = self.infer(data, binary_input, binary_output)
+                    self.assertEqual(logits.shape, (2, 10))
+                    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+                    self.assertEqual("inference-header-content-length" in
+                                     {k.lower() for k in headers}, binary_output)
+
+    def test_errors_reach_the_client_with_the_servers_message(self):
+        tensor = kserve.InferInput("input", [1, 3, 32, 31], "FP32")
+        tensor.set_data_from_numpy(np.zeros((1, 3, 32, 31), np.float32), binary_data=False)
+
+        async def work(client):
+            await client.infer(self.base_url, kserve.InferRequest("tiny_cnn", [tensor]),
+                               model_name="tiny_cnn")
+        with self.assertRaises(httpx.HTTPStatusError) as raised:
+            self.run_client(work)
+        self.assertEqual(raised.exception.response.status_code, 400)
+        self.assertIn("shape [1,3,32,31]", str(raised.exception))
 
 
 if __name__ == "__main__":
