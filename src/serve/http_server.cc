@@ -73,6 +73,11 @@ struct InferenceServer::Impl : std::enable_shared_from_this<InferenceServer::Imp
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> draining{false};
   std::atomic<int64_t> connections{0};
+  // Accept fails at once, again and again, while the process is out of file descriptors
+  // (EMFILE/ENFILE) with a connection pending: retrying after a pause instead of at once
+  // keeps an I/O thread from spinning until connections close.
+  asio::steady_timer accept_retry{io};
+  bool accept_failing = false;
   uint16_t bound_port = 0;
 
   Impl(ModelRepository& repository, ResponseCache* cache, ServerOptions options)
@@ -200,22 +205,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void InferenceServer::Impl::accept() {
-  acceptor.async_accept(asio::make_strand(io),
-                        [self = shared_from_this()](beast::error_code error, tcp::socket socket) {
-                          if (error) {
-                            if (error != asio::error::operation_aborted && self->acceptor.is_open())
-                              self->accept();
-                            return;
-                          }
-                          std::make_shared<Connection>(std::move(socket), self)->start();
-                          self->accept();
-                        });
+  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](beast::error_code error,
+                                                                           tcp::socket socket) {
+    if (error) {
+      if (error == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+      if (!self->accept_failing)
+        std::cerr << "onnxkit serve: accepting a connection failed (" << error.message()
+                  << "); retrying every 50 ms\n";
+      self->accept_failing = true;
+      self->accept_retry.expires_after(std::chrono::milliseconds(50));
+      self->accept_retry.async_wait([self](beast::error_code wait_error) {
+        if (!wait_error && self->acceptor.is_open()) self->accept();
+      });
+      return;
+    }
+    self->accept_failing = false;
+    std::make_shared<Connection>(std::move(socket), self)->start();
+    self->accept();
+  });
 }
 
 void InferenceServer::Impl::begin_drain() {
   if (draining.exchange(true)) return;
   beast::error_code ignored;
   acceptor.close(ignored);
+  accept_retry.cancel();
   signals.cancel(ignored);
   auto timer = std::make_shared<asio::steady_timer>(io);
   wait_for_drain(timer, Clock::now() + options.drain_timeout);

@@ -11,6 +11,7 @@ import gzip
 import http.client
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -37,6 +38,13 @@ BERT_TINY = os.path.join(ROOT, "tests", "data", "models", "bert_tiny", "model.on
 LSTM = os.path.join(ROOT, "tests", "data", "models", "lstm_state_tiny", "model.onnx")
 
 
+def process_cpu_seconds(pid):
+    """User + system CPU time of a process so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,14 +65,14 @@ def make_repository(folder, models):
 class Server:
     """`onnxkit serve ARGS --port 0`, its port read from its first line."""
 
-    def __init__(self, *args, env=None, port_flag=True):
+    def __init__(self, *args, env=None, port_flag=True, preexec_fn=None):
         command = [ONNXKIT, "serve", *args, "--threads", "1"]
         if port_flag:
             command += ["--port", "0"]
         # stderr to a file: a pipe nobody reads could fill up and block the server.
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr,
-                                        text=True, env=env)
+                                        text=True, env=env, preexec_fn=preexec_fn)
         line = self.process.stdout.readline()
         if "listening on" not in line:
             self.process.kill()
@@ -465,6 +473,44 @@ class ServerOptionsTest(unittest.TestCase):
                 if status == 200 or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
+            self.assertEqual(status, 200)
+        finally:
+            for connection in held:
+                connection.close()
+            self.assertEqual(server.stop(), 0)
+
+    def test_out_of_file_descriptors_the_server_waits_and_recovers(self):
+        # The server gets few descriptors; clients hold connections open until accept fails
+        # with EMFILE. It must say so once, not spin on the failing accept, and serve again
+        # once connections close.
+        limit = 48
+        server = Server(TINY_CNN, env=None, preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (limit, limit)))
+        held = []
+        try:
+            for _ in range(limit + 8):
+                held.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+            deadline = time.monotonic() + 10
+            while "accepting a connection failed" not in server.errors():
+                self.assertLess(time.monotonic(), deadline, server.errors())
+                time.sleep(0.05)
+            before = process_cpu_seconds(server.process.pid)
+            time.sleep(1.0)
+            spent = process_cpu_seconds(server.process.pid) - before
+            self.assertLess(spent, 0.5, "the accept loop spins while out of descriptors")
+            self.assertEqual(server.errors().count("accepting a connection failed"), 1)
+            for connection in held:
+                connection.close()
+            held.clear()
+            deadline = time.monotonic() + 10
+            while True:  # the server notices the closes asynchronously
+                try:
+                    status, _, body = server.request("GET", "/v2/health/live")
+                except OSError:
+                    status = None
+                if status == 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             self.assertEqual(status, 200)
         finally:
             for connection in held:
