@@ -226,6 +226,11 @@ std::string libonnx_inference_hazard(const Node& node, int64_t opset,
       return fmt::format("required input {} is missing", i);
     }
   }
+  // STFT-17's inference reads the signal's dim 1 unchecked (a rank-0 or rank-1 signal crashes it);
+  // a rank unknown here may become known inside libonnx's whole-model inference.
+  if (node.domain().empty() && node.op_type() == "STFT" && (!input0_rank || *input0_rank < 2)) {
+    return "the signal's rank is not known to be at least 2";
+  }
   if (const Attribute* axis = node.find_attribute("axis"); axis && axis->type == AttrType::kInt) {
     // Every op's axis lies in [-(rank + 1), rank] (Unsqueeze's and Concat's reach one past);
     // with the rank unknown, libonnx may still learn it, so only sizes no tensor has pass.

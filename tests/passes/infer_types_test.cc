@@ -82,6 +82,26 @@ TEST(InferTypes, NodesLibonnxKnowsExactlyKeepItsInferenceTheRestUseRules) {
   EXPECT_FALSE(listed_in_value_info(mm));  // a graph output
 }
 
+// libonnx's STFT-17 inference reads the signal's dim 1 unchecked and crashed the process on a
+// scalar signal (fuzz: libonnx_shape_inference_stft_scalar_signal), declared or only known
+// inside its whole-model inference (Squeeze to rank 1): such an STFT gets onnxkit's rule.
+TEST(InferTypes, StftWithALowRankSignalIsNotLeftToLibonnx) {
+  for (const bool declared : {true, false}) {
+    Model model = model_at(17);
+    GraphBuilder b(model);
+    Value* signal =
+        declared
+            ? b.input("signal", std::vector<int64_t>{}, DType::kFloat)
+            : b.op("Squeeze", {b.input("x", {8, 1}),
+                               b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1}))});
+    Value* step = b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {2}));
+    b.output(b.op("STFT", {signal, step, nullptr, step}));
+    auto report = infer_types(model, builtin_registry());
+    if (!report) continue;  // onnxkit's rule may refuse the signal: an error, not a crash
+    EXPECT_EQ(report.value().by_libonnx, declared ? 0u : 1u) << declared;
+  }
+}
+
 TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
   Model model = model_at(17);
   GraphBuilder b(model);
