@@ -231,6 +231,21 @@ std::string libonnx_inference_hazard(const Node& node, int64_t opset,
   if (node.domain().empty() && node.op_type() == "STFT" && (!input0_rank || *input0_rank < 2)) {
     return "the signal's rank is not known to be at least 2";
   }
+  // Conv's, ConvInteger's and QLinearConv's inference (convPoolShapeInference) reads W's
+  // dims up to W's rank in X's shape unchecked: a W of higher rank than X crashes it.
+  if (node.domain().empty() && (node.op_type() == "Conv" || node.op_type() == "ConvInteger" ||
+                                node.op_type() == "QLinearConv")) {
+    auto declared_rank = [&](size_t i) -> std::optional<int64_t> {
+      const Value* value = node.input(i);
+      if (!value || !value->type().is_tensor() || !value->type().shape) return std::nullopt;
+      return static_cast<int64_t>(value->type().shape->size());
+    };
+    const std::optional<int64_t> x_rank = input0_rank ? input0_rank : declared_rank(0);
+    const std::optional<int64_t> w_rank = declared_rank(node.op_type() == "QLinearConv" ? 3 : 1);
+    if (x_rank && w_rank && *w_rank > *x_rank) {
+      return fmt::format("W has rank {}, more than X's {}", *w_rank, *x_rank);
+    }
+  }
   if (const Attribute* axis = node.find_attribute("axis"); axis && axis->type == AttrType::kInt) {
     // Every op's axis lies in [-(rank + 1), rank] (Unsqueeze's and Concat's reach one past);
     // with the rank unknown, libonnx may still learn it, so only sizes no tensor has pass.

@@ -102,6 +102,19 @@ TEST(InferTypes, StftWithALowRankSignalIsNotLeftToLibonnx) {
   }
 }
 
+// libonnx's Conv inference reads W's dims past X's rank unchecked (fuzz:
+// libonnx_shape_inference_conv_weight_rank_above_input): such a Conv gets onnxkit's rule.
+TEST(InferTypes, ConvWithAWeightOfHigherRankIsNotLeftToLibonnx) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {1, 1, 3, 2});
+  Value* w = b.input("w", {1, 1, 2, 2, 7});
+  b.output(b.op("Conv", {x, w}));
+  auto report = infer_types(model, builtin_registry());
+  if (!report) return;  // onnxkit's rule may refuse the pair: an error, not a crash
+  EXPECT_EQ(report.value().by_libonnx, 0u);
+}
+
 TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
   Model model = model_at(17);
   GraphBuilder b(model);
