@@ -254,6 +254,12 @@ std::string libonnx_inference_hazard(const Node& node, int64_t opset,
     if (axis->i < -bound || axis->i > bound) {
       return fmt::format("axis {} is out of range", axis->i);
     }
+    // LayerNormalization-17's walks the dims from axis + rank for a negative axis: one below
+    // -rank crashed it.
+    if (node.domain().empty() && node.op_type() == "LayerNormalization" && input0_rank &&
+        axis->i < -*input0_rank) {
+      return fmt::format("axis {} is out of range", axis->i);
+    }
   }
   return {};
 }
