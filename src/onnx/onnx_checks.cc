@@ -5,6 +5,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
+#include <algorithm>
 
 #include <map>
 #include <memory>
@@ -244,6 +245,19 @@ std::string libonnx_inference_hazard(const Node& node, int64_t opset,
     const std::optional<int64_t> w_rank = declared_rank(node.op_type() == "QLinearConv" ? 3 : 1);
     if (x_rank && w_rank && *w_rank > *x_rank) {
       return fmt::format("W has rank {}, more than X's {}", *w_rank, *x_rank);
+    }
+  }
+  // convPoolShapeInference (Conv, pools) divides by strides and multiplies by dilations
+  // unchecked: a stride of 0 crashed it.
+  if (node.domain().empty() && (node.op_type() == "Conv" || node.op_type() == "ConvInteger" ||
+                                node.op_type() == "QLinearConv" || node.op_type() == "MaxPool" ||
+                                node.op_type() == "AveragePool" || node.op_type() == "LpPool")) {
+    for (const char* name : {"strides", "dilations"}) {
+      const Attribute* values = node.find_attribute(name);
+      if (values &&
+          std::any_of(values->ints.begin(), values->ints.end(), [](int64_t v) { return v <= 0; })) {
+        return fmt::format("{} has a value below 1", name);
+      }
     }
   }
   if (const Attribute* axis = node.find_attribute("axis"); axis && axis->type == AttrType::kInt) {
