@@ -154,11 +154,27 @@ std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool tra
   return {};
 }
 
+namespace {
+
+// extent(d, kernel), checked: kernel_shape and dilations are a model's numbers.
+int64_t checked_extent(const ConvAttributes& attrs, size_t d, int64_t kernel) {
+  return checked_add(checked_mul(checked_add(kernel, -1, "kernel_shape"), attrs.dilation(d),
+                                 "the window's extent"),
+                     1, "the window");
+}
+
+int64_t checked_sub(int64_t a, int64_t b, std::string_view what) {
+  int64_t difference = 0;
+  if (__builtin_sub_overflow(a, b, &difference)) fail("{}: {} - {} overflows int64", what, a, b);
+  return difference;
+}
+
+}  // namespace
+
 WindowAxis ConvAttributes::window(size_t d, int64_t in, int64_t kernel) const {
   // Strides, dilations and pads are a model's numbers: the arithmetic is checked.
   const int64_t stride = this->stride(d);
-  const int64_t extent =
-      checked_add(checked_mul(kernel - 1, dilation(d), "the window's extent"), 1, "the window");
+  const int64_t extent = checked_extent(*this, d, kernel);
   WindowAxis axis;
   if (same_padding()) {
     axis.out = in / stride + (in % stride != 0 ? 1 : 0);
@@ -203,10 +219,14 @@ WindowAxis ConvTransposeAttributes::window(const ConvAttributes& conv, size_t d,
   const int64_t stride = conv.stride(d);
   const int64_t adjust = output_padding.empty() ? 0 : output_padding[d];
   WindowAxis axis;
-  axis.padded = stride * (in - 1) + adjust + conv.extent(d, kernel);
+  // As in ConvAttributes::window, the model's numbers are added and multiplied checked.
+  axis.padded =
+      checked_add(checked_add(checked_mul(stride, in - 1, "strides"), adjust, "output_padding"),
+                  checked_extent(conv, d, kernel), "the output");
   if (!output_shape.empty() || conv.same_padding()) {
-    axis.out = output_shape.empty() ? in * stride : output_shape[output_shape.size() - rank + d];
-    const int64_t total = std::max<int64_t>(0, axis.padded - axis.out);
+    axis.out = output_shape.empty() ? checked_mul(in, stride, "strides")
+                                    : output_shape[output_shape.size() - rank + d];
+    const int64_t total = std::max<int64_t>(0, checked_sub(axis.padded, axis.out, "output_shape"));
     // Where begin gets the smaller half (the odd unit goes to the end).
     const bool small_begin = output_shape.empty() || extra_pad_at_end
                                  ? conv.auto_pad == AutoPad::kSameUpper
@@ -219,7 +239,7 @@ WindowAxis ConvTransposeAttributes::window(const ConvAttributes& conv, size_t d,
     axis.pad_begin = conv.pads[d];
     axis.pad_end = conv.pads[rank + d];
   }
-  axis.out = axis.padded - axis.pad_begin - axis.pad_end;
+  axis.out = checked_sub(checked_sub(axis.padded, axis.pad_begin, "pads"), axis.pad_end, "pads");
   return axis;
 }
 

@@ -1030,8 +1030,11 @@ void infer_pad(TypeInferenceContext& context) {
   std::vector<Dim> out = *dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     const size_t d = rule_axis(axes[i], rank, "axes");
-    const int64_t grow = (*pads)[i] + (*pads)[i + axes.size()];
-    if (grow != 0) out[d] = map_dim(out[d], [&](int64_t value) { return value + grow; });
+    // pads are a model's numbers: past int64 is an error, as in the kernel.
+    const int64_t grow = checked_add((*pads)[i], (*pads)[i + axes.size()], "pads");
+    if (grow != 0) {
+      out[d] = map_dim(out[d], [&](int64_t value) { return checked_add(value, grow, "pads"); });
+    }
   }
   context.set_output(0, tensor_type(dtype, std::move(out)));
 }

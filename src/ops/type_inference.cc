@@ -165,6 +165,8 @@ std::optional<int64_t> input_length(const TypeInferenceContext& context, size_t 
 }
 
 size_t rule_axis(int64_t axis, size_t rank, std::string_view what) {
+  // Rules index dims with it, so unlike the kernels' normalize_axis, a scalar has no axis.
+  if (rank == 0) fail("{}: axis {} of a scalar (rank 0)", what, axis);
   return static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(rank), what));
 }
 

@@ -83,6 +83,21 @@ Tensor transpose_constant(const Tensor& c, const std::vector<int64_t>& perm) {
   return Tensor::from_buffer(c.dtype(), std::move(out_shape), std::move(buffer));
 }
 
+// An axis the op accepts at `rank`; only those map through the permutation (an op with an
+// axis out of range stays as it is, and the run reports it).
+bool axis_in_range(int64_t axis, int64_t rank) {
+  return axis >= -rank && axis < rank;
+}
+
+// The axis of a kSingleAxis op (Concat has no default; Softmax's is -1), or nothing when the
+// attribute is not an int.
+std::optional<int64_t> single_axis(const Node* node) {
+  const Attribute* axis = node->find_attribute("axis");
+  if (!axis) return is_onnx_op(node, "Concat") ? 0 : -1;
+  if (axis->type != AttrType::kInt) return std::nullopt;
+  return axis->i;
+}
+
 bool all_ones(const Shape& shape) {
   return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
 }
@@ -166,7 +181,7 @@ class CancelTransposesPass : public GraphPass {
             region.terminal_set.insert(reader);
             continue;
           }
-          if (!movable_op(reader, context)) return false;
+          if (!movable_op(reader, *rank, context)) return false;
           region.nodes.push_back(reader);
           if (region.nodes.size() > kMaxRegionNodes) return false;
           region.values.insert(reader->output(0));
@@ -183,6 +198,9 @@ class CancelTransposesPass : public GraphPass {
             // The axes input: constant, mapped through the permutation.
             const Tensor* axes = constant_value(input, context);
             if (!axes || axes->dtype() != DType::kInt64) return false;
+            for (int64_t a = 0; a < axes->numel(); ++a) {
+              if (!axis_in_range(axes->data<int64_t>()[a], *rank)) return false;
+            }
             continue;
           }
           Node* producer = input->producer();
@@ -204,17 +222,26 @@ class CancelTransposesPass : public GraphPass {
   }
 
   // An op the region may contain: one output, no subgraph, and a meaning that follows the
-  // data's layout (reductions only when they keep their axes).
-  static bool movable_op(const Node* node, const PassContext& context) {
+  // data's layout (reductions only when they keep their axes), with axes valid at `rank`.
+  static bool movable_op(const Node* node, int64_t rank, const PassContext& context) {
     if (node->outputs().size() != 1 || !node->output(0) || !node->subgraphs().empty()) {
       return false;
     }
     switch (axis_rule(node, context)) {
-      case AxisRule::kReduction:
-        return int_attr(node, "keepdims", 1) == 1;
+      case AxisRule::kReduction: {
+        if (int_attr(node, "keepdims", 1) != 1) return false;
+        if (context.traits(node).axes_input) return true;  // checked with the other inputs
+        const Attribute* axes = node->find_attribute("axes");
+        return !axes || (axes->type == AttrType::kInts &&
+                         std::all_of(axes->ints.begin(), axes->ints.end(),
+                                     [&](int64_t axis) { return axis_in_range(axis, rank); }));
+      }
       case AxisRule::kElementwise:
-      case AxisRule::kSingleAxis:
         return true;
+      case AxisRule::kSingleAxis: {
+        const auto axis = single_axis(node);
+        return axis && axis_in_range(*axis, rank);
+      }
       case AxisRule::kOpaque:
         return false;
     }
@@ -271,8 +298,7 @@ class CancelTransposesPass : public GraphPass {
           node->set_attribute(ints_attribute("axes", std::move(mapped)));
         }
       } else if (traits.axes == AxisRule::kSingleAxis) {
-        const int64_t fallback = is_onnx_op(node, "Concat") ? 0 : -1;
-        node->set_attribute(int_attribute("axis", map_axis(int_attr(node, "axis", fallback))));
+        node->set_attribute(int_attribute("axis", map_axis(*single_axis(node))));
       }
       const size_t first_data_input = 0;
       const size_t data_inputs = traits.axes == AxisRule::kReduction ? 1 : node->inputs().size();

@@ -146,7 +146,9 @@ bool is_used(const Value* value) {
 // data is not needed, so the input need not be constant.
 std::optional<Tensor> static_shape_result(const Node& node, const PassContext& context) {
   const std::string& op = node.op_type();
-  if ((op != "Shape" && op != "Size") || node.inputs().size() != 1 || !node.input(0)) {
+  // One output: the caller replaces each of the node's outputs by a result.
+  if ((op != "Shape" && op != "Size") || node.inputs().size() != 1 || !node.input(0) ||
+      node.outputs().size() != 1) {
     return std::nullopt;
   }
   const ValueType& type = node.input(0)->type();
@@ -158,7 +160,9 @@ std::optional<Tensor> static_shape_result(const Node& node, const PassContext& c
   }
   if (op == "Size") {
     int64_t n = 1;
-    for (int64_t d : dims) n *= d;
+    for (int64_t d : dims) {
+      if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;  // left to the run to refuse
+    }
     return Tensor::from_vector<int64_t>(DType::kInt64, {}, {n});
   }
   const int64_t rank = static_cast<int64_t>(dims.size());

@@ -16,12 +16,13 @@ namespace {
 // evaluated during inference: shape arithmetic, never weights.
 constexpr int64_t kMaxFoldedElements = 1024;
 
+// Elements of a tensor of `type`; -1 when its type does not tell, or declares dims whose
+// product leaves int64.
 int64_t numel_of(const ValueType& type) {
   if (!type.is_tensor() || !type.shape) return -1;
   int64_t count = 1;
   for (const Dim& dim : *type.shape) {
-    if (!dim.is_known()) return -1;
-    count *= dim.value;
+    if (!dim.is_known() || __builtin_mul_overflow(count, dim.value, &count)) return -1;
   }
   return count;
 }

@@ -495,7 +495,12 @@ NamedValues make_check_inputs(const Model& model, const CheckDims& dims,
            value_type_to_string(type));
     }
     const Shape shape = dims.shape_of(*input, attempt);
-    Tensor tensor = random_tensor(type.elem_type, shape, rng);
+    Tensor tensor;
+    try {
+      tensor = random_tensor(type.elem_type, shape, rng);
+    } catch (const Error& e) {
+      fail("check input '{}': {}", input->name(), e.what());
+    }
     if (dtype_is_integer(type.elem_type)) {
       const int64_t bound = index_bound(input);
       const bool mask = looks_like_mask(input->name());

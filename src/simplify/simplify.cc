@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/buffer.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 #include "ir/graph_clone.h"
 #include "ir/model.h"
@@ -155,16 +156,23 @@ std::vector<CheckRun> run_input_model(const Model& model, const CheckDims& dims,
                                       SimplifyReport& report) {
   auto session = Session::create(clone_model(model), check_session_options(options, registry));
   if (!session) fail("the input model cannot run for the check: {}", session.error());
+  // Generated inputs are held to the bounds of the run they feed: a declared [2^31] int64
+  // input is refused, not allocated.
+  auto generate_inputs = [&](uint64_t seed, size_t try_index) {
+    auto limits = std::make_shared<RunLimits>(options.max_tensor_bytes, options.max_run_bytes);
+    RunLimitsScope limits_scope(limits.get());
+    return make_check_inputs(model, dims, options.check_inputs, seed, try_index);
+  };
   std::vector<CheckRun> runs;
   size_t attempt = 0;
   for (int run = 0; run < check_n; ++run) {
     CheckRun check_run;
     const uint64_t seed = options.seed + static_cast<uint64_t>(run);
-    check_run.inputs = make_check_inputs(model, dims, options.check_inputs, seed, attempt);
+    check_run.inputs = generate_inputs(seed, attempt);
     auto expected = session.value()->run(check_run.inputs);
     while (!expected && run == 0 && is_shape_error(expected.error()) &&
            attempt + 1 < dims.tries()) {
-      check_run.inputs = make_check_inputs(model, dims, options.check_inputs, seed, ++attempt);
+      check_run.inputs = generate_inputs(seed, ++attempt);
       expected = session.value()->run(check_run.inputs);
     }
     if (!expected) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -399,6 +400,20 @@ TEST(ConvTranspose, Errors) {
               run_one("ConvTranspose", {pattern({1, 1, 2}, 1), pattern({1, 1, 2}, 2)}, 11,
                       [](Node* n) { set_string(n, "auto_pad", "SAME"); });
             }).find("auto_pad 'SAME' is not one of"),
+            std::string::npos);
+  // Dilations and strides past int64 are an error, not a wrapped output size (fuzz:
+  // conv_transpose_extent_overflow).
+  EXPECT_NE(error_of([] {
+              run_one(
+                  "ConvTranspose", {pattern({1, 1, 2}, 1), pattern({1, 1, 2}, 2)}, 11,
+                  [](Node* n) { set_ints(n, "dilations", {std::numeric_limits<int64_t>::max()}); });
+            }).find("overflows int64"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              run_one(
+                  "ConvTranspose", {pattern({1, 1, 3}, 1), pattern({1, 1, 2}, 2)}, 11,
+                  [](Node* n) { set_ints(n, "strides", {std::numeric_limits<int64_t>::max()}); });
+            }).find("overflows int64"),
             std::string::npos);
 }
 

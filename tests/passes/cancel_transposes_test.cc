@@ -142,6 +142,42 @@ TEST(CancelTransposes, ReductionAxesAsInput) {
   EXPECT_TRUE(same_outputs(before, model));
 }
 
+// Axes out of range for the region's rank leave it alone (the run reports them); mapping
+// them through the permutation read past its end (fuzz: cancel_transposes_softmax_axis_out_of_range).
+TEST(CancelTransposes, SoftmaxAxisOutOfRangeBlocks) {
+  for (int64_t axis : {3, 51, -4}) {
+    Model model = empty_model(13);
+    Graph& g = model.graph();
+    Value* x = g.add_input("x", float_type({2, 3, 4}));
+    Node* softmax = g.add_node("LogSoftmax", {transpose(g, x, "t", {0, 2, 1})}, {"sm"});
+    softmax->set_attribute(int_attribute("axis", axis));
+    g.add_output(transpose(g, softmax->output(0), "y", {0, 2, 1}));
+    EXPECT_EQ(apply(model), 0u) << axis;
+    EXPECT_EQ(count_ops(model, "Transpose"), 2u) << axis;
+    EXPECT_EQ(int_attr(softmax, "axis", 0), axis);
+  }
+}
+
+TEST(CancelTransposes, ReductionAxesOutOfRangeBlock) {
+  {
+    Model model = empty_model(13);
+    Graph& g = model.graph();
+    Value* x = g.add_input("x", float_type({2, 3, 4}));
+    Value* mean = reduce_mean(g, transpose(g, x, "t", {0, 2, 1}), "mean", {1, 7});
+    g.add_output(transpose(g, mean, "y", {0, 2, 1}));
+    EXPECT_EQ(apply(model), 0u);
+  }
+  {
+    Model model = empty_model(13);
+    Graph& g = model.graph();
+    Value* x = g.add_input("x", float_type({2, 3, 4}));
+    Value* axes = g.add_initializer("axes", Tensor::from_vector<int64_t>(DType::kInt64, {1}, {-9}));
+    Value* sum = op(g, "ReduceSum", {transpose(g, x, "t", {0, 2, 1}), axes}, "sum");
+    g.add_output(transpose(g, sum, "y", {0, 2, 1}));
+    EXPECT_EQ(apply(model), 0u);
+  }
+}
+
 TEST(CancelTransposes, LayoutSensitiveReaderBlocks) {
   // A MatMul reads the transposed value: nothing moves.
   Model model = empty_model(13);

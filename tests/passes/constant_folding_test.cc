@@ -97,6 +97,24 @@ TEST(ConstantFolding, ShapeAndSizeOfAFullyStaticInput) {
   EXPECT_TRUE(same_outputs(before, model));
 }
 
+// Malformed Shape / Size nodes are not folded from their input's static shape: one with a
+// second output (the fold wrote one result for two outputs), and a Size whose element count
+// leaves int64 (fuzz: constant_folding_shape_with_two_outputs, constant_folding_size_overflow).
+TEST(ConstantFolding, StaticShapeOfMalformedNodesIsNotFolded) {
+  Model model = empty_model(15);
+  Graph& g = model.graph();
+  Value* x = g.add_input("x", float_type({2, 3, 4}));
+  Value* huge = g.add_input("huge", float_type({int64_t{1} << 40, int64_t{1} << 40}));
+  Node* shape = g.add_node("Shape", {x}, {"s", "extra"});
+  Node* size = g.add_node("Size", {huge}, {"n"});
+  g.add_output(shape->output(0));
+  g.add_output(shape->output(1));
+  g.add_output(size->output(0));
+  EXPECT_EQ(fold(model), 0u);
+  EXPECT_EQ(count_ops(model, "Shape"), 1u);
+  EXPECT_EQ(count_ops(model, "Size"), 1u);
+}
+
 TEST(ConstantFolding, OmittedOptionalInputs) {
   Model model = empty_model(13);
   Graph& g = model.graph();

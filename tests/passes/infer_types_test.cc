@@ -82,6 +82,39 @@ TEST(InferTypes, NodesLibonnxKnowsExactlyKeepItsInferenceTheRestUseRules) {
   EXPECT_FALSE(listed_in_value_info(mm));  // a graph output
 }
 
+// libonnx's STFT-17 inference reads the signal's dim 1 unchecked and crashed the process on a
+// scalar signal (fuzz: libonnx_shape_inference_stft_scalar_signal), declared or only known
+// inside its whole-model inference (Squeeze to rank 1): such an STFT gets onnxkit's rule.
+TEST(InferTypes, StftWithALowRankSignalIsNotLeftToLibonnx) {
+  for (const bool declared : {true, false}) {
+    Model model = model_at(17);
+    GraphBuilder b(model);
+    Value* signal =
+        declared
+            ? b.input("signal", std::vector<int64_t>{}, DType::kFloat)
+            : b.op("Squeeze", {b.input("x", {8, 1}),
+                               b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {1}, {1}))});
+    Value* step = b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {2}));
+    b.output(b.op("STFT", {signal, step, nullptr, step}));
+    auto report = infer_types(model, builtin_registry());
+    if (!report) continue;  // onnxkit's rule may refuse the signal: an error, not a crash
+    EXPECT_EQ(report.value().by_libonnx, declared ? 0u : 1u) << declared;
+  }
+}
+
+// libonnx's Conv inference reads W's dims past X's rank unchecked (fuzz:
+// libonnx_shape_inference_conv_weight_rank_above_input): such a Conv gets onnxkit's rule.
+TEST(InferTypes, ConvWithAWeightOfHigherRankIsNotLeftToLibonnx) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {1, 1, 3, 2});
+  Value* w = b.input("w", {1, 1, 2, 2, 7});
+  b.output(b.op("Conv", {x, w}));
+  auto report = infer_types(model, builtin_registry());
+  if (!report) return;  // onnxkit's rule may refuse the pair: an error, not a crash
+  EXPECT_EQ(report.value().by_libonnx, 0u);
+}
+
 TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
   Model model = model_at(17);
   GraphBuilder b(model);

@@ -257,6 +257,22 @@ TEST(TypeRulesTest, MatMulGemmEinsum) {
   EXPECT_THROW(bad.run("MatMul", {x, y}), Error);
 }
 
+// A scalar has no axis: rules that index the input's dims at an axis refuse it (TopK's rule
+// read dims[0] of an empty shape; fuzz: topk_of_a_scalar).
+TEST(TypeRulesTest, AxisOfAScalarFails) {
+  for (const std::string op : {"TopK", "ArgMax", "Split", "Gather"}) {
+    OneNode node;
+    std::vector<Value*> inputs{node.in(F({}))};
+    if (op == "TopK") inputs.push_back(node.ints({1}));
+    if (op == "Gather") inputs.push_back(node.in(T(DType::kInt64, {K(2)})));
+    const size_t outputs = op == "TopK" ? 2 : 1;
+    EXPECT_THROW(node.run(op, inputs, {}, outputs), Error) << op;
+  }
+  OneNode vector;
+  Value* x = vector.in(F({K(5)}));
+  EXPECT_EQ(str(vector.run("TopK", {x, vector.ints({2})}, {}, 2)[0]), str(F({K(2)})));
+}
+
 TEST(TypeRulesTest, ShapeOpsWithConstantInputs) {
   OneNode g;
   Value* x = g.in(F({N(), K(10), K(4)}));

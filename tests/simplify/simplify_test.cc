@@ -207,6 +207,21 @@ TEST(SimplifyCheck, WhenEverySizeFailsTheErrorListsTheDimsAndFlags) {
   }
 }
 
+// The check's generated inputs are held to max_tensor_bytes like the runs they feed: a
+// declared [2^31 - 1] int64 input is refused, not allocated (fuzz:
+// check_input_over_max_tensor_bytes).
+TEST(SimplifyCheck, GeneratedInputsKeepTheTensorBound) {
+  GraphBuilder b(13);
+  Value* x = b.input("x", {known(int64_t{2147483647})}, DType::kInt64);
+  b.output(b.op("Neg", {x}));
+  SimplifyOptions options;
+  options.max_tensor_bytes = size_t{1} << 20;
+  auto report = simplify(b.model(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().find("check input 'x'"), std::string::npos) << report.error();
+  EXPECT_NE(report.error().find("--max-tensor-bytes"), std::string::npos) << report.error();
+}
+
 TEST(SimplifyCheck, TestInputShapesSetTheCheckOnly) {
   Model model = downsample_64x();
   SimplifyOptions options;
