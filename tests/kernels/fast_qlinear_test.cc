@@ -75,6 +75,29 @@ TEST(FastQLinear, AddAndMulMatchReferenceBitForBit) {
   }
 }
 
+// A near-tie that ONNX Runtime's own output settles: the scales and zero points of a
+// ResNet-50 residual Add as ORT's tool quantized it (QOperator, uint8), where
+// 183 (+) 129 is 82.49999... or 82.50001 depending on how the zero-point constant is
+// rounded. ORT 1.31.1 gives 82 (its constant comes from one fused multiply-add).
+TEST(FastQLinear, AddRoundsANearTieAsOnnxRuntime) {
+  Tensor a(DType::kUInt8, {64}), b(DType::kUInt8, {64});
+  std::fill_n(static_cast<uint8_t*>(a.mutable_raw_data()), 64, uint8_t{183});
+  std::fill_n(static_cast<uint8_t*>(b.mutable_raw_data()), 64, uint8_t{129});
+  NodeCase c(
+      "QLinearAdd",
+      {a, float_scalar(0.04779181f), zero_point(DType::kUInt8, 131), b, float_scalar(0.046986196f),
+       zero_point(DType::kUInt8, 129), float_scalar(0.030123325f), zero_point(DType::kUInt8, 0)},
+      17);
+  c.domain = "com.microsoft";
+  c.constants = {1, 2, 4, 5, 6, 7};
+  for (const SessionOptions& options : {SessionOptions::reference(), fast_options()}) {
+    const std::vector<Tensor> out = run_node(c, options);
+    ASSERT_EQ(out.size(), 1u);
+    const auto* values = static_cast<const uint8_t*>(out[0].raw_data());
+    for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(values[i], 82) << "element " << i;
+  }
+}
+
 TEST(FastQLinear, QGemmMatchesReferenceBitForBit) {
   uint32_t seed = 100;
   for (DType a_type : {DType::kUInt8, DType::kInt8}) {
