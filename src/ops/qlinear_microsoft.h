@@ -33,6 +33,16 @@ QuantParam read_quant_param(const KernelContext& context, size_t scale_index, si
 // Input `index`'s dtype, which must be uint8 or int8.
 DType int8_data_type(const KernelContext& context, size_t index, std::string_view what);
 
+// QLinearAdd / QLinearMul's operands (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp),
+// checked (one int8 type for A, B and C; one-value scales and zero points), and C
+// allocated with the broadcast shape.
+struct QLinearBinaryOperands {
+  DType dtype;
+  QuantParam a, b, c;
+  Tensor* output;
+};
+QLinearBinaryOperands read_qlinear_binary(KernelContext& context);
+
 // Which side of a broadcast binary op is one value along each innermost run (ORT's kernels
 // round differently in each case).
 enum class BinaryRunKind { kBoth, kScalarA, kScalarB };

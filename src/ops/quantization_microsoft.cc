@@ -64,6 +64,21 @@ DType int8_data_type(const KernelContext& context, size_t index, std::string_vie
   return dtype;
 }
 
+QLinearBinaryOperands read_qlinear_binary(KernelContext& context) {
+  const DType dtype = int8_data_type(context, 0, "A");
+  const Tensor& a = context.input(0);
+  const Tensor& b = context.input(3);
+  if (b.dtype() != dtype) {
+    context.fail("B has type {} but A has type {}", dtype_name(b.dtype()), dtype_name(dtype));
+  }
+  QLinearBinaryOperands operands{dtype, read_quant_param(context, 1, 2, dtype, "A"),
+                                 read_quant_param(context, 4, 5, dtype, "B"),
+                                 read_quant_param(context, 6, 7, dtype, "C"), nullptr};
+  operands.output =
+      &context.allocate_output_uninitialized(0, dtype, broadcast_shapes(a.shape(), b.shape()));
+  return operands;
+}
+
 BinaryRunKind binary_run_kind(const Shape& a, const Shape& b, const Shape& out) {
   if (shape_numel(a) == 1) return BinaryRunKind::kScalarA;
   if (shape_numel(b) == 1) return BinaryRunKind::kScalarB;
@@ -137,21 +152,13 @@ class QLinearBinaryKernel : public OpKernel {
       : is_add_(context.node().op_type() == "QLinearAdd") {}
 
   void compute(KernelContext& context) const override {
-    const DType dtype = int8_data_type(context, 0, "A");
+    const QLinearBinaryOperands o = read_qlinear_binary(context);
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(3);
-    if (b.dtype() != dtype) {
-      context.fail("B has type {} but A has type {}", dtype_name(b.dtype()), dtype_name(dtype));
-    }
-    const QuantParam pa = read_quant_param(context, 1, 2, dtype, "A");
-    const QuantParam pb = read_quant_param(context, 4, 5, dtype, "B");
-    const QuantParam pc = read_quant_param(context, 6, 7, dtype, "C");
-    const Shape out_shape = broadcast_shapes(a.shape(), b.shape());
-    Tensor& c = context.allocate_output_uninitialized(0, dtype, out_shape);
-    if (dtype == DType::kUInt8) {
-      run<uint8_t>(a, b, c, pa, pb, pc);
+    if (o.dtype == DType::kUInt8) {
+      run<uint8_t>(a, b, *o.output, o.a, o.b, o.c);
     } else {
-      run<int8_t>(a, b, c, pa, pb, pc);
+      run<int8_t>(a, b, *o.output, o.a, o.b, o.c);
     }
   }
 
