@@ -216,6 +216,7 @@ TEST(SimplifyCheck, GeneratedInputsKeepTheTensorBound) {
   b.output(b.op("Neg", {x}));
   SimplifyOptions options;
   options.max_tensor_bytes = size_t{1} << 20;
+  options.check_n = 1;  // auto would skip a check this size
   auto report = simplify(b.model(), options);
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.error().find("check input 'x'"), std::string::npos) << report.error();
