@@ -23,8 +23,9 @@ scripts/build.sh
 # The Python package, tested by python/tests (CTest's python_* tests).
 scripts/install_python.sh
 # The clang build of the fuzz targets: they must keep building. Their short campaigns
-# (CTest label `fuzz`: `ctest -L fuzz`) are left out of this run until the inputs they find
-# within a minute are fixed (tests/data/fuzz/open/); every fixed finding replays here
+# (CTest label `fuzz`: `ctest -L fuzz`) are left out of this run: they still find new inputs
+# (mostly crashes inside libonnx's shape inference) and, even with a fixed seed, not the same
+# ones from run to run, so they would fail CI by chance. Every fixed finding replays here
 # (fuzz_replay_*).
 scripts/fuzz.sh --build
 log=$(mktemp)

@@ -44,7 +44,8 @@ Status save_model(const Model& model, const std::filesystem::path& path,
 
 // The serialized ModelProto with all tensor data inline (for tests and small models).
 Result<std::string> serialize_model(const Model& model);
-// Parses a serialized ModelProto held in memory (no external data).
+// Parses a serialized ModelProto held in memory (no external data), checked as load_model
+// checks a file.
 Result<Model> parse_model(const std::string& bytes);
 
 // Bytes of tensor data a model holds (initializers, sparse initializers and tensor

@@ -13,6 +13,7 @@
 #include "core/buffer.h"
 #include "ir/verifier.h"
 #include "onnx/external_data.h"
+#include "onnx/onnx_checks.h"
 #include "onnx/proto_convert.h"
 #include "onnx/wire_split.h"
 
@@ -81,6 +82,7 @@ Model load_checked(const fs::path& path, const LoadOptions& options) {
   model.source_path = path;
   if (options.verify) {
     Status status = verify_model(model);
+    if (status.ok()) status = check_node_arity(model);
     if (!status.ok()) fail("{}: {}", label, status.message());
   }
   return model;
@@ -295,7 +297,11 @@ Result<Model> parse_model(const std::string& bytes) {
     }
     check_is_model(proto, "<memory>");
     ReadContext context;
-    return onnx_io::model_from_proto(proto, context);
+    Model model = onnx_io::model_from_proto(proto, context);
+    Status status = verify_model(model);
+    if (status.ok()) status = check_node_arity(model);
+    if (!status.ok()) fail("<memory>: {}", status.message());
+    return model;
   });
 }
 

@@ -7,6 +7,7 @@
 #include <onnx/version_converter/convert.h>
 #include <algorithm>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -322,6 +323,36 @@ Status check_opsets_supported(const Model& model) {
             domain_label(opset.domain), opset.version, newest, newest);
       }
     }
+  });
+}
+
+Status check_node_arity(const Model& model) {
+  return capture([&] {
+    for_each_node_recursive(model.graph(), [&](const Node* node) {
+      const int64_t opset = opset_version(model.opset_imports, node->domain());
+      if (opset < 1 || opset > max_known_opset(node->domain())) return;
+      const onnx::OpSchema* schema = libonnx_schema(node->domain(), node->op_type(), opset);
+      if (schema == nullptr) return;
+      const auto in_range = [](size_t count, int lo, int hi) {
+        return count >= static_cast<size_t>(lo) && count <= static_cast<size_t>(hi);
+      };
+      const auto range = [](int lo, int hi) {
+        if (hi == std::numeric_limits<int>::max()) return fmt::format("{} or more", lo);
+        return lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi);
+      };
+      const size_t inputs = node->inputs().size(), outputs = node->outputs().size();
+      const std::string label = node->name().empty()
+                                    ? fmt::format("an unnamed {} node", node->op_type())
+                                    : fmt::format("node '{}'", node->name());
+      if (!in_range(inputs, schema->min_input(), schema->max_input())) {
+        fail("{} ({}-{}) has {} inputs, but the op takes {}", label, node->op_type(),
+             schema->since_version(), inputs, range(schema->min_input(), schema->max_input()));
+      }
+      if (!in_range(outputs, schema->min_output(), schema->max_output())) {
+        fail("{} ({}-{}) has {} outputs, but the op gives {}", label, node->op_type(),
+             schema->since_version(), outputs, range(schema->min_output(), schema->max_output()));
+      }
+    });
   });
 }
 
