@@ -251,28 +251,12 @@ class ConvertLayoutPass : public GraphPass {
   // the nodes of chains with at least two convs or pools, in topological order.
   static std::vector<Node*> choose(const std::vector<Node*>& order,
                                    const std::map<const Node*, Role>& roles) {
-    std::map<const Node*, const Node*> parent;
-    for (const auto& [node, role] : roles) parent[node] = node;
-    auto find = [&](const Node* node) {
-      while (parent[node] != node) node = parent[node] = parent[parent[node]];
-      return node;
-    };
-    for (const auto& [node, role] : roles) {
-      for (const Value* input : node->inputs()) {
-        const Node* producer = input ? input->producer() : nullptr;
-        if (producer && roles.count(producer)) parent[find(node)] = find(producer);
-      }
-    }
-    std::map<const Node*, int> anchors;
-    for (const auto& [node, role] : roles) {
-      anchors[find(node)] +=
-          role == Role::kConv || role == Role::kPool || role == Role::kGlobalPool;
-    }
-    std::vector<Node*> chosen;
-    for (Node* node : order) {
-      if (roles.count(node) && anchors[find(node)] >= 2) chosen.push_back(node);
-    }
-    return chosen;
+    return nodes_of_anchored_chains(
+        order, roles,
+        [](Role role) {
+          return role == Role::kConv || role == Role::kPool || role == Role::kGlobalPool;
+        },
+        2);
   }
 
   void rewrite(Graph& graph, const std::vector<Node*>& chosen,

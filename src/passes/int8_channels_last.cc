@@ -183,25 +183,8 @@ class Int8ChannelsLastPass : public GraphPass {
   // Connected chains with at least two convs, in graph order.
   static std::vector<Node*> choose(const std::vector<Node*>& order,
                                    const std::map<const Node*, Role>& roles) {
-    std::map<const Node*, const Node*> parent;
-    for (const auto& [node, role] : roles) parent[node] = node;
-    auto find = [&](const Node* node) {
-      while (parent[node] != node) node = parent[node] = parent[parent[node]];
-      return node;
-    };
-    for (const auto& [node, role] : roles) {
-      for (const Value* input : node->inputs()) {
-        const Node* producer = input ? input->producer() : nullptr;
-        if (producer && roles.count(producer)) parent[find(node)] = find(producer);
-      }
-    }
-    std::map<const Node*, int> convs;
-    for (const auto& [node, role] : roles) convs[find(node)] += role == Role::kConv;
-    std::vector<Node*> chosen;
-    for (Node* node : order) {
-      if (roles.count(node) && convs[find(node)] >= 2) chosen.push_back(node);
-    }
-    return chosen;
+    return nodes_of_anchored_chains(
+        order, roles, [](Role role) { return role == Role::kConv; }, 2);
   }
 
   void rewrite(Graph& graph, const std::vector<Node*>& chosen,

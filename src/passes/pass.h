@@ -125,4 +125,32 @@ void replace_value(Graph& graph, Value* from, Value* to);
 // named graph.unique_name(identity_stem) keeps the interface.
 void bypass_node(Graph& graph, Node* node, Value* y, Value* x, const std::string& identity_stem);
 
+// The nodes of `order` that `roles` names and whose chain (the named nodes connected through
+// the values they pass each other) holds at least `min_anchors` nodes whose role
+// is_anchor(role) says anchors the chain: what the layout passes convert, in `order`.
+template <typename Role, typename IsAnchor>
+std::vector<Node*> nodes_of_anchored_chains(const std::vector<Node*>& order,
+                                            const std::map<const Node*, Role>& roles,
+                                            IsAnchor is_anchor, int min_anchors) {
+  std::map<const Node*, const Node*> parent;
+  for (const auto& [node, role] : roles) parent[node] = node;
+  auto find = [&](const Node* node) {
+    while (parent[node] != node) node = parent[node] = parent[parent[node]];
+    return node;
+  };
+  for (const auto& [node, role] : roles) {
+    for (const Value* input : node->inputs()) {
+      const Node* producer = input ? input->producer() : nullptr;
+      if (producer && roles.count(producer)) parent[find(node)] = find(producer);
+    }
+  }
+  std::map<const Node*, int> anchors;
+  for (const auto& [node, role] : roles) anchors[find(node)] += is_anchor(role) ? 1 : 0;
+  std::vector<Node*> chosen;
+  for (Node* node : order) {
+    if (roles.count(node) && anchors[find(node)] >= min_anchors) chosen.push_back(node);
+  }
+  return chosen;
+}
+
 }  // namespace onnxkit
