@@ -282,7 +282,11 @@ SymbolicShape shape_from_proto(const onnx::TensorShapeProto& proto) {
   dims.reserve(proto.dim_size());
   for (const auto& d : proto.dim()) {
     Dim dim;
-    if (d.has_dim_value()) {
+    if (d.has_dim_value() && d.dim_value() == -1) {
+      // Exporters (paddle2onnx, some tf2onnx versions) write -1 for a dim they do not know, as
+      // ONNX Runtime reports one: read it as an unknown dim, which is written back without a
+      // value.
+    } else if (d.has_dim_value()) {
       if (d.dim_value() < 0) {
         fail("declared shape has the negative dim {} at index {}", d.dim_value(), dims.size());
       }

@@ -57,6 +57,16 @@ bool named_like_spatial(const std::string& symbol) {
          lower.find("width") != std::string::npos;
 }
 
+// A recurrent net's carried state, laid out as ONNX's RNN/GRU/LSTM initial_h/initial_c are:
+// [layers x directions, batch, hidden] (Silero VAD's `state`, `h`, `c`).
+bool named_like_recurrent_state(const std::string& input) {
+  static const std::set<std::string> exact = {"h",  "c",  "h0",     "c0",        "hx",       "cx",
+                                              "hn", "cn", "hidden", "initial_h", "initial_c"};
+  const std::string lower = lowercase(input);
+  return exact.count(lower) > 0 || lower.find("state") != std::string::npos ||
+         lower.find("hidden") != std::string::npos;
+}
+
 // The integers a constant input holds (an initializer or a Constant node's value).
 std::optional<std::vector<int64_t>> constant_ints(const Value* value) {
   if (!value) return std::nullopt;
@@ -403,6 +413,12 @@ CheckDims::CheckDims(const Model& model, const std::map<std::string, int64_t>& d
       }
     }
     const bool first_axis = dim.places.front().second == 0;
+    // An unnamed dim links nothing across inputs, so the batch axis of a state input is known
+    // only by its layout; given any other size it would disagree with the data's batch.
+    const bool state_batch = std::any_of(dim.places.begin(), dim.places.end(), [&](const auto& p) {
+      const Value* input = model.graph().find_value(p.first);
+      return p.second == 1 && input && rank_of(input) == 3 && named_like_recurrent_state(p.first);
+    });
     if (spatial) {
       dim.role = DimRole::kSpatial;
     } else if (!dim.symbol.empty() && named_like_batch(dim.symbol)) {
@@ -412,7 +428,7 @@ CheckDims::CheckDims(const Model& model, const std::map<std::string, int64_t>& d
     } else if (!dim.symbol.empty() && named_like_spatial(dim.symbol)) {
       dim.role = DimRole::kSpatial;
       spatial = 2;
-    } else if (first_axis) {
+    } else if (first_axis || state_batch) {
       dim.role = DimRole::kBatch;
     } else {
       dim.role = DimRole::kOther;

@@ -116,6 +116,36 @@ TEST(SimplifyCli, DynamicModelsKeepTheirDims) {
   }
 }
 
+// Shaped like models shipped in PyPI/npm packages (tests/data/models/
+// make_package_like_models.py): paddle2onnx's -1 batch reads as an unknown dim, and a carried
+// state [2,?,8] with no dim names gets the input's batch in the check. Both simplify with
+// default options, stay dynamic and compute what ONNX Runtime computed.
+TEST(SimplifyCli, PackageLikeModelsSimplifyWithDefaultOptions) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"paddle_unknown_dims_tiny", {"x: float[?,3,?,?]"}},
+      {"vad_unnamed_state_tiny", {"input: float[?,?]", "state: float[2,?,8]"}}};
+  for (const auto& [name, types] : cases) {
+    testing::TempDir dir;
+    const fs::path out_case = dir / name;
+    fs::create_directories(out_case);
+    auto result = run_command(onnxkit("simplify " + (kModels / name / "model.onnx").string() + " " +
+                                      (out_case / "model.onnx").string()));
+    ASSERT_EQ(result.exit_code, 0) << name << "\n" << result.output;
+    EXPECT_NE(result.output.find("outputs match"), std::string::npos) << result.output;
+    auto model = load_model(out_case / "model.onnx");
+    ASSERT_TRUE(model.ok()) << model.error();
+    std::vector<std::string> actual;
+    for (const Value* value : model.value().graph().inputs()) {
+      actual.push_back(value->name() + ": " + value_type_to_string(value->type()));
+    }
+    EXPECT_EQ(actual, types) << name;
+    fs::copy(kModels / name / "test_data_set_0", out_case / "test_data_set_0");
+    auto conformance =
+        run_command(onnxkit("conformance --rtol 1e-4 --atol 1e-5 " + out_case.string()));
+    EXPECT_EQ(conformance.exit_code, 0) << name << "\n" << conformance.output;
+  }
+}
+
 TEST(SimplifyCli, TestInputShapeSetsTheCheckAndKeepsTheModelDynamic) {
   testing::TempDir dir;
   const std::string in = (kModels / "fpn_dynamic_tiny" / "model.onnx").string();

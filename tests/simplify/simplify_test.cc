@@ -84,6 +84,25 @@ TEST(CheckDims, OneValuePerSymbolAcrossInputs) {
   EXPECT_EQ(report.check_dims, "batch=1, sequence=16");
 }
 
+TEST(CheckDims, AnUnnamedStateDimIsTheBatch) {
+  // Silero VAD v5: input [?, ?], state [2, ?, 128], no dim names. The state's dim 1 is its
+  // batch by the layout of RNN states, so it gets 1 as the input's first dim does; a sequence
+  // size there would disagree with the data's batch on every try.
+  GraphBuilder b(13);
+  Value* input = b.input("input", {unnamed(), unnamed()}, DType::kFloat);
+  Value* state = b.input("state", {known(2), unnamed(), known(8)}, DType::kFloat);
+  Value* other = b.input("memory", {known(2), unnamed(), known(8)}, DType::kFloat);
+  Value* s =
+      b.op("ReduceMean", {b.op("Add", {state, other}), b.ints({0, 2})}, {Attr::Int("keepdims", 0)});
+  b.output(b.op("Add", {input, b.op("Unsqueeze", {s, b.ints({1})})}));
+  CheckDims dims(b.model(), {}, {}, {});
+  ASSERT_EQ(dims.dims().size(), 4u);
+  EXPECT_EQ(dims.dims()[0].role, DimRole::kBatch);
+  EXPECT_EQ(dims.dims()[2].role, DimRole::kBatch) << "state[1]";
+  EXPECT_EQ(dims.dims()[3].role, DimRole::kOther) << "memory[1]: not named like a state";
+  EXPECT_EQ(dims.shape_of(*b.graph().inputs()[1], 0), (Shape{2, 1, 8}));
+}
+
 TEST(CheckDims, DimsReachingConvSpatialAxesAreSpatial) {
   // NCHW with named dims, and NHWC through a Transpose with unnamed ones.
   GraphBuilder b(13);
