@@ -21,12 +21,14 @@ std::string lowercase(const std::string& text) {
 }
 
 // Sizes to try. Spatial ones are multiples of 32 (and of 64 from 256) so that a net that
-// downsamples 32x and upsamples back adds up; 1-D ones are long enough for audio front ends
-// whose first window spans hundreds of samples. Sequence-like dims start moderate; the longer
-// ones are tried only after a shape failure, for lengths that reach a window through ops the
-// evidence cannot follow (Silero VAD's audio goes through a Reshape to a shape computed from
-// its own Shape, inside an If, before its STFT convolution).
-const std::vector<int64_t> kSpatial2d = {224, 256, 320, 384, 512, 640, 1024};
+// downsamples 32x and upsamples back adds up, then the heights of text-line recognizers, whose
+// Reshape after the backbone fixes the height it was trained on (PaddleOCR's 48, CRNN's 32); 1-D
+// ones are long enough for audio front ends whose first window spans hundreds of samples.
+// Sequence-like dims start moderate; the longer ones are tried only after a shape failure, for
+// lengths that reach a window through ops the evidence cannot follow (Silero VAD's audio goes
+// through a Reshape to a shape computed from its own Shape, inside an If, before its STFT
+// convolution).
+const std::vector<int64_t> kSpatial2d = {224, 256, 320, 384, 512, 640, 1024, 48, 32, 64};
 const std::vector<int64_t> kSpatial1d = {256, 512, 1024, 4096, 16000};
 const std::vector<int64_t> kSequence = {16, 32, 64, 128, 256, 512, 1024};
 
