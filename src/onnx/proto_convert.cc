@@ -291,7 +291,9 @@ SymbolicShape shape_from_proto(const onnx::TensorShapeProto& proto) {
         fail("declared shape has the negative dim {} at index {}", d.dim_value(), dims.size());
       }
       dim.value = d.dim_value();
-    } else if (d.has_dim_param()) {
+    } else if (d.has_dim_param() && d.dim_param() != "?") {
+      // "?" is how exporters (paddle2onnx) and viewers write an unknown dim, not a symbol that
+      // every "?" shares: rapidocr's classifier declares [-1,3,?,?] and runs at 48x192.
       dim.param = d.dim_param();
     }
     dim.denotation = d.denotation();

@@ -3,9 +3,10 @@
 smallest reproduction of a way such a model broke `onnxkit simplify` with default options
 (bench/real_model_packages.tsv lists the real ones; they are fetched, never committed):
 
-- paddle_unknown_dims_tiny: a classifier whose input is declared float[-1,3,?,?], as
-  paddle2onnx writes an unknown batch (rapidocr's ch_ppocr_mobile_v2.0_cls_infer.onnx): -1 is
-  an unknown dim, as ONNX Runtime reads it, not a bad shape.
+- paddle_unknown_dims_tiny: a classifier whose input is declared float[-1,3,"?","?"], as
+  paddle2onnx writes unknown dims (rapidocr's ch_ppocr_mobile_v2.0_cls_infer.onnx): -1 is an
+  unknown dim, as ONNX Runtime reads it, not a bad shape, and "?" is no symbol that H and W
+  share (its test data is 48x64).
 - vad_unnamed_state_tiny: an LSTM whose input is float[?,?] and whose carried state is
   float[2,?,8] with no dim names (Silero VAD v5 as silero-vad and @ricky0123/vad-web ship it):
   the state's unnamed dim 1 is the batch and must get the input's batch in the check.
@@ -34,18 +35,21 @@ def ints(name, values):
 
 
 def unknown_dim_input(name, dims):
-    """A float input whose dims are ints, None (no value, no name) or -1 written as a value."""
+    """A float input whose dims are ints (-1 included: written as a value), strings (names) or
+    None (no value, no name)."""
     value = helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
     shape = value.type.tensor_type.shape
     for d in dims:
         dim = shape.dim.add()
-        if d is not None:
+        if isinstance(d, str):
+            dim.dim_param = d
+        elif d is not None:
             dim.dim_value = d
     return value
 
 
 def paddle_unknown_dims():
-    x = unknown_dim_input("x", [-1, 3, None, None])
+    x = unknown_dim_input("x", [-1, 3, "?", "?"])
     out = helper.make_tensor_value_info("prob", TensorProto.FLOAT, None)
     out.type.tensor_type.shape.dim.add().dim_value = -1
     out.type.tensor_type.shape.dim.add().dim_value = 2
