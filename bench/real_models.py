@@ -6,8 +6,14 @@ real pipeline end to end (speech -> melspectrogram -> embedding -> keyword score
 VAD over the same speech) in onnxkit and in ORT.
 
     bench/fetch_real_models.sh
-    .venv/bin/python bench/real_models.py [--models DIR] [--onnxkit build/onnxkit]
-        [--rounds K] [--out FILE.md] [--work DIR]
+    .venv/bin/python bench/real_models.py [--suite all|openwakeword|packages] [--models DIR]
+        [--packages DIR] [--onnxkit build/onnxkit] [--rounds K] [--out FILE.md] [--work DIR]
+
+The package suite (--suite packages) takes the models of bench/real_model_packages.tsv (OCR
+detector/recognizer/classifier, layout and orientation nets converted from Paddle, captcha OCR
+with an LSTM, a YOLOv8 detector, magika's file-type net, Silero VAD in eight variants) with the
+inputs of bench/package_models.py, and runs onnxsim and onnxslim (bench/requirements-peers.txt)
+beside onnxkit simplify: a model fails when onnxkit ends with more nodes than either.
 
 Inputs are real: 16 kHz speech made with espeak-ng (resampled with sox; int16-scale floats, as
 openWakeWord feeds its melspectrogram), its mel frames (x / 10 + 2), windows of 76 frames
@@ -45,7 +51,9 @@ import onnxruntime as ort
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from modern_opsets import file_stem, log  # noqa: E402  (onnxkit run's output file names)
+import package_models  # noqa: E402
 from peer_simplifiers import count_nodes, max_relative  # noqa: E402
+from peer_simplifiers import tools as peer_tools  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -61,12 +69,6 @@ def run(command, timeout=600):
         tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
         raise RuntimeError(f"{' '.join(command[:2])} exited {done.returncode}: {' | '.join(tail)}")
     return done.stdout
-
-
-def symbolic_dims(path):
-    model = onnx.load(path, load_external_data=False)
-    return {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
-            for v in list(model.graph.input) + list(model.graph.output)}
 
 
 def speech(work):
@@ -192,46 +194,94 @@ def latency_ratio(binary, path, feeds, ort_runner, kit, rounds, work):
     return statistics.median(kit_ms), statistics.median(ort_ms), statistics.median(ratios)
 
 
+def dims_kept(path, simplified):
+    """(every dynamic dim stays dynamic, the symbols renamed). A symbol may take another's name
+    where shape inference proved them equal (the embedding net's output batch is its input's)."""
+    original_dims, simplified_dims = symbolic_dims(path), symbolic_dims(simplified)
+    kept = all(
+        len(original_dims[v]) == len(simplified_dims.get(v, [])) and all(
+            isinstance(a, str) == isinstance(b, str) and (isinstance(a, str) or a == b)
+            for a, b in zip(original_dims[v], simplified_dims[v]))
+        for v in original_dims)
+    renamed = sorted({f"{a}->{b}" for v in original_dims
+                      for a, b in zip(original_dims[v], simplified_dims.get(v, []))
+                      if isinstance(a, str) and a != b})
+    return kept, renamed
+
+
+def symbolic_dims(path):
+    # An unknown dim (no value, no name, or ONNX Runtime's -1) reads as "?": dynamic.
+    model = onnx.load(path, load_external_data=False)
+    return {v.name: [d.dim_param or (d.dim_value if d.dim_value > 0 else "?")
+                     for d in v.type.tensor_type.shape.dim]
+            for v in list(model.graph.input) + list(model.graph.output)}
+
+
+def measure(args, name, path, feeds, work, ort_runner, kit, peers=None):
+    """One model: simplify (and the peers' simplify, where given), errors, latency."""
+    simplified = os.path.join(work, name + ".simplified.onnx")
+    row = {"name": name, "before": count_nodes(onnx.load(path, load_external_data=False).graph)}
+    try:
+        tools = [("onnxkit", [args.onnxkit, "simplify", path, simplified])]
+        for tool, command in (peers or {}).items():
+            tools.append((tool, command(path, os.path.join(work, f"{name}.{tool}.onnx"))))
+        shift = len(row["name"]) % len(tools)  # the order of the tools rotates over the models
+        for tool, command in tools[shift:] + tools[:shift]:
+            os.sync()  # no tool's writes throttled by the previous one's dirty output
+            start = time.perf_counter()
+            try:
+                run(command)
+            except RuntimeError as e:
+                if tool == "onnxkit":
+                    raise
+                row[f"{tool}_error"] = str(e)[:200]
+                continue
+            row[f"{tool}_s"] = time.perf_counter() - start
+            row[f"{tool}_nodes"] = count_nodes(onnx.load(command[-1], load_external_data=False).graph)
+        row["simplify_s"], row["after"] = row["onnxkit_s"], row["onnxkit_nodes"]
+        row["dims_kept"], row["renamed"] = dims_kept(path, simplified)
+        reference = ort_runner.run(path, feeds)
+        row["simplified_err"] = max_relative(reference, ort_runner.run(simplified, feeds))
+        outputs = list(reference)
+        row["run_err"] = max_relative(reference, kit.run(path, feeds, outputs))
+        row["run_simplified_err"] = max_relative(reference, kit.run(simplified, feeds, outputs))
+        row["kit_ms"], row["ort_ms"], row["ratio"] = latency_ratio(
+            args.onnxkit, simplified, feeds, ort_runner, kit, args.rounds, os.path.join(work, name))
+    except Exception as e:
+        row["error"] = str(e)[:300]
+    ok = "error" not in row and row["dims_kept"] and max(
+        row["simplified_err"], row["run_err"], row["run_simplified_err"]) <= TOLERANCE
+    log(f"{name}: {row}")
+    return row, ok
+
+
 def suite(args, work, audio, ort_runner, kit):
     feeds, _, _ = model_inputs(args.models, audio, ort_runner)
     rows, failures = [], []
     for name in sorted(feeds):
-        path = os.path.join(args.models, name + ".onnx")
-        simplified = os.path.join(work, name + ".simplified.onnx")
-        row = {"name": name, "before": count_nodes(onnx.load(path).graph)}
-        try:
-            start = time.perf_counter()
-            run([args.onnxkit, "simplify", path, simplified])
-            row["simplify_s"] = time.perf_counter() - start
-            row["after"] = count_nodes(onnx.load(simplified).graph)
-            original_dims, simplified_dims = symbolic_dims(path), symbolic_dims(simplified)
-            # Every dynamic dim stays dynamic; a symbol may take another's name where shape
-            # inference proved them equal (the embedding net's output batch is its input's).
-            row["dims_kept"] = all(
-                len(original_dims[v]) == len(simplified_dims.get(v, [])) and all(
-                    isinstance(a, str) == isinstance(b, str) and (isinstance(a, str) or a == b)
-                    for a, b in zip(original_dims[v], simplified_dims[v]))
-                for v in original_dims)
-            row["renamed"] = sorted({f"{a}->{b}" for v in original_dims
-                                     for a, b in zip(original_dims[v], simplified_dims.get(v, []))
-                                     if isinstance(a, str) and a != b})
-            reference = ort_runner.run(path, feeds[name])
-            row["simplified_err"] = max_relative(reference, ort_runner.run(simplified, feeds[name]))
-            outputs = list(reference)
-            row["run_err"] = max_relative(reference, kit.run(path, feeds[name], outputs))
-            row["run_simplified_err"] = max_relative(
-                reference, kit.run(simplified, feeds[name], outputs))
-            row["kit_ms"], row["ort_ms"], row["ratio"] = latency_ratio(
-                args.onnxkit, simplified, feeds[name], ort_runner, kit, args.rounds,
-                os.path.join(work, name))
-        except Exception as e:
-            row["error"] = str(e)[:300]
-        ok = "error" not in row and row["dims_kept"] and max(
-            row["simplified_err"], row["run_err"], row["run_simplified_err"]) <= TOLERANCE
+        row, ok = measure(args, name, os.path.join(args.models, name + ".onnx"), feeds[name],
+                          work, ort_runner, kit)
+        rows.append(row)
         if not ok:
             failures.append(name)
-        log(f"{name}: {row}")
+    return rows, failures
+
+
+def package_suite(args, work, ort_runner, kit):
+    """The models of bench/real_model_packages.tsv, with onnxsim and onnxslim beside onnxkit."""
+    peers = {tool: command for tool, command in peer_tools(args.onnxkit).items()
+             if tool in ("onnxsim", "onnxslim")}
+    source = package_models.sources()
+    rows, failures = [], []
+    for path in package_models.files(args.packages):
+        name = os.path.splitext(os.path.basename(path))[0]
+        row, ok = measure(args, name, path, package_models.make_inputs(path), work, ort_runner,
+                          kit, peers)
+        row["source"] = source[name]
         rows.append(row)
+        peer_nodes = [row[f"{t}_nodes"] for t in peers if f"{t}_nodes" in row]
+        if not ok or (peer_nodes and row["after"] > min(peer_nodes)):
+            failures.append(name)
     return rows, failures
 
 
@@ -292,6 +342,26 @@ def suite_table(rows):
     return "\n".join(lines)
 
 
+def package_table(rows):
+    tools = ("onnxkit", "onnxsim", "onnxslim")
+    lines = ["| model | source | nodes before | nodes after: onnxkit / onnxsim / onnxslim | simplify s: onnxkit / onnxsim / onnxslim | dynamic dims kept | max rel. error: simplified (ORT) / onnxkit run / onnxkit run simplified | latency ms, 1 thread: onnxkit / ORT | ratio |",
+             "| --- | --- | ---: | --- | --- | --- | --- | --- | ---: |"]
+    for r in rows:
+        nodes = " / ".join(str(r.get(f"{t}_nodes", "failed")) for t in tools)
+        wall = " / ".join(f"{r[t + '_s']:.2f}" if f"{t}_s" in r else "failed" for t in tools)
+        if "error" in r:
+            lines.append(f"| {r['name']} | {r['source']} | {r['before']} | {nodes} | {wall} | | "
+                         f"FAILED: {r['error']} | | |")
+            continue
+        kept = ("yes" + (" (" + ", ".join(r["renamed"]) + ")" if r["renamed"] else "")
+                if r["dims_kept"] else "NO")
+        lines.append(
+            f"| {r['name']} | {r['source']} | {r['before']} | {nodes} | {wall} | {kept} | "
+            f"{r['simplified_err']:.1e} / {r['run_err']:.1e} / {r['run_simplified_err']:.1e} | "
+            f"{r['kit_ms']:.3f} / {r['ort_ms']:.3f} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def pipeline_table(pipe, audio_seconds, kit_calls):
     o, k = pipe["ORT"], pipe["onnxkit"]
     lines = [f"Pipeline ({audio_seconds:.1f} s of espeak-ng speech; ORT on the originals, "
@@ -313,31 +383,46 @@ def pipeline_table(pipe, audio_seconds, kit_calls):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=os.path.join(HERE, "real_models", "openwakeword"))
+    parser.add_argument("--packages", default=package_models.DEFAULT_DIR)
+    parser.add_argument("--suite", choices=("all", "openwakeword", "packages"), default="all")
     parser.add_argument("--onnxkit", default=os.path.join(ROOT, "build", "onnxkit"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out")
     parser.add_argument("--work")
     args = parser.parse_args()
-    if not glob.glob(os.path.join(args.models, "*.onnx")):
+    wakeword = args.suite in ("all", "openwakeword")
+    packages = args.suite in ("all", "packages")
+    if wakeword and not glob.glob(os.path.join(args.models, "*.onnx")):
         sys.exit(f"real_models: no models in {args.models}: run bench/fetch_real_models.sh")
+    if packages and not package_models.files(args.packages):
+        sys.exit(f"real_models: no models in {args.packages}: run bench/fetch_real_models.sh")
     args.onnxkit = os.path.abspath(args.onnxkit)
     work = args.work or tempfile.mkdtemp(prefix="real-models-")
     os.makedirs(work, exist_ok=True)
-    audio = speech(work)
     ort_runner = Ort()
     kit = Onnxkit(args.onnxkit, os.path.join(work, "calls"))
-    rows, failures = suite(args, work, audio, ort_runner, kit)
-    calls_before = kit.calls
-    pipe = pipeline(args, work, audio, ort_runner, kit) if not failures else None
-    table = suite_table(rows)
-    if pipe:
-        table += "\n\n" + pipeline_table(pipe, len(audio) / 16000, kit.calls - calls_before)
+    tables, failures = [], []
+    if wakeword:
+        audio = speech(work)
+        rows, failed = suite(args, work, audio, ort_runner, kit)
+        calls_before = kit.calls
+        pipe = pipeline(args, work, audio, ort_runner, kit) if not failed else None
+        tables.append(suite_table(rows))
+        if pipe:
+            tables.append(pipeline_table(pipe, len(audio) / 16000, kit.calls - calls_before))
+        failures += failed
+    if packages:
+        rows, failed = package_suite(args, work, ort_runner, kit)
+        tables.append(package_table(rows))
+        failures += failed
+    table = "\n\n".join(tables)
     print(table)
     if args.out:
         with open(args.out, "w") as f:
             f.write(table + "\n")
     if failures:
-        log(f"real_models: failed or off by more than {TOLERANCE}: {', '.join(failures)}")
+        log(f"real_models: failed, off by more than {TOLERANCE} or more nodes than a peer: "
+            f"{', '.join(failures)}")
         sys.exit(1)
 
 
