@@ -14,6 +14,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "ops/recurrent.h"
+
 #include "core/gemm.h"
 #include "ops/fused_activation.h"
 #include "ops/op_utils.h"
@@ -80,7 +82,8 @@ class RecurrentKernel final : public OpKernel {
   static constexpr size_t kActs = activation_count(kKind);
 
  public:
-  explicit RecurrentKernel(const KernelCreateContext& context) {
+  RecurrentKernel(const KernelCreateContext& context, FloatGemm float_gemm)
+      : float_gemm_(float_gemm) {
     const std::string direction = context.attr_string("direction", "forward");
     if (direction == "forward") {
       directions_ = 1;
@@ -295,8 +298,8 @@ class RecurrentKernel final : public OpKernel {
     // Input projection of every time step at once, with the biases folded in (GRU with
     // linear_before_reset keeps Rbh apart: it sits inside the reset gate's product).
     std::vector<C> projected(static_cast<size_t>(seq * batch * gh));
-    gemm<C>(false, true, seq * batch, gh, data.input, C(1), data.x, data.input, w, data.input, C(0),
-            projected.data(), gh);
+    multiply_transposed<C>(seq * batch, gh, data.input, data.x, data.input, w, data.input,
+                           projected.data(), gh);
     std::vector<C> rb_h;  // GRU linear_before_reset: Rbh
     if (data.b) {
       const C* wb = data.b + d * 2 * gh;
@@ -339,8 +342,8 @@ class RecurrentKernel final : public OpKernel {
       const C* xt = projected.data() + t * batch * gh;
       // gates = H_{t-1} * R^T (GRU without linear_before_reset: the z and r blocks only).
       const int64_t rec_cols = (kKind == CellKind::kGru && !lbr) ? 2 * hidden : gh;
-      gemm<C>(false, true, batch, rec_cols, hidden, C(1), h.data(), hidden, r, hidden, C(0),
-              gates.data(), gh);
+      multiply_transposed<C>(batch, rec_cols, hidden, h.data(), hidden, r, hidden, gates.data(),
+                             gh);
 
       if constexpr (kKind == CellKind::kRnn) {
         for (int64_t i = 0; i < state_size; ++i) h_next[i] = xt[i] + gates[i];
@@ -361,8 +364,8 @@ class RecurrentKernel final : public OpKernel {
             for (int64_t j = 0; j < hidden; ++j)
               scratch[b * hidden + j] = rg[j] * h[b * hidden + j];
           }
-          gemm<C>(false, true, batch, hidden, hidden, C(1), scratch.data(), hidden,
-                  r + 2 * hidden * hidden, hidden, C(0), gates.data() + 2 * hidden, gh);
+          multiply_transposed<C>(batch, hidden, hidden, scratch.data(), hidden,
+                                 r + 2 * hidden * hidden, hidden, gates.data() + 2 * hidden, gh);
         }
         for (int64_t b = 0; b < batch; ++b) {
           C* g = gates.data() + b * gh;
@@ -451,6 +454,18 @@ class RecurrentKernel final : public OpKernel {
     }
   }
 
+  // C = op(A) * B^T for the compute type: float through float_gemm_, double through core/gemm.
+  template <typename C>
+  void multiply_transposed(int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b,
+                           int64_t ldb, C* c, int64_t ldc) const {
+    if constexpr (std::is_same_v<C, float>) {
+      float_gemm_(false, true, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    } else {
+      gemm<C>(false, true, m, n, k, C(1), a, lda, b, ldb, C(0), c, ldc);
+    }
+  }
+
+  FloatGemm float_gemm_;
   int64_t directions_ = 1;
   bool reverse_ = false;
   int64_t hidden_size_ = -1;
@@ -499,11 +514,23 @@ void infer_recurrent(TypeInferenceContext& context) {
 
 }  // namespace
 
+KernelFactory recurrent_kernel_factory(std::string_view op_type, FloatGemm gemm) {
+  auto factory = [gemm]<CellKind kKind>() -> KernelFactory {
+    return [gemm](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
+      return std::make_unique<RecurrentKernel<kKind>>(context, gemm);
+    };
+  };
+  if (op_type == "RNN") return factory.template operator()<CellKind::kRnn>();
+  if (op_type == "GRU") return factory.template operator()<CellKind::kGru>();
+  if (op_type == "LSTM") return factory.template operator()<CellKind::kLstm>();
+  fail("no recurrent op '{}'", op_type);
+}
+
 void register_recurrent_ops(OpRegistry& registry) {
   // Version 22 of each added bfloat16.
-  registry.add("RNN", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kRnn>>());
-  registry.add("GRU", {1, 3, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kGru>>());
-  registry.add("LSTM", {1, 7, 14, 22}, kernel_factory<RecurrentKernel<CellKind::kLstm>>());
+  registry.add("RNN", {1, 7, 14, 22}, recurrent_kernel_factory("RNN", gemm<float>));
+  registry.add("GRU", {1, 3, 7, 14, 22}, recurrent_kernel_factory("GRU", gemm<float>));
+  registry.add("LSTM", {1, 7, 14, 22}, recurrent_kernel_factory("LSTM", gemm<float>));
 
   // Type inference, every version.
   registry.set_type_rule("", "RNN", infer_recurrent);

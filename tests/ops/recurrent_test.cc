@@ -213,8 +213,10 @@ std::vector<double> double_values(const Tensor& t) {
   return v;
 }
 
-// Runs the case through the kernel; "" in `outputs` omits that output.
-std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outputs) {
+// Runs the case through the kernel (the reference one unless `options` say otherwise); ""
+// in `outputs` omits that output.
+std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outputs,
+                             const SessionOptions& options = SessionOptions::reference()) {
   const int64_t S = c.seq, N = c.batch, I = c.input, H = c.hidden, G = c.gates(), D = c.dirs();
   const bool bm = c.layout == 1;
   std::vector<Tensor> in;
@@ -247,7 +249,7 @@ std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outp
     if (c.layout != 0) set_int(n, "layout", c.layout);
   });
   node.outputs = outputs;
-  return run_node(node);
+  return run_node(node, options);
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
@@ -261,14 +263,13 @@ double tolerance(DType dtype) {
   return dtype == DType::kDouble ? 1e-12 : dtype == DType::kFloat16 ? 4e-3 : 2e-5;
 }
 
-// Runs `c` with every output and compares each with the reference (shapes included).
-void check_case(Case c) {
-  fill(c);
+// Runs filled `c` with every output and compares each with the reference.
+void check_case_with(const Case& c, const SessionOptions& options) {
   const Result want = reference(c);
   const bool lstm = c.op == "LSTM";
   std::vector<std::string> names = {"Y", "Y_h"};
   if (lstm) names.push_back("Y_c");
-  const std::vector<Tensor> got = run_case(c, names);
+  const std::vector<Tensor> got = run_case(c, names, options);
   const int64_t S = c.seq, N = c.batch, H = c.hidden, D = c.dirs();
   const double tol = tolerance(c.dtype);
   ASSERT_EQ(got.size(), names.size());
@@ -285,6 +286,16 @@ void check_case(Case c) {
     expect_close(swap_leading(double_values(got[0]), N, S * D, H), want.y, tol, "Y");
     expect_close(swap_leading(double_values(got[1]), N, D, H), want.y_h, tol, "Y_h");
     if (lstm) expect_close(swap_leading(double_values(got[2]), N, D, H), want.y_c, tol, "Y_c");
+  }
+}
+
+// Runs `c` with every output on the reference kernel and on the optimized one (its float
+// products in oneDNN's sgemm) and compares each with the reference (shapes included).
+void check_case(Case c) {
+  fill(c);
+  for (const SessionOptions& options : {SessionOptions::reference(), optimized()}) {
+    SCOPED_TRACE(options.kernels == KernelTier::kOptimized ? "optimized" : "reference");
+    check_case_with(c, options);
   }
 }
 
@@ -540,6 +551,17 @@ TEST(LstmTest, BidirectionalPeepholesSequenceLensClip) {
   c.lens = {3, 4, 1};
   check_case(c);
   c.clip = 0.35f;
+  check_case(c);
+}
+
+TEST(LstmTest, BidirectionalBatchOfOneWideHidden) {
+  // ddddocr's CRNN shape, scaled down: one image, a wide bidirectional LSTM, so every time step
+  // is a one-row product with R (oneDNN's GEMV path in the optimized kernel).
+  Case c;
+  c.op = "LSTM";
+  c.direction = "bidirectional";
+  c.seq = 6, c.batch = 1, c.input = 48, c.hidden = 96;
+  c.bias = c.init_h = c.init_c = true;
   check_case(c);
 }
 
