@@ -278,11 +278,18 @@ class SliceKernel : public OpKernel {
       using S = typename decltype(tag)::type;
       const S* src = storage<S>(data) + base;
       S* dst = mutable_storage<S>(out);
-      if (strides.back() == 1) {
-        // The innermost axis is read with step 1: copy whole runs (QKV splits, crops).
-        const int64_t run = out_shape.back();
-        std::vector<int64_t> outer_shape(out_shape.begin(), out_shape.end() - 1);
-        std::vector<int64_t> outer_strides(strides.begin(), strides.end() - 1);
+      // Innermost axes taken whole, and the step-1 axis before them, are contiguous in both
+      // tensors: copy whole runs (QKV splits, crops; a slice of everything is one copy).
+      // Read one element at a time, magika's [1,512,256,1] identity Slice took 0.9 ms.
+      int64_t inner = rank, run = 1;
+      while (inner > 0 && first[inner - 1] == 0 && step_of[inner - 1] == 1 &&
+             out_shape[inner - 1] == in_shape[inner - 1]) {
+        run *= in_shape[--inner];
+      }
+      if (inner > 0 && step_of[inner - 1] == 1) run *= out_shape[--inner];
+      if (inner < rank) {
+        std::vector<int64_t> outer_shape(out_shape.begin(), out_shape.begin() + inner);
+        std::vector<int64_t> outer_strides(strides.begin(), strides.begin() + inner);
         for_each_offset(outer_shape, outer_strides, [&](int64_t index, int64_t offset) {
           std::copy_n(src + offset, run, dst + index * run);
         });

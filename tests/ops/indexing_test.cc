@@ -48,6 +48,27 @@ TEST(Slice, NegativeStepsWithExtremeEnds) {
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{11, 9, 7, 5, 3, 1}));
 }
 
+TEST(Slice, WholeInnerAxesCopyAsRuns) {
+  // data[2, 3, 4, 1] = 0..23. Rows 1..2 of axis 1 with axes 2, 3 whole: runs of 2 x 4 x 1.
+  Tensor rows = run_one("Slice", {iota({2, 3, 4, 1}), i64s({1}), i64s({3}), i64s({1})}, 13);
+  EXPECT_EQ(rows.shape(), (Shape{2, 2, 4, 1}));
+  EXPECT_EQ(values_of<float>(rows),
+            (std::vector<float>{4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23}));
+  // Everything, with ends past every dim (jax2tf's 1e9): one copy.
+  Tensor all = run_one("Slice",
+                       {iota({2, 3, 4, 1}), i64s({0, 0, 0, 0}),
+                        i64s({1000000000, 1000000000, 1000000000, 1000000000})},
+                       13);
+  EXPECT_EQ(all.shape(), (Shape{2, 3, 4, 1}));
+  EXPECT_EQ(values_of<float>(all), values_of<float>(iota({2, 3, 4, 1})));
+  // A step of 2 on axis 2 before a whole axis: runs of one row of the last axis.
+  Tensor strided =
+      run_one("Slice", {iota({2, 2, 4, 2}), i64s({1}), i64s({4}), i64s({2}), i64s({2})}, 13);
+  EXPECT_EQ(strided.shape(), (Shape{2, 2, 2, 2}));
+  EXPECT_EQ(values_of<float>(strided),
+            (std::vector<float>{2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31}));
+}
+
 TEST(Slice, ForwardClampsAndInt32Inputs) {
   Tensor out = run_one(
       "Slice",
