@@ -573,6 +573,34 @@ TEST(DnnlConvTest, FusedConvEveryActivation) {
   }
 }
 
+// A 1-D conv written as 2-D over a one-column image ([k, 1] kernels, W = 1, as jax2tf
+// writes magika's) runs as oneDNN's 1-D conv over the same bytes; Y keeps its 4-D shape.
+TEST(DnnlConvTest, OneColumnImagesRunAsOneDimensional) {
+  ConvCase c;
+  c.x = {2, 8, 20, 1};
+  c.w = {6, 8, 5, 1};
+  check_conv(c);
+  c.pads = {2, 0, 1, 0};
+  c.strides = {2, 3};
+  c.static_shape = true;
+  check_conv(c);
+  c.group = 2;
+  c.w = {6, 4, 3, 1};
+  c.dilations = {2, 1};
+  c.constant_weights = false;
+  check_conv(c);
+  // Padded along W: the window leaves the column, so the conv stays 2-D.
+  c.pads = {1, 1, 1, 1};
+  check_conv(c);
+  FusedCase fused;
+  fused.x = {1, 16, 12, 1};
+  fused.w = {16, 16, 3, 1};
+  fused.pads = {1, 0, 1, 0};
+  fused.activation = "Relu";
+  fused.residual = true;
+  check_fused(fused);
+}
+
 TEST(DnnlConvTest, FusedConvShapes) {
   FusedCase strided;  // stride 2, batch 3, a 1x1 projection with residual
   strided.x = {3, 16, 14, 14};
