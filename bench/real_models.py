@@ -196,12 +196,22 @@ def latency_ratio(binary, path, feeds, ort_runner, kit, rounds, work):
 
 def dims_kept(path, simplified):
     """(every dynamic dim stays dynamic, the symbols renamed). A symbol may take another's name
-    where shape inference proved them equal (the embedding net's output batch is its input's)."""
+    where shape inference proved them equal (the embedding net's output batch is its input's),
+    and an output's dim that no input names may become the number shape inference proved
+    (Silero's hn [1, LSTMhn_dim_1, 128] from h [1, 1, 128]; onnxsim and onnxslim agree): it is
+    listed as renamed. An input's dims, and output dims named by an input, stay as they were."""
     original_dims, simplified_dims = symbolic_dims(path), symbolic_dims(simplified)
+    inputs = {v.name for v in onnx.load(path, load_external_data=False).graph.input}
+    input_symbols = {d for v in inputs for d in original_dims.get(v, [])
+                     if isinstance(d, str) and d != "?"}
+
+    def same(value, a, b):
+        if isinstance(a, str) and not isinstance(b, str):
+            return value not in inputs and a not in input_symbols
+        return isinstance(a, str) == isinstance(b, str) and (isinstance(a, str) or a == b)
     kept = all(
         len(original_dims[v]) == len(simplified_dims.get(v, [])) and all(
-            isinstance(a, str) == isinstance(b, str) and (isinstance(a, str) or a == b)
-            for a, b in zip(original_dims[v], simplified_dims[v]))
+            same(v, a, b) for a, b in zip(original_dims[v], simplified_dims[v]))
         for v in original_dims)
     renamed = sorted({f"{a}->{b}" for v in original_dims
                       for a, b in zip(original_dims[v], simplified_dims.get(v, []))
