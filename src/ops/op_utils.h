@@ -85,11 +85,33 @@ void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   } else if (b.shape() == out.shape() && a.numel() == 1) {
     const TA scalar = pa[0];
     for (int64_t i = 0; i < n; ++i) po[i] = op(scalar, pb[i]);
+  } else if (out.rank() == 0 || n == 0) {
+    if (n) po[0] = op(pa[0], pb[0]);
   } else {
+    // Row by row along the last axis, where each input steps by 1 or 0 (broadcast): the
+    // loops vectorize, and a one-hot's [N, L, 1] == [1, 1, 257] no longer pays the
+    // per-element counter walk (2.4 ms for 526k elements, 30x ORT's time).
     std::vector<std::vector<int64_t>> strides{broadcast_strides(a.shape(), out.shape()),
                                               broadcast_strides(b.shape(), out.shape())};
-    for_each_broadcast(out.shape(), strides, [&](int64_t i, const int64_t* offsets) {
-      po[i] = op(pa[offsets[0]], pb[offsets[1]]);
+    const int64_t row = out.shape().back(), step_a = strides[0].back(), step_b = strides[1].back();
+    for (auto& s : strides) s.pop_back();
+    const Shape rows(out.shape().begin(), out.shape().end() - 1);
+    for_each_broadcast(rows, strides, [&](int64_t r, const int64_t* offsets) {
+      const TA* ra = pa + offsets[0];
+      const TB* rb = pb + offsets[1];
+      TO* ro = po + r * row;
+      if (step_a && step_b) {
+        for (int64_t j = 0; j < row; ++j) ro[j] = op(ra[j], rb[j]);
+      } else if (step_b) {
+        const TA x = ra[0];
+        for (int64_t j = 0; j < row; ++j) ro[j] = op(x, rb[j]);
+      } else if (step_a) {
+        const TB y = rb[0];
+        for (int64_t j = 0; j < row; ++j) ro[j] = op(ra[j], y);
+      } else {
+        const TO value = op(ra[0], rb[0]);
+        for (int64_t j = 0; j < row; ++j) ro[j] = value;
+      }
     });
   }
 }

@@ -47,6 +47,26 @@ TEST(ElementwiseBinary, SubBroadcastsBothWays) {
   EXPECT_EQ(values_of<float>(out), (std::vector<float>{9, 8, 7, 19, 18, 17}));
 }
 
+TEST(ElementwiseBinary, RowsWithEveryLastAxisStep) {
+  // The last axis read by both, by one, by the other, by neither: a one-hot's
+  // [1, L, 1] == [1, 1, C], and broadcasts along outer axes.
+  Tensor one_hot =
+      run_one("Equal", {int32s({1, 3, 1}, {2, 0, 3}), int32s({1, 1, 4}, {0, 1, 2, 3})}, 13);
+  EXPECT_EQ(one_hot.shape(), (Shape{1, 3, 4}));
+  EXPECT_EQ(bools(one_hot), (std::vector<bool>{false, false, true, false, true, false, false, false,
+                                               false, false, false, true}));
+  Tensor both = run_one(
+      "Sub", {floats({2, 1, 3}, {1, 2, 3, 4, 5, 6}), floats({2, 3}, {0, 10, 20, 30, 40, 50})}, 14);
+  EXPECT_EQ(both.shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(values_of<float>(both),
+            (std::vector<float>{1, -8, -17, -29, -38, -47, 4, -5, -14, -26, -35, -44}));
+  Tensor neither = run_one("Mul", {floats({2, 1, 1}, {2, 3}), floats({1, 3, 1}, {1, 10, 100})}, 14);
+  EXPECT_EQ(neither.shape(), (Shape{2, 3, 1}));
+  EXPECT_EQ(values_of<float>(neither), (std::vector<float>{2, 20, 200, 3, 30, 300}));
+  Tensor scalars = run_one("Add", {floats({}, {1}), floats({}, {2})}, 14);
+  EXPECT_EQ(values_of<float>(scalars), (std::vector<float>{3}));
+}
+
 TEST(ElementwiseBinary, EmptyTensorBroadcasts) {
   Tensor out = run_one("Mul", {floats({0, 3}, {}), floats({3}, {1, 2, 3})}, 14);
   EXPECT_EQ(out.shape(), (Shape{0, 3}));
