@@ -635,6 +635,17 @@ class DnnlConvKernel : public OpKernel {
     // even with the reorders, which are cheap on their small images.
     const bool plain_x = plan.user_src_md == dnnl_util::plain_f32_desc(x);
     const bool depthwise = attrs_.group > 1 && attrs_.group == channels && attrs_.group == maps;
+    // A 1-D depthwise conv (Silero VAD's): left to choose, oneDNN runs it as an im2col GEMM
+    // per group (x64:gemm:jit); channels-last gets its jit depthwise kernel, ~6x faster even
+    // with the reorders (258 channels, kernel 5, 8 wide, one thread: 31.7 against 5.4 us).
+    if (!blocked() && rank == 1 && depthwise) {
+      try {
+        return make_fast(dnnl::algorithm::convolution_direct,
+                         memory::desc(to_dims(x), dt::f32, tag::nwc),
+                         memory::desc(to_dims(win.y_shape), dt::f32, tag::nwc));
+      } catch (const dnnl::error&) {
+      }
+    }
     if (blocked() && (winograd || one_by_one || plain_x || depthwise)) {
       try {
         return make_fast(

@@ -355,6 +355,26 @@ TEST(DnnlConvTest, OneAndThreeDimensional) {
   check_conv(c3);
 }
 
+// 1-D depthwise convs run channels-last on oneDNN's jit depthwise kernel (Silero VAD's).
+TEST(DnnlConvTest, OneDimensionalDepthwise) {
+  ConvCase c;
+  c.x = {1, 40, 9};
+  c.w = {40, 1, 5};
+  c.group = 40;
+  c.pads = {2, 2};
+  check_conv(c);
+  c.x = {2, 24, 13};
+  c.w = {24, 1, 3};
+  c.group = 24;
+  c.strides = {2};
+  c.pads = {1, 0};
+  c.static_shape = true;
+  check_conv(c);
+  c.constant_weights = false;
+  c.bias = false;
+  check_conv(c);
+}
+
 TEST(DnnlConvTest, WeightsAtRunTimeAndDeclaredShapes) {
   ConvCase c;
   c.x = {1, 8, 12, 12};
