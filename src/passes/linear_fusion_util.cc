@@ -7,6 +7,7 @@
 #include "ops/fused_activation.h"
 #include "ops/fused_ops.h"
 #include "passes/fusion_util.h"
+#include "passes/transformer_fusion_util.h"
 
 namespace onnxkit::linear_fusion {
 
@@ -57,11 +58,49 @@ std::optional<ActivationMatch> match_silu(const Value* x, const PassContext& con
   return std::nullopt;
 }
 
+// x * Clip(x + 3, 0, 6) / 6, HardSwish as Paddle writes it at opsets before 14 had the op (the
+// Mul's operands in either order, / 6 also as * (1/6)): the Add, Clip, Mul and Div, or nullopt.
+std::optional<ActivationMatch> match_hard_swish(const Value* x, const PassContext& context) {
+  if (x->uses().size() != 2) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    Node* add = x->uses()[i].node;
+    Node* mul = x->uses()[1 - i].node;
+    if (!is_onnx_op(add, "Add") || add->graph() != x->graph() || !add->output(0) ||
+        !is_onnx_op(mul, "Mul") || mul->inputs().size() != 2 || mul->graph() != x->graph() ||
+        !mul->output(0)) {
+      continue;
+    }
+    auto three = scalar_operand(add, context);
+    if (!three || three->other != x || !near(three->constant, 3.0)) continue;
+    Value* shifted = add->output(0);
+    if (!fusable_intermediate(shifted, context)) continue;
+    Node* clip = shifted->uses()[0].node;
+    if (!is_onnx_op(clip, "Clip") || shifted->uses()[0].input != 0 || !clip->output(0)) continue;
+    auto bounds = clip_bounds(clip, context);
+    if (!bounds || (*bounds)[0] != 0.0f || (*bounds)[1] != 6.0f) continue;
+    Value* gate = clip->output(0);
+    if (!fusable_intermediate(gate, context) || gate->uses()[0].node != mul) continue;
+    if (mul->input(1 - x->uses()[1 - i].input) != gate) continue;
+    Value* product = mul->output(0);
+    if (!fusable_intermediate(product, context)) continue;
+    Node* scale = product->uses()[0].node;
+    if (scale->graph() != x->graph() || !scale->output(0)) continue;
+    auto sixth = scalar_operand(scale, context);
+    if (!sixth || sixth->other != product) continue;
+    if ((is_onnx_op(scale, "Div") && near(sixth->constant, 6.0)) ||
+        (is_onnx_op(scale, "Mul") && near(sixth->constant, 1.0 / 6.0))) {
+      return ActivationMatch{"HardSwish", {}, {add, clip, mul, scale}};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ActivationMatch> match_activation(const Value* x, const PassContext& context) {
   if (!x || is_graph_output(x) || kept(context, x)) return std::nullopt;
   if (auto silu = match_silu(x, context)) return silu;
+  if (auto hard_swish = match_hard_swish(x, context)) return hard_swish;
   Node* node = sole_reader(x, 0);
   if (!node) return std::nullopt;
   if (node->domain().empty()) {

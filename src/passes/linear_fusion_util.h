@@ -25,7 +25,8 @@ struct ActivationMatch {
   std::vector<Node*> nodes;  // the nodes it replaces, in order; the last one gives the result
 };
 // The activation that is the only reader of `x` (for Silu: Sigmoid(x) and the Mul of x by
-// it), or nullopt. `x` must be a fusable intermediate; constant Clip bounds only.
+// it; HardSwish also as Paddle writes it, x * Clip(x + 3, 0, 6) / 6), or nullopt. `x` must be a
+// fusable intermediate; constant Clip bounds only.
 std::optional<ActivationMatch> match_activation(const Value* x, const PassContext& context);
 
 // Replaces `node` by a com.onnxkit `op_type` node with the same inputs and outputs (the

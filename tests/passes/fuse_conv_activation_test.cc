@@ -153,6 +153,51 @@ TEST(FuseConvActivation, SiluInBothOperandOrders) {
   }
 }
 
+TEST(FuseConvActivation, HardSwishAsPaddleWritesIt) {
+  // x * Clip(x + 3, 0, 6) / 6 at opset 11 (rapidocr's PP-OCR nets), the Mul's operands either
+  // way, / 6 also as * (1/6).
+  for (bool clip_first : {false, true}) {
+    for (bool times_sixth : {false, true}) {
+      SCOPED_TRACE(std::to_string(clip_first) + std::to_string(times_sixth));
+      Model model = conv_model(
+          [&](Model& m, Value* y) {
+            Graph& g = m.graph();
+            Value* shifted = add_op(g, "Add", {y, float_scalar(g, 3.0f)});
+            Value* gate =
+                add_op(g, "Clip", {shifted, float_scalar(g, 0.0f), float_scalar(g, 6.0f)});
+            Value* product = clip_first ? add_op(g, "Mul", {gate, y}) : add_op(g, "Mul", {y, gate});
+            return times_sixth ? add_op(g, "Mul", {product, float_scalar(g, 1.0f / 6.0f)})
+                               : add_op(g, "Div", {product, float_scalar(g, 6.0f)});
+          },
+          11);
+      expect_fused(model, "HardSwish");
+      for (const char* op : {"Add", "Clip", "Mul", "Div"}) EXPECT_EQ(count_ops(model, op), 0u);
+    }
+  }
+  {  // Clip(x + 3, 0, 5): no HardSwish (a plain Clip is not fused either: Add comes first)
+    Model model = conv_model(
+        [](Model& m, Value* y) {
+          Graph& g = m.graph();
+          Value* shifted = add_op(g, "Add", {y, float_scalar(g, 3.0f)});
+          Value* gate = add_op(g, "Clip", {shifted, float_scalar(g, 0.0f), float_scalar(g, 5.0f)});
+          return add_op(g, "Div", {add_op(g, "Mul", {y, gate}), float_scalar(g, 6.0f)});
+        },
+        11);
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+  {  // 6 / (x * gate) is no scaling
+    Model model = conv_model(
+        [](Model& m, Value* y) {
+          Graph& g = m.graph();
+          Value* shifted = add_op(g, "Add", {y, float_scalar(g, 3.0f)});
+          Value* gate = add_op(g, "Clip", {shifted, float_scalar(g, 0.0f), float_scalar(g, 6.0f)});
+          return add_op(g, "Div", {float_scalar(g, 6.0f), add_op(g, "Mul", {y, gate})});
+        },
+        11);
+    EXPECT_EQ(run_pass(model), 0u);
+  }
+}
+
 TEST(FuseConvActivation, OnnxkitGelu) {
   for (std::string approximate : {"none", "tanh"}) {
     SCOPED_TRACE(approximate);
