@@ -77,10 +77,10 @@ OwnedMemory owned_memory(const dnnl::memory::desc& desc);
 // kernels parse it) as eltwise post-ops.
 void append_activation(dnnl::post_ops& post_ops, const ActivationFunction& activation);
 
-// The activations built on exp / erf (Sigmoid, Tanh, SiLU, both GELUs) as onnxkit's vector
-// kernel, which the conv and matmul kernels run over their output after the primitive
-// instead of appending them as post-ops: oneDNN 2.6's post-op versions are slower than the
-// product itself on memory-bound shapes (EfficientNet-B0's depthwise conv + SiLU took 231 us
+// The activations built on exp / erf (Sigmoid, Tanh, SiLU, both GELUs), and HardSwish, as
+// onnxkit's vector kernel, which the conv and matmul kernels run over their output after the
+// primitive instead of appending them as post-ops: oneDNN 2.6's post-op versions are slower than
+// the product itself on memory-bound shapes (EfficientNet-B0's depthwise conv + SiLU took 231 us
 // where the conv alone takes 68 and a separate Sigmoid and Mul 91; AVX-512, one thread).
 // nullopt for the others (Relu, Clip, ...), which stay cheap post-ops.
 std::optional<Activation> computed_activation(const ActivationFunction& activation);
