@@ -1,0 +1,56 @@
+// com.microsoft DynamicQuantizeLSTM, the LSTM that ONNX Runtime's quantize_dynamic writes: the
+// ONNX LSTM's cell (ops/recurrent.cc) with int8 weights. Only its two weight products differ
+// from LSTM's, so an optimized kernel (kernels/dnnl_int8.cc) hands the same cell faster
+// products instead of a second LSTM.
+//
+// Inputs (ORT's contrib op docs): X, W, R, B, sequence_lens, initial_h, initial_c, P as LSTM's,
+// except W [directions, input, 4 * hidden] and R [directions, hidden, 4 * hidden] are u8 / s8
+// and transposed against LSTM's; then W_scale, W_zero_point, R_scale, R_zero_point, each
+// [directions] (per tensor) or [directions, 4 * hidden] (per column). As in ORT, one zero point
+// serves a direction: the first of its values (s8 zero points must all be 0, u8 ones equal).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ops/kernel.h"
+
+namespace onnxkit {
+
+// The weight products of DynamicQuantizeLSTM, each as ONNX Runtime's CPU kernel computes it:
+// a [rows, k] quantized to uint8 over all of it (DynamicQuantizeLinear's scale and zero
+// point), exact int32 products with the weights minus their zero point, then
+// y[row, j] = float(acc) * (a_scale * w_scale[j]).
+class QuantizedLstmProducts {
+ public:
+  enum class Weights { kInput, kRecurrent };  // W, R
+  virtual ~QuantizedLstmProducts() = default;
+  // y [rows, 4 * hidden] = a [rows, k] x (the weights of `direction`), k being input or hidden.
+  virtual void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
+                        float* y) const = 0;
+};
+
+// Node input indices of DynamicQuantizeLSTM's weight parameters.
+inline constexpr size_t kLstmWScale = 8, kLstmWZeroPoint = 9, kLstmRScale = 10,
+                        kLstmRZeroPoint = 11;
+
+// The scale and zero point of one direction of W or R, checked as ORT checks them.
+struct LstmWeightParams {
+  std::vector<float> scales;  // 1 or 4 * hidden, per direction: [direction * count + j]
+  int64_t count = 1;
+  std::vector<int32_t> zero_points;  // one per direction
+};
+
+// W or R (`weights`, a u8 / s8 [directions, k, 4 * hidden] tensor) with its scale and zero
+// point, checked (naming the node through `fail`): the throws of fail_at as every kernel's.
+LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights,
+                                         const Tensor& scale, const Tensor& zero_point,
+                                         int64_t directions, int64_t k, int64_t hidden,
+                                         std::string_view name);
+
+// The DynamicQuantizeLSTM kernel on `products` (built for the node's constant weights), or on
+// the reference products (from the inputs at each run) when `products` is null.
+std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
+    const KernelCreateContext& context, std::shared_ptr<const QuantizedLstmProducts> products);
+
+}  // namespace onnxkit
