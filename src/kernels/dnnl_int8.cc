@@ -28,6 +28,7 @@
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
+#include "ops/recurrent.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
@@ -1286,6 +1287,83 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
   std::vector<float> bias_;
 };
 
+// ---------------------------------------------------------------------------------------
+// com.microsoft DynamicQuantizeLSTM (ops/recurrent.h): the reference kernel's LSTM cell, its
+// weight products on Int8MatMul (one per direction of W and of R), the activations quantized
+// by the SIMD loops of DynamicQuantizeLinear.
+
+class Int8LstmProducts final : public QuantizedLstmProducts {
+ public:
+  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
+    const Tensor* w = constant(context, 1);
+    const Tensor* r = constant(context, 2);
+    std::array<const Tensor*, 4> params{};
+    for (size_t i = 0; i < params.size(); ++i) params[i] = constant(context, kLstmWScale + i);
+    if (!w || !r || std::ranges::find(params, nullptr) != params.end() || w->rank() != 3 ||
+        r->rank() != 3 || !context.has_attribute("hidden_size")) {
+      return nullptr;
+    }
+    const int64_t hidden = context.attr_int("hidden_size");
+    const int64_t directions =
+        context.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
+    // Checked here (naming the node) as the reference kernel checks them at run time.
+    LstmWeightParams w_params = read_lstm_weight_params(context.node(), *w, *params[0], *params[1],
+                                                        directions, w->shape()[1], hidden, "W");
+    LstmWeightParams r_params = read_lstm_weight_params(context.node(), *r, *params[2], *params[3],
+                                                        directions, hidden, hidden, "R");
+    auto products = std::make_shared<Int8LstmProducts>(*w, std::move(w_params), *r,
+                                                       std::move(r_params), directions);
+    return make_dynamic_quantize_lstm_kernel(context, std::move(products));
+  }
+
+  Int8LstmProducts(const Tensor& w, LstmWeightParams w_params, const Tensor& r,
+                   LstmWeightParams r_params, int64_t directions)
+      : params_{std::move(w_params), std::move(r_params)} {
+    const bool split = int8_weights_split();
+    for (int64_t d = 0; d < directions; ++d) {
+      for (size_t which = 0; which < 2; ++which) {
+        const Tensor& t = which == 0 ? w : r;
+        const int64_t k = t.shape()[1], n = t.shape()[2];
+        const Tensor slice = Tensor::external(
+            t.dtype(), {k, n}, static_cast<const uint8_t*>(t.raw_data()) + d * k * n);
+        products_[which].push_back(std::make_unique<Int8MatMul>(
+            slice, std::vector<int32_t>{params_[which].zero_points[d]}, split));
+      }
+    }
+  }
+
+  void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
+                float* y) const override {
+    const size_t which = weights == Weights::kInput ? 0 : 1;
+    const Int8MatMul& product = *products_[which][static_cast<size_t>(direction)];
+    const LstmWeightParams& p = params_[which];
+    const int64_t k = product.k(), n = product.n();
+    // DynamicQuantizeLinear's scale and zero point over all of a, as ORT's LSTM at one thread
+    // (with more, ORT quantizes each thread's block of batch rows on its own).
+    float lo = 0.0f, hi = 0.0f;
+    quantize_simd::min_max_with_zero(a, rows * k, lo, hi);
+    const float a_scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    const int32_t a_zp =
+        static_cast<int32_t>(std::nearbyint(std::clamp(0.0f - lo / a_scale, 0.0f, 255.0f)));
+    std::vector<uint8_t> qa(static_cast<size_t>(rows * k));
+    quantize_simd::quantize_u8(a, rows * k, a_scale, a_zp, qa.data());
+    std::vector<float> multipliers(static_cast<size_t>(p.count));
+    for (int64_t j = 0; j < p.count; ++j)
+      multipliers[j] = a_scale * p.scales[static_cast<size_t>(direction * p.count + j)];
+    const float scale = multipliers[0];
+    const float* scales = p.count == 1 ? nullptr : multipliers.data();
+    const Int8Data data{qa.data(), false};
+    if (product.run_float(data, rows, a_zp, scale, scales, nullptr, y)) return;
+    product.run(data, rows, a_zp, [&](int64_t row, const int32_t* acc) {
+      integer_epilogue::scale_to_float(acc, n, scale, scales, nullptr, y + row * n);
+    });
+  }
+
+ private:
+  std::array<LstmWeightParams, 2> params_;                            // W, R
+  std::array<std::vector<std::unique_ptr<Int8MatMul>>, 2> products_;  // per direction
+};
+
 }  // namespace
 
 void register_dnnl_int8_kernels(OpRegistry& registry) {
@@ -1299,6 +1377,8 @@ void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
   registry.add_optimized(domain, std::string(kChannelsLastQLinearConv), 1,
                          QLinearConvKernel<true>::create);
+  registry.add_optimized(std::string(kMicrosoftDomain), "DynamicQuantizeLSTM", 1,
+                         Int8LstmProducts::create);
 }
 
 }  // namespace onnxkit
