@@ -620,8 +620,8 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
     if (!(v > 0.0f) || !std::isfinite(v))
       fail_at(node, "{}_scale holds {}: scales must be positive and finite", name, v);
   }
-  // One zero point per direction, the first of its values: the others must equal it (s8: all
-  // 0), as ORT requires, since its product takes one.
+  // One zero point per direction, the first of its values. Per column, the others must equal
+  // it and s8 ones be 0, as ORT requires (its product takes one); per tensor any value goes.
   const int64_t per_direction = zero_point.numel() / directions;
   for (int64_t d = 0; d < directions; ++d) {
     auto value = [&](int64_t i) {
@@ -631,7 +631,7 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
     const int32_t first = value(d * per_direction);
     for (int64_t i = 0; i < per_direction; ++i) {
       const int32_t v = value(d * per_direction + i);
-      if (v != first || (weights.dtype() == DType::kInt8 && v != 0)) {
+      if (v != first || (weights.dtype() == DType::kInt8 && per_direction > 1 && v != 0)) {
         fail_at(node,
                 "{}_zero_point holds {} at index {}: {} zero points must be {} within a "
                 "direction",

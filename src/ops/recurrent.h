@@ -7,7 +7,7 @@
 // except W [directions, input, 4 * hidden] and R [directions, hidden, 4 * hidden] are u8 / s8
 // and transposed against LSTM's; then W_scale, W_zero_point, R_scale, R_zero_point, each
 // [directions] (per tensor) or [directions, 4 * hidden] (per column). As in ORT, one zero point
-// serves a direction: the first of its values (s8 zero points must all be 0, u8 ones equal).
+// serves a direction: the first of its values (per column, s8 ones must all be 0, u8 ones equal).
 #pragma once
 
 #include <cstdint>
