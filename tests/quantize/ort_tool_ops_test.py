@@ -1,0 +1,341 @@
+"""Files written by ONNX Runtime's own quantization tool (the peer in .venv) run in onnxkit
+and match ONNX Runtime, run by CTest.
+
+Small float models built with onnx.helper (one family of ops each, and LSTM / GRU) are
+quantized by ORT's quantize_dynamic and quantize_static (QOperator and QDQ) in each option
+combination that changes what the tool writes. Each file must hold the op the combination is
+meant to emit (so a tool that stops emitting it fails here), load in onnxkit, and give ORT's
+outputs (ORT at one thread, ORT_ENABLE_ALL):
+- static files: within one step of the output's quantization (the scale of the
+  DequantizeLinear that makes it; integer outputs within 1). QDQ files against ORT with its
+  graph optimizations off, i.e. the file's ONNX meaning: ORT's own levels disagree on them
+  (on the cnn model ORT_DISABLE_ALL and ORT_ENABLE_ALL differ by 2 steps: at level all it
+  fuses some groups into int8 kernels and runs others as float DQ -> op -> Q);
+- dynamic files (float outputs): within 1e-4 of the output's range. The integer products are
+  exact on both sides; what differs is float rounding (the order of the scale products and
+  bias adds, 1 ulp each), and in an LSTM such an ulp can move the next step's dynamically
+  quantized activation by one step (measured: ORT and onnxkit agree to 2e-7 on these files).
+
+--survey prints, for every file, the ops it holds and whether onnxkit runs it, and fails on
+nothing (the inventory of bench/README.md).
+
+usage: ort_tool_ops_test.py ONNXKIT [--survey]
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+OPSET = 17
+RNG = np.random.default_rng(7)
+
+
+def weight(*shape, scale=0.3):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def make_model(nodes, inputs, outputs, initializers):
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(v, k) for k, v in initializers.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def node(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, name=f"{op}_{outputs[0]}", **attrs)
+
+
+# Each model: (name, builder) -> (model, {input: shape}).
+def cnn():
+    inits = {"w1": weight(8, 3, 3, 3), "b1": weight(8), "w2": weight(8, 8, 3, 3), "b2": weight(8),
+             "w3": weight(8, 8, 1, 1), "fc": weight(10, 16), "fcb": weight(10),
+             "shape": np.array([1, -1], np.int64), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"]),
+        node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        node("Clip", ["c2"], ["r2"]),
+        node("Conv", ["p1", "w3"], ["c3"]),
+        node("Add", ["r2", "c3"], ["a1"]),
+        node("Concat", ["a1", "p1"], ["cat"], axis=1),
+        node("AveragePool", ["cat"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Pad", ["ap", "pads"], ["pad"]),
+        node("GlobalAveragePool", ["pad"], ["gap"]),
+        node("Reshape", ["gap", "shape"], ["flat"]),
+        node("Gemm", ["flat", "fc", "fcb"], ["logits"], transB=1),
+    ]
+    return make_model(nodes, [("x", [1, 3, 16, 16])], ["logits"], inits), {"x": [1, 3, 16, 16]}
+
+
+def elementwise():
+    inits = {"w": weight(16, 16), "m": weight(1, 16), "scales": np.array([1, 1, 2, 2], np.float32),
+             "axes": np.array([0], np.int64), "idx": np.array([[0, 2], [1, 3]], np.int64),
+             "split": np.array([8, 8], np.int64)}
+    nodes = [
+        node("MatMul", ["x", "w"], ["mm"]),
+        node("Mul", ["mm", "m"], ["mul"]),
+        node("Sigmoid", ["mul"], ["sg"]),
+        node("LeakyRelu", ["mm"], ["lr"], alpha=0.1),
+        node("Add", ["sg", "lr"], ["sum"]),
+        # (Where is left out: ORT 1.31's tool fails on QLinearWhere with quantized branches.)
+        node("Add", ["sum", "mm"], ["wh"]),
+        node("Softmax", ["wh"], ["sm"], axis=-1),
+        node("Split", ["wh", "split"], ["s0", "s1"], axis=1),
+        node("Transpose", ["s0"], ["tr"], perm=[1, 0]),
+        node("Unsqueeze", ["tr", "axes"], ["us"]),
+        node("Squeeze", ["us", "axes"], ["sq"]),
+        node("Gather", ["sq", "idx"], ["ga"], axis=0),
+        node("ArgMax", ["s1"], ["am"], axis=1, keepdims=1),
+        node("Cast", ["am"], ["amf"], to=TensorProto.FLOAT),
+        node("Unsqueeze", ["wh", "axes"], ["wh4"]),
+        node("Unsqueeze", ["wh4", "axes"], ["wh44"]),
+        node("Resize", ["wh44", "", "scales"], ["rs"], mode="nearest"),
+    ]
+    outputs = ["sm", "ga", "amf", "rs"]
+    return make_model(nodes, [("x", [4, 16])], outputs, inits), {"x": [4, 16]}
+
+
+def recurrent(op, direction, initial_states, peephole=False):
+    def build():
+        dirs = 2 if direction == "bidirectional" else 1
+        hidden, inp, seq, batch = 24, 12, 7, 3
+        gates = 4 if op == "LSTM" else 3
+        inits = {"W": weight(dirs, gates * hidden, inp), "R": weight(dirs, gates * hidden, hidden),
+                 "B": weight(dirs, 2 * gates * hidden, scale=0.1)}
+        ins = ["x", "W", "R", "B"]
+        graph_inputs = [("x", [seq, batch, inp])]
+        if initial_states:
+            ins += ["", "h0"] + (["c0"] if op == "LSTM" else [])
+            graph_inputs.append(("h0", [dirs, batch, hidden]))
+            if op == "LSTM":
+                graph_inputs.append(("c0", [dirs, batch, hidden]))
+        if peephole:
+            ins += [""] * (7 - len(ins)) + ["P"]
+            inits["P"] = weight(dirs, 3 * hidden, scale=0.1)
+        outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+        nodes = [node(op, ins, outs, hidden_size=hidden, direction=direction)]
+        # A MatMul after it, so the file also holds the dynamic MatMul pattern.
+        inits["proj"] = weight(hidden, 5)
+        nodes.append(node("MatMul", ["Y_h", "proj"], ["out"]))
+        model = make_model(nodes, graph_inputs, ["Y", "out"] + outs[2:], inits)
+        return model, dict(graph_inputs)
+    return build
+
+
+MODELS = {
+    "cnn": cnn,
+    "elementwise": elementwise,
+    "lstm": recurrent("LSTM", "forward", False),
+    "lstm_bidirectional_states": recurrent("LSTM", "bidirectional", True),
+    "lstm_reverse_peephole": recurrent("LSTM", "reverse", True, peephole=True),
+    "gru": recurrent("GRU", "forward", True),
+}
+
+# (label, models, function, kwargs, ops the file must hold: (domain, op_type) of each group, any one)
+DYNAMIC = [
+    ("dynamic", {}, [{("com.microsoft", "DynamicQuantizeLSTM"), ("", "MatMulInteger")}]),
+    ("dynamic per_channel", {"per_channel": True}, [{("com.microsoft", "DynamicQuantizeLSTM"), ("", "MatMulInteger")}]),
+    ("dynamic uint8 weights", {"weight_type": QuantType.QUInt8}, [{("com.microsoft", "DynamicQuantizeLSTM"), ("", "MatMulInteger")}]),
+    ("dynamic reduce_range", {"reduce_range": True, "per_channel": True}, [{("com.microsoft", "DynamicQuantizeLSTM"), ("", "MatMulInteger")}]),
+    ("dynamic conv", {"op_types_to_quantize": ["Conv", "MatMul", "Gemm", "LSTM"]}, [{("", "ConvInteger"), ("", "MatMulInteger")}]),
+    ("dynamic asymmetric weights", {"extra_options": {"WeightSymmetric": False}}, [{("", "MatMulInteger")}]),
+]
+STATIC = [
+    ("qoperator u8s8", {"quant_format": QuantFormat.QOperator, "activation_type": QuantType.QUInt8}, [{("", "QLinearConv"), ("", "QLinearMatMul")}]),
+    ("qoperator u8s8 per_channel", {"quant_format": QuantFormat.QOperator, "activation_type": QuantType.QUInt8, "per_channel": True}, [{("", "QLinearConv"), ("", "QLinearMatMul")}]),
+    ("qoperator s8s8", {"quant_format": QuantFormat.QOperator, "activation_type": QuantType.QInt8}, [{("", "QLinearConv"), ("", "QLinearMatMul")}]),
+    ("qoperator u8u8 reduce_range", {"quant_format": QuantFormat.QOperator, "activation_type": QuantType.QUInt8, "weight_type": QuantType.QUInt8, "reduce_range": True}, [{("", "QLinearConv"), ("", "QLinearMatMul")}]),
+    ("qoperator symmetric activations", {"quant_format": QuantFormat.QOperator, "activation_type": QuantType.QInt8, "extra_options": {"ActivationSymmetric": True}}, [{("", "QLinearConv"), ("", "QLinearMatMul")}]),
+    ("qdq u8s8", {"activation_type": QuantType.QUInt8}, [{("", "QuantizeLinear")}]),
+    ("qdq per_channel s8s8", {"per_channel": True, "activation_type": QuantType.QInt8}, [{("", "QuantizeLinear")}]),
+    ("qdq u16 activations", {"activation_type": QuantType.QUInt16}, [{("com.microsoft", "QuantizeLinear"), ("", "QuantizeLinear")}]),
+    ("qdq contrib ops", {"activation_type": QuantType.QUInt8, "extra_options": {"UseQDQContribOps": True}}, [{("com.microsoft", "QuantizeLinear")}]),
+    ("qdq keep activations", {"extra_options": {"QDQKeepRemovableActivations": True}}, [{("", "QuantizeLinear")}]),
+]
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, shapes, count=8):
+        rng = np.random.default_rng(11)
+        self.batches = iter([{k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
+                             for _ in range(count)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def ops_of(model):
+    return {(n.domain if n.domain != "ai.onnx" else "", n.op_type) for n in model.graph.node}
+
+
+def output_steps(model):
+    """Per graph output: the scale of the DequantizeLinear making it (None: no such step)."""
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    steps = {}
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            steps[n.output[0]] = float(np.max(inits[n.input[1]]))
+    return steps
+
+
+def run_ort(path, feeds, unfused=False):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # ORT's DynamicQuantizeLSTM quantizes per thread's block
+    if unfused:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return [o.name for o in session.get_outputs()], session.run(None, feeds)
+
+
+def run_onnxkit(onnxkit, path, feeds, folder, extra=(), env=None):
+    args = [onnxkit, "run", path, "--quiet", "--output-dir", folder, *extra]
+    for name, value in feeds.items():
+        file = os.path.join(folder, f"in_{name}.npy")
+        np.save(file, value)
+        args += ["--input", f"{name}={file}"]
+    run = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    return run.returncode, run.stderr.strip()
+
+
+def bad_input_failures(onnxkit, tmp):
+    """A broken DynamicQuantizeLSTM must fail with an error naming the node and the input."""
+    model, shapes = MODELS["lstm"]()
+    path = os.path.join(tmp, "bad_lstm.onnx")
+    onnx.save(model, path)
+    quantize_dynamic(path, path + ".q")
+    feeds = {k: np.zeros(v, np.float32) for k, v in shapes.items()}
+    failures = []
+
+    def broken(edit, expected, label):
+        m = onnx.load(path + ".q")
+        lstm = next(n for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM")
+        edit(m, lstm)
+        bad = os.path.join(tmp, "bad.onnx")
+        onnx.save(m, bad)
+        for kernels in ["optimized", "reference"]:
+            code, error = run_onnxkit(onnxkit, bad, feeds, os.path.join(tmp, "out"), ["--kernels", kernels])
+            if code == 0 or lstm.name not in error or expected not in error:
+                failures.append(f"bad input ({label}, {kernels}): expected an error naming "
+                                f"{lstm.name} and '{expected}', got code {code}: {error}")
+
+    def wrong_scale_shape(m, lstm):
+        scale = next(i for i in m.graph.initializer if i.name == lstm.input[8])
+        scale.CopyFrom(numpy_helper.from_array(np.ones((1, 3), np.float32), scale.name))
+
+    def missing_zero_point(m, lstm):
+        del lstm.input[11:]
+
+    def per_column_s8_zero_point(m, lstm):
+        zp = next(i for i in m.graph.initializer if i.name == lstm.input[9])
+        hidden4 = next(i for i in m.graph.initializer if i.name == lstm.input[1]).dims[2]
+        values = np.zeros((1, hidden4), np.int8)
+        values[0, 5] = 3
+        zp.CopyFrom(numpy_helper.from_array(values, zp.name))
+        scale = next(i for i in m.graph.initializer if i.name == lstm.input[8])
+        scale.CopyFrom(numpy_helper.from_array(np.full((1, hidden4), 0.01, np.float32), scale.name))
+
+    broken(wrong_scale_shape, "W_scale has shape [1,3]", "scale shape")
+    broken(missing_zero_point, "R_zero_point", "missing input")
+    broken(per_column_s8_zero_point, "W_zero_point holds 3", "per-column s8 zero point")
+    return failures
+
+
+def main():
+    onnxkit = sys.argv[1]
+    survey = "--survey" in sys.argv
+    failures, passed, inventory = [], 0, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for model_name, build in MODELS.items():
+            model, shapes = build()
+            float_path = os.path.join(tmp, f"{model_name}.onnx")
+            onnx.save(model, float_path)
+            feeds = {k: RNG.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
+            dynamic_only = model_name.startswith(("lstm", "gru"))
+            configs = [(label, quantize_dynamic, kw, ex) for label, kw, ex in DYNAMIC]
+            if not dynamic_only:
+                configs += [(label, quantize_static, kw, ex) for label, kw, ex in STATIC]
+            for label, quantize, kwargs, expected in configs:
+                name = f"{model_name} {label}"
+                out = os.path.join(tmp, f"{model_name}_{len(os.listdir(tmp))}.onnx")
+                if quantize is quantize_static:
+                    quantize(float_path, out, Reader(shapes), **kwargs)
+                else:
+                    quantize(float_path, out, **kwargs)
+                qmodel = onnx.load(out)
+                ops = ops_of(qmodel)
+                if not any(not group.isdisjoint(ops) for group in expected):
+                    failures.append(f"{name}: ORT's tool wrote none of {sorted(set().union(*expected))}")
+                folder = os.path.join(tmp, "out")
+                os.makedirs(folder, exist_ok=True)
+                names, theirs = run_ort(out, feeds, unfused="qdq" in label)
+                code, error = run_onnxkit(onnxkit, out, feeds, folder)
+                for op in ops:
+                    inventory.setdefault(op, set()).add(("ok" if code == 0 else "fails") + f" ({label})")
+                if code != 0:
+                    failures.append(f"{name}: onnxkit run failed: {error}")
+                    continue
+                steps = output_steps(qmodel)
+                worst = []
+                for output, value in zip(names, theirs):
+                    ours = np.load(os.path.join(folder, f"{output}.npy"))
+                    diff = float(np.abs(ours.astype(np.float64) - value).max()) if value.size else 0.0
+                    if quantize is quantize_static and output in steps:
+                        limit = steps[output] * 1.001
+                    elif value.dtype.kind in "iu":
+                        limit = 1
+                    else:
+                        limit = 1e-4 * max(float(np.ptp(value)), 1e-3)
+                    worst.append(f"{output} {diff:.3g}/{limit:.3g}")
+                    if diff > limit:
+                        failures.append(f"{name}: output {output} differs from ORT by {diff:.4g} (limit {limit:.4g})")
+                # The int8 LSTM's reference kernel, and its fast one below VNNI (split
+                # weights): the same bits as the fast one.
+                if ("com.microsoft", "DynamicQuantizeLSTM") in ops:
+                    for extra, env in [(["--kernels", "reference"], {}),
+                                       ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
+                        other = os.path.join(tmp, "other")
+                        os.makedirs(other, exist_ok=True)
+                        code, error = run_onnxkit(onnxkit, out, feeds, other, extra, env)
+                        if code != 0:
+                            failures.append(f"{name} {extra} {env}: onnxkit run failed: {error}")
+                            continue
+                        for output in names:
+                            a = np.load(os.path.join(folder, f"{output}.npy"))
+                            b = np.load(os.path.join(other, f"{output}.npy"))
+                            if not np.array_equal(a, b):
+                                failures.append(f"{name} {extra} {env}: output {output} differs from the fast kernel's")
+                passed += 1
+                print(f"ok   {name}: {', '.join(worst)}")
+        failures += bad_input_failures(onnxkit, tmp)
+    if survey:
+        for (domain, op), results in sorted(inventory.items()):
+            print(f"{domain or 'ai.onnx'}::{op}: {'; '.join(sorted(results))}")
+        return 0
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print(f"{passed} cases ran, {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
