@@ -25,6 +25,7 @@
 #include "kernels/dnnl_matmul.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
+#include "kernels/vector_math.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
@@ -1357,6 +1358,14 @@ class Int8LstmProducts final : public QuantizedLstmProducts {
     product.run(data, rows, a_zp, [&](int64_t row, const int32_t* acc) {
       integer_epilogue::scale_to_float(acc, n, scale, scales, nullptr, y + row * n);
     });
+  }
+
+  void activate(const ActivationFunction& f, float* x, int64_t n) const override {
+    if (const std::optional<Activation> simd = vector_activation(f)) {
+      apply_activation(*simd, x, x, n);
+    } else {
+      f.apply(x, n);
+    }
   }
 
  private:

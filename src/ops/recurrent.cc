@@ -398,6 +398,12 @@ class RecurrentKernel final : public OpKernel {
       gemm<C>(false, true, rows, cols, k, C(1), a, k, which == Weights::kInput ? w : r, k, C(0), y,
               gh);
     };
+    auto activate = [&](const ActivationFunction& f, C* x, int64_t n) {
+      if constexpr (std::is_same_v<C, float>) {
+        if (products) return products->activate(f, x, n);
+      }
+      f.apply(x, n);
+    };
     const ActivationFunction* act = &activations_[static_cast<size_t>(d) * kActs];
     const bool lbr = linear_before_reset_;
     const C limit = clip_ ? static_cast<C>(*clip_) : C(0);
@@ -513,7 +519,7 @@ class RecurrentKernel final : public OpKernel {
             for (int64_t j = 0; j < hidden; ++j) gi[j] += p_i[j] * cp[j];
           }
           if (clip_) clip_values(gi, hidden, limit);
-          act[0].apply(gi, hidden);
+          activate(act[0], gi, hidden);
           if (input_forget_) {
             for (int64_t j = 0; j < hidden; ++j) gf[j] = C(1) - gi[j];
           } else {
@@ -521,19 +527,19 @@ class RecurrentKernel final : public OpKernel {
               for (int64_t j = 0; j < hidden; ++j) gf[j] += p_f[j] * cp[j];
             }
             if (clip_) clip_values(gf, hidden, limit);
-            act[0].apply(gf, hidden);
+            activate(act[0], gf, hidden);
           }
           if (clip_) clip_values(gc, hidden, limit);
-          act[1].apply(gc, hidden);
+          activate(act[1], gc, hidden);
           for (int64_t j = 0; j < hidden; ++j) cn[j] = gf[j] * cp[j] + gi[j] * gc[j];
           if (p_o) {
             for (int64_t j = 0; j < hidden; ++j) go[j] += p_o[j] * cn[j];
           }
           if (clip_) clip_values(go, hidden, limit);
-          act[0].apply(go, hidden);
+          activate(act[0], go, hidden);
           // h(Ct) is not clipped (as ONNX Runtime): clip bounds the gate inputs.
           std::copy_n(cn, hidden, hn);
-          act[2].apply(hn, hidden);
+          activate(act[2], hn, hidden);
           for (int64_t j = 0; j < hidden; ++j) hn[j] *= go[j];
         }
       }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ops/fused_activation.h"
 #include "ops/kernel.h"
 
 namespace onnxkit {
@@ -28,6 +29,9 @@ class QuantizedLstmProducts {
   // y [rows, 4 * hidden] = a [rows, k] x (the weights of `direction`), k being input or hidden.
   virtual void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
                         float* y) const = 0;
+  // x = f(x) for the cell's gates and state: an optimized kernel brings its SIMD loops
+  // (within a few ulp of these).
+  virtual void activate(const ActivationFunction& f, float* x, int64_t n) const { f.apply(x, n); }
 };
 
 // Node input indices of DynamicQuantizeLSTM's weight parameters.

@@ -309,7 +309,7 @@ def main():
                     if diff > limit:
                         failures.append(f"{name}: output {output} differs from ORT by {diff:.4g} (limit {limit:.4g})")
                 # The int8 LSTM's reference kernel, and its fast one below VNNI (split
-                # weights): the same bits as the fast one.
+                # weights, AVX2 loops): ORT's outputs too.
                 if ("com.microsoft", "DynamicQuantizeLSTM") in ops:
                     for extra, env in [(["--kernels", "reference"], {}),
                                        ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
@@ -319,11 +319,11 @@ def main():
                         if code != 0:
                             failures.append(f"{name} {extra} {env}: onnxkit run failed: {error}")
                             continue
-                        for output in names:
-                            a = np.load(os.path.join(folder, f"{output}.npy"))
-                            b = np.load(os.path.join(other, f"{output}.npy"))
-                            if not np.array_equal(a, b):
-                                failures.append(f"{name} {extra} {env}: output {output} differs from the fast kernel's")
+                        for output, value in zip(names, theirs):
+                            ours = np.load(os.path.join(other, f"{output}.npy"))
+                            diff = float(np.abs(ours.astype(np.float64) - value).max())
+                            if diff > 1e-4 * max(float(np.ptp(value)), 1e-3):
+                                failures.append(f"{name} {extra} {env}: output {output} differs from ORT by {diff:.4g}")
                 passed += 1
                 print(f"ok   {name}: {', '.join(worst)}")
         failures += bad_input_failures(onnxkit, tmp)
