@@ -23,6 +23,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/int8_gemv.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
 #include "kernels/vector_math.h"
@@ -1290,8 +1291,9 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
 
 // ---------------------------------------------------------------------------------------
 // com.microsoft DynamicQuantizeLSTM (ops/recurrent.h): the reference kernel's LSTM cell, its
-// weight products on Int8MatMul (one per direction of W and of R), the activations quantized
-// by the SIMD loops of DynamicQuantizeLinear.
+// weight products on Int8MatMul (one per direction of W and of R), or for the few rows of a
+// recurrent step on Int8Gemv (VNNI, without oneDNN's cost per call), the activations
+// quantized by the SIMD loops of DynamicQuantizeLinear.
 
 class Int8LstmProducts final : public QuantizedLstmProducts {
  public:
@@ -1327,8 +1329,12 @@ class Int8LstmProducts final : public QuantizedLstmProducts {
         const int64_t k = t.shape()[1], n = t.shape()[2];
         const Tensor slice = Tensor::external(
             t.dtype(), {k, n}, static_cast<const uint8_t*>(t.raw_data()) + d * k * n);
-        products_[which].push_back(std::make_unique<Int8MatMul>(
-            slice, std::vector<int32_t>{params_[which].zero_points[d]}, split));
+        const int32_t zero_point = params_[which].zero_points[d];
+        products_[which].push_back(
+            std::make_unique<Int8MatMul>(slice, std::vector<int32_t>{zero_point}, split));
+        if (t.dtype() == DType::kInt8 && Int8Gemv::available()) {
+          gemvs_[which].push_back(std::make_unique<Int8Gemv>(slice.data<int8_t>(), k, n));
+        }
       }
     }
   }
@@ -1346,13 +1352,35 @@ class Int8LstmProducts final : public QuantizedLstmProducts {
     const float a_scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     const int32_t a_zp =
         static_cast<int32_t>(std::nearbyint(std::clamp(0.0f - lo / a_scale, 0.0f, 255.0f)));
-    std::vector<uint8_t> qa(static_cast<size_t>(rows * k));
+    thread_local std::vector<uint8_t> qa;
+    thread_local std::vector<float> multipliers;
+    qa.resize(static_cast<size_t>(rows * k));
     quantize_simd::quantize_u8(a, rows * k, a_scale, a_zp, qa.data());
-    std::vector<float> multipliers(static_cast<size_t>(p.count));
+    multipliers.resize(static_cast<size_t>(p.count));
     for (int64_t j = 0; j < p.count; ++j)
       multipliers[j] = a_scale * p.scales[static_cast<size_t>(direction * p.count + j)];
     const float scale = multipliers[0];
     const float* scales = p.count == 1 ? nullptr : multipliers.data();
+    if (rows <= kGemvRows && !gemvs_[which].empty()) {
+      const Int8Gemv& gemv = *gemvs_[which][static_cast<size_t>(direction)];
+      const int32_t w_zp = p.zero_points[static_cast<size_t>(direction)];
+      thread_local std::vector<int32_t> acc, w_zps;
+      acc.resize(static_cast<size_t>(rows * n));
+      w_zps.assign(static_cast<size_t>(n), w_zp);
+      gemv.run(qa.data(), rows, acc.data());
+      for (int64_t row = 0; row < rows; ++row) {
+        int32_t* acc_row = acc.data() + row * n;
+        int32_t a_sum = 0;  // sum over k of (a - a_zp), for W's zero point
+        if (w_zp != 0) {
+          for (int64_t i = 0; i < k; ++i) a_sum += qa[row * k + i];
+          a_sum -= static_cast<int32_t>(k) * a_zp;
+        }
+        integer_epilogue::correct_products(acc_row, nullptr, n, a_zp, gemv.column_sums().data(),
+                                           w_zp != 0 ? w_zps.data() : nullptr, a_sum, acc_row);
+        integer_epilogue::scale_to_float(acc_row, n, scale, scales, nullptr, y + row * n);
+      }
+      return;
+    }
     const Int8Data data{qa.data(), false};
     if (product.run_float(data, rows, a_zp, scale, scales, nullptr, y)) return;
     product.run(data, rows, a_zp, [&](int64_t row, const int32_t* acc) {
@@ -1369,7 +1397,11 @@ class Int8LstmProducts final : public QuantizedLstmProducts {
   }
 
  private:
+  // Rows up to which Int8Gemv beats oneDNN (a recurrent step's batch; an input projection
+  // has seq * batch rows).
+  static constexpr int64_t kGemvRows = 8;
   std::array<LstmWeightParams, 2> params_;                            // W, R
+  std::array<std::vector<std::unique_ptr<Int8Gemv>>, 2> gemvs_;       // per direction, s8 on VNNI
   std::array<std::vector<std::unique_ptr<Int8MatMul>>, 2> products_;  // per direction
 };
 

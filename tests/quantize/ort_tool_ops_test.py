@@ -115,10 +115,10 @@ def elementwise():
     return make_model(nodes, [("x", [4, 16])], outputs, inits), {"x": [4, 16]}
 
 
-def recurrent(op, direction, initial_states, peephole=False):
+def recurrent(op, direction, initial_states, peephole=False, hidden=24):
     def build():
         dirs = 2 if direction == "bidirectional" else 1
-        hidden, inp, seq, batch = 24, 12, 7, 3
+        inp, seq, batch = 12, 7, 3
         gates = 4 if op == "LSTM" else 3
         inits = {"W": weight(dirs, gates * hidden, inp), "R": weight(dirs, gates * hidden, hidden),
                  "B": weight(dirs, 2 * gates * hidden, scale=0.1)}
@@ -147,7 +147,8 @@ MODELS = {
     "elementwise": elementwise,
     "lstm": recurrent("LSTM", "forward", False),
     "lstm_bidirectional_states": recurrent("LSTM", "bidirectional", True),
-    "lstm_reverse_peephole": recurrent("LSTM", "reverse", True, peephole=True),
+    # hidden 21: the recurrent product's K is no multiple of 4, nor 4 * hidden of 16.
+    "lstm_reverse_peephole": recurrent("LSTM", "reverse", True, peephole=True, hidden=21),
     "gru": recurrent("GRU", "forward", True),
 }
 
