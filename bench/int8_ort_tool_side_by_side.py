@@ -4,6 +4,11 @@ difference between their outputs. A benchmark, never a test.
 
     .venv/bin/python bench/int8_ort_tool_side_by_side.py ONNXKIT MODEL.onnx [NAME=FILE.npy ...]
         [--rounds N] [--runs N]
+    .venv/bin/python bench/int8_ort_tool_side_by_side.py ONNXKIT lstm:SEQ:INPUT:HIDDEN
+
+`lstm:SEQ:INPUT:HIDDEN` builds a one-layer LSTM (batch 1, random weights, seed 0) with
+onnx.helper, quantizes it with ORT's quantize_dynamic (default options: DynamicQuantizeLSTM,
+int8 weights per tensor) and times that file on random inputs.
 
 Each round times --runs runs of `onnxkit bench --threads 1` and as many ORT runs
 (intra_op_num_threads 1), the side going first alternating; the figure is the median of the
@@ -22,6 +27,31 @@ import numpy as np
 import onnxruntime as ort
 
 
+def make_lstm(spec, folder):
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import quantize_dynamic
+
+    seq, inp, hidden = (int(v) for v in spec.split(":")[1:])
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in [("W", (1, 4 * hidden, inp)), ("R", (1, 4 * hidden, hidden)), ("B", (1, 8 * hidden))]]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h", "Y_c"], hidden_size=hidden)
+    graph = helper.make_graph([node], "lstm", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [seq, 1, inp])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["Y", "Y_h", "Y_c"]],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    import onnx
+
+    fp32 = os.path.join(folder, f"lstm_{seq}_{inp}_{hidden}.onnx")
+    onnx.save(model, fp32)
+    int8 = fp32.replace(".onnx", "_int8.onnx")
+    quantize_dynamic(fp32, int8)
+    x = os.path.join(folder, "X.npy")
+    np.save(x, rng.standard_normal((seq, 1, inp)).astype(np.float32))
+    return int8, [f"X={x}"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("onnxkit")
@@ -30,6 +60,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
+    scratch = tempfile.TemporaryDirectory()
+    if args.model.startswith("lstm:"):
+        args.model, args.inputs = make_lstm(args.model, scratch.name)
     feeds = {a.split("=")[0]: np.load(a.split("=", 1)[1]) for a in args.inputs}
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1

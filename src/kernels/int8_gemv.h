@@ -31,7 +31,8 @@ class Int8Gemv {
   int64_t k_, n_;
   int64_t k_quads_;  // k / 4, rounded up (B is zero-padded)
   int64_t blocks_;   // n / 16, rounded up
-  // [block][k_quad][16 columns][4 k]: one VPDPBUSD operand per (block, k_quad).
+  // Per tile of up to 8 column blocks: [k_quad][block][16 columns][4 k], one VPDPBUSD
+  // operand per (block, k_quad).
   std::vector<int8_t> packed_;
   std::vector<int32_t> column_sums_;
 };
