@@ -23,14 +23,12 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
-#include "kernels/int8_gemv.h"
+#include "kernels/int8_kernel_util.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
-#include "kernels/vector_math.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
-#include "ops/recurrent.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
@@ -78,43 +76,6 @@ int8_t low_part(int32_t v) {
   return static_cast<int8_t>(v - 16 * high_part(v));
 }
 
-bool is_int8(DType dtype) {
-  return dtype == DType::kUInt8 || dtype == DType::kInt8;
-}
-
-// Values of a u8 / s8 tensor as int32.
-std::vector<int32_t> int8_values(const Tensor& t) {
-  std::vector<int32_t> values(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::kUInt8) {
-    std::copy(t.data<uint8_t>(), t.data<uint8_t>() + t.numel(), values.begin());
-  } else {
-    std::copy(t.data<int8_t>(), t.data<int8_t>() + t.numel(), values.begin());
-  }
-  return values;
-}
-
-// The initializer of input `i`, or nullptr.
-const Tensor* constant(const KernelCreateContext& context, size_t i) {
-  const Value* value = i < context.node().inputs().size() ? context.node().inputs()[i] : nullptr;
-  return value && value->has_initializer() ? &value->initializer() : nullptr;
-}
-
-bool present(const KernelCreateContext& context, size_t i) {
-  return i < context.node().inputs().size() && context.node().inputs()[i] != nullptr;
-}
-
-// A per-tensor or per-channel parameter: one value, or `count` values in a tensor with no
-// other dim above 1 ([N], [1, N]).
-bool per_channel_shape(const Tensor& t, int64_t count) {
-  if (t.numel() == 1) return true;
-  if (t.numel() != count) return false;
-  return std::count_if(t.shape().begin(), t.shape().end(), [](int64_t d) { return d != 1; }) == 1;
-}
-
-std::vector<float> float_values(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
 // One value per channel from a per-tensor or per-channel parameter.
 template <typename V>
 std::vector<V> expanded(std::vector<V> values, int64_t count) {
@@ -142,14 +103,6 @@ void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
 }
 
 // An int8 operand as oneDNN sees it: its bytes and whether they are s8.
-struct Int8Data {
-  const void* data;
-  bool is_signed;
-};
-Int8Data int8_data(const Tensor& t) {
-  return {t.raw_data(), t.dtype() == DType::kInt8};
-}
-
 // An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
 // split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
 // results below VNNI (AVX2), where its u8 ones are right.
@@ -176,11 +129,6 @@ Shape channels_last(const Shape& channels_first_shape) {
   shape.insert(shape.end(), channels_first_shape.begin() + 2, channels_first_shape.end());
   shape.push_back(channels_first_shape[1]);
   return shape;
-}
-
-// The single value of a scalar u8 / s8 / float input at run time.
-int32_t int8_scalar(const Tensor& t) {
-  return int8_values(t)[0];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -835,44 +783,29 @@ class Int8Conv {
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_;
 };
 
+// The float product of kernels/int8_kernel_util.h on Int8MatMul.
+class Int8MatMulFloatProduct final : public Int8FloatProduct {
+ public:
+  Int8MatMulFloatProduct(const Tensor& b, const std::vector<int32_t>& zero_points)
+      : matmul_(b, zero_points, int8_weights_split()) {}
+  int64_t k() const override { return matmul_.k(); }
+  int64_t n() const override { return matmul_.n(); }
+  void run(Int8Data a, int64_t rows, int32_t a_zp, float scale, const float* scales,
+           const float* bias, float* y) const override {
+    if (matmul_.run_float(a, rows, a_zp, scale, scales, bias, y)) return;
+    const int64_t n = matmul_.n();
+    matmul_.run(a, rows, a_zp, [&](int64_t row, const int32_t* acc) {
+      integer_epilogue::scale_to_float(acc, n, scale, scales, bias, y + row * n);
+    });
+  }
+
+ private:
+  Int8MatMul matmul_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Kernels. Each factory returns nullptr (the reference kernel runs the node) unless the
 // weights and their parameters are initializers of the shapes handled here.
-
-class Int8KernelBase : public OpKernel {
- protected:
-  explicit Int8KernelBase(const KernelCreateContext& context)
-      : reference_(context.reference_kernel()) {}
-  void decline(KernelContext& context) const {
-    if (!reference_) context.fail("no reference kernel for this case");
-    reference_->compute(context);
-  }
-  std::unique_ptr<OpKernel> reference_;
-};
-
-// MatMul's A rows: the product of A's leading dims when A has rank >= 2 and K columns.
-std::optional<int64_t> rows_of(const Tensor& a, int64_t k) {
-  if (a.rank() < 2 || a.shape().back() != k) return std::nullopt;
-  return a.numel() / k;
-}
-
-Shape matmul_out_shape(const Tensor& a, int64_t n) {
-  Shape out = a.shape();
-  out.back() = n;
-  return out;
-}
-
-// Constant 2-D int8 B with a per-tensor or per-column parameter at `zp_index` (optional).
-bool constant_matmul_weights(const KernelCreateContext& context, size_t b_index,
-                             std::optional<size_t> zp_index) {
-  const Tensor* b = constant(context, b_index);
-  if (!b || b->rank() != 2 || !is_int8(b->dtype()) || b->numel() == 0) return false;
-  if (zp_index && present(context, *zp_index)) {
-    const Tensor* zp = constant(context, *zp_index);
-    if (!zp || zp->dtype() != b->dtype() || !per_channel_shape(*zp, b->shape()[1])) return false;
-  }
-  return true;
-}
 
 class MatMulIntegerKernel : public Int8KernelBase {
  public:
@@ -1289,123 +1222,12 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
   std::vector<float> bias_;
 };
 
-// ---------------------------------------------------------------------------------------
-// com.microsoft DynamicQuantizeLSTM (ops/recurrent.h): the reference kernel's LSTM cell, its
-// weight products on Int8MatMul (one per direction of W and of R), or for the few rows of a
-// recurrent step on Int8Gemv (VNNI, without oneDNN's cost per call), the activations
-// quantized by the SIMD loops of DynamicQuantizeLinear.
-
-class Int8LstmProducts final : public QuantizedLstmProducts {
- public:
-  static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
-    const Tensor* w = constant(context, 1);
-    const Tensor* r = constant(context, 2);
-    std::array<const Tensor*, 4> params{};
-    for (size_t i = 0; i < params.size(); ++i) params[i] = constant(context, kLstmWScale + i);
-    if (!w || !r || std::ranges::find(params, nullptr) != params.end() || w->rank() != 3 ||
-        r->rank() != 3 || !context.has_attribute("hidden_size")) {
-      return nullptr;
-    }
-    const int64_t hidden = context.attr_int("hidden_size");
-    const int64_t directions =
-        context.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
-    // Checked here (naming the node) as the reference kernel checks them at run time.
-    LstmWeightParams w_params = read_lstm_weight_params(context.node(), *w, *params[0], *params[1],
-                                                        directions, w->shape()[1], hidden, "W");
-    LstmWeightParams r_params = read_lstm_weight_params(context.node(), *r, *params[2], *params[3],
-                                                        directions, hidden, hidden, "R");
-    auto products = std::make_shared<Int8LstmProducts>(*w, std::move(w_params), *r,
-                                                       std::move(r_params), directions);
-    return make_dynamic_quantize_lstm_kernel(context, std::move(products));
-  }
-
-  Int8LstmProducts(const Tensor& w, LstmWeightParams w_params, const Tensor& r,
-                   LstmWeightParams r_params, int64_t directions)
-      : params_{std::move(w_params), std::move(r_params)} {
-    const bool split = int8_weights_split();
-    for (int64_t d = 0; d < directions; ++d) {
-      for (size_t which = 0; which < 2; ++which) {
-        const Tensor& t = which == 0 ? w : r;
-        const int64_t k = t.shape()[1], n = t.shape()[2];
-        const Tensor slice = Tensor::external(
-            t.dtype(), {k, n}, static_cast<const uint8_t*>(t.raw_data()) + d * k * n);
-        const int32_t zero_point = params_[which].zero_points[d];
-        products_[which].push_back(
-            std::make_unique<Int8MatMul>(slice, std::vector<int32_t>{zero_point}, split));
-        if (t.dtype() == DType::kInt8 && Int8Gemv::available()) {
-          gemvs_[which].push_back(std::make_unique<Int8Gemv>(slice.data<int8_t>(), k, n));
-        }
-      }
-    }
-  }
-
-  void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
-                float* y) const override {
-    const size_t which = weights == Weights::kInput ? 0 : 1;
-    const Int8MatMul& product = *products_[which][static_cast<size_t>(direction)];
-    const LstmWeightParams& p = params_[which];
-    const int64_t k = product.k(), n = product.n();
-    // DynamicQuantizeLinear's scale and zero point over all of a, as ORT's LSTM at one thread
-    // (with more, ORT quantizes each thread's block of batch rows on its own).
-    float lo = 0.0f, hi = 0.0f;
-    quantize_simd::min_max_with_zero(a, rows * k, lo, hi);
-    const float a_scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-    const int32_t a_zp =
-        static_cast<int32_t>(std::nearbyint(std::clamp(0.0f - lo / a_scale, 0.0f, 255.0f)));
-    thread_local std::vector<uint8_t> qa;
-    thread_local std::vector<float> multipliers;
-    qa.resize(static_cast<size_t>(rows * k));
-    quantize_simd::quantize_u8(a, rows * k, a_scale, a_zp, qa.data());
-    multipliers.resize(static_cast<size_t>(p.count));
-    for (int64_t j = 0; j < p.count; ++j)
-      multipliers[j] = a_scale * p.scales[static_cast<size_t>(direction * p.count + j)];
-    const float scale = multipliers[0];
-    const float* scales = p.count == 1 ? nullptr : multipliers.data();
-    if (rows <= kGemvRows && !gemvs_[which].empty()) {
-      const Int8Gemv& gemv = *gemvs_[which][static_cast<size_t>(direction)];
-      const int32_t w_zp = p.zero_points[static_cast<size_t>(direction)];
-      thread_local std::vector<int32_t> acc, w_zps;
-      acc.resize(static_cast<size_t>(rows * n));
-      w_zps.assign(static_cast<size_t>(n), w_zp);
-      gemv.run(qa.data(), rows, acc.data());
-      for (int64_t row = 0; row < rows; ++row) {
-        int32_t* acc_row = acc.data() + row * n;
-        int32_t a_sum = 0;  // sum over k of (a - a_zp), for W's zero point
-        if (w_zp != 0) {
-          for (int64_t i = 0; i < k; ++i) a_sum += qa[row * k + i];
-          a_sum -= static_cast<int32_t>(k) * a_zp;
-        }
-        integer_epilogue::correct_products(acc_row, nullptr, n, a_zp, gemv.column_sums().data(),
-                                           w_zp != 0 ? w_zps.data() : nullptr, a_sum, acc_row);
-        integer_epilogue::scale_to_float(acc_row, n, scale, scales, nullptr, y + row * n);
-      }
-      return;
-    }
-    const Int8Data data{qa.data(), false};
-    if (product.run_float(data, rows, a_zp, scale, scales, nullptr, y)) return;
-    product.run(data, rows, a_zp, [&](int64_t row, const int32_t* acc) {
-      integer_epilogue::scale_to_float(acc, n, scale, scales, nullptr, y + row * n);
-    });
-  }
-
-  void activate(const ActivationFunction& f, float* x, int64_t n) const override {
-    if (const std::optional<Activation> simd = vector_activation(f)) {
-      apply_activation(*simd, x, x, n);
-    } else {
-      f.apply(x, n);
-    }
-  }
-
- private:
-  // Rows up to which Int8Gemv beats oneDNN (a recurrent step's batch; an input projection
-  // has seq * batch rows).
-  static constexpr int64_t kGemvRows = 8;
-  std::array<LstmWeightParams, 2> params_;                            // W, R
-  std::array<std::vector<std::unique_ptr<Int8Gemv>>, 2> gemvs_;       // per direction, s8 on VNNI
-  std::array<std::vector<std::unique_ptr<Int8MatMul>>, 2> products_;  // per direction
-};
-
 }  // namespace
+
+std::unique_ptr<const Int8FloatProduct> make_int8_float_product(
+    const Tensor& b, const std::vector<int32_t>& zero_points) {
+  return std::make_unique<Int8MatMulFloatProduct>(b, zero_points);
+}
 
 void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized("", "MatMulInteger", 10, MatMulIntegerKernel::create);
@@ -1418,8 +1240,7 @@ void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
   registry.add_optimized(domain, std::string(kChannelsLastQLinearConv), 1,
                          QLinearConvKernel<true>::create);
-  registry.add_optimized(std::string(kMicrosoftDomain), "DynamicQuantizeLSTM", 1,
-                         Int8LstmProducts::create);
+  register_int8_microsoft_kernels(registry);
 }
 
 }  // namespace onnxkit
