@@ -5,7 +5,9 @@ Small float models built with onnx.helper (one family of ops each, and LSTM / GR
 quantized by ORT's quantize_dynamic and quantize_static (QOperator and QDQ) in each option
 combination that changes what the tool writes. Each file must hold the op the combination is
 meant to emit (so a tool that stops emitting it fails here), load in onnxkit, and give ORT's
-outputs (ORT at one thread, ORT_ENABLE_ALL):
+outputs (ORT at one thread, ORT_ENABLE_ALL). Each dynamic file with a MatMul is also saved as
+ORT's optimizer rewrites it (com.microsoft DynamicQuantizeMatMul / MatMulIntegerToFloat), and
+that file must run too:
 - static files: within one step of the output's quantization (the scale of the
   DequantizeLinear that makes it; integer outputs within 1). QDQ files against ORT with its
   graph optimizations off, i.e. the file's ONNX meaning: ORT's own levels disagree on them
@@ -14,7 +16,9 @@ outputs (ORT at one thread, ORT_ENABLE_ALL):
 - dynamic files (float outputs): within 1e-4 of the output's range. The integer products are
   exact on both sides; what differs is float rounding (the order of the scale products and
   bias adds, 1 ulp each), and in an LSTM such an ulp can move the next step's dynamically
-  quantized activation by one step (measured: ORT and onnxkit agree to 2e-7 on these files).
+  quantized activation by one step (measured: ORT and onnxkit agree to 3e-7 on these files).
+A broken DynamicQuantizeLSTM (scale shape, missing input, per-column s8 zero point) must fail
+with an error naming the node and the input.
 
 --survey prints, for every file, the ops it holds and whether onnxkit runs it, and fails on
 nothing (the inventory of bench/README.md).
@@ -142,8 +146,19 @@ def recurrent(op, direction, initial_states, peephole=False, hidden=24):
     return build
 
 
+def shared_input():
+    # Two MatMuls on one input: one DynamicQuantizeLinear feeds both products, which ORT's
+    # optimizer turns into com.microsoft MatMulIntegerToFloat (per-column b_scale with
+    # per_channel, and a bias from the Add).
+    inits = {"w1": weight(16, 8), "w2": weight(16, 8), "b1": weight(8)}
+    nodes = [node("MatMul", ["x", "w1"], ["m1"]), node("Add", ["m1", "b1"], ["y1"]),
+             node("MatMul", ["x", "w2"], ["y2"])]
+    return make_model(nodes, [("x", [2, 5, 16])], ["y1", "y2"], inits), {"x": [2, 5, 16]}
+
+
 MODELS = {
     "cnn": cnn,
+    "shared_input": shared_input,
     "elementwise": elementwise,
     "lstm": recurrent("LSTM", "forward", False),
     "lstm_bidirectional_states": recurrent("LSTM", "bidirectional", True),
@@ -261,6 +276,60 @@ def bad_input_failures(onnxkit, tmp):
     return failures
 
 
+def check_file(onnxkit, path, feeds, tmp, name, static, unfused):
+    """Runs `path` in ORT and onnxkit; returns (the ops it holds, failures, a summary)."""
+    model = onnx.load(path)
+    ops = ops_of(model)
+    folder = os.path.join(tmp, "out")
+    os.makedirs(folder, exist_ok=True)
+    names, theirs = run_ort(path, feeds, unfused=unfused)
+    code, error = run_onnxkit(onnxkit, path, feeds, folder)
+    if code != 0:
+        return ops, [f"{name}: onnxkit run failed: {error}"], ""
+    failures, worst = [], []
+    steps = output_steps(model)
+    for output, value in zip(names, theirs):
+        ours = np.load(os.path.join(folder, f"{output}.npy"))
+        diff = float(np.abs(ours.astype(np.float64) - value).max()) if value.size else 0.0
+        if static and output in steps:
+            limit = steps[output] * 1.001
+        elif value.dtype.kind in "iu":
+            limit = 1
+        else:
+            limit = 1e-4 * max(float(np.ptp(value)), 1e-3)
+        worst.append(f"{output} {diff:.3g}/{limit:.3g}")
+        if diff > limit:
+            failures.append(f"{name}: output {output} differs from ORT by {diff:.4g} (limit {limit:.4g})")
+    # The reference kernels of the com.microsoft int8 ops with float outputs, and their fast
+    # ones below VNNI (split weights, AVX2 loops): ORT's outputs too.
+    if ops & {("com.microsoft", op) for op in ["DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"]}:
+        for extra, env in [(["--kernels", "reference"], {}),
+                           ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
+            other = os.path.join(tmp, "other")
+            os.makedirs(other, exist_ok=True)
+            code, error = run_onnxkit(onnxkit, path, feeds, other, extra, env)
+            if code != 0:
+                failures.append(f"{name} {extra} {env}: onnxkit run failed: {error}")
+                continue
+            for output, value in zip(names, theirs):
+                ours = np.load(os.path.join(other, f"{output}.npy"))
+                diff = float(np.abs(ours.astype(np.float64) - value).max())
+                if diff > 1e-4 * max(float(np.ptp(value)), 1e-3):
+                    failures.append(f"{name} {extra} {env}: output {output} differs from ORT by {diff:.4g}")
+    return ops, failures, ", ".join(worst)
+
+
+def ort_optimized(path):
+    """The file ORT's optimizer makes of `path` (level extended, saved as ORT saves it):
+    dynamic MatMul chains become com.microsoft DynamicQuantizeMatMul / MatMulIntegerToFloat."""
+    out = path.replace(".onnx", "_ort_optimized.onnx")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = out
+    ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return out
+
+
 def main():
     onnxkit = sys.argv[1]
     survey = "--survey" in sys.argv
@@ -271,7 +340,7 @@ def main():
             float_path = os.path.join(tmp, f"{model_name}.onnx")
             onnx.save(model, float_path)
             feeds = {k: RNG.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
-            dynamic_only = model_name.startswith(("lstm", "gru"))
+            dynamic_only = model_name.startswith(("lstm", "gru", "shared"))
             configs = [(label, quantize_dynamic, kw, ex) for label, kw, ex in DYNAMIC]
             if not dynamic_only:
                 configs += [(label, quantize_static, kw, ex) for label, kw, ex in STATIC]
@@ -282,51 +351,23 @@ def main():
                     quantize(float_path, out, Reader(shapes), **kwargs)
                 else:
                     quantize(float_path, out, **kwargs)
-                qmodel = onnx.load(out)
-                ops = ops_of(qmodel)
-                if not any(not group.isdisjoint(ops) for group in expected):
-                    failures.append(f"{name}: ORT's tool wrote none of {sorted(set().union(*expected))}")
-                folder = os.path.join(tmp, "out")
-                os.makedirs(folder, exist_ok=True)
-                names, theirs = run_ort(out, feeds, unfused="qdq" in label)
-                code, error = run_onnxkit(onnxkit, out, feeds, folder)
-                for op in ops:
-                    inventory.setdefault(op, set()).add(("ok" if code == 0 else "fails") + f" ({label})")
-                if code != 0:
-                    failures.append(f"{name}: onnxkit run failed: {error}")
-                    continue
-                steps = output_steps(qmodel)
-                worst = []
-                for output, value in zip(names, theirs):
-                    ours = np.load(os.path.join(folder, f"{output}.npy"))
-                    diff = float(np.abs(ours.astype(np.float64) - value).max()) if value.size else 0.0
-                    if quantize is quantize_static and output in steps:
-                        limit = steps[output] * 1.001
-                    elif value.dtype.kind in "iu":
-                        limit = 1
-                    else:
-                        limit = 1e-4 * max(float(np.ptp(value)), 1e-3)
-                    worst.append(f"{output} {diff:.3g}/{limit:.3g}")
-                    if diff > limit:
-                        failures.append(f"{name}: output {output} differs from ORT by {diff:.4g} (limit {limit:.4g})")
-                # The int8 LSTM's reference kernel, and its fast one below VNNI (split
-                # weights, AVX2 loops): ORT's outputs too.
-                if ("com.microsoft", "DynamicQuantizeLSTM") in ops:
-                    for extra, env in [(["--kernels", "reference"], {}),
-                                       ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
-                        other = os.path.join(tmp, "other")
-                        os.makedirs(other, exist_ok=True)
-                        code, error = run_onnxkit(onnxkit, out, feeds, other, extra, env)
-                        if code != 0:
-                            failures.append(f"{name} {extra} {env}: onnxkit run failed: {error}")
-                            continue
-                        for output, value in zip(names, theirs):
-                            ours = np.load(os.path.join(other, f"{output}.npy"))
-                            diff = float(np.abs(ours.astype(np.float64) - value).max())
-                            if diff > 1e-4 * max(float(np.ptp(value)), 1e-3):
-                                failures.append(f"{name} {extra} {env}: output {output} differs from ORT by {diff:.4g}")
-                passed += 1
-                print(f"ok   {name}: {', '.join(worst)}")
+                files = [(name, out, expected)]
+                if quantize is quantize_dynamic and any(n.op_type == "MatMul" for n in model.graph.node):
+                    optimized_ops = {("com.microsoft", "DynamicQuantizeMatMul"), ("com.microsoft", "MatMulIntegerToFloat")}
+                    if model_name.startswith("shared"):  # one DynamicQuantizeLinear, two products
+                        optimized_ops = {("com.microsoft", "MatMulIntegerToFloat")}
+                    files.append((f"{name}, ORT-optimized", ort_optimized(out), [optimized_ops]))
+                for file_name, path, wanted in files:
+                    ops, file_failures, summary = check_file(
+                        onnxkit, path, feeds, tmp, file_name, quantize is quantize_static, "qdq" in label)
+                    if not any(not group.isdisjoint(ops) for group in wanted):
+                        file_failures.append(f"{file_name}: the file holds none of {sorted(set().union(*wanted))}")
+                    for op in ops:
+                        inventory.setdefault(op, set()).add(("fails" if file_failures else "ok") + f" ({label})")
+                    failures += file_failures
+                    passed += 1
+                    if not file_failures:
+                        print(f"ok   {file_name}: {summary}")
         failures += bad_input_failures(onnxkit, tmp)
     if survey:
         for (domain, op), results in sorted(inventory.items()):
@@ -334,7 +375,7 @@ def main():
         return 0
     for failure in failures:
         print(f"FAIL {failure}")
-    print(f"{passed} cases ran, {len(failures)} failure(s)")
+    print(f"{passed} files ran, {len(failures)} failure(s)")
     return 1 if failures else 0
 
 
