@@ -6,10 +6,14 @@
 // type. A batch entry whose sequence is shorter than seq_length (sequence_lens) stops
 // updating after its last step: its Y rows are zero from there on and Y_h / Y_c hold its
 // state at its last valid step (zero for a length of 0, as ONNX Runtime does). A reverse
-// direction starts each entry at its own last valid step.
+// direction starts each entry at its own last valid step, all entries at the same step, as
+// ORT aligns reversed sequences.
 //
 // com.microsoft DynamicQuantizeLSTM (ops/recurrent.h) runs this LSTM with its two weight
-// products replaced by ONNX Runtime's dynamically quantized ones.
+// products replaced by ONNX Runtime's dynamically quantized ones. Each quantizes its whole
+// operand at once, so which rows share a product decides the result; they are ORT's: X over
+// the steps some entry reaches, and per step the entries' states, a finished entry's state
+// once more after its last step and as zeros after that (ORT's zeroed output rows).
 #include "ops/recurrent.h"
 
 #include <algorithm>
@@ -412,8 +416,11 @@ class RecurrentKernel final : public OpKernel {
     // linear_before_reset keeps Rbh apart: it sits inside the reset gate's product).
     // The quantized products add the biases after the recurrent product, as ORT does: its
     // float sums round in that order.
+    // Only the steps some entry reaches: ORT quantizes X over those rows.
+    const int64_t steps =
+        batch == 0 ? 0 : *std::max_element(data.lengths.begin(), data.lengths.end());
     std::vector<C> projected(static_cast<size_t>(seq * batch * gh));
-    product(Weights::kInput, data.x, seq * batch, gh, projected.data());
+    if (steps > 0) product(Weights::kInput, data.x, steps * batch, gh, projected.data());
     std::vector<C> rb_h;        // GRU linear_before_reset: Rbh
     std::vector<C> bias_after;  // quantized: Wb + Rb, added after the recurrent product
     if (data.b && products) {
@@ -456,21 +463,44 @@ class RecurrentKernel final : public OpKernel {
     std::vector<C> c_next(kKind == CellKind::kLstm ? static_cast<size_t>(state_size) : 0);
     std::vector<C> scratch(kKind == CellKind::kGru ? static_cast<size_t>(state_size) : 0);
 
-    for (int64_t step = 0; step < seq; ++step) {
-      const int64_t t = reverse ? seq - 1 - step : step;
-      const C* xt = projected.data() + t * batch * gh;
+    // Every entry starts at step 0: a reverse direction walks entry b from its own last valid
+    // time (lengths[b] - 1) down, as ORT aligns reversed sequences. An entry past its length
+    // is idle: its state stays, and it enters the recurrent product as zeros (ORT feeds its
+    // zeroed output rows; the zeros keep a quantized product's range as the active rows set).
+    std::vector<int64_t> time(static_cast<size_t>(batch));
+    std::vector<const C*> x_rows(static_cast<size_t>(batch));
+    std::vector<C> h_active;
+    for (int64_t step = 0; step < steps; ++step) {
+      bool idle = false;
+      for (int64_t b = 0; b < batch; ++b) {
+        const bool active = step < data.lengths[b];
+        idle = idle || !active;
+        time[b] = !active ? -1 : reverse ? data.lengths[b] - 1 - step : step;
+        x_rows[b] = projected.data() + ((active ? time[b] : 0) * batch + b) * gh;
+      }
+      const C* h_in = h.data();
+      if (idle) {
+        h_active = h;
+        for (int64_t b = 0; b < batch; ++b) {
+          if (step > data.lengths[b]) std::fill_n(h_active.data() + b * hidden, hidden, C(0));
+        }
+        h_in = h_active.data();
+      }
       // gates = H_{t-1} * R^T (GRU without linear_before_reset: the z and r blocks only).
       const int64_t rec_cols = (kKind == CellKind::kGru && !lbr) ? 2 * hidden : gh;
-      product(Weights::kRecurrent, h.data(), batch, rec_cols, gates.data());
+      product(Weights::kRecurrent, h_in, batch, rec_cols, gates.data());
 
       if constexpr (kKind == CellKind::kRnn) {
-        for (int64_t i = 0; i < state_size; ++i) h_next[i] = xt[i] + gates[i];
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t j = 0; j < hidden; ++j)
+            h_next[b * hidden + j] = x_rows[b][j] + gates[b * hidden + j];
+        }
         if (clip_) clip_values(h_next.data(), state_size, limit);
         act[0].apply(h_next.data(), state_size);
       } else if constexpr (kKind == CellKind::kGru) {
         for (int64_t b = 0; b < batch; ++b) {
           C* g = gates.data() + b * gh;
-          const C* xg = xt + b * gh;
+          const C* xg = x_rows[b];
           for (int64_t j = 0; j < 2 * hidden; ++j) g[j] += xg[j];
           if (clip_) clip_values(g, 2 * hidden, limit);
           act[0].apply(g, 2 * hidden);  // z, r
@@ -487,7 +517,7 @@ class RecurrentKernel final : public OpKernel {
         }
         for (int64_t b = 0; b < batch; ++b) {
           C* g = gates.data() + b * gh;
-          const C* xg = xt + b * gh + 2 * hidden;
+          const C* xg = x_rows[b] + 2 * hidden;
           C* hg = g + 2 * hidden;
           if (lbr) {
             for (int64_t j = 0; j < hidden; ++j)
@@ -507,7 +537,7 @@ class RecurrentKernel final : public OpKernel {
           C* go = gi + hidden;
           C* gf = go + hidden;
           C* gc = gf + hidden;
-          const C* xg = xt + b * gh;
+          const C* xg = x_rows[b];
           for (int64_t j = 0; j < gh; ++j) gi[j] += xg[j];
           if (!bias_after.empty()) {
             for (int64_t j = 0; j < gh; ++j) gi[j] += bias_after[j];
@@ -546,7 +576,8 @@ class RecurrentKernel final : public OpKernel {
 
       // Commit the new state of the entries still inside their sequence.
       for (int64_t b = 0; b < batch; ++b) {
-        if (t >= data.lengths[b]) continue;
+        const int64_t t = time[b];
+        if (t < 0) continue;
         std::copy_n(h_next.data() + b * hidden, hidden, h.data() + b * hidden);
         if constexpr (kKind == CellKind::kLstm)
           std::copy_n(c_next.data() + b * hidden, hidden, c.data() + b * hidden);

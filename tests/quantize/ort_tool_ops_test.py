@@ -119,30 +119,40 @@ def elementwise():
     return make_model(nodes, [("x", [4, 16])], outputs, inits), {"x": [4, 16]}
 
 
-def recurrent(op, direction, initial_states, peephole=False, hidden=24):
+def recurrent(op, direction, initial_states, peephole=False, hidden=24, lengths=None):
     def build():
         dirs = 2 if direction == "bidirectional" else 1
         inp, seq, batch = 12, 7, 3
         gates = 4 if op == "LSTM" else 3
         inits = {"W": weight(dirs, gates * hidden, inp), "R": weight(dirs, gates * hidden, hidden),
                  "B": weight(dirs, 2 * gates * hidden, scale=0.1)}
-        ins = ["x", "W", "R", "B"]
+        # Inputs by position: X, W, R, B, sequence_lens, initial_h, initial_c, P.
+        ins = ["x", "W", "R", "B", "", "", "", ""]
         graph_inputs = [("x", [seq, batch, inp])]
+        fixed = {}
+        if lengths is not None:
+            ins[4] = "lens"
+            fixed["lens"] = np.array(lengths, np.int32)
         if initial_states:
-            ins += ["", "h0"] + (["c0"] if op == "LSTM" else [])
+            ins[5] = "h0"
             graph_inputs.append(("h0", [dirs, batch, hidden]))
             if op == "LSTM":
+                ins[6] = "c0"
                 graph_inputs.append(("c0", [dirs, batch, hidden]))
         if peephole:
-            ins += [""] * (7 - len(ins)) + ["P"]
+            ins[7] = "P"
             inits["P"] = weight(dirs, 3 * hidden, scale=0.1)
+        while ins[-1] == "":
+            ins.pop()
         outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
         nodes = [node(op, ins, outs, hidden_size=hidden, direction=direction)]
         # A MatMul after it, so the file also holds the dynamic MatMul pattern.
         inits["proj"] = weight(hidden, 5)
         nodes.append(node("MatMul", ["Y_h", "proj"], ["out"]))
         model = make_model(nodes, graph_inputs, ["Y", "out"] + outs[2:], inits)
-        return model, dict(graph_inputs)
+        if fixed:
+            model.graph.input.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [batch]))
+        return model, {**dict(graph_inputs), **fixed}
     return build
 
 
@@ -164,6 +174,10 @@ MODELS = {
     "lstm_bidirectional_states": recurrent("LSTM", "bidirectional", True),
     # hidden 21: the recurrent product's K is no multiple of 4, nor 4 * hidden of 16.
     "lstm_reverse_peephole": recurrent("LSTM", "reverse", True, peephole=True, hidden=21),
+    # sequence_lens: ORT starts every reversed sequence at step 0, and a finished entry enters
+    # the next product's quantization once with its last state, then as zeros.
+    "lstm_lengths": recurrent("LSTM", "forward", False, lengths=[7, 2, 4]),
+    "lstm_bidirectional_lengths": recurrent("LSTM", "bidirectional", False, lengths=[3, 7, 0]),
     "gru": recurrent("GRU", "forward", True),
 }
 
@@ -339,7 +353,8 @@ def main():
             model, shapes = build()
             float_path = os.path.join(tmp, f"{model_name}.onnx")
             onnx.save(model, float_path)
-            feeds = {k: RNG.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
+            feeds = {k: v if isinstance(v, np.ndarray) else RNG.standard_normal(v).astype(np.float32)
+                     for k, v in shapes.items()}
             dynamic_only = model_name.startswith(("lstm", "gru", "shared"))
             configs = [(label, quantize_dynamic, kw, ex) for label, kw, ex in DYNAMIC]
             if not dynamic_only:
