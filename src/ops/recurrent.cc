@@ -89,7 +89,7 @@ constexpr std::array<const char*, 4> kQuantizedInputNames = {"W_scale", "W_zero_
                                                              "R_zero_point"};
 
 // DynamicQuantizeLSTM's products on plain loops, from the node's inputs at run time.
-class ReferenceLstmProducts final : public QuantizedLstmProducts {
+class ReferenceLstmProducts final : public LstmProducts {
  public:
   ReferenceLstmProducts(const Tensor& w, LstmWeightParams w_params, const Tensor& r,
                         LstmWeightParams r_params)
@@ -151,8 +151,9 @@ class RecurrentKernel final : public OpKernel {
 
  public:
   // `quantized`: DynamicQuantizeLSTM, on `products` when given (else the reference ones).
+  // Otherwise `products` (LSTM only) serve float inputs.
   explicit RecurrentKernel(const KernelCreateContext& context, bool quantized = false,
-                           std::shared_ptr<const QuantizedLstmProducts> products = nullptr)
+                           std::shared_ptr<const LstmProducts> products = nullptr)
       : quantized_(quantized), products_(std::move(products)) {
     const std::string direction = context.attr_string("direction", "forward");
     if (direction == "forward") {
@@ -256,7 +257,8 @@ class RecurrentKernel final : public OpKernel {
     }
     switch (x.dtype()) {
       case DType::kFloat:
-        return run<float, float>(context, seq, batch, input, hidden, std::move(lengths));
+        return run<float, float>(context, seq, batch, input, hidden, std::move(lengths),
+                                 products_.get());
       case DType::kDouble:
         return run<double, double>(context, seq, batch, input, hidden, std::move(lengths));
       case DType::kFloat16:
@@ -314,7 +316,7 @@ class RecurrentKernel final : public OpKernel {
 
   template <typename T, typename C>
   void run(KernelContext& context, int64_t seq, int64_t batch, int64_t input, int64_t hidden,
-           std::vector<int64_t> lengths, const QuantizedLstmProducts* products = nullptr) const {
+           std::vector<int64_t> lengths, const LstmProducts* products = nullptr) const {
     RunData<C> data;
     data.seq = seq;
     data.batch = batch;
@@ -387,12 +389,12 @@ class RecurrentKernel final : public OpKernel {
 
   template <typename C>
   void run_direction(const RunData<C>& data, int64_t d, bool reverse,
-                     const QuantizedLstmProducts* products) const {
+                     const LstmProducts* products) const {
     const int64_t seq = data.seq, batch = data.batch, hidden = data.hidden;
     const int64_t gh = kGates * hidden;
     const C* w = products ? nullptr : data.w + d * gh * data.input;
     const C* r = products ? nullptr : data.r + d * gh * hidden;
-    using Weights = QuantizedLstmProducts::Weights;
+    using Weights = LstmProducts::Weights;
     // The weight products: op(a) [rows, k] x W or R^T of this direction into y (ldc gh).
     auto product = [&](Weights which, const C* a, int64_t rows, int64_t cols, C* y) {
       if constexpr (std::is_same_v<C, float>) {
@@ -615,7 +617,7 @@ class RecurrentKernel final : public OpKernel {
   bool input_forget_ = false;
   std::vector<ActivationFunction> activations_;  // kActs per direction, forward first
   bool quantized_ = false;                       // DynamicQuantizeLSTM
-  std::shared_ptr<const QuantizedLstmProducts> products_;
+  std::shared_ptr<const LstmProducts> products_;
 };
 
 }  // namespace
@@ -681,8 +683,13 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
   return params;
 }
 
+std::unique_ptr<OpKernel> make_lstm_kernel(const KernelCreateContext& context,
+                                           std::shared_ptr<const LstmProducts> products) {
+  return std::make_unique<RecurrentKernel<CellKind::kLstm>>(context, false, std::move(products));
+}
+
 std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
-    const KernelCreateContext& context, std::shared_ptr<const QuantizedLstmProducts> products) {
+    const KernelCreateContext& context, std::shared_ptr<const LstmProducts> products) {
   if (!context.has_attribute("hidden_size"))
     context.fail("hidden_size is required (DynamicQuantizeLSTM)");
   return std::make_unique<RecurrentKernel<CellKind::kLstm>>(context, true, std::move(products));

@@ -1,7 +1,8 @@
 // com.microsoft DynamicQuantizeLSTM, the LSTM that ONNX Runtime's quantize_dynamic writes: the
 // ONNX LSTM's cell (ops/recurrent.cc) with int8 weights. Only its two weight products differ
-// from LSTM's, so an optimized kernel (kernels/dnnl_int8.cc) hands the same cell faster
-// products instead of a second LSTM.
+// from LSTM's, so optimized kernels (kernels/int8_microsoft.cc, and kernels/fast_recurrent.cc
+// for the float LSTM) hand the same cell faster products and activations instead of a
+// second LSTM.
 //
 // Inputs (ORT's contrib op docs): X, W, R, B, sequence_lens, initial_h, initial_c, P as LSTM's,
 // except W [directions, input, 4 * hidden] and R [directions, hidden, 4 * hidden] are u8 / s8
@@ -18,14 +19,15 @@
 
 namespace onnxkit {
 
-// The weight products of DynamicQuantizeLSTM, each as ONNX Runtime's CPU kernel computes it:
-// a [rows, k] quantized to uint8 over all of it (DynamicQuantizeLinear's scale and zero
-// point), exact int32 products with the weights minus their zero point, then
-// y[row, j] = float(acc) * (a_scale * w_scale[j]).
-class QuantizedLstmProducts {
+// The weight products of an LSTM direction and the cell's activations. DynamicQuantizeLSTM's
+// compute each product as ONNX Runtime's CPU kernel does: a [rows, k] quantized to uint8
+// over all of it (DynamicQuantizeLinear's scale and zero point), exact int32 products with
+// the weights minus their zero point, then y[row, j] = float(acc) * (a_scale * w_scale[j]).
+// With products, the cell adds the biases after the recurrent product (ORT's order).
+class LstmProducts {
  public:
   enum class Weights { kInput, kRecurrent };  // W, R
-  virtual ~QuantizedLstmProducts() = default;
+  virtual ~LstmProducts() = default;
   // y [rows, 4 * hidden] = a [rows, k] x (the weights of `direction`), k being input or hidden.
   virtual void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
                         float* y) const = 0;
@@ -55,6 +57,12 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
 // The DynamicQuantizeLSTM kernel on `products` (built for the node's constant weights), or on
 // the reference products (from the inputs at each run) when `products` is null.
 std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
-    const KernelCreateContext& context, std::shared_ptr<const QuantizedLstmProducts> products);
+    const KernelCreateContext& context, std::shared_ptr<const LstmProducts> products);
+
+// The ONNX LSTM kernel with float `products` (of the node's constant W [directions, 4 *
+// hidden, input] and R, ONNX's layout): used for float inputs, the reference cell for other
+// types.
+std::unique_ptr<OpKernel> make_lstm_kernel(const KernelCreateContext& context,
+                                           std::shared_ptr<const LstmProducts> products);
 
 }  // namespace onnxkit

@@ -314,9 +314,10 @@ def check_file(onnxkit, path, feeds, tmp, name, static, unfused):
         worst.append(f"{output} {diff:.3g}/{limit:.3g}")
         if diff > limit:
             failures.append(f"{name}: output {output} differs from ORT by {diff:.4g} (limit {limit:.4g})")
-    # The reference kernels of the com.microsoft int8 ops with float outputs, and their fast
-    # ones below VNNI (split weights, AVX2 loops): ORT's outputs too.
-    if ops & {("com.microsoft", op) for op in ["DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"]}:
+    # The reference kernels of the com.microsoft int8 ops with float outputs and of the float
+    # LSTM, and their fast ones below VNNI (split weights, AVX2 loops): ORT's outputs too.
+    checked_twice = {("com.microsoft", op) for op in ["DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"]}
+    if ops & (checked_twice | {("", "LSTM")}):
         for extra, env in [(["--kernels", "reference"], {}),
                            ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
             other = os.path.join(tmp, "other")
@@ -357,6 +358,15 @@ def main():
                      for k, v in shapes.items()}
             dynamic_only = model_name.startswith(("lstm", "gru", "shared"))
             configs = [(label, quantize_dynamic, kw, ex) for label, kw, ex in DYNAMIC]
+            if model_name.startswith("lstm"):
+                # The float LSTM itself, on its optimized kernel (the same cell as
+                # DynamicQuantizeLSTM's, with sgemm products and SIMD gates).
+                ops, file_failures, summary = check_file(
+                    onnxkit, float_path, feeds, tmp, f"{model_name} float", False, False)
+                failures += file_failures
+                passed += 1
+                if not file_failures:
+                    print(f"ok   {model_name} float: {summary}")
             if not dynamic_only:
                 configs += [(label, quantize_static, kw, ex) for label, kw, ex in STATIC]
             for label, quantize, kwargs, expected in configs:
