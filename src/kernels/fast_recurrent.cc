@@ -1,7 +1,8 @@
-// The float LSTM's optimized kernel: ops/recurrent.cc's cell with its two weight products on
-// oneDNN's sgemm and its gates on vector_math's SIMD loops (the reference cell's scalar libm
-// sigmoid / tanh and portable GEMM were most of a small LSTM's time: Silero VAD's LSTM steps
-// run one row at a time). Constant W and R only; other types run the reference cell.
+// The float RNN / GRU / LSTM's optimized kernel: ops/recurrent.cc's cell with its two weight
+// products on oneDNN's sgemm and its gates on vector_math's SIMD loops (the reference cell's
+// scalar libm sigmoid / tanh and portable GEMM were most of a small LSTM's time: Silero VAD's
+// LSTM steps run one row at a time). Constant W and R only (a GRU with linear_before_reset);
+// other types run the reference cell.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <memory>
@@ -16,21 +17,25 @@
 namespace onnxkit {
 namespace {
 
-class FloatLstmProducts final : public LstmProducts {
+class FloatRecurrentProducts final : public RecurrentProducts {
  public:
   static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
     const Tensor* w = constant(context, 1);
     const Tensor* r = constant(context, 2);
+    const std::string& op = context.node().op_type();
+    const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
     if (!w || !r || w->dtype() != DType::kFloat || r->dtype() != DType::kFloat || w->rank() != 3 ||
         r->rank() != 3 || w->shape()[0] != r->shape()[0] || w->shape()[1] != r->shape()[1] ||
-        r->shape()[1] != 4 * r->shape()[2]) {
+        r->shape()[1] != gates * r->shape()[2] ||
+        (op == "GRU" && context.attr_int("linear_before_reset", 0) == 0)) {
       return nullptr;
     }
-    return make_lstm_kernel(context, std::make_shared<FloatLstmProducts>(*w, *r));
+    return make_recurrent_kernel(context, std::make_shared<FloatRecurrentProducts>(*w, *r));
   }
 
-  // w [directions, 4 * hidden, input], r [directions, 4 * hidden, hidden] (ONNX's layout).
-  FloatLstmProducts(const Tensor& w, const Tensor& r)
+  // w [directions, gates * hidden, input], r [directions, gates * hidden, hidden] (ONNX's
+  // layout).
+  FloatRecurrentProducts(const Tensor& w, const Tensor& r)
       : w_(float_values(w)),
         r_(float_values(r)),
         n_(w.shape()[1]),
@@ -63,7 +68,11 @@ class FloatLstmProducts final : public LstmProducts {
 
 void register_fast_recurrent_kernels(OpRegistry& registry) {
   for (int64_t version : {1, 7, 14, 22}) {
-    registry.add_optimized("", "LSTM", version, FloatLstmProducts::create);
+    registry.add_optimized("", "RNN", version, FloatRecurrentProducts::create);
+    registry.add_optimized("", "LSTM", version, FloatRecurrentProducts::create);
+  }
+  for (int64_t version : {1, 3, 7, 14, 22}) {
+    registry.add_optimized("", "GRU", version, FloatRecurrentProducts::create);
   }
 }
 

@@ -120,7 +120,7 @@ class MsMatMulToFloatKernel : public Int8KernelBase {
 // recurrent step on Int8Gemv (VNNI, without oneDNN's cost per call), the activations
 // quantized by the SIMD loops of DynamicQuantizeLinear.
 
-class Int8LstmProducts final : public LstmProducts {
+class Int8LstmProducts final : public RecurrentProducts {
  public:
   static std::unique_ptr<OpKernel> create(const KernelCreateContext& context) {
     const Tensor* w = constant(context, 1);

@@ -89,7 +89,7 @@ constexpr std::array<const char*, 4> kQuantizedInputNames = {"W_scale", "W_zero_
                                                              "R_zero_point"};
 
 // DynamicQuantizeLSTM's products on plain loops, from the node's inputs at run time.
-class ReferenceLstmProducts final : public LstmProducts {
+class ReferenceLstmProducts final : public RecurrentProducts {
  public:
   ReferenceLstmProducts(const Tensor& w, LstmWeightParams w_params, const Tensor& r,
                         LstmWeightParams r_params)
@@ -151,9 +151,9 @@ class RecurrentKernel final : public OpKernel {
 
  public:
   // `quantized`: DynamicQuantizeLSTM, on `products` when given (else the reference ones).
-  // Otherwise `products` (LSTM only) serve float inputs.
+  // Otherwise `products` serve float inputs (GRU: with linear_before_reset only).
   explicit RecurrentKernel(const KernelCreateContext& context, bool quantized = false,
-                           std::shared_ptr<const LstmProducts> products = nullptr)
+                           std::shared_ptr<const RecurrentProducts> products = nullptr)
       : quantized_(quantized), products_(std::move(products)) {
     const std::string direction = context.attr_string("direction", "forward");
     if (direction == "forward") {
@@ -278,6 +278,9 @@ class RecurrentKernel final : public OpKernel {
       if constexpr (kKind == CellKind::kLstm) names = {"Sigmoid", "Tanh", "Tanh"};
     }
     const size_t wanted = kActs * static_cast<size_t>(directions_);
+    // ONNX's RNN schema defaults activations to {Tanh, Tanh}, and ONNX Runtime writes that
+    // default out when it saves an optimized model: a one-direction node takes the first.
+    if (directions_ == 1 && names.size() == 2 * kActs) names.resize(kActs);
     // One direction's list for a bidirectional node serves both directions.
     if (names.size() != wanted && names.size() != kActs) {
       context.fail("activations has {} entries, expected {} ({} per direction)", names.size(),
@@ -316,7 +319,7 @@ class RecurrentKernel final : public OpKernel {
 
   template <typename T, typename C>
   void run(KernelContext& context, int64_t seq, int64_t batch, int64_t input, int64_t hidden,
-           std::vector<int64_t> lengths, const LstmProducts* products = nullptr) const {
+           std::vector<int64_t> lengths, const RecurrentProducts* products = nullptr) const {
     RunData<C> data;
     data.seq = seq;
     data.batch = batch;
@@ -389,12 +392,12 @@ class RecurrentKernel final : public OpKernel {
 
   template <typename C>
   void run_direction(const RunData<C>& data, int64_t d, bool reverse,
-                     const LstmProducts* products) const {
+                     const RecurrentProducts* products) const {
     const int64_t seq = data.seq, batch = data.batch, hidden = data.hidden;
     const int64_t gh = kGates * hidden;
     const C* w = products ? nullptr : data.w + d * gh * data.input;
     const C* r = products ? nullptr : data.r + d * gh * hidden;
-    using Weights = LstmProducts::Weights;
+    using Weights = RecurrentProducts::Weights;
     // The weight products: op(a) [rows, k] x W or R^T of this direction into y (ldc gh).
     auto product = [&](Weights which, const C* a, int64_t rows, int64_t cols, C* y) {
       if constexpr (std::is_same_v<C, float>) {
@@ -425,7 +428,7 @@ class RecurrentKernel final : public OpKernel {
     if (steps > 0) product(Weights::kInput, data.x, steps * batch, gh, projected.data());
     std::vector<C> rb_h;        // GRU linear_before_reset: Rbh
     std::vector<C> bias_after;  // quantized: Wb + Rb, added after the recurrent product
-    if (data.b && products) {
+    if (data.b && products && kKind == CellKind::kLstm) {
       const C* wb = data.b + d * 2 * gh;
       bias_after.resize(static_cast<size_t>(gh));
       for (int64_t j = 0; j < gh; ++j) bias_after[j] = wb[j] + wb[gh + j];
@@ -498,14 +501,14 @@ class RecurrentKernel final : public OpKernel {
             h_next[b * hidden + j] = x_rows[b][j] + gates[b * hidden + j];
         }
         if (clip_) clip_values(h_next.data(), state_size, limit);
-        act[0].apply(h_next.data(), state_size);
+        activate(act[0], h_next.data(), state_size);
       } else if constexpr (kKind == CellKind::kGru) {
         for (int64_t b = 0; b < batch; ++b) {
           C* g = gates.data() + b * gh;
           const C* xg = x_rows[b];
           for (int64_t j = 0; j < 2 * hidden; ++j) g[j] += xg[j];
           if (clip_) clip_values(g, 2 * hidden, limit);
-          act[0].apply(g, 2 * hidden);  // z, r
+          activate(act[0], g, 2 * hidden);  // z, r
         }
         if (!lbr) {
           // (r . H_{t-1}) * Rh^T
@@ -528,7 +531,7 @@ class RecurrentKernel final : public OpKernel {
             for (int64_t j = 0; j < hidden; ++j) hg[j] += xg[j];
           }
           if (clip_) clip_values(hg, hidden, limit);
-          act[1].apply(hg, hidden);
+          activate(act[1], hg, hidden);
           const C* hp = h.data() + b * hidden;
           C* hn = h_next.data() + b * hidden;
           for (int64_t j = 0; j < hidden; ++j) hn[j] = (C(1) - g[j]) * hg[j] + g[j] * hp[j];
@@ -617,7 +620,7 @@ class RecurrentKernel final : public OpKernel {
   bool input_forget_ = false;
   std::vector<ActivationFunction> activations_;  // kActs per direction, forward first
   bool quantized_ = false;                       // DynamicQuantizeLSTM
-  std::shared_ptr<const LstmProducts> products_;
+  std::shared_ptr<const RecurrentProducts> products_;
 };
 
 }  // namespace
@@ -683,13 +686,21 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
   return params;
 }
 
-std::unique_ptr<OpKernel> make_lstm_kernel(const KernelCreateContext& context,
-                                           std::shared_ptr<const LstmProducts> products) {
+std::unique_ptr<OpKernel> make_recurrent_kernel(const KernelCreateContext& context,
+                                                std::shared_ptr<const RecurrentProducts> products) {
+  const std::string& op = context.node().op_type();
+  if (op == "RNN")
+    return std::make_unique<RecurrentKernel<CellKind::kRnn>>(context, false, std::move(products));
+  if (op == "GRU") {
+    // Without linear_before_reset the reset gate's product takes a part of R only.
+    if (context.attr_int("linear_before_reset", 0) == 0) products = nullptr;
+    return std::make_unique<RecurrentKernel<CellKind::kGru>>(context, false, std::move(products));
+  }
   return std::make_unique<RecurrentKernel<CellKind::kLstm>>(context, false, std::move(products));
 }
 
 std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
-    const KernelCreateContext& context, std::shared_ptr<const LstmProducts> products) {
+    const KernelCreateContext& context, std::shared_ptr<const RecurrentProducts> products) {
   if (!context.has_attribute("hidden_size"))
     context.fail("hidden_size is required (DynamicQuantizeLSTM)");
   return std::make_unique<RecurrentKernel<CellKind::kLstm>>(context, true, std::move(products));

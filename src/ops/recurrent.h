@@ -19,15 +19,15 @@
 
 namespace onnxkit {
 
-// The weight products of an LSTM direction and the cell's activations. DynamicQuantizeLSTM's
+// The weight products of a recurrent direction and the cell's activations. DynamicQuantizeLSTM's
 // compute each product as ONNX Runtime's CPU kernel does: a [rows, k] quantized to uint8
 // over all of it (DynamicQuantizeLinear's scale and zero point), exact int32 products with
 // the weights minus their zero point, then y[row, j] = float(acc) * (a_scale * w_scale[j]).
-// With products, the cell adds the biases after the recurrent product (ORT's order).
-class LstmProducts {
+// With products, an LSTM cell adds the biases after the recurrent product (ORT's order).
+class RecurrentProducts {
  public:
   enum class Weights { kInput, kRecurrent };  // W, R
-  virtual ~LstmProducts() = default;
+  virtual ~RecurrentProducts() = default;
   // y [rows, 4 * hidden] = a [rows, k] x (the weights of `direction`), k being input or hidden.
   virtual void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
                         float* y) const = 0;
@@ -57,12 +57,12 @@ LstmWeightParams read_lstm_weight_params(const Node& node, const Tensor& weights
 // The DynamicQuantizeLSTM kernel on `products` (built for the node's constant weights), or on
 // the reference products (from the inputs at each run) when `products` is null.
 std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
-    const KernelCreateContext& context, std::shared_ptr<const LstmProducts> products);
+    const KernelCreateContext& context, std::shared_ptr<const RecurrentProducts> products);
 
-// The ONNX LSTM kernel with float `products` (of the node's constant W [directions, 4 *
-// hidden, input] and R, ONNX's layout): used for float inputs, the reference cell for other
-// types.
-std::unique_ptr<OpKernel> make_lstm_kernel(const KernelCreateContext& context,
-                                           std::shared_ptr<const LstmProducts> products);
+// The ONNX RNN / GRU / LSTM kernel (by the node's op type) with float `products` (of the
+// node's constant W [directions, gates * hidden, input] and R, ONNX's layout): used for float
+// inputs, the reference cell for other types and for a GRU without linear_before_reset.
+std::unique_ptr<OpKernel> make_recurrent_kernel(const KernelCreateContext& context,
+                                                std::shared_ptr<const RecurrentProducts> products);
 
 }  // namespace onnxkit

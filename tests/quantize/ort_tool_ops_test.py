@@ -119,11 +119,11 @@ def elementwise():
     return make_model(nodes, [("x", [4, 16])], outputs, inits), {"x": [4, 16]}
 
 
-def recurrent(op, direction, initial_states, peephole=False, hidden=24, lengths=None):
+def recurrent(op, direction, initial_states, peephole=False, hidden=24, lengths=None, **attrs):
     def build():
         dirs = 2 if direction == "bidirectional" else 1
         inp, seq, batch = 12, 7, 3
-        gates = 4 if op == "LSTM" else 3
+        gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
         inits = {"W": weight(dirs, gates * hidden, inp), "R": weight(dirs, gates * hidden, hidden),
                  "B": weight(dirs, 2 * gates * hidden, scale=0.1)}
         # Inputs by position: X, W, R, B, sequence_lens, initial_h, initial_c, P.
@@ -145,7 +145,7 @@ def recurrent(op, direction, initial_states, peephole=False, hidden=24, lengths=
         while ins[-1] == "":
             ins.pop()
         outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
-        nodes = [node(op, ins, outs, hidden_size=hidden, direction=direction)]
+        nodes = [node(op, ins, outs, hidden_size=hidden, direction=direction, **attrs)]
         # A MatMul after it, so the file also holds the dynamic MatMul pattern.
         inits["proj"] = weight(hidden, 5)
         nodes.append(node("MatMul", ["Y_h", "proj"], ["out"]))
@@ -179,6 +179,9 @@ MODELS = {
     "lstm_lengths": recurrent("LSTM", "forward", False, lengths=[7, 2, 4]),
     "lstm_bidirectional_lengths": recurrent("LSTM", "bidirectional", False, lengths=[3, 7, 0]),
     "gru": recurrent("GRU", "forward", True),
+    # PyTorch's GRU export (linear_before_reset), and an RNN: ORT's tool leaves both float.
+    "gru_linear_before_reset": recurrent("GRU", "bidirectional", True, lengths=[7, 3, 5], linear_before_reset=1),
+    "rnn": recurrent("RNN", "reverse", True),
 }
 
 # (label, models, function, kwargs, ops the file must hold: (domain, op_type) of each group, any one)
@@ -317,7 +320,7 @@ def check_file(onnxkit, path, feeds, tmp, name, static, unfused):
     # The reference kernels of the com.microsoft int8 ops with float outputs and of the float
     # LSTM, and their fast ones below VNNI (split weights, AVX2 loops): ORT's outputs too.
     checked_twice = {("com.microsoft", op) for op in ["DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"]}
-    if ops & (checked_twice | {("", "LSTM")}):
+    if ops & (checked_twice | {("", "LSTM"), ("", "GRU"), ("", "RNN")}):
         for extra, env in [(["--kernels", "reference"], {}),
                            ([], {"DNNL_MAX_CPU_ISA": "AVX2", "ONNXKIT_SIMD_LEVEL": "avx2"})]:
             other = os.path.join(tmp, "other")
@@ -356,11 +359,11 @@ def main():
             onnx.save(model, float_path)
             feeds = {k: v if isinstance(v, np.ndarray) else RNG.standard_normal(v).astype(np.float32)
                      for k, v in shapes.items()}
-            dynamic_only = model_name.startswith(("lstm", "gru", "shared"))
+            dynamic_only = model_name.startswith(("lstm", "gru", "rnn", "shared"))
             configs = [(label, quantize_dynamic, kw, ex) for label, kw, ex in DYNAMIC]
-            if model_name.startswith("lstm"):
-                # The float LSTM itself, on its optimized kernel (the same cell as
-                # DynamicQuantizeLSTM's, with sgemm products and SIMD gates).
+            if model_name.startswith(("lstm", "gru", "rnn")):
+                # The float model itself, on the recurrent ops' optimized kernel (the same cell
+                # as DynamicQuantizeLSTM's, with sgemm products and SIMD gates).
                 ops, file_failures, summary = check_file(
                     onnxkit, float_path, feeds, tmp, f"{model_name} float", False, False)
                 failures += file_failures
