@@ -23,6 +23,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/int8_kernel_util.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
 #include "ops/channels_last_ops.h"
@@ -75,43 +76,6 @@ int8_t low_part(int32_t v) {
   return static_cast<int8_t>(v - 16 * high_part(v));
 }
 
-bool is_int8(DType dtype) {
-  return dtype == DType::kUInt8 || dtype == DType::kInt8;
-}
-
-// Values of a u8 / s8 tensor as int32.
-std::vector<int32_t> int8_values(const Tensor& t) {
-  std::vector<int32_t> values(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::kUInt8) {
-    std::copy(t.data<uint8_t>(), t.data<uint8_t>() + t.numel(), values.begin());
-  } else {
-    std::copy(t.data<int8_t>(), t.data<int8_t>() + t.numel(), values.begin());
-  }
-  return values;
-}
-
-// The initializer of input `i`, or nullptr.
-const Tensor* constant(const KernelCreateContext& context, size_t i) {
-  const Value* value = i < context.node().inputs().size() ? context.node().inputs()[i] : nullptr;
-  return value && value->has_initializer() ? &value->initializer() : nullptr;
-}
-
-bool present(const KernelCreateContext& context, size_t i) {
-  return i < context.node().inputs().size() && context.node().inputs()[i] != nullptr;
-}
-
-// A per-tensor or per-channel parameter: one value, or `count` values in a tensor with no
-// other dim above 1 ([N], [1, N]).
-bool per_channel_shape(const Tensor& t, int64_t count) {
-  if (t.numel() == 1) return true;
-  if (t.numel() != count) return false;
-  return std::count_if(t.shape().begin(), t.shape().end(), [](int64_t d) { return d != 1; }) == 1;
-}
-
-std::vector<float> float_values(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
 // One value per channel from a per-tensor or per-channel parameter.
 template <typename V>
 std::vector<V> expanded(std::vector<V> values, int64_t count) {
@@ -139,14 +103,6 @@ void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
 }
 
 // An int8 operand as oneDNN sees it: its bytes and whether they are s8.
-struct Int8Data {
-  const void* data;
-  bool is_signed;
-};
-Int8Data int8_data(const Tensor& t) {
-  return {t.raw_data(), t.dtype() == DType::kInt8};
-}
-
 // An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
 // split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
 // results below VNNI (AVX2), where its u8 ones are right.
@@ -173,11 +129,6 @@ Shape channels_last(const Shape& channels_first_shape) {
   shape.insert(shape.end(), channels_first_shape.begin() + 2, channels_first_shape.end());
   shape.push_back(channels_first_shape[1]);
   return shape;
-}
-
-// The single value of a scalar u8 / s8 / float input at run time.
-int32_t int8_scalar(const Tensor& t) {
-  return int8_values(t)[0];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -832,44 +783,29 @@ class Int8Conv {
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_;
 };
 
+// The float product of kernels/int8_kernel_util.h on Int8MatMul.
+class Int8MatMulFloatProduct final : public Int8FloatProduct {
+ public:
+  Int8MatMulFloatProduct(const Tensor& b, const std::vector<int32_t>& zero_points)
+      : matmul_(b, zero_points, int8_weights_split()) {}
+  int64_t k() const override { return matmul_.k(); }
+  int64_t n() const override { return matmul_.n(); }
+  void run(Int8Data a, int64_t rows, int32_t a_zp, float scale, const float* scales,
+           const float* bias, float* y) const override {
+    if (matmul_.run_float(a, rows, a_zp, scale, scales, bias, y)) return;
+    const int64_t n = matmul_.n();
+    matmul_.run(a, rows, a_zp, [&](int64_t row, const int32_t* acc) {
+      integer_epilogue::scale_to_float(acc, n, scale, scales, bias, y + row * n);
+    });
+  }
+
+ private:
+  Int8MatMul matmul_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Kernels. Each factory returns nullptr (the reference kernel runs the node) unless the
 // weights and their parameters are initializers of the shapes handled here.
-
-class Int8KernelBase : public OpKernel {
- protected:
-  explicit Int8KernelBase(const KernelCreateContext& context)
-      : reference_(context.reference_kernel()) {}
-  void decline(KernelContext& context) const {
-    if (!reference_) context.fail("no reference kernel for this case");
-    reference_->compute(context);
-  }
-  std::unique_ptr<OpKernel> reference_;
-};
-
-// MatMul's A rows: the product of A's leading dims when A has rank >= 2 and K columns.
-std::optional<int64_t> rows_of(const Tensor& a, int64_t k) {
-  if (a.rank() < 2 || a.shape().back() != k) return std::nullopt;
-  return a.numel() / k;
-}
-
-Shape matmul_out_shape(const Tensor& a, int64_t n) {
-  Shape out = a.shape();
-  out.back() = n;
-  return out;
-}
-
-// Constant 2-D int8 B with a per-tensor or per-column parameter at `zp_index` (optional).
-bool constant_matmul_weights(const KernelCreateContext& context, size_t b_index,
-                             std::optional<size_t> zp_index) {
-  const Tensor* b = constant(context, b_index);
-  if (!b || b->rank() != 2 || !is_int8(b->dtype()) || b->numel() == 0) return false;
-  if (zp_index && present(context, *zp_index)) {
-    const Tensor* zp = constant(context, *zp_index);
-    if (!zp || zp->dtype() != b->dtype() || !per_channel_shape(*zp, b->shape()[1])) return false;
-  }
-  return true;
-}
 
 class MatMulIntegerKernel : public Int8KernelBase {
  public:
@@ -1288,6 +1224,11 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
 
 }  // namespace
 
+std::unique_ptr<const Int8FloatProduct> make_int8_float_product(
+    const Tensor& b, const std::vector<int32_t>& zero_points) {
+  return std::make_unique<Int8MatMulFloatProduct>(b, zero_points);
+}
+
 void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized("", "MatMulInteger", 10, MatMulIntegerKernel::create);
   registry.add_optimized("", "QLinearMatMul", 10, QLinearMatMulKernel::create);
@@ -1299,6 +1240,7 @@ void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
   registry.add_optimized(domain, std::string(kChannelsLastQLinearConv), 1,
                          QLinearConvKernel<true>::create);
+  register_int8_microsoft_kernels(registry);
 }
 
 }  // namespace onnxkit
