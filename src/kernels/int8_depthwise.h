@@ -1,0 +1,62 @@
+// onnxkit's own int8 depthwise convolution on channels-last activations (int8_depthwise.cc),
+// for com.onnxkit ChannelsLastQLinearConv when group == channels == output channels: oneDNN
+// 2.6 has no fast int8 depthwise convolution that takes a source zero point (MobileNetV2's
+// 17 depthwise layers took about a quarter of its int8 run there).
+//
+// X is [N, H, W, C] u8 or s8, W [C, 1, kh, kw] with any int8 zero point per channel. The
+// accumulators are exact int32 sums of (x - x_zp) * (w - w_zp), taps outside X counting
+// as x_zp (nothing), computed as int16 pairs (VPMADDWD, or VPDPWSSD with AVX-512 VNNI):
+// both factors lie in [-255, 255], a pair's sum in int32. Requantization is QLinearConv's,
+// quantize_simd::requantize_u8 / requantize_s8, so the output is the reference kernel's bit
+// for bit at every instruction set level.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace onnxkit {
+
+// The code paths, best first; best_int8_depthwise_isa() picks the one the CPU and
+// active_simd_level() (ONNXKIT_SIMD_LEVEL, SimdLevelOverride) allow.
+enum class DepthwiseIsa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
+
+DepthwiseIsa best_int8_depthwise_isa();
+// Whether this CPU runs `isa`.
+bool cpu_runs(DepthwiseIsa isa);
+
+class Int8DepthwiseConv {
+ public:
+  // Whether the kernel takes a convolution of this form: kernel 3x3 or 5x5, strides 1 or 2,
+  // dilation 1, any padding.
+  static bool handles(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                      int64_t dilation_h, int64_t dilation_w);
+
+  // weights: C * kh * kw values of W as integers; zero_points: C values (W's per channel).
+  Int8DepthwiseConv(int64_t channels, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
+                    int64_t stride_w, const std::vector<int32_t>& weights,
+                    const std::vector<int32_t>& zero_points);
+
+  struct Geometry {
+    int64_t images, in_h, in_w, out_h, out_w, pad_top, pad_left;
+  };
+  struct Requantization {
+    const float* multipliers;  // per channel: x_scale * w_scale[c] / y_scale
+    const int32_t* biases;     // per channel, or nullptr
+    int32_t zero_point;
+    bool is_signed;  // s8 output
+  };
+  // y [N, out_h, out_w, C] from x [N, in_h, in_w, C] (s8 when x_signed), split across
+  // threads by output rows.
+  void run(const void* x, bool x_signed, int32_t x_zero_point, const Geometry& geometry,
+           const Requantization& requantization, void* y,
+           DepthwiseIsa isa = best_int8_depthwise_isa()) const;
+
+ private:
+  int64_t channels_, kernel_h_, kernel_w_, stride_h_, stride_w_;
+  int64_t pairs_;  // ceil(kh * kw / 2)
+  // (w - w_zp) as int16, [pair][channel][2]: taps 2p and 2p + 1 of each channel side by
+  // side, as VPMADDWD multiplies them (the odd tap count's last pair ends in a 0).
+  std::vector<int16_t> packed_;
+};
+
+}  // namespace onnxkit
