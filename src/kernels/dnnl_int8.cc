@@ -1253,7 +1253,7 @@ class QLinearConvKernel : public Int8KernelBase {
  private:
   // onnxkit's depthwise kernel (kernels/int8_depthwise.h) where it takes the node: group ==
   // input channels == output channels, W [C, 1, k, k] with k 3 or 5, strides 1 or 2,
-  // dilation 1; oneDNN 2.6 runs those slowly with a source zero point.
+  // dilation 1.
   struct Depthwise {
     ConvAttributes attrs;
     Shape w_shape;

@@ -1,15 +1,19 @@
-// See int8_depthwise.h. One output position at a time: a table of the kh * kw taps' input
-// pixels (a row of x_zp bytes where a tap falls in the padding), then for each block of
-// channels the taps in pairs, interleaved byte by byte, widened to int16 less x_zp and
-// multiplied with the packed (w - w_zp) pairs into int32 lanes that stay in registers
-// across the window. The block is requantized as quantize_simd::requantize_u8 / _s8 do it
-// (float(acc + bias) * multiplier, clamped to what the zero point leaves, VCVTPS2DQ's
-// round half to even, plus the zero point), so no int32 leaves the registers.
+// See int8_depthwise.h. The vector paths work on one output row at a time from "pair rows":
+// for each of the kh input rows under it, entry k holds, for every channel, the int16 pair
+// (x[k - pad_left] - x_zp, x[k - pad_left + 1] - x_zp), 0 where a pixel falls in the
+// padding. Kernel taps (i, 2q) and (i, 2q + 1) at output column ow are then entry
+// ow * stride + 2q of row i: one load, one VPMADDWD (or VPDPWSSD) per 16 channels and two
+// taps, the weights of a channel block held in registers across the row. A pair row is
+// built once per input row and kept while the kh output rows that read it run (a ring of
+// kh rows per thread): the byte interleaving and widening, the shuffle-port work, happen
+// once per input pixel instead of once per tap. The int32 accumulators are requantized
+// in registers as quantize_simd::requantize_u8 / _s8 do it.
 #include "kernels/int8_depthwise.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/parallel.h"
@@ -24,253 +28,269 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// What one output position's kernels read: the taps' pixels (pairs * 2 pointers, the last
-// one of an odd window pointing at the x_zp row, its weight 0) and where to write.
-struct Position {
-  const uint8_t* const* taps;
-  uint8_t* y;
+// One output row's operands for the vector paths.
+struct RowJob {
+  const int16_t* const* pair_rows;  // kh rows, [entry][padded C][2]
+  int64_t out_w, stride, channels, padded;
+  const int16_t* packed;     // [kh][row pairs][padded C][2]
+  const float* multipliers;  // padded C
+  const int32_t* biases;     // padded C
+  float lo, hi;              // the output type's range less the zero point
+  int32_t zero_point;
+  bool is_signed;  // s8 output
+  uint8_t* y;      // [out_w][C]
 };
 
-struct Parameters {
-  int64_t channels, pairs;
-  const int16_t* packed;
+// What a pair row is built from: one input row (or none: all padding).
+struct PairRowSource {
+  const uint8_t* x_row;             // [in_w][C], or nullptr
+  const uint8_t* zero_point_pixel;  // C bytes of x_zp: the padding's pixels
+  int64_t in_w, pad_left, entries, channels, padded;
+  int64_t step;  // the stride: with stride 2 only the even entries are read
   int32_t x_zero_point;
-  const float* multipliers;
-  const int32_t* biases;
-  int32_t y_zero_point;
 };
 
 template <bool kSigned>
-int32_t byte_value(uint8_t b) {
-  return kSigned ? static_cast<int32_t>(static_cast<int8_t>(b)) : static_cast<int32_t>(b);
+int16_t widened(uint8_t byte, int32_t zero_point) {
+  const int32_t v = kSigned ? static_cast<int32_t>(static_cast<int8_t>(byte)) : byte;
+  return static_cast<int16_t>(v - zero_point);
 }
 
-// ---------------------------------------------------------------------------------------
-// Scalar: the accumulators of all channels, then quantize_simd's requantization.
+const uint8_t* pixel(const PairRowSource& s, int64_t iw) {
+  return iw >= 0 && iw < s.in_w ? s.x_row + iw * s.channels : s.zero_point_pixel;
+}
 
-template <bool kSigned, bool kSignedOut>
-void position_scalar(const Position& at, const Parameters& p, int32_t* acc) {
-  for (int64_t c = 0; c < p.channels; ++c) {
-    int32_t sum = 0;
-    for (int64_t q = 0; q < p.pairs; ++q) {
-      const int16_t* w = p.packed + (q * p.channels + c) * 2;
-      sum += (byte_value<kSigned>(at.taps[2 * q][c]) - p.x_zero_point) * w[0] +
-             (byte_value<kSigned>(at.taps[2 * q + 1][c]) - p.x_zero_point) * w[1];
-    }
-    acc[c] = sum;
-  }
-  if constexpr (kSignedOut) {
-    quantize_simd::requantize_s8(acc, p.channels, 0, p.biases, 0.0f, p.multipliers, p.y_zero_point,
-                                 reinterpret_cast<int8_t*>(at.y));
-  } else {
-    quantize_simd::requantize_u8(acc, p.channels, 0, p.biases, 0.0f, p.multipliers, p.y_zero_point,
-                                 at.y);
+// Channels from `first` on of entry k, one at a time (the tail below 16, and its padding).
+template <bool kSigned>
+void pair_entry_tail(const PairRowSource& s, const uint8_t* a, const uint8_t* b, int64_t first,
+                     int16_t* entry) {
+  for (int64_t c = first; c < s.padded; ++c) {
+    entry[2 * c] = c < s.channels ? widened<kSigned>(a[c], s.x_zero_point) : 0;
+    entry[2 * c + 1] = c < s.channels ? widened<kSigned>(b[c], s.x_zero_point) : 0;
   }
 }
 
 // ---------------------------------------------------------------------------------------
-// AVX-512 (BW): 16 channels per vector, up to four vectors of independent accumulators.
+// AVX-512
 
 template <bool kSigned>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i pair_avx512(
-    const uint8_t* a, const uint8_t* b, __m512i zero_point) {
-  const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
-  const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(va, vb)),
-                                               _mm_unpackhi_epi8(va, vb), 1);
-  const __m512i wide = kSigned ? _mm512_cvtepi8_epi16(both) : _mm512_cvtepu8_epi16(both);
-  return _mm512_sub_epi16(wide, zero_point);
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void build_pair_row_avx512(
+    const PairRowSource& s, int16_t* out) {
+  const __m512i zero_point = _mm512_set1_epi16(static_cast<int16_t>(s.x_zero_point));
+  for (int64_t k = 0; k < s.entries; k += s.step) {
+    const uint8_t* a = pixel(s, k - s.pad_left);
+    const uint8_t* b = pixel(s, k - s.pad_left + 1);
+    int16_t* entry = out + k * s.padded * 2;
+    int64_t c = 0;
+    for (; c + 16 <= s.channels; c += 16) {
+      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + c));
+      const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + c));
+      const __m256i both = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_unpacklo_epi8(va, vb)), _mm_unpackhi_epi8(va, vb), 1);
+      const __m512i wide = kSigned ? _mm512_cvtepi8_epi16(both) : _mm512_cvtepu8_epi16(both);
+      _mm512_storeu_si512(entry + 2 * c, _mm512_sub_epi16(wide, zero_point));
+    }
+    pair_entry_tail<kSigned>(s, a, b, c, entry);
+  }
 }
 
-template <bool kSignedOut>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline void requantize16_avx512(
-    __m512i acc, const Parameters& p, int64_t c, uint8_t* y) {
-  using Q = std::conditional_t<kSignedOut, int8_t, uint8_t>;
-  const float zp = static_cast<float>(p.y_zero_point);
-  const __m512 lo = _mm512_set1_ps(std::numeric_limits<Q>::min() - zp);
-  const __m512 hi = _mm512_set1_ps(std::numeric_limits<Q>::max() - zp);
-  if (p.biases) acc = _mm512_add_epi32(acc, _mm512_loadu_si512(p.biases + c));
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_loadu_ps(p.multipliers + c));
-  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+// float(acc) * multiplier, clamped, rounded half to even, plus the zero point: quantize_simd's
+// requantization of 16 channels (acc holds the bias already; multipliers are finite, so no
+// NaN arises for its NaN rule to map).
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void store16(
+    __m512i acc, __m512 multiplier, __m512 lo, __m512 hi, __m512i zero_point, __mmask16 lanes,
+    uint8_t* y) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), multiplier);
   v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(p.y_zero_point));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(y + c), _mm512_cvtepi32_epi8(q));
+  const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zero_point));
+  _mm_mask_storeu_epi8(y, lanes, q);
 }
 
-// kBlocks vectors of channels from channel c, with VPDPWSSD (multiply, add pairs and
-// accumulate in one instruction) where VPMADDWD and VPADDD would be two.
-template <bool kSigned, bool kSignedOut, int kBlocks>
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void block_avx512_vnni(
-    const Position& at, const Parameters& p, int64_t c) {
-  const __m512i zero_point = _mm512_set1_epi16(static_cast<int16_t>(p.x_zero_point));
-  __m512i acc[kBlocks];
-#pragma GCC unroll 4
-  for (int b = 0; b < kBlocks; ++b) acc[b] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < p.pairs; ++q) {
-    const uint8_t* ta = at.taps[2 * q];
-    const uint8_t* tb = at.taps[2 * q + 1];
-    const int16_t* w = p.packed + (q * p.channels + c) * 2;
-#pragma GCC unroll 4
-    for (int b = 0; b < kBlocks; ++b) {
-      const __m512i x = pair_avx512<kSigned>(ta + c + 16 * b, tb + c + 16 * b, zero_point);
-      acc[b] = _mm512_dpwssd_epi32(acc[b], x, _mm512_loadu_si512(w + 32 * b));
-    }
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m512i multiply_add(
+    __m512i acc, __m512i x, __m512i w) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
+}
+
+// columns_<suffix>: kColumns output columns from ow on, one channel block, the weights in
+// registers. Column u's tap pair q reads entry (ow + u) * kStride + 2q: with stride 1 that is
+// entry ow + (u + 2q), with stride 2 entry 2 * (ow + u + q), so each entry loaded serves
+// every (u, q) that reads it (10 loads instead of 16 for 8 columns of a 3x3 row).
+// row_<suffix>: the output row, channel block by channel block. Defined twice, with
+// VPMADDWD + VPADDD and with VNNI's VPDPWSSD (one instruction): one function compiled for
+// both would let the compiler use VNNI instructions on CPUs without them.
+#define ONNXKIT_DEPTHWISE_AVX512(suffix, isa, accumulate)                                          \
+  template <int kRows, int kPairs, int kStride, int kColumns>                                      \
+  __attribute__((target(isa), always_inline)) inline void columns_##suffix(                        \
+      const RowJob& job, const __m512i* w, int64_t c, int64_t ow, __m512i bias, __m512 multiplier, \
+      __m512 lo, __m512 hi, __m512i zero_point, __mmask16 lanes) {                                 \
+    constexpr int kPairStep = kStride == 1 ? 2 : 1; /* entries between pairs, in loads */          \
+    constexpr int kLoads = kColumns + kPairStep * (kPairs - 1);                                    \
+    const int64_t entry = job.padded * 2 * (kStride == 1 ? 1 : 2);                                 \
+    __m512i acc[kColumns];                                                                         \
+    _Pragma("GCC unroll 8") for (int u = 0; u < kColumns; ++u) acc[u] = bias;                      \
+    _Pragma("GCC unroll 5") for (int i = 0; i < kRows; ++i) {                                      \
+      const int16_t* at = job.pair_rows[i] + 2 * c + ow * kStride * job.padded * 2;                \
+      _Pragma("GCC unroll 16") for (int v = 0; v < kLoads; ++v, at += entry) {                     \
+        const __m512i x = _mm512_loadu_si512(at);                                                  \
+        _Pragma("GCC unroll 3") for (int q = 0; q < kPairs; ++q) {                                 \
+          const int u = v - kPairStep * q;                                                         \
+          if (u >= 0 && u < kColumns) acc[u] = accumulate(acc[u], x, w[i * kPairs + q]);           \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 8") for (int u = 0; u < kColumns; ++u) {                                   \
+      store16(acc[u], multiplier, lo, hi, zero_point, lanes, job.y + (ow + u) * job.channels + c); \
+    }                                                                                              \
+  }                                                                                                \
+  template <int kRows, int kPairs, int kStride>                                                    \
+  __attribute__((target(isa))) void row_##suffix(const RowJob& job) {                              \
+    /* Columns in flight: enough independent accumulator chains to hide the multiply-adds' */      \
+    /* latency, few enough to keep the 5x5 weights in registers beside them. */                    \
+    constexpr int kColumns = kRows == 3 ? 8 : 4;                                                   \
+    const __m512 lo = _mm512_set1_ps(job.lo), hi = _mm512_set1_ps(job.hi);                         \
+    const __m512i zero_point = _mm512_set1_epi32(job.zero_point);                                  \
+    for (int64_t c = 0; c < job.padded; c += 16) {                                                 \
+      __m512i w[kRows * kPairs];                                                                   \
+      for (int t = 0; t < kRows * kPairs; ++t) {                                                   \
+        w[t] = _mm512_loadu_si512(job.packed + (t * job.padded + c) * 2);                          \
+      }                                                                                            \
+      const __m512i bias = _mm512_loadu_si512(job.biases + c);                                     \
+      const __m512 multiplier = _mm512_loadu_ps(job.multipliers + c);                              \
+      const __mmask16 lanes = static_cast<__mmask16>(                                              \
+          c + 16 <= job.channels ? 0xFFFF : (1u << (job.channels - c)) - 1);                       \
+      int64_t ow = 0;                                                                              \
+      for (; ow + kColumns <= job.out_w; ow += kColumns) {                                         \
+        columns_##suffix<kRows, kPairs, kStride, kColumns>(job, w, c, ow, bias, multiplier, lo,    \
+                                                           hi, zero_point, lanes);                 \
+      }                                                                                            \
+      for (; ow < job.out_w; ++ow) {                                                               \
+        columns_##suffix<kRows, kPairs, kStride, 1>(job, w, c, ow, bias, multiplier, lo, hi,       \
+                                                    zero_point, lanes);                            \
+      }                                                                                            \
+    }                                                                                              \
   }
-#pragma GCC unroll 4
-  for (int b = 0; b < kBlocks; ++b) requantize16_avx512<kSignedOut>(acc[b], p, c + 16 * b, at.y);
-}
 
-template <bool kSigned, bool kSignedOut, int kBlocks>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline void block_avx512(
-    const Position& at, const Parameters& p, int64_t c) {
-  const __m512i zero_point = _mm512_set1_epi16(static_cast<int16_t>(p.x_zero_point));
-  __m512i acc[kBlocks];
-#pragma GCC unroll 4
-  for (int b = 0; b < kBlocks; ++b) acc[b] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < p.pairs; ++q) {
-    const uint8_t* ta = at.taps[2 * q];
-    const uint8_t* tb = at.taps[2 * q + 1];
-    const int16_t* w = p.packed + (q * p.channels + c) * 2;
-#pragma GCC unroll 4
-    for (int b = 0; b < kBlocks; ++b) {
-      const __m512i x = pair_avx512<kSigned>(ta + c + 16 * b, tb + c + 16 * b, zero_point);
-      acc[b] = _mm512_add_epi32(acc[b], _mm512_madd_epi16(x, _mm512_loadu_si512(w + 32 * b)));
-    }
-  }
-#pragma GCC unroll 4
-  for (int b = 0; b < kBlocks; ++b) requantize16_avx512<kSignedOut>(acc[b], p, c + 16 * b, at.y);
-}
-
-// The channels left after the vectors (fewer than 16), as the scalar path computes them.
-template <bool kSigned, bool kSignedOut>
-void tail(const Position& at, const Parameters& p, int64_t c) {
-  if (c == p.channels) return;
-  int32_t acc[16];
-  for (int64_t k = c; k < p.channels; ++k) {
-    int32_t sum = 0;
-    for (int64_t q = 0; q < p.pairs; ++q) {
-      const int16_t* w = p.packed + (q * p.channels + k) * 2;
-      sum += (byte_value<kSigned>(at.taps[2 * q][k]) - p.x_zero_point) * w[0] +
-             (byte_value<kSigned>(at.taps[2 * q + 1][k]) - p.x_zero_point) * w[1];
-    }
-    acc[k - c] = sum;
-  }
-  const int32_t* biases = p.biases ? p.biases + c : nullptr;
-  if constexpr (kSignedOut) {
-    quantize_simd::requantize_s8(acc, p.channels - c, 0, biases, 0.0f, p.multipliers + c,
-                                 p.y_zero_point, reinterpret_cast<int8_t*>(at.y + c));
-  } else {
-    quantize_simd::requantize_u8(acc, p.channels - c, 0, biases, 0.0f, p.multipliers + c,
-                                 p.y_zero_point, at.y + c);
-  }
-}
-
-template <bool kSigned, bool kSignedOut>
-__attribute__((target("avx512f,avx512bw"))) void position_avx512(const Position& at,
-                                                                 const Parameters& p) {
-  int64_t c = 0;
-  for (; c + 64 <= p.channels; c += 64) block_avx512<kSigned, kSignedOut, 4>(at, p, c);
-  for (; c + 16 <= p.channels; c += 16) block_avx512<kSigned, kSignedOut, 1>(at, p, c);
-  tail<kSigned, kSignedOut>(at, p, c);
-}
-
-template <bool kSigned, bool kSignedOut>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void position_avx512_vnni(
-    const Position& at, const Parameters& p) {
-  int64_t c = 0;
-  for (; c + 64 <= p.channels; c += 64) block_avx512_vnni<kSigned, kSignedOut, 4>(at, p, c);
-  for (; c + 16 <= p.channels; c += 16) block_avx512_vnni<kSigned, kSignedOut, 1>(at, p, c);
-  tail<kSigned, kSignedOut>(at, p, c);
-}
+ONNXKIT_DEPTHWISE_AVX512(avx512, "avx512f,avx512bw,avx512vl", multiply_add)
+ONNXKIT_DEPTHWISE_AVX512(avx512_vnni, "avx512f,avx512bw,avx512vl,avx512vnni", _mm512_dpwssd_epi32)
+#undef ONNXKIT_DEPTHWISE_AVX512
 
 // ---------------------------------------------------------------------------------------
-// AVX2: 16 channels per step as two vectors of 8, two steps at a time.
+// AVX2: the same layout, 8 channels per vector.
 
 template <bool kSigned>
-__attribute__((target("avx2"), always_inline)) inline __m256i widen_avx2(__m128i v,
-                                                                         __m256i zero_point) {
-  return _mm256_sub_epi16(kSigned ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v), zero_point);
-}
-
-template <bool kSignedOut>
-__attribute__((target("avx2"), always_inline)) inline void requantize8_avx2(__m256i acc,
-                                                                            const Parameters& p,
-                                                                            int64_t c, uint8_t* y) {
-  using Q = std::conditional_t<kSignedOut, int8_t, uint8_t>;
-  const float zp = static_cast<float>(p.y_zero_point);
-  const __m256 lo = _mm256_set1_ps(std::numeric_limits<Q>::min() - zp);
-  const __m256 hi = _mm256_set1_ps(std::numeric_limits<Q>::max() - zp);
-  if (p.biases) {
-    acc = _mm256_add_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.biases + c)));
+__attribute__((target("avx2"))) void build_pair_row_avx2(const PairRowSource& s, int16_t* out) {
+  const __m256i zero_point = _mm256_set1_epi16(static_cast<int16_t>(s.x_zero_point));
+  for (int64_t k = 0; k < s.entries; k += s.step) {
+    const uint8_t* a = pixel(s, k - s.pad_left);
+    const uint8_t* b = pixel(s, k - s.pad_left + 1);
+    int16_t* entry = out + k * s.padded * 2;
+    int64_t c = 0;
+    for (; c + 16 <= s.channels; c += 16) {
+      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + c));
+      const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + c));
+      const __m128i low = _mm_unpacklo_epi8(va, vb), high = _mm_unpackhi_epi8(va, vb);
+      auto* to = reinterpret_cast<__m256i*>(entry + 2 * c);
+      _mm256_storeu_si256(
+          to, _mm256_sub_epi16(kSigned ? _mm256_cvtepi8_epi16(low) : _mm256_cvtepu8_epi16(low),
+                               zero_point));
+      _mm256_storeu_si256(to + 1, _mm256_sub_epi16(kSigned ? _mm256_cvtepi8_epi16(high)
+                                                           : _mm256_cvtepu8_epi16(high),
+                                                   zero_point));
+    }
+    pair_entry_tail<kSigned>(s, a, b, c, entry);
   }
-  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(p.multipliers + c));
-  v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
-  v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-  const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(p.y_zero_point));
-  // The lanes are in Q's range: packing with saturation keeps them.
-  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-  const __m128i bytes = kSignedOut ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(y + c), bytes);
 }
 
-template <bool kSigned, bool kSignedOut, int kSteps>
-__attribute__((target("avx2"), always_inline)) inline void block_avx2(const Position& at,
-                                                                      const Parameters& p,
-                                                                      int64_t c) {
-  const __m256i zero_point = _mm256_set1_epi16(static_cast<int16_t>(p.x_zero_point));
-  __m256i acc[2 * kSteps];
+template <int kRows, int kPairs, int kColumns>
+__attribute__((target("avx2"), always_inline)) inline void columns_avx2(
+    const RowJob& job, const __m256i* w, int64_t c, int64_t ow, __m256i bias, __m256 multiplier,
+    __m256 lo, __m256 hi, __m256i zero_point) {
+  __m256i acc[kColumns];
 #pragma GCC unroll 4
-  for (int b = 0; b < 2 * kSteps; ++b) acc[b] = _mm256_setzero_si256();
-  for (int64_t q = 0; q < p.pairs; ++q) {
-    const uint8_t* ta = at.taps[2 * q];
-    const uint8_t* tb = at.taps[2 * q + 1];
-    const int16_t* w = p.packed + (q * p.channels + c) * 2;
+  for (int u = 0; u < kColumns; ++u) acc[u] = bias;
+#pragma GCC unroll 5
+  for (int i = 0; i < kRows; ++i) {
+    const int16_t* row = job.pair_rows[i] + 2 * c;
+#pragma GCC unroll 3
+    for (int q = 0; q < kPairs; ++q) {
 #pragma GCC unroll 4
-    for (int s = 0; s < kSteps; ++s) {
-      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ta + c + 16 * s));
-      const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tb + c + 16 * s));
-      const __m256i low = widen_avx2<kSigned>(_mm_unpacklo_epi8(va, vb), zero_point);
-      const __m256i high = widen_avx2<kSigned>(_mm_unpackhi_epi8(va, vb), zero_point);
-      const auto* ws = reinterpret_cast<const __m256i*>(w + 32 * s);
-      acc[2 * s] = _mm256_add_epi32(acc[2 * s], _mm256_madd_epi16(low, _mm256_loadu_si256(ws)));
-      acc[2 * s + 1] =
-          _mm256_add_epi32(acc[2 * s + 1], _mm256_madd_epi16(high, _mm256_loadu_si256(ws + 1)));
+      for (int u = 0; u < kColumns; ++u) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+            row + ((ow + u) * job.stride + 2 * q) * job.padded * 2));
+        acc[u] = _mm256_add_epi32(acc[u], _mm256_madd_epi16(x, w[i * kPairs + q]));
+      }
     }
   }
 #pragma GCC unroll 4
-  for (int b = 0; b < 2 * kSteps; ++b) requantize8_avx2<kSignedOut>(acc[b], p, c + 8 * b, at.y);
+  for (int u = 0; u < kColumns; ++u) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[u]), multiplier);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), zero_point);
+    // The lanes are in the output type's range: saturating packs keep them.
+    const __m128i words =
+        _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i bytes =
+        job.is_signed ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
+    uint8_t* y = job.y + (ow + u) * job.channels + c;
+    if (c + 8 <= job.channels) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(y), bytes);
+    } else {
+      alignas(16) uint8_t lanes[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), bytes);
+      std::copy(lanes, lanes + (job.channels - c), y);
+    }
+  }
 }
 
-template <bool kSigned, bool kSignedOut>
-__attribute__((target("avx2"))) void position_avx2(const Position& at, const Parameters& p) {
-  int64_t c = 0;
-  for (; c + 32 <= p.channels; c += 32) block_avx2<kSigned, kSignedOut, 2>(at, p, c);
-  for (; c + 16 <= p.channels; c += 16) block_avx2<kSigned, kSignedOut, 1>(at, p, c);
-  tail<kSigned, kSignedOut>(at, p, c);
+template <int kRows, int kPairs>
+__attribute__((target("avx2"))) void row_avx2(const RowJob& job) {
+  const __m256 lo = _mm256_set1_ps(job.lo), hi = _mm256_set1_ps(job.hi);
+  const __m256i zero_point = _mm256_set1_epi32(job.zero_point);
+  for (int64_t c = 0; c < job.channels; c += 8) {
+    __m256i w[kRows * kPairs];
+    for (int t = 0; t < kRows * kPairs; ++t) {
+      w[t] = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(job.packed + (t * job.padded + c) * 2));
+    }
+    const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.biases + c));
+    const __m256 multiplier = _mm256_loadu_ps(job.multipliers + c);
+    int64_t ow = 0;
+    for (; ow + 4 <= job.out_w; ow += 4) {
+      columns_avx2<kRows, kPairs, 4>(job, w, c, ow, bias, multiplier, lo, hi, zero_point);
+    }
+    for (; ow < job.out_w; ++ow) {
+      columns_avx2<kRows, kPairs, 1>(job, w, c, ow, bias, multiplier, lo, hi, zero_point);
+    }
+  }
 }
 
 #pragma GCC diagnostic pop
 
-using PositionFunction = void (*)(const Position&, const Parameters&, int32_t* scratch);
+using BuildPairRow = void (*)(const PairRowSource&, int16_t*);
+using Row = void (*)(const RowJob&);
 
-template <bool kSigned, bool kSignedOut>
-PositionFunction position_function(DepthwiseIsa isa) {
+template <int kRows, int kPairs, int kStride>
+Row row_function(DepthwiseIsa isa) {
   switch (isa) {
     case DepthwiseIsa::kAvx512Vnni:
-      return [](const Position& at, const Parameters& p, int32_t*) {
-        position_avx512_vnni<kSigned, kSignedOut>(at, p);
-      };
+      return row_avx512_vnni<kRows, kPairs, kStride>;
     case DepthwiseIsa::kAvx512:
-      return [](const Position& at, const Parameters& p, int32_t*) {
-        position_avx512<kSigned, kSignedOut>(at, p);
-      };
-    case DepthwiseIsa::kAvx2:
-      return [](const Position& at, const Parameters& p, int32_t*) {
-        position_avx2<kSigned, kSignedOut>(at, p);
-      };
+      return row_avx512<kRows, kPairs, kStride>;
     default:
-      return position_scalar<kSigned, kSignedOut>;
+      return row_avx2<kRows, kPairs>;
   }
+}
+
+Row row_function(DepthwiseIsa isa, int64_t kernel, int64_t stride) {
+  if (kernel == 3) return stride == 1 ? row_function<3, 2, 1>(isa) : row_function<3, 2, 2>(isa);
+  return stride == 1 ? row_function<5, 3, 1>(isa) : row_function<5, 3, 2>(isa);
+}
+
+// The output type's range less the zero point, as quantize_simd clamps before rounding.
+void output_range(const Int8DepthwiseConv::Requantization& r, float& lo, float& hi) {
+  const float zp = static_cast<float>(r.zero_point);
+  lo = (r.is_signed ? -128.0f : 0.0f) - zp;
+  hi = (r.is_signed ? 127.0f : 255.0f) - zp;
 }
 
 }  // namespace
@@ -313,17 +333,23 @@ Int8DepthwiseConv::Int8DepthwiseConv(int64_t channels, int64_t kernel_h, int64_t
                                      const std::vector<int32_t>& weights,
                                      const std::vector<int32_t>& zero_points)
     : channels_(channels),
+      padded_channels_((channels + 15) / 16 * 16),
       kernel_h_(kernel_h),
       kernel_w_(kernel_w),
       stride_h_(stride_h),
       stride_w_(stride_w),
-      pairs_((kernel_h * kernel_w + 1) / 2) {
+      row_pairs_((kernel_w + 1) / 2) {
   const int64_t taps = kernel_h * kernel_w;
-  packed_.assign(static_cast<size_t>(pairs_ * channels * 2), 0);
+  packed_.assign(static_cast<size_t>(kernel_h * row_pairs_ * padded_channels_ * 2), 0);
+  weights_.resize(static_cast<size_t>(channels * taps));
   for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t t = 0; t < taps; ++t) {
-      packed_[((t / 2) * channels + c) * 2 + t % 2] =
-          static_cast<int16_t>(weights[c * taps + t] - zero_points[c]);
+    for (int64_t i = 0; i < kernel_h; ++i) {
+      for (int64_t j = 0; j < kernel_w; ++j) {
+        const int32_t w = weights[(c * kernel_h + i) * kernel_w + j] - zero_points[c];
+        weights_[c * taps + i * kernel_w + j] = w;
+        packed_[((i * row_pairs_ + j / 2) * padded_channels_ + c) * 2 + j % 2] =
+            static_cast<int16_t>(w);
+      }
     }
   }
 }
@@ -331,43 +357,103 @@ Int8DepthwiseConv::Int8DepthwiseConv(int64_t channels, int64_t kernel_h, int64_t
 void Int8DepthwiseConv::run(const void* x, bool x_signed, int32_t x_zero_point, const Geometry& g,
                             const Requantization& r, void* y, DepthwiseIsa isa) const {
   if (!cpu_runs(isa)) isa = best_int8_depthwise_isa();
-  const PositionFunction at_position =
-      x_signed
-          ? (r.is_signed ? position_function<true, true>(isa) : position_function<true, false>(isa))
-          : (r.is_signed ? position_function<false, true>(isa)
-                         : position_function<false, false>(isa));
-  const Parameters parameters{channels_,     pairs_,   packed_.data(), x_zero_point,
-                              r.multipliers, r.biases, r.zero_point};
-  // Taps in the padding read this row: x_zp, which the kernels subtract to nothing.
-  const std::vector<uint8_t> padding(static_cast<size_t>(channels_),
-                                     static_cast<uint8_t>(x_zero_point));
   const auto* in = static_cast<const uint8_t*>(x);
   auto* out = static_cast<uint8_t*>(y);
-  const int64_t taps = kernel_h_ * kernel_w_;
-  const int64_t row_work = std::max<int64_t>(1, g.out_w * channels_ * taps);
-  parallel_for(
-      g.images * g.out_h, std::max<int64_t>(1, 65536 / row_work), [&](int64_t begin, int64_t end) {
-        std::vector<const uint8_t*> table(static_cast<size_t>(pairs_ * 2), padding.data());
-        std::vector<int32_t> scratch(static_cast<size_t>(channels_));
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t n = row / g.out_h, oh = row % g.out_h;
-          const uint8_t* image = in + n * g.in_h * g.in_w * channels_;
-          uint8_t* y_row = out + row * g.out_w * channels_;
-          for (int64_t ow = 0; ow < g.out_w; ++ow) {
-            for (int64_t i = 0; i < kernel_h_; ++i) {
-              const int64_t ih = oh * stride_h_ - g.pad_top + i;
-              const bool row_inside = ih >= 0 && ih < g.in_h;
-              for (int64_t j = 0; j < kernel_w_; ++j) {
-                const int64_t iw = ow * stride_w_ - g.pad_left + j;
-                table[i * kernel_w_ + j] = row_inside && iw >= 0 && iw < g.in_w
-                                               ? image + (ih * g.in_w + iw) * channels_
-                                               : padding.data();
+  const int64_t rows = g.images * g.out_h;
+  const int64_t row_work = std::max<int64_t>(1, g.out_w * channels_ * kernel_h_ * kernel_w_);
+  const int64_t min_rows = std::max<int64_t>(1, 65536 / row_work);
+
+  // The vector paths skip quantize_simd's NaN rule: a NaN needs a multiplier that is not finite.
+  const bool finite = std::all_of(r.multipliers, r.multipliers + channels_,
+                                  [](float m) { return std::isfinite(m); });
+  if (isa == DepthwiseIsa::kScalar || !finite) {
+    const int64_t taps = kernel_h_ * kernel_w_;
+    parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
+      std::vector<int32_t> acc(static_cast<size_t>(channels_));
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t n = row / g.out_h, oh = row % g.out_h;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          std::fill(acc.begin(), acc.end(), 0);
+          for (int64_t i = 0; i < kernel_h_; ++i) {
+            const int64_t ih = oh * stride_h_ - g.pad_top + i;
+            if (ih < 0 || ih >= g.in_h) continue;
+            for (int64_t j = 0; j < kernel_w_; ++j) {
+              const int64_t iw = ow * stride_w_ - g.pad_left + j;
+              if (iw < 0 || iw >= g.in_w) continue;
+              const uint8_t* p = in + ((n * g.in_h + ih) * g.in_w + iw) * channels_;
+              for (int64_t c = 0; c < channels_; ++c) {
+                const int32_t v = x_signed ? widened<true>(p[c], x_zero_point)
+                                           : widened<false>(p[c], x_zero_point);
+                acc[c] += v * weights_[c * taps + i * kernel_w_ + j];
               }
             }
-            at_position({table.data(), y_row + ow * channels_}, parameters, scratch.data());
+          }
+          uint8_t* to = out + (row * g.out_w + ow) * channels_;
+          if (r.is_signed) {
+            quantize_simd::requantize_s8(acc.data(), channels_, 0, r.biases, 0.0f, r.multipliers,
+                                         r.zero_point, reinterpret_cast<int8_t*>(to));
+          } else {
+            quantize_simd::requantize_u8(acc.data(), channels_, 0, r.biases, 0.0f, r.multipliers,
+                                         r.zero_point, to);
           }
         }
-      });
+      }
+    });
+    return;
+  }
+
+  // Vector paths: per-channel parameters padded to whole vectors.
+  const int64_t padded = padded_channels_;
+  std::vector<float> multipliers(static_cast<size_t>(padded), 0.0f);
+  std::copy(r.multipliers, r.multipliers + channels_, multipliers.begin());
+  std::vector<int32_t> biases(static_cast<size_t>(padded), 0);
+  if (r.biases) std::copy(r.biases, r.biases + channels_, biases.begin());
+  float lo = 0, hi = 0;
+  output_range(r, lo, hi);
+  const std::vector<uint8_t> zero_point_pixel(static_cast<size_t>(channels_),
+                                              static_cast<uint8_t>(x_zero_point));
+  const int64_t entries = (g.out_w - 1) * stride_w_ + 2 * row_pairs_ - 1;
+  const size_t row_size = static_cast<size_t>(entries * padded * 2);
+  const std::vector<int16_t> padding_row(row_size, 0);  // input rows above or below X
+  const bool avx512 = isa == DepthwiseIsa::kAvx512 || isa == DepthwiseIsa::kAvx512Vnni;
+  const BuildPairRow build =
+      avx512 ? (x_signed ? build_pair_row_avx512<true> : build_pair_row_avx512<false>)
+             : (x_signed ? build_pair_row_avx2<true> : build_pair_row_avx2<false>);
+  const Row row_kernel = row_function(isa, kernel_h_, stride_w_);
+
+  parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
+    // Ring of pair rows: input row ih lives in slot ih % kh while output rows read it.
+    std::vector<std::vector<int16_t>> ring(static_cast<size_t>(kernel_h_),
+                                           std::vector<int16_t>(row_size));
+    std::vector<int64_t> held(static_cast<size_t>(kernel_h_), -1);  // n * in_h + ih
+    std::vector<const int16_t*> pair_rows(static_cast<size_t>(kernel_h_));
+    PairRowSource source{nullptr,     zero_point_pixel.data(),
+                         g.in_w,      g.pad_left,
+                         entries,     channels_,
+                         padded,      stride_w_,
+                         x_zero_point};
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / g.out_h, oh = row % g.out_h;
+      for (int64_t i = 0; i < kernel_h_; ++i) {
+        const int64_t ih = oh * stride_h_ - g.pad_top + i;
+        if (ih < 0 || ih >= g.in_h) {
+          pair_rows[i] = padding_row.data();
+          continue;
+        }
+        const size_t slot = static_cast<size_t>(ih % kernel_h_);
+        const int64_t tag = n * g.in_h + ih;
+        if (held[slot] != tag) {
+          source.x_row = in + tag * g.in_w * channels_;
+          build(source, ring[slot].data());
+          held[slot] = tag;
+        }
+        pair_rows[i] = ring[slot].data();
+      }
+      row_kernel({pair_rows.data(), g.out_w, stride_w_, channels_, padded, packed_.data(),
+                  multipliers.data(), biases.data(), lo, hi, r.zero_point, r.is_signed,
+                  out + row * g.out_w * channels_});
+    }
+  });
 }
 
 }  // namespace onnxkit

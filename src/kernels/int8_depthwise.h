@@ -1,14 +1,16 @@
 // onnxkit's own int8 depthwise convolution on channels-last activations (int8_depthwise.cc),
-// for com.onnxkit ChannelsLastQLinearConv when group == channels == output channels: oneDNN
-// 2.6 has no fast int8 depthwise convolution that takes a source zero point (MobileNetV2's
-// 17 depthwise layers took about a quarter of its int8 run there).
+// for com.onnxkit ChannelsLastQLinearConv when group == channels == output channels (oneDNN
+// 2.6 keeps the other convolutions). Depthwise layers are a third of MobileNetV2's int8 run
+// and have no reduction over channels for a GEMM kernel to exploit: what costs is widening
+// the bytes and requantizing, which this kernel does once per input pixel and in registers.
 //
 // X is [N, H, W, C] u8 or s8, W [C, 1, kh, kw] with any int8 zero point per channel. The
 // accumulators are exact int32 sums of (x - x_zp) * (w - w_zp), taps outside X counting
-// as x_zp (nothing), computed as int16 pairs (VPMADDWD, or VPDPWSSD with AVX-512 VNNI):
-// both factors lie in [-255, 255], a pair's sum in int32. Requantization is QLinearConv's,
-// quantize_simd::requantize_u8 / requantize_s8, so the output is the reference kernel's bit
-// for bit at every instruction set level.
+// as nothing, computed on int16 pairs (VPMADDWD, or VPDPWSSD with AVX-512 VNNI): both
+// factors lie in [-255, 255], a pair's sum in int32. Requantization is QLinearConv's,
+// quantize_simd::requantize_u8 / requantize_s8 (float(acc + bias) * multiplier, rounded half
+// to even, plus the zero point, saturated), so the output is the reference kernel's bit for
+// bit at every instruction set level.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +54,13 @@ class Int8DepthwiseConv {
            DepthwiseIsa isa = best_int8_depthwise_isa()) const;
 
  private:
-  int64_t channels_, kernel_h_, kernel_w_, stride_h_, stride_w_;
-  int64_t pairs_;  // ceil(kh * kw / 2)
-  // (w - w_zp) as int16, [pair][channel][2]: taps 2p and 2p + 1 of each channel side by
-  // side, as VPMADDWD multiplies them (the odd tap count's last pair ends in a 0).
+  int64_t channels_, padded_channels_;  // C, and C rounded up to 16 (the vector width)
+  int64_t kernel_h_, kernel_w_, stride_h_, stride_w_;
+  int64_t row_pairs_;  // ceil(kw / 2): the tap pairs of one kernel row
+  // (w - w_zp) as int16, [kh][row_pairs][padded C][2]: taps (i, 2q) and (i, 2q + 1) of each
+  // channel side by side, as VPMADDWD multiplies them (0 past kw and past C).
   std::vector<int16_t> packed_;
+  std::vector<int32_t> weights_;  // (w - w_zp) as int32, [C][kh * kw], for the scalar path
 };
 
 }  // namespace onnxkit
