@@ -456,6 +456,45 @@ TEST(Int8Kernels, DepthwiseCodePathsAgree) {
   }
 }
 
+// com.onnxkit ChannelsLastMaxPool (kernels/dnnl_pool.cc) against its reference: channel
+// counts around the vector widths, strides, pads, ceil_mode, u8 and s8, every SIMD level.
+TEST(Int8Kernels, ChannelsLastMaxPoolMatchesReferenceAtEveryLevel) {
+  struct PoolCase {
+    Shape x;  // [N, H, W, C]
+    int64_t kernel, stride;
+    std::vector<int64_t> pads;
+    bool ceil;
+  };
+  const std::vector<PoolCase> cases{{{1, 9, 9, 64}, 3, 2, {1, 1, 1, 1}, false},
+                                    {{2, 8, 7, 70}, 3, 2, {0, 0, 1, 1}, true},
+                                    {{1, 6, 6, 3}, 2, 2, {}, false},
+                                    {{1, 5, 7, 130}, 3, 1, {1, 1, 1, 1}, false},
+                                    {{1, 7, 7, 33}, 5, 2, {2, 2, 2, 2}, true}};
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > detected_simd_level()) continue;
+    SimdLevelOverride force(level);
+    SCOPED_TRACE(std::string(simd_level_name(level)));
+    uint64_t seed = 1200;
+    for (const PoolCase& c : cases) {
+      for (DType type : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(shape_to_string(c.x));
+        expect_bit_exact([&](GraphBuilder& g) {
+          std::mt19937_64 rng(seed);
+          std::vector<testing::Attr> list{testing::Attr::Ints("kernel_shape", {c.kernel, c.kernel}),
+                                          testing::Attr::Ints("strides", {c.stride, c.stride})};
+          if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+          if (c.ceil) list.push_back(testing::Attr::Int("ceil_mode", 1));
+          g.output(g.node(std::string(kChannelsLastMaxPool),
+                          {g.input("x", int8_tensor(type, c.x, rng))}, testing::Attributes(list), 1,
+                          std::string(kOnnxkitDomain))
+                       ->output(0));
+        });
+        ++seed;
+      }
+    }
+  }
+}
+
 // Products whose requantized values fall just above a half (multiplier 0.5 + 2^-23, small
 // odd accumulators) next to a zero point of 200: MLAS rounds v, then adds the zero point;
 // adding it first in float (oneDNN's order) rounds 200 + k.5000001 to the tie and then to
