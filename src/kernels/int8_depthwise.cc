@@ -163,6 +163,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m51
         columns_##suffix<kRows, kPairs, kStride, kColumns>(job, w, c, ow, bias, multiplier, lo,    \
                                                            hi, zero_point, lanes);                 \
       }                                                                                            \
+      /* The rest in 4, 2 and 1 columns: a 7-wide row (MobileNetV2's last) keeps 4 chains. */      \
+      if (kColumns > 4 && ow + 4 <= job.out_w) {                                                   \
+        columns_##suffix<kRows, kPairs, kStride, 4>(job, w, c, ow, bias, multiplier, lo, hi,       \
+                                                    zero_point, lanes);                            \
+        ow += 4;                                                                                   \
+      }                                                                                            \
+      if (ow + 2 <= job.out_w) {                                                                   \
+        columns_##suffix<kRows, kPairs, kStride, 2>(job, w, c, ow, bias, multiplier, lo, hi,       \
+                                                    zero_point, lanes);                            \
+        ow += 2;                                                                                   \
+      }                                                                                            \
       for (; ow < job.out_w; ++ow) {                                                               \
         columns_##suffix<kRows, kPairs, kStride, 1>(job, w, c, ow, bias, multiplier, lo, hi,       \
                                                     zero_point, lanes);                            \
