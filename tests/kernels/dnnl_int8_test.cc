@@ -363,6 +363,8 @@ std::vector<DepthwiseCase> depthwise_cases() {
       {{1, 16, 5, 5}, 3, 1, {}, D::kUInt8, D::kInt8, D::kUInt8, true, true, 0},
       {{1, 7, 6, 6}, 5, 1, {0, 0, 4, 4}, D::kInt8, D::kInt8, D::kUInt8, false, false, -128},
       {{1, 200, 4, 4}, 3, 1, {1, 1, 1, 1}, D::kUInt8, D::kInt8, D::kUInt8, true, true, 128},
+      // 15 columns: 8, 4, 2 and 1 at a time.
+      {{1, 48, 3, 15}, 3, 1, {1, 1, 1, 1}, D::kInt8, D::kInt8, D::kInt8, true, true, 5},
   };
 }
 
