@@ -275,6 +275,235 @@ __attribute__((target("avx2"))) void row_avx2(const RowJob& job) {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// AVX-512 VNNI on byte quads: VPDPBUSD multiplies four u8 activations by four s8 weights and
+// adds the four products into an int32 lane, exactly (no int16 step). Used when every
+// (w - w_zp) fits in s8. Activations enter as u8: s8 ones as x + 128 (XOR 0x80), and the
+// zero point's share, x_zp * sum(w - w_zp), is taken from the bias up front, so padding
+// pixels are x_zp's byte and count as nothing. "Quad rows" hold, per input row, entry k:
+// for every channel the 4 bytes of pixels k - pad_left .. k - pad_left + 3; kernel row i of
+// output column ow is then entry ow * stride (taps 0-3) and, for 5x5, entry ow * stride + 4
+// (tap 4, with zero weights beside it). A quad row is built with byte and word unpacks,
+// which work inside 128-bit lanes: register j of a block holds channels 16L + 4j .. +3 in
+// lane L. Weights, biases and multipliers are stored in that order, and the signed packs of
+// the requantized lanes (which also work inside lanes) put the bytes back in channel order.
+// Blocks are 64 channels (zmm) and, for a last block of at most 32, 32 channels (ymm).
+
+#define ONNXKIT_VNNI_TARGET "avx512f,avx512bw,avx512vl,avx512vnni"
+
+struct Zmm {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kWidth = 64;
+};
+struct Ymm {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kWidth = 32;
+};
+
+#define ONNXKIT_VNNI_INLINE __attribute__((target(ONNXKIT_VNNI_TARGET), always_inline)) inline
+
+// clang-format off
+ONNXKIT_VNNI_INLINE __m512i bytes_in(Zmm, const uint8_t* p, int64_t n) {
+  return _mm512_maskz_loadu_epi8(n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1, p);
+}
+ONNXKIT_VNNI_INLINE __m256i bytes_in(Ymm, const uint8_t* p, int64_t n) {
+  return _mm256_maskz_loadu_epi8(n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1, p);
+}
+ONNXKIT_VNNI_INLINE void bytes_out(Zmm, uint8_t* p, int64_t n, __m512i v) {
+  _mm512_mask_storeu_epi8(p, n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1, v);
+}
+ONNXKIT_VNNI_INLINE void bytes_out(Ymm, uint8_t* p, int64_t n, __m256i v) {
+  _mm256_mask_storeu_epi8(p, n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1, v);
+}
+ONNXKIT_VNNI_INLINE __m512i load(Zmm, const void* p) { return _mm512_loadu_si512(p); }
+ONNXKIT_VNNI_INLINE __m256i load(Ymm, const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+ONNXKIT_VNNI_INLINE __m512 load_ps(Zmm, const float* p) { return _mm512_loadu_ps(p); }
+ONNXKIT_VNNI_INLINE __m256 load_ps(Ymm, const float* p) { return _mm256_loadu_ps(p); }
+ONNXKIT_VNNI_INLINE void store(Zmm, void* p, __m512i v) { _mm512_storeu_si512(p, v); }
+ONNXKIT_VNNI_INLINE void store(Ymm, void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+ONNXKIT_VNNI_INLINE __m512i flip_sign(Zmm, __m512i v) { return _mm512_xor_si512(v, _mm512_set1_epi8(-128)); }
+ONNXKIT_VNNI_INLINE __m256i flip_sign(Ymm, __m256i v) { return _mm256_xor_si256(v, _mm256_set1_epi8(-128)); }
+ONNXKIT_VNNI_INLINE __m512i unpacklo8(__m512i a, __m512i b) { return _mm512_unpacklo_epi8(a, b); }
+ONNXKIT_VNNI_INLINE __m256i unpacklo8(__m256i a, __m256i b) { return _mm256_unpacklo_epi8(a, b); }
+ONNXKIT_VNNI_INLINE __m512i unpackhi8(__m512i a, __m512i b) { return _mm512_unpackhi_epi8(a, b); }
+ONNXKIT_VNNI_INLINE __m256i unpackhi8(__m256i a, __m256i b) { return _mm256_unpackhi_epi8(a, b); }
+ONNXKIT_VNNI_INLINE __m512i unpacklo16(__m512i a, __m512i b) { return _mm512_unpacklo_epi16(a, b); }
+ONNXKIT_VNNI_INLINE __m256i unpacklo16(__m256i a, __m256i b) { return _mm256_unpacklo_epi16(a, b); }
+ONNXKIT_VNNI_INLINE __m512i unpackhi16(__m512i a, __m512i b) { return _mm512_unpackhi_epi16(a, b); }
+ONNXKIT_VNNI_INLINE __m256i unpackhi16(__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); }
+ONNXKIT_VNNI_INLINE __m512i dpbusd(__m512i acc, __m512i x, __m512i w) { return _mm512_dpbusd_epi32(acc, x, w); }
+ONNXKIT_VNNI_INLINE __m256i dpbusd(__m256i acc, __m256i x, __m256i w) { return _mm256_dpbusd_epi32(acc, x, w); }
+// float(acc) * multiplier clamped to [lo, hi], rounded half to even, plus the zero point.
+ONNXKIT_VNNI_INLINE __m512i requantized(__m512i acc, __m512 m, float lo, float hi, int32_t zp) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m);
+  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zp));
+}
+ONNXKIT_VNNI_INLINE __m256i requantized(__m256i acc, __m256 m, float lo, float hi, int32_t zp) {
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), m);
+  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  return _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zp));
+}
+// The lanes are in the output type's range: the saturating packs keep them.
+ONNXKIT_VNNI_INLINE __m512i packed_bytes(__m512i r0, __m512i r1, __m512i r2, __m512i r3, bool is_signed) {
+  const __m512i low = _mm512_packs_epi32(r0, r1), high = _mm512_packs_epi32(r2, r3);
+  return is_signed ? _mm512_packs_epi16(low, high) : _mm512_packus_epi16(low, high);
+}
+ONNXKIT_VNNI_INLINE __m256i packed_bytes(__m256i r0, __m256i r1, __m256i r2, __m256i r3, bool is_signed) {
+  const __m256i low = _mm256_packs_epi32(r0, r1), high = _mm256_packs_epi32(r2, r3);
+  return is_signed ? _mm256_packs_epi16(low, high) : _mm256_packus_epi16(low, high);
+}
+// clang-format on
+
+// One block's share of a quad row: entries k = 0, kStep, ... below `entries`. A pair P(k)
+// interleaves pixels k and k + 1; entry k is P(k) interleaved with P(k + 2).
+template <class V>
+struct QuadPair {
+  typename V::I lo, hi;
+};
+
+template <class V, bool kSigned>
+ONNXKIT_VNNI_INLINE QuadPair<V> quad_pair(const PairRowSource& s, int64_t c0, int64_t valid,
+                                          int64_t k) {
+  using I = typename V::I;
+  I a = bytes_in(V{}, pixel(s, k - s.pad_left) + c0, valid);
+  I b = bytes_in(V{}, pixel(s, k + 1 - s.pad_left) + c0, valid);
+  if constexpr (kSigned) {
+    a = flip_sign(V{}, a);
+    b = flip_sign(V{}, b);
+  }
+  return {unpacklo8(a, b), unpackhi8(a, b)};
+}
+
+template <class V>
+ONNXKIT_VNNI_INLINE void store_quads(uint8_t* to, const QuadPair<V>& p, const QuadPair<V>& q) {
+  store(V{}, to, unpacklo16(p.lo, q.lo));
+  store(V{}, to + V::kWidth, unpackhi16(p.lo, q.lo));
+  store(V{}, to + 2 * V::kWidth, unpacklo16(p.hi, q.hi));
+  store(V{}, to + 3 * V::kWidth, unpackhi16(p.hi, q.hi));
+}
+
+template <class V, bool kSigned, int kStep>
+__attribute__((target(ONNXKIT_VNNI_TARGET))) void build_quad_block(const PairRowSource& s,
+                                                                   int64_t c0, int64_t valid,
+                                                                   uint8_t* out) {
+  const int64_t entry_bytes = s.padded * 4;
+  uint8_t* to = out + c0 * 4;
+  if constexpr (kStep == 1) {
+    QuadPair<V> p0 = quad_pair<V, kSigned>(s, c0, valid, 0);
+    QuadPair<V> p1 = quad_pair<V, kSigned>(s, c0, valid, 1);
+    for (int64_t k = 0; k < s.entries; ++k) {
+      const QuadPair<V> p2 = quad_pair<V, kSigned>(s, c0, valid, k + 2);
+      store_quads<V>(to + k * entry_bytes, p0, p2);
+      p0 = p1;
+      p1 = p2;
+    }
+  } else {
+    QuadPair<V> p0 = quad_pair<V, kSigned>(s, c0, valid, 0);
+    for (int64_t k = 0; k < s.entries; k += 2) {
+      const QuadPair<V> p2 = quad_pair<V, kSigned>(s, c0, valid, k + 2);
+      store_quads<V>(to + k * entry_bytes, p0, p2);
+      p0 = p2;
+    }
+  }
+}
+
+template <bool kSigned, int kStep>
+__attribute__((target(ONNXKIT_VNNI_TARGET))) void build_quad_row(const PairRowSource& s,
+                                                                 uint8_t* out) {
+  int64_t c0 = 0;
+  for (; s.channels - c0 > 32; c0 += 64) {
+    build_quad_block<Zmm, kSigned, kStep>(s, c0, s.channels - c0, out);
+  }
+  if (c0 < s.channels) build_quad_block<Ymm, kSigned, kStep>(s, c0, s.channels - c0, out);
+}
+
+// One output row's operands for the quad path.
+struct QuadRowJob {
+  const uint8_t* const* quad_rows;  // kh rows, [entry][padded C * 4]
+  int64_t out_w, channels, padded;
+  const int8_t* packed;      // [kh][groups][padded C * 4], in the quad rows' channel order
+  const float* multipliers;  // padded C, in that order
+  const int32_t* biases;     // padded C, in that order, less x_zp * sum(w - w_zp)
+  float lo, hi;
+  int32_t zero_point;
+  bool is_signed;
+  uint8_t* y;
+};
+
+// kColumns output columns from ow on, one block of channels (c0, V::kWidth wide).
+template <class V, int kRows, int kGroups, int kStride, int kColumns>
+__attribute__((target(ONNXKIT_VNNI_TARGET), always_inline)) inline void quad_columns(
+    const QuadRowJob& job, const typename V::I* w, int64_t c0, int64_t ow) {
+  using I = typename V::I;
+  constexpr int kSub = V::kWidth / 4;  // channels per register
+  const int64_t entry_bytes = job.padded * 4;
+  I acc[kColumns][4];
+#pragma GCC unroll 4
+  for (int u = 0; u < kColumns; ++u) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[u][j] = load(V{}, job.biases + c0 + j * kSub);
+  }
+#pragma GCC unroll 5
+  for (int i = 0; i < kRows; ++i) {
+    const uint8_t* row = job.quad_rows[i] + c0 * 4;
+#pragma GCC unroll 2
+    for (int g = 0; g < kGroups; ++g) {
+#pragma GCC unroll 4
+      for (int u = 0; u < kColumns; ++u) {
+        const uint8_t* at = row + ((ow + u) * kStride + 4 * g) * entry_bytes;
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const I wj = kRows * kGroups <= 3
+                           ? w[(i * kGroups + g) * 4 + j]
+                           : load(V{}, job.packed + (i * kGroups + g) * entry_bytes + c0 * 4 +
+                                           j * V::kWidth);
+          acc[u][j] = dpbusd(acc[u][j], load(V{}, at + j * V::kWidth), wj);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int u = 0; u < kColumns; ++u) {
+    I r[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      r[j] = requantized(acc[u][j], load_ps(V{}, job.multipliers + c0 + j * kSub), job.lo, job.hi,
+                         job.zero_point);
+    }
+    bytes_out(V{}, job.y + (ow + u) * job.channels + c0, job.channels - c0,
+              packed_bytes(r[0], r[1], r[2], r[3], job.is_signed));
+  }
+}
+
+template <class V, int kRows, int kGroups, int kStride>
+__attribute__((target(ONNXKIT_VNNI_TARGET))) void quad_block_row(const QuadRowJob& job,
+                                                                 int64_t c0) {
+  using I = typename V::I;
+  const int64_t entry_bytes = job.padded * 4;
+  // The 3x3 weights stay in 12 registers; 5x5's are read from memory as they are used.
+  I w[kRows * kGroups <= 3 ? 12 : 1];
+  if constexpr (kRows * kGroups <= 3) {
+    for (int t = 0; t < kRows * kGroups; ++t) {
+      for (int j = 0; j < 4; ++j) {
+        w[t * 4 + j] = load(V{}, job.packed + t * entry_bytes + c0 * 4 + j * V::kWidth);
+      }
+    }
+  }
+  int64_t ow = 0;
+  for (; ow + 2 <= job.out_w; ow += 2) quad_columns<V, kRows, kGroups, kStride, 2>(job, w, c0, ow);
+  if (ow < job.out_w) quad_columns<V, kRows, kGroups, kStride, 1>(job, w, c0, ow);
+}
+
+template <int kRows, int kGroups, int kStride>
+__attribute__((target(ONNXKIT_VNNI_TARGET))) void quad_row(const QuadRowJob& job) {
+  int64_t c0 = 0;
+  for (; job.channels - c0 > 32; c0 += 64) quad_block_row<Zmm, kRows, kGroups, kStride>(job, c0);
+  if (c0 < job.channels) quad_block_row<Ymm, kRows, kGroups, kStride>(job, c0);
+}
+
 #pragma GCC diagnostic pop
 
 using BuildPairRow = void (*)(const PairRowSource&, int16_t*);
@@ -302,6 +531,22 @@ void output_range(const Int8DepthwiseConv::Requantization& r, float& lo, float& 
   const float zp = static_cast<float>(r.zero_point);
   lo = (r.is_signed ? -128.0f : 0.0f) - zp;
   hi = (r.is_signed ? 127.0f : 255.0f) - zp;
+}
+
+// The quad path's channel order: blocks of 64 channels, the last one 32 wide when at most 32
+// channels are left; inside a block of width B, channel 16L + 4j + d sits at dword
+// j * B / 4 + 4L + d (register j, 128-bit lane L).
+int64_t quad_padded(int64_t channels) {
+  int64_t c0 = 0;
+  while (channels - c0 > 32) c0 += 64;
+  return c0 < channels ? c0 + 32 : c0;
+}
+
+int64_t quad_position(int64_t channels, int64_t c) {
+  const int64_t c0 = c / 64 * 64;
+  const int64_t width = channels - c0 > 32 ? 64 : 32;
+  const int64_t offset = c - c0;
+  return c0 + (offset % 16) / 4 * (width / 4) + offset / 16 * 4 + offset % 4;
 }
 
 }  // namespace
@@ -363,6 +608,25 @@ Int8DepthwiseConv::Int8DepthwiseConv(int64_t channels, int64_t kernel_h, int64_t
       }
     }
   }
+  quad_ = std::all_of(weights_.begin(), weights_.end(), [](int32_t w) {
+    return w >= std::numeric_limits<int8_t>::min() && w <= std::numeric_limits<int8_t>::max();
+  });
+  if (!quad_) return;
+  quad_padded_ = quad_padded(channels);
+  const int64_t groups = (kernel_w + 3) / 4;
+  quad_weights_.assign(static_cast<size_t>(kernel_h * groups * quad_padded_ * 4), 0);
+  weight_sums_.assign(static_cast<size_t>(channels), 0);
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t at = quad_position(channels, c) * 4;
+    for (int64_t i = 0; i < kernel_h; ++i) {
+      for (int64_t j = 0; j < kernel_w; ++j) {
+        const int32_t w = weights_[c * taps + i * kernel_w + j];
+        quad_weights_[(i * groups + j / 4) * quad_padded_ * 4 + at + j % 4] =
+            static_cast<int8_t>(w);
+        weight_sums_[c] += w;
+      }
+    }
+  }
 }
 
 void Int8DepthwiseConv::run(const void* x, bool x_signed, int32_t x_zero_point, const Geometry& g,
@@ -410,6 +674,11 @@ void Int8DepthwiseConv::run(const void* x, bool x_signed, int32_t x_zero_point, 
         }
       }
     });
+    return;
+  }
+
+  if (isa == DepthwiseIsa::kAvx512Vnni && quad_) {
+    run_quad(in, x_signed, x_zero_point, g, r, out, rows, min_rows);
     return;
   }
 
@@ -461,6 +730,73 @@ void Int8DepthwiseConv::run(const void* x, bool x_signed, int32_t x_zero_point, 
         pair_rows[i] = ring[slot].data();
       }
       row_kernel({pair_rows.data(), g.out_w, stride_w_, channels_, padded, packed_.data(),
+                  multipliers.data(), biases.data(), lo, hi, r.zero_point, r.is_signed,
+                  out + row * g.out_w * channels_});
+    }
+  });
+}
+
+void Int8DepthwiseConv::run_quad(const uint8_t* in, bool x_signed, int32_t x_zero_point,
+                                 const Geometry& g, const Requantization& r, uint8_t* out,
+                                 int64_t rows, int64_t min_rows) const {
+  const int64_t padded = quad_padded_;
+  // The zero point of the u8 values the kernel multiplies (s8 ones are shifted by 128).
+  const int64_t x_zp = x_zero_point + (x_signed ? 128 : 0);
+  std::vector<float> multipliers(static_cast<size_t>(padded), 0.0f);
+  std::vector<int32_t> biases(static_cast<size_t>(padded), 0);
+  for (int64_t c = 0; c < channels_; ++c) {
+    const int64_t at = quad_position(channels_, c);
+    multipliers[at] = r.multipliers[c];
+    // In int64 and back: the sum is exact modulo 2^32, as the int32 accumulators are.
+    const int64_t bias = (r.biases ? r.biases[c] : 0) - x_zp * weight_sums_[c];
+    biases[at] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(bias)));
+  }
+  float lo = 0, hi = 0;
+  output_range(r, lo, hi);
+  const std::vector<uint8_t> zero_point_pixel(static_cast<size_t>(channels_),
+                                              static_cast<uint8_t>(x_zero_point));
+  const int64_t groups = (kernel_w_ + 3) / 4;
+  const int64_t entries = (g.out_w - 1) * stride_w_ + 1 + 4 * (groups - 1);
+  const size_t row_size = static_cast<size_t>(entries * padded * 4);
+  // Input rows above or below X: x_zp's byte in every lane.
+  const std::vector<uint8_t> padding_row(row_size, static_cast<uint8_t>(x_zp));
+  using BuildQuadRow = void (*)(const PairRowSource&, uint8_t*);
+  const BuildQuadRow build = stride_w_ == 1
+                                 ? (x_signed ? build_quad_row<true, 1> : build_quad_row<false, 1>)
+                                 : (x_signed ? build_quad_row<true, 2> : build_quad_row<false, 2>);
+  using QuadRow = void (*)(const QuadRowJob&);
+  const QuadRow row_kernel = kernel_h_ == 3
+                                 ? (stride_w_ == 1 ? quad_row<3, 1, 1> : quad_row<3, 1, 2>)
+                                 : (stride_w_ == 1 ? quad_row<5, 2, 1> : quad_row<5, 2, 2>);
+
+  parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
+    std::vector<std::vector<uint8_t>> ring(static_cast<size_t>(kernel_h_),
+                                           std::vector<uint8_t>(row_size));
+    std::vector<int64_t> held(static_cast<size_t>(kernel_h_), -1);  // n * in_h + ih
+    std::vector<const uint8_t*> quad_rows(static_cast<size_t>(kernel_h_));
+    PairRowSource source{nullptr,     zero_point_pixel.data(),
+                         g.in_w,      g.pad_left,
+                         entries,     channels_,
+                         padded,      stride_w_,
+                         x_zero_point};
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / g.out_h, oh = row % g.out_h;
+      for (int64_t i = 0; i < kernel_h_; ++i) {
+        const int64_t ih = oh * stride_h_ - g.pad_top + i;
+        if (ih < 0 || ih >= g.in_h) {
+          quad_rows[i] = padding_row.data();
+          continue;
+        }
+        const size_t slot = static_cast<size_t>(ih % kernel_h_);
+        const int64_t tag = n * g.in_h + ih;
+        if (held[slot] != tag) {
+          source.x_row = in + tag * g.in_w * channels_;
+          build(source, ring[slot].data());
+          held[slot] = tag;
+        }
+        quad_rows[i] = ring[slot].data();
+      }
+      row_kernel({quad_rows.data(), g.out_w, channels_, padded, quad_weights_.data(),
                   multipliers.data(), biases.data(), lo, hi, r.zero_point, r.is_signed,
                   out + row * g.out_w * channels_});
     }

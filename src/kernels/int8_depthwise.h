@@ -54,6 +54,10 @@ class Int8DepthwiseConv {
            DepthwiseIsa isa = best_int8_depthwise_isa()) const;
 
  private:
+  void run_quad(const uint8_t* x, bool x_signed, int32_t x_zero_point, const Geometry& geometry,
+                const Requantization& requantization, uint8_t* y, int64_t rows,
+                int64_t min_rows) const;
+
   int64_t channels_, padded_channels_;  // C, and C rounded up to 16 (the vector width)
   int64_t kernel_h_, kernel_w_, stride_h_, stride_w_;
   int64_t row_pairs_;  // ceil(kw / 2): the tap pairs of one kernel row
@@ -61,6 +65,13 @@ class Int8DepthwiseConv {
   // channel side by side, as VPMADDWD multiplies them (0 past kw and past C).
   std::vector<int16_t> packed_;
   std::vector<int32_t> weights_;  // (w - w_zp) as int32, [C][kh * kw], for the scalar path
+  // The VNNI byte-quad path (int8_depthwise.cc), where every (w - w_zp) fits in s8:
+  // [kh][groups][quad padded C][4] s8 weights, 4 taps of a kernel row per channel (groups:
+  // 1 for 3x3, 2 for 5x5), channels in the quad rows' order; per channel sum of (w - w_zp).
+  bool quad_ = false;
+  int64_t quad_padded_ = 0;
+  std::vector<int8_t> quad_weights_;
+  std::vector<int32_t> weight_sums_;
 };
 
 }  // namespace onnxkit

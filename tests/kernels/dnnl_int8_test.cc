@@ -418,44 +418,50 @@ TEST(Int8Kernels, ChannelsLastDepthwiseMatchesReferenceAtEveryLevel) {
 }
 
 // Each code path of the kernel, called directly (AVX-512 without VNNI is not reachable
-// through the SIMD level on a CPU that has VNNI), against the scalar one.
+// through the SIMD level on a CPU that has VNNI), against the scalar one. With weight zero
+// points of 0 every (w - w_zp) fits in s8 and the VNNI path multiplies byte quads
+// (VPDPBUSD); with random ones it multiplies int16 pairs.
 TEST(Int8Kernels, DepthwiseCodePathsAgree) {
   std::mt19937_64 rng(31);
-  for (const DepthwiseCase& c : depthwise_cases()) {
-    const int64_t channels = c.x[1], taps = c.kernel * c.kernel;
-    const bool x_signed = c.x_type == DType::kInt8;
-    std::vector<int32_t> weights(static_cast<size_t>(channels * taps)), zero_points(channels);
-    std::uniform_int_distribution<int> value(-128, 127);
-    for (int32_t& w : weights) w = value(rng);
-    for (int32_t& zp : zero_points) zp = value(rng);
-    const Int8DepthwiseConv conv(channels, c.kernel, c.kernel, c.stride, c.stride, weights,
-                                 zero_points);
-    std::vector<float> multipliers(static_cast<size_t>(channels));
-    std::uniform_real_distribution<float> scale(1e-5f, 1e-3f);
-    for (float& m : multipliers) m = scale(rng);
-    std::vector<int32_t> biases(static_cast<size_t>(channels));
-    for (int32_t& b : biases) b = value(rng) * 50;
-    const Tensor x = int8_tensor(c.x_type, channels_last_shape(c.x), rng);
-    const int64_t pad = c.kernel / 2;
-    const int64_t out_h = (c.x[2] + 2 * pad - c.kernel) / c.stride + 1;
-    const int64_t out_w = (c.x[3] + 2 * pad - c.kernel) / c.stride + 1;
-    const Int8DepthwiseConv::Geometry geometry{c.x[0], c.x[2], c.x[3], out_h, out_w, pad, pad};
-    const Int8DepthwiseConv::Requantization requantization{
-        multipliers.data(), c.bias ? biases.data() : nullptr, c.y_type == DType::kInt8 ? -3 : 130,
-        c.y_type == DType::kInt8};
-    const size_t out_bytes = static_cast<size_t>(c.x[0] * out_h * out_w * channels);
-    std::vector<uint8_t> want(out_bytes);
-    conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, want.data(),
-             DepthwiseIsa::kScalar);
-    for (DepthwiseIsa isa :
-         {DepthwiseIsa::kAvx2, DepthwiseIsa::kAvx512, DepthwiseIsa::kAvx512Vnni}) {
-      if (!cpu_runs(isa)) continue;
-      SCOPED_TRACE("path " + std::to_string(static_cast<int>(isa)) + " on " + shape_to_string(c.x));
-      std::vector<uint8_t> got(out_bytes, 0xAB);
-      conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, got.data(), isa);
-      EXPECT_EQ(got, want);
+  for (const bool s8_weights : {false, true})
+    for (const DepthwiseCase& c : depthwise_cases()) {
+      const int64_t channels = c.x[1], taps = c.kernel * c.kernel;
+      const bool x_signed = c.x_type == DType::kInt8;
+      std::vector<int32_t> weights(static_cast<size_t>(channels * taps)), zero_points(channels);
+      std::uniform_int_distribution<int> value(-128, 127);
+      for (int32_t& w : weights) w = value(rng);
+      for (int32_t& zp : zero_points) zp = s8_weights ? 0 : value(rng);
+      // The extremes of the s8 range, in the first channel.
+      if (s8_weights) weights[0] = -128, weights[1] = 127;
+      const Int8DepthwiseConv conv(channels, c.kernel, c.kernel, c.stride, c.stride, weights,
+                                   zero_points);
+      std::vector<float> multipliers(static_cast<size_t>(channels));
+      std::uniform_real_distribution<float> scale(1e-5f, 1e-3f);
+      for (float& m : multipliers) m = scale(rng);
+      std::vector<int32_t> biases(static_cast<size_t>(channels));
+      for (int32_t& b : biases) b = value(rng) * 50;
+      const Tensor x = int8_tensor(c.x_type, channels_last_shape(c.x), rng);
+      const int64_t pad = c.kernel / 2;
+      const int64_t out_h = (c.x[2] + 2 * pad - c.kernel) / c.stride + 1;
+      const int64_t out_w = (c.x[3] + 2 * pad - c.kernel) / c.stride + 1;
+      const Int8DepthwiseConv::Geometry geometry{c.x[0], c.x[2], c.x[3], out_h, out_w, pad, pad};
+      const Int8DepthwiseConv::Requantization requantization{
+          multipliers.data(), c.bias ? biases.data() : nullptr, c.y_type == DType::kInt8 ? -3 : 130,
+          c.y_type == DType::kInt8};
+      const size_t out_bytes = static_cast<size_t>(c.x[0] * out_h * out_w * channels);
+      std::vector<uint8_t> want(out_bytes);
+      conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, want.data(),
+               DepthwiseIsa::kScalar);
+      for (DepthwiseIsa isa :
+           {DepthwiseIsa::kAvx2, DepthwiseIsa::kAvx512, DepthwiseIsa::kAvx512Vnni}) {
+        if (!cpu_runs(isa)) continue;
+        SCOPED_TRACE("path " + std::to_string(static_cast<int>(isa)) + " on " +
+                     shape_to_string(c.x));
+        std::vector<uint8_t> got(out_bytes, 0xAB);
+        conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, got.data(), isa);
+        EXPECT_EQ(got, want);
+      }
     }
-  }
 }
 
 // com.onnxkit ChannelsLastMaxPool (kernels/dnnl_pool.cc) against its reference: channel
