@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 
 #include "core/parallel.h"
 #include "kernels/quantize_simd.h"
@@ -335,24 +337,35 @@ ONNXKIT_VNNI_INLINE __m512i unpackhi16(__m512i a, __m512i b) { return _mm512_unp
 ONNXKIT_VNNI_INLINE __m256i unpackhi16(__m256i a, __m256i b) { return _mm256_unpackhi_epi16(a, b); }
 ONNXKIT_VNNI_INLINE __m512i dpbusd(__m512i acc, __m512i x, __m512i w) { return _mm512_dpbusd_epi32(acc, x, w); }
 ONNXKIT_VNNI_INLINE __m256i dpbusd(__m256i acc, __m256i x, __m256i w) { return _mm256_dpbusd_epi32(acc, x, w); }
-// float(acc) * multiplier clamped to [lo, hi], rounded half to even, plus the zero point.
-ONNXKIT_VNNI_INLINE __m512i requantized(__m512i acc, __m512 m, float lo, float hi, int32_t zp) {
+// float(acc) * multiplier, clamped to [lo, hi] when kClamp, rounded half to even. Without
+// the clamp the packs below saturate instead: the bounds are integers, so clamping before
+// or after the rounding gives the same bytes, as long as the products stay far inside int32
+// (run_quad checks that).
+template <bool kClamp>
+ONNXKIT_VNNI_INLINE __m512i rounded(__m512i acc, __m512 m, float lo, float hi) {
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m);
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
-  return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zp));
+  if constexpr (kClamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+  return _mm512_cvtps_epi32(v);
 }
-ONNXKIT_VNNI_INLINE __m256i requantized(__m256i acc, __m256 m, float lo, float hi, int32_t zp) {
+template <bool kClamp>
+ONNXKIT_VNNI_INLINE __m256i rounded(__m256i acc, __m256 m, float lo, float hi) {
   __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), m);
-  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
-  return _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zp));
+  if constexpr (kClamp) v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  return _mm256_cvtps_epi32(v);
 }
-// The lanes are in the output type's range: the saturating packs keep them.
-ONNXKIT_VNNI_INLINE __m512i packed_bytes(__m512i r0, __m512i r1, __m512i r2, __m512i r3, bool is_signed) {
-  const __m512i low = _mm512_packs_epi32(r0, r1), high = _mm512_packs_epi32(r2, r3);
+// The rounded lanes as bytes in channel order, plus the zero point. Each step saturates
+// (int16, then the output type), which gives saturate(r + zp) for any int32 r, zero point
+// in [-128, 255].
+ONNXKIT_VNNI_INLINE __m512i packed_bytes(__m512i r0, __m512i r1, __m512i r2, __m512i r3, int32_t zp, bool is_signed) {
+  const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zp));
+  const __m512i low = _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), z);
+  const __m512i high = _mm512_adds_epi16(_mm512_packs_epi32(r2, r3), z);
   return is_signed ? _mm512_packs_epi16(low, high) : _mm512_packus_epi16(low, high);
 }
-ONNXKIT_VNNI_INLINE __m256i packed_bytes(__m256i r0, __m256i r1, __m256i r2, __m256i r3, bool is_signed) {
-  const __m256i low = _mm256_packs_epi32(r0, r1), high = _mm256_packs_epi32(r2, r3);
+ONNXKIT_VNNI_INLINE __m256i packed_bytes(__m256i r0, __m256i r1, __m256i r2, __m256i r3, int32_t zp, bool is_signed) {
+  const __m256i z = _mm256_set1_epi16(static_cast<int16_t>(zp));
+  const __m256i low = _mm256_adds_epi16(_mm256_packs_epi32(r0, r1), z);
+  const __m256i high = _mm256_adds_epi16(_mm256_packs_epi32(r2, r3), z);
   return is_signed ? _mm256_packs_epi16(low, high) : _mm256_packus_epi16(low, high);
 }
 // clang-format on
@@ -389,14 +402,14 @@ template <class V, bool kSigned, int kStep>
 __attribute__((target(ONNXKIT_VNNI_TARGET))) void build_quad_block(const PairRowSource& s,
                                                                    int64_t c0, int64_t valid,
                                                                    uint8_t* out) {
-  const int64_t entry_bytes = s.padded * 4;
-  uint8_t* to = out + c0 * 4;
+  constexpr int64_t kEntryBytes = V::kWidth * 4;
+  uint8_t* to = out;
   if constexpr (kStep == 1) {
     QuadPair<V> p0 = quad_pair<V, kSigned>(s, c0, valid, 0);
     QuadPair<V> p1 = quad_pair<V, kSigned>(s, c0, valid, 1);
     for (int64_t k = 0; k < s.entries; ++k) {
       const QuadPair<V> p2 = quad_pair<V, kSigned>(s, c0, valid, k + 2);
-      store_quads<V>(to + k * entry_bytes, p0, p2);
+      store_quads<V>(to + k * kEntryBytes, p0, p2);
       p0 = p1;
       p1 = p2;
     }
@@ -404,25 +417,15 @@ __attribute__((target(ONNXKIT_VNNI_TARGET))) void build_quad_block(const PairRow
     QuadPair<V> p0 = quad_pair<V, kSigned>(s, c0, valid, 0);
     for (int64_t k = 0; k < s.entries; k += 2) {
       const QuadPair<V> p2 = quad_pair<V, kSigned>(s, c0, valid, k + 2);
-      store_quads<V>(to + k * entry_bytes, p0, p2);
+      store_quads<V>(to + k / 2 * kEntryBytes, p0, p2);
       p0 = p2;
     }
   }
 }
 
-template <bool kSigned, int kStep>
-__attribute__((target(ONNXKIT_VNNI_TARGET))) void build_quad_row(const PairRowSource& s,
-                                                                 uint8_t* out) {
-  int64_t c0 = 0;
-  for (; s.channels - c0 > 32; c0 += 64) {
-    build_quad_block<Zmm, kSigned, kStep>(s, c0, s.channels - c0, out);
-  }
-  if (c0 < s.channels) build_quad_block<Ymm, kSigned, kStep>(s, c0, s.channels - c0, out);
-}
-
 // One output row's operands for the quad path.
 struct QuadRowJob {
-  const uint8_t* const* quad_rows;  // kh rows, [entry][padded C * 4]
+  const uint8_t* const* quad_rows;  // kh rows of one block, [entry / stride][block width * 4]
   int64_t out_w, channels, padded;
   const int8_t* packed;      // [kh][groups][padded C * 4], in the quad rows' channel order
   const float* multipliers;  // padded C, in that order
@@ -434,12 +437,13 @@ struct QuadRowJob {
 };
 
 // kColumns output columns from ow on, one block of channels (c0, V::kWidth wide).
-template <class V, int kRows, int kGroups, int kStride, int kColumns>
+template <class V, int kRows, int kGroups, int kStride, bool kClamp, int kColumns>
 __attribute__((target(ONNXKIT_VNNI_TARGET), always_inline)) inline void quad_columns(
     const QuadRowJob& job, const typename V::I* w, int64_t c0, int64_t ow) {
   using I = typename V::I;
   constexpr int kSub = V::kWidth / 4;  // channels per register
   const int64_t entry_bytes = job.padded * 4;
+  constexpr int64_t kEntryBytes = V::kWidth * 4;  // of a quad row
   I acc[kColumns][4];
 #pragma GCC unroll 4
   for (int u = 0; u < kColumns; ++u) {
@@ -448,12 +452,13 @@ __attribute__((target(ONNXKIT_VNNI_TARGET), always_inline)) inline void quad_col
   }
 #pragma GCC unroll 5
   for (int i = 0; i < kRows; ++i) {
-    const uint8_t* row = job.quad_rows[i] + c0 * 4;
+    const uint8_t* row = job.quad_rows[i];
 #pragma GCC unroll 2
     for (int g = 0; g < kGroups; ++g) {
 #pragma GCC unroll 4
       for (int u = 0; u < kColumns; ++u) {
-        const uint8_t* at = row + ((ow + u) * kStride + 4 * g) * entry_bytes;
+        // Entry (ow + u) * stride + 4g, stored at that index / stride.
+        const uint8_t* at = row + (ow + u + 4 * g / kStride) * kEntryBytes;
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const I wj = kRows * kGroups <= 3
@@ -470,15 +475,15 @@ __attribute__((target(ONNXKIT_VNNI_TARGET), always_inline)) inline void quad_col
     I r[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      r[j] = requantized(acc[u][j], load_ps(V{}, job.multipliers + c0 + j * kSub), job.lo, job.hi,
-                         job.zero_point);
+      r[j] =
+          rounded<kClamp>(acc[u][j], load_ps(V{}, job.multipliers + c0 + j * kSub), job.lo, job.hi);
     }
     bytes_out(V{}, job.y + (ow + u) * job.channels + c0, job.channels - c0,
-              packed_bytes(r[0], r[1], r[2], r[3], job.is_signed));
+              packed_bytes(r[0], r[1], r[2], r[3], job.zero_point, job.is_signed));
   }
 }
 
-template <class V, int kRows, int kGroups, int kStride>
+template <class V, int kRows, int kGroups, int kStride, bool kClamp>
 __attribute__((target(ONNXKIT_VNNI_TARGET))) void quad_block_row(const QuadRowJob& job,
                                                                  int64_t c0) {
   using I = typename V::I;
@@ -492,19 +497,47 @@ __attribute__((target(ONNXKIT_VNNI_TARGET))) void quad_block_row(const QuadRowJo
       }
     }
   }
+  // 16 accumulator chains (4 columns of 4 registers): VPDPBUSD's latency is several times
+  // its issue interval.
+  constexpr int kColumns = 4;
   int64_t ow = 0;
-  for (; ow + 2 <= job.out_w; ow += 2) quad_columns<V, kRows, kGroups, kStride, 2>(job, w, c0, ow);
-  if (ow < job.out_w) quad_columns<V, kRows, kGroups, kStride, 1>(job, w, c0, ow);
-}
-
-template <int kRows, int kGroups, int kStride>
-__attribute__((target(ONNXKIT_VNNI_TARGET))) void quad_row(const QuadRowJob& job) {
-  int64_t c0 = 0;
-  for (; job.channels - c0 > 32; c0 += 64) quad_block_row<Zmm, kRows, kGroups, kStride>(job, c0);
-  if (c0 < job.channels) quad_block_row<Ymm, kRows, kGroups, kStride>(job, c0);
+  for (; ow + kColumns <= job.out_w; ow += kColumns) {
+    quad_columns<V, kRows, kGroups, kStride, kClamp, kColumns>(job, w, c0, ow);
+  }
+  if (ow + 2 <= job.out_w) {
+    quad_columns<V, kRows, kGroups, kStride, kClamp, 2>(job, w, c0, ow);
+    ow += 2;
+  }
+  if (ow < job.out_w) quad_columns<V, kRows, kGroups, kStride, kClamp, 1>(job, w, c0, ow);
 }
 
 #pragma GCC diagnostic pop
+
+// One block's quad row builder and row kernel.
+using BuildQuadBlock = void (*)(const PairRowSource&, int64_t c0, int64_t valid, uint8_t*);
+using QuadBlockRow = void (*)(const QuadRowJob&, int64_t c0);
+
+template <class V>
+BuildQuadBlock quad_builder(bool x_signed, int64_t stride) {
+  if (stride == 1) return x_signed ? build_quad_block<V, true, 1> : build_quad_block<V, false, 1>;
+  return x_signed ? build_quad_block<V, true, 2> : build_quad_block<V, false, 2>;
+}
+
+template <class V, int kRows, int kGroups>
+QuadBlockRow quad_block_row_function(int64_t stride, bool clamp) {
+  if (stride == 1) {
+    return clamp ? quad_block_row<V, kRows, kGroups, 1, true>
+                 : quad_block_row<V, kRows, kGroups, 1, false>;
+  }
+  return clamp ? quad_block_row<V, kRows, kGroups, 2, true>
+               : quad_block_row<V, kRows, kGroups, 2, false>;
+}
+
+template <class V>
+QuadBlockRow quad_block_row_function(int64_t kernel, int64_t stride, bool clamp) {
+  return kernel == 3 ? quad_block_row_function<V, 3, 1>(stride, clamp)
+                     : quad_block_row_function<V, 5, 2>(stride, clamp);
+}
 
 using BuildPairRow = void (*)(const PairRowSource&, int16_t*);
 using Row = void (*)(const RowJob&);
@@ -757,50 +790,70 @@ void Int8DepthwiseConv::run_quad(const uint8_t* in, bool x_signed, int32_t x_zer
                                               static_cast<uint8_t>(x_zero_point));
   const int64_t groups = (kernel_w_ + 3) / 4;
   const int64_t entries = (g.out_w - 1) * stride_w_ + 1 + 4 * (groups - 1);
-  const size_t row_size = static_cast<size_t>(entries * padded * 4);
+  // Whether |float(acc) * multiplier| stays below 2^30, so that the packs may saturate in
+  // place of the clamp: |acc| is at most |bias| plus taps * 255 * 128.
+  double largest_acc = 0, largest_multiplier = 0;
+  for (int64_t c = 0; c < channels_; ++c) {
+    const int64_t bias = (r.biases ? r.biases[c] : 0) - x_zp * weight_sums_[c];
+    largest_acc = std::max(largest_acc, std::abs(static_cast<double>(bias)));
+    largest_multiplier =
+        std::max(largest_multiplier, std::abs(static_cast<double>(r.multipliers[c])));
+  }
+  largest_acc += static_cast<double>(kernel_h_ * kernel_w_) * 255 * 128;
+  const bool clamp = largest_acc * largest_multiplier >= 1073741824.0;
+  // A block's quad row: the entries read (every stride-th), 4 bytes per channel.
+  const int64_t stored_entries = (entries - 1) / stride_w_ + 1;
+  const size_t row_size = static_cast<size_t>(stored_entries * 64 * 4);
   // Input rows above or below X: x_zp's byte in every lane.
-  const std::vector<uint8_t> padding_row(row_size, static_cast<uint8_t>(x_zp));
-  using BuildQuadRow = void (*)(const PairRowSource&, uint8_t*);
-  const BuildQuadRow build = stride_w_ == 1
-                                 ? (x_signed ? build_quad_row<true, 1> : build_quad_row<false, 1>)
-                                 : (x_signed ? build_quad_row<true, 2> : build_quad_row<false, 2>);
-  using QuadRow = void (*)(const QuadRowJob&);
-  const QuadRow row_kernel = kernel_h_ == 3
-                                 ? (stride_w_ == 1 ? quad_row<3, 1, 1> : quad_row<3, 1, 2>)
-                                 : (stride_w_ == 1 ? quad_row<5, 2, 1> : quad_row<5, 2, 2>);
+  const std::unique_ptr<uint8_t[]> padding_row(new uint8_t[row_size]);
+  std::memset(padding_row.get(), static_cast<uint8_t>(x_zp), row_size);
 
-  parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
-    std::vector<std::vector<uint8_t>> ring(static_cast<size_t>(kernel_h_),
-                                           std::vector<uint8_t>(row_size));
-    std::vector<int64_t> held(static_cast<size_t>(kernel_h_), -1);  // n * in_h + ih
-    std::vector<const uint8_t*> quad_rows(static_cast<size_t>(kernel_h_));
-    PairRowSource source{nullptr,     zero_point_pixel.data(),
-                         g.in_w,      g.pad_left,
-                         entries,     channels_,
-                         padded,      stride_w_,
-                         x_zero_point};
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t n = row / g.out_h, oh = row % g.out_h;
-      for (int64_t i = 0; i < kernel_h_; ++i) {
-        const int64_t ih = oh * stride_h_ - g.pad_top + i;
-        if (ih < 0 || ih >= g.in_h) {
-          quad_rows[i] = padding_row.data();
-          continue;
+  // Block by block over the whole image, so that the kh quad rows of one block (4x the
+  // block's bytes of an input row) stay in L1 while the output rows read them.
+  for (int64_t c0 = 0; c0 < channels_; c0 += 64) {
+    const bool wide = channels_ - c0 > 32;
+    const BuildQuadBlock build =
+        wide ? quad_builder<Zmm>(x_signed, stride_w_) : quad_builder<Ymm>(x_signed, stride_w_);
+    const QuadBlockRow row_kernel = wide
+                                        ? quad_block_row_function<Zmm>(kernel_h_, stride_w_, clamp)
+                                        : quad_block_row_function<Ymm>(kernel_h_, stride_w_, clamp);
+    parallel_for(rows, min_rows, [&](int64_t begin, int64_t end) {
+      // The ring lives in a per-thread buffer kept between runs: a fresh zeroed one cost
+      // more than building the rows of the 7x7 layers.
+      thread_local std::vector<uint8_t> ring_memory;
+      if (ring_memory.size() < kernel_h_ * row_size) ring_memory.resize(kernel_h_ * row_size);
+      std::vector<int64_t> held(static_cast<size_t>(kernel_h_), -1);  // n * in_h + ih
+      std::vector<const uint8_t*> quad_rows(static_cast<size_t>(kernel_h_));
+      PairRowSource source{nullptr,     zero_point_pixel.data(),
+                           g.in_w,      g.pad_left,
+                           entries,     channels_,
+                           padded,      stride_w_,
+                           x_zero_point};
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t n = row / g.out_h, oh = row % g.out_h;
+        for (int64_t i = 0; i < kernel_h_; ++i) {
+          const int64_t ih = oh * stride_h_ - g.pad_top + i;
+          if (ih < 0 || ih >= g.in_h) {
+            quad_rows[i] = padding_row.get();
+            continue;
+          }
+          const size_t slot = static_cast<size_t>(ih % kernel_h_);
+          const int64_t tag = n * g.in_h + ih;
+          uint8_t* ring_row = ring_memory.data() + slot * row_size;
+          if (held[slot] != tag) {
+            source.x_row = in + tag * g.in_w * channels_;
+            build(source, c0, channels_ - c0, ring_row);
+            held[slot] = tag;
+          }
+          quad_rows[i] = ring_row;
         }
-        const size_t slot = static_cast<size_t>(ih % kernel_h_);
-        const int64_t tag = n * g.in_h + ih;
-        if (held[slot] != tag) {
-          source.x_row = in + tag * g.in_w * channels_;
-          build(source, ring[slot].data());
-          held[slot] = tag;
-        }
-        quad_rows[i] = ring[slot].data();
+        row_kernel(
+            {quad_rows.data(), g.out_w, channels_, padded, quad_weights_.data(), multipliers.data(),
+             biases.data(), lo, hi, r.zero_point, r.is_signed, out + row * g.out_w * channels_},
+            c0);
       }
-      row_kernel({quad_rows.data(), g.out_w, channels_, padded, quad_weights_.data(),
-                  multipliers.data(), biases.data(), lo, hi, r.zero_point, r.is_signed,
-                  out + row * g.out_w * channels_});
-    }
-  });
+    });
+  }
 }
 
 }  // namespace onnxkit
