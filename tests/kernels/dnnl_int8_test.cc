@@ -420,23 +420,28 @@ TEST(Int8Kernels, ChannelsLastDepthwiseMatchesReferenceAtEveryLevel) {
 // Each code path of the kernel, called directly (AVX-512 without VNNI is not reachable
 // through the SIMD level on a CPU that has VNNI), against the scalar one. With weight zero
 // points of 0 every (w - w_zp) fits in s8 and the VNNI path multiplies byte quads
-// (VPDPBUSD); with random ones it multiplies int16 pairs.
+// (VPDPBUSD); with random ones it multiplies int16 pairs. Multipliers of 0.01-1 make many
+// outputs saturate (the quad path lets its packs saturate them), of 10-1e6 most (the quad
+// path clamps before rounding, as |acc * multiplier| may pass 2^30).
 TEST(Int8Kernels, DepthwiseCodePathsAgree) {
   std::mt19937_64 rng(31);
-  for (const bool s8_weights : {false, true})
+  for (const int variant : {0, 1, 2, 3})
     for (const DepthwiseCase& c : depthwise_cases()) {
       const int64_t channels = c.x[1], taps = c.kernel * c.kernel;
       const bool x_signed = c.x_type == DType::kInt8;
       std::vector<int32_t> weights(static_cast<size_t>(channels * taps)), zero_points(channels);
       std::uniform_int_distribution<int> value(-128, 127);
       for (int32_t& w : weights) w = value(rng);
+      const bool s8_weights = variant > 0;
       for (int32_t& zp : zero_points) zp = s8_weights ? 0 : value(rng);
       // The extremes of the s8 range, in the first channel.
       if (s8_weights) weights[0] = -128, weights[1] = 127;
       const Int8DepthwiseConv conv(channels, c.kernel, c.kernel, c.stride, c.stride, weights,
                                    zero_points);
       std::vector<float> multipliers(static_cast<size_t>(channels));
-      std::uniform_real_distribution<float> scale(1e-5f, 1e-3f);
+      const float low_scale[] = {1e-5f, 1e-5f, 1e-2f, 10.0f},
+                  high_scale[] = {1e-3f, 1e-3f, 1, 1e6f};
+      std::uniform_real_distribution<float> scale(low_scale[variant], high_scale[variant]);
       for (float& m : multipliers) m = scale(rng);
       std::vector<int32_t> biases(static_cast<size_t>(channels));
       for (int32_t& b : biases) b = value(rng) * 50;
@@ -455,8 +460,8 @@ TEST(Int8Kernels, DepthwiseCodePathsAgree) {
       for (DepthwiseIsa isa :
            {DepthwiseIsa::kAvx2, DepthwiseIsa::kAvx512, DepthwiseIsa::kAvx512Vnni}) {
         if (!cpu_runs(isa)) continue;
-        SCOPED_TRACE("path " + std::to_string(static_cast<int>(isa)) + " on " +
-                     shape_to_string(c.x));
+        SCOPED_TRACE("variant " + std::to_string(variant) + " path " +
+                     std::to_string(static_cast<int>(isa)) + " on " + shape_to_string(c.x));
         std::vector<uint8_t> got(out_bytes, 0xAB);
         conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, got.data(), isa);
         EXPECT_EQ(got, want);
