@@ -6,8 +6,10 @@
 //
 // X is [N, H, W, C] u8 or s8, W [C, 1, kh, kw] with any int8 zero point per channel. The
 // accumulators are exact int32 sums of (x - x_zp) * (w - w_zp), taps outside X counting
-// as nothing, computed on int16 pairs (VPMADDWD, or VPDPWSSD with AVX-512 VNNI): both
-// factors lie in [-255, 255], a pair's sum in int32. Requantization is QLinearConv's,
+// as nothing. With AVX-512 VNNI and every (w - w_zp) in s8 (symmetric s8 weights, as ORT's
+// and onnxkit's quantizers write them) they are VPDPBUSD sums of u8 x s8 byte quads, 4 taps
+// of a kernel row per int32 lane; otherwise sums of int16 pairs (VPMADDWD, or VPDPWSSD with
+// VNNI): both factors lie in [-255, 255], a pair's sum in int32. Requantization is QLinearConv's,
 // quantize_simd::requantize_u8 / requantize_s8 (float(acc + bias) * multiplier, rounded half
 // to even, plus the zero point, saturated), so the output is the reference kernel's bit for
 // bit at every instruction set level.
