@@ -23,6 +23,7 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/int8_depthwise.h"
 #include "kernels/int8_kernel_util.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
@@ -1079,7 +1080,9 @@ class QLinearConvKernel : public Int8KernelBase {
     std::unique_ptr<Int8Conv> conv = make_conv(context, 3, 5);
     if (!conv) return nullptr;
     if (kChannelsLast) conv->set_channels_last();
-    return std::make_unique<QLinearConvKernel>(context, std::move(conv));
+    auto kernel = std::make_unique<QLinearConvKernel>(context, std::move(conv));
+    if (kChannelsLast) kernel->depthwise_ = make_depthwise(context);
+    return kernel;
   }
 
   QLinearConvKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
@@ -1134,6 +1137,20 @@ class QLinearConvKernel : public Int8KernelBase {
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
+    if (depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0]) {
+      const std::optional<dnnl_util::Window> window =
+          dnnl_util::conv_window(depthwise_->attrs, x_shape, depthwise_->w_shape);
+      if (window) {
+        const Int8DepthwiseConv::Geometry geometry{
+            x_shape[0],         x_shape[2],           x_shape[3],          window->y_shape[2],
+            window->y_shape[3], window->pad_begin[0], window->pad_begin[1]};
+        depthwise_->conv.run(x_data.data, x_data.is_signed, zp, geometry,
+                             {multipliers.data(), bias_.empty() ? nullptr : bias_.data(), out_zp,
+                              y_zp.dtype() == DType::kInt8},
+                             out.mutable_raw_data());
+        return;
+      }
+    }
     if (conv_->requantizes()) {
       if (!conv_->run_requantized(x_data, x_shape, zp, out.mutable_raw_data())) decline(context);
       return;
@@ -1170,7 +1187,41 @@ class QLinearConvKernel : public Int8KernelBase {
   }
 
  private:
+  // onnxkit's depthwise kernel (kernels/int8_depthwise.h) where it takes the node: group ==
+  // input channels == output channels, W [C, 1, k, k] with k 3 or 5, strides 1 or 2,
+  // dilation 1.
+  struct Depthwise {
+    ConvAttributes attrs;
+    Shape w_shape;
+    Int8DepthwiseConv conv;
+  };
+  static std::unique_ptr<const Depthwise> make_depthwise(const KernelCreateContext& context) {
+    const ConvAttributes attrs(context);
+    const Tensor& w = *constant(context, 3);
+    const Shape& shape = w.shape();
+    if (w.rank() != 4 || shape[1] != 1 || attrs.group != shape[0]) return nullptr;
+    if (!attrs.kernel_shape.empty() && attrs.kernel_shape != Shape{shape[2], shape[3]}) {
+      return nullptr;
+    }
+    if ((!attrs.strides.empty() && attrs.strides.size() != 2) ||
+        (!attrs.dilations.empty() && attrs.dilations.size() != 2)) {
+      return nullptr;
+    }
+    if (!Int8DepthwiseConv::handles(shape[2], shape[3], attrs.stride(0), attrs.stride(1),
+                                    attrs.dilation(0), attrs.dilation(1))) {
+      return nullptr;
+    }
+    const std::vector<int32_t> zero_points =
+        present(context, 5) ? expanded(int8_values(*constant(context, 5)), shape[0])
+                            : std::vector<int32_t>(static_cast<size_t>(shape[0]), 0);
+    return std::make_unique<const Depthwise>(
+        Depthwise{attrs, shape,
+                  Int8DepthwiseConv(shape[0], shape[2], shape[3], attrs.stride(0), attrs.stride(1),
+                                    int8_values(w), zero_points)});
+  }
+
   std::unique_ptr<const Int8Conv> conv_;
+  std::unique_ptr<const Depthwise> depthwise_;
   std::vector<float> w_scales_;
   std::vector<int32_t> bias_;
 };

@@ -254,13 +254,21 @@ class QLinearGlobalAveragePoolKernel : public OpKernel {
     auto sum = [&](auto tag) {
       using Q = decltype(tag);
       const Q* src = x.data<Q>();
+      if (channels_last_) {  // pixel by pixel: the channels are contiguous
+        for (int64_t n = 0; n < g.batch; ++n) {
+          int32_t* row = sums.data() + n * g.channels;
+          for (int64_t i = 0; i < g.image; ++i) {
+            const Q* pixel = src + (n * g.image + i) * g.channels;
+            for (int64_t c = 0; c < g.channels; ++c) row[c] += pixel[c];
+          }
+        }
+        return;
+      }
       for (int64_t n = 0; n < g.batch; ++n) {
         for (int64_t c = 0; c < g.channels; ++c) {
           int32_t acc = 0;
           for (int64_t i = 0; i < g.image; ++i) {
-            const int64_t at = channels_last_ ? (n * g.image + i) * g.channels + c
-                                              : (n * g.channels + c) * g.image + i;
-            acc += src[at];
+            acc += src[(n * g.channels + c) * g.image + i];
           }
           sums[n * g.channels + c] = acc;
         }
