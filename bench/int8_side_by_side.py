@@ -5,7 +5,8 @@
 
 Cases (int8 files from bench/quantize_bench_models.py in --int8, fp32 in --models):
 bert_base_dynamic, gpt2_6l_dynamic, resnet50_qdq, mobilenet_v2_qdq, resnet50_convinteger,
-resnet50_qoperator, mobilenet_v2_qoperator, resnet50_qoperator_u8, mobilenet_v2_qoperator_u8, and
+resnet50_qoperator, mobilenet_v2_qoperator, resnet50_qoperator_u8, mobilenet_v2_qoperator_u8,
+resnet50_qdq_u8, mobilenet_v2_qdq_u8, and
 mobilenet_v2_onnxkit_qdq (`onnxkit quantize --mode static --format qdq --per-channel`).
 Per round each of the three runs (in that order, one after the other) reports its median
 and fastest latency; the table gives the median over rounds and the ratios, and the fastest
@@ -45,6 +46,8 @@ CASES = {
     "mobilenet_v2_qoperator": "mobilenet_v2",
     "resnet50_qoperator_u8": "resnet50",
     "mobilenet_v2_qoperator_u8": "mobilenet_v2",
+    "resnet50_qdq_u8": "resnet50",
+    "mobilenet_v2_qdq_u8": "mobilenet_v2",
 }
 
 

@@ -14,6 +14,7 @@ MODELS_DIR (default bench/models) holds the fp32 exports (bench/export_models.py
                                                    AveragePool, QGemm, ...), per-channel,
                                                    int8 activations (the tool's default)
   resnet50_qoperator_u8.onnx, mobilenet_v2_qoperator_u8.onnx   the same, uint8 activations
+  resnet50_qdq_u8.onnx, mobilenet_v2_qdq_u8.onnx               QDQ with uint8 activations
 onnxruntime is the peer and test-data maker here, never a dependency of onnxkit.
 """
 import os
@@ -74,6 +75,12 @@ def main():
             per_channel=True, activation_type=QuantType.QUInt8),
         "mobilenet_v2_qoperator_u8": lambda p: quantize_static(
             pre("mobilenet_v2"), p, RandomImages(), quant_format=QuantFormat.QOperator,
+            per_channel=True, activation_type=QuantType.QUInt8),
+        "resnet50_qdq_u8": lambda p: quantize_static(
+            pre("resnet50"), p, RandomImages(), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8),
+        "mobilenet_v2_qdq_u8": lambda p: quantize_static(
+            pre("mobilenet_v2"), p, RandomImages(), quant_format=QuantFormat.QDQ,
             per_channel=True, activation_type=QuantType.QUInt8),
     }
     for name, make in jobs.items():

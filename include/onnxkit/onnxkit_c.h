@@ -44,7 +44,9 @@ typedef struct OnnxkitSimplifyOptions OnnxkitSimplifyOptions;
 typedef enum OnnxkitErrorCode {
   ONNXKIT_ERROR_FAIL = 1,             /* the model, the file or the run failed */
   ONNXKIT_ERROR_INVALID_ARGUMENT = 2, /* a NULL handle, a bad dtype or shape, an unknown name */
-  ONNXKIT_ERROR_CHECK_FAILED = 3      /* simplify: the result does not compute the same */
+  ONNXKIT_ERROR_CHECK_FAILED = 3,     /* simplify: the result does not compute the same */
+  ONNXKIT_ERROR_RESOURCE_LIMIT = 4    /* a run's bound was reached (max tensor / run bytes,
+                                         loop iterations) or memory ran out */
 } OnnxkitErrorCode;
 
 /* onnxkit's version, "MAJOR.MINOR.PATCH" (static storage). */

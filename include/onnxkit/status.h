@@ -14,29 +14,47 @@
 
 namespace onnxkit {
 
+// What kind of failure an error is, for callers that act on it; the message says the rest.
+enum class ErrorKind {
+  kFailed,  // the input, the model or a kernel is at fault: other data may fare differently
+  // A bound of the run was reached (--max-tensor-bytes, --max-run-bytes,
+  // --max-loop-iterations) or memory ran out: larger inputs only fare worse.
+  kResourceLimit,
+};
+
 // The one exception type onnxkit throws; what() is the error message.
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::kFailed)
+      : std::runtime_error(std::move(message)), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
 };
 
 // Success, or an error message.
 class Status {
  public:
   Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
+  static Status error(std::string message, ErrorKind kind = ErrorKind::kFailed) {
+    return Status(std::move(message), kind);
+  }
   bool ok() const { return !message_.has_value(); }
   // The error message; only valid when !ok().
   const std::string& message() const { return *message_; }
+  // The error's kind; only meaningful when !ok().
+  ErrorKind kind() const { return kind_; }
   explicit operator bool() const { return ok(); }
-  // Throws Error with the message when !ok().
+  // Throws Error with the message and kind when !ok().
   void throw_if_error() const {
-    if (!ok()) throw Error(*message_);
+    if (!ok()) throw Error(*message_, kind_);
   }
 
  private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
+  Status(std::string message, ErrorKind kind) : message_(std::move(message)), kind_(kind) {}
   std::optional<std::string> message_;
+  ErrorKind kind_ = ErrorKind::kFailed;
 };
 
 // A value, or an error message.
@@ -49,15 +67,17 @@ class Result {
   explicit operator bool() const { return ok(); }
   // The value; throws Error with the message when !ok().
   T& value() & {
-    if (!ok()) throw Error(error());
+    if (!ok()) std::get<Status>(state_).throw_if_error();
     return std::get<T>(state_);
   }
   T&& value() && {
-    if (!ok()) throw Error(error());
+    if (!ok()) std::get<Status>(state_).throw_if_error();
     return std::get<T>(std::move(state_));
   }
   // The error message; only valid when !ok().
   const std::string& error() const { return std::get<Status>(state_).message(); }
+  // The error's kind; only valid when !ok().
+  ErrorKind error_kind() const { return std::get<Status>(state_).kind(); }
 
  private:
   std::variant<T, Status> state_;

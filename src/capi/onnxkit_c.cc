@@ -65,7 +65,11 @@ OnnxkitStatus* guarded(Body&& body) noexcept {
   } catch (const InvalidArgument& e) {
     return new (std::nothrow) OnnxkitStatus{ONNXKIT_ERROR_INVALID_ARGUMENT, e.what()};
   } catch (const std::bad_alloc&) {
-    return new (std::nothrow) OnnxkitStatus{ONNXKIT_ERROR_FAIL, "out of memory"};
+    return new (std::nothrow) OnnxkitStatus{ONNXKIT_ERROR_RESOURCE_LIMIT, "out of memory"};
+  } catch (const Error& e) {
+    return new (std::nothrow) OnnxkitStatus{
+        e.kind() == ErrorKind::kResourceLimit ? ONNXKIT_ERROR_RESOURCE_LIMIT : ONNXKIT_ERROR_FAIL,
+        e.what()};
   } catch (const std::exception& e) {
     return new (std::nothrow) OnnxkitStatus{ONNXKIT_ERROR_FAIL, e.what()};
   } catch (...) {
@@ -92,7 +96,7 @@ const char* require_text(const char* text, const char* what) {
 
 template <typename T>
 T value_or_throw(Result<T> result) {
-  if (!result) throw Error(result.error());
+  if (!result) throw Error(result.error(), result.error_kind());
   return std::move(result).value();
 }
 

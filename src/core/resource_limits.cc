@@ -34,13 +34,14 @@ RunLimits::RunLimits(size_t max_tensor_bytes, size_t max_live_bytes, int64_t max
 
 void RunLimits::charge(size_t bytes) {
   if (bytes > max_tensor_bytes_) {
-    fail("a tensor of {} is over the largest tensor a run may allocate ({}; --max-tensor-bytes)",
-         format_bytes(bytes), format_bytes(max_tensor_bytes_));
+    fail_resource_limit(
+        "a tensor of {} is over the largest tensor a run may allocate ({}; --max-tensor-bytes)",
+        format_bytes(bytes), format_bytes(max_tensor_bytes_));
   }
   size_t live = live_.load(std::memory_order_relaxed);
   do {
     if (bytes > max_live_bytes_ - std::min(live, max_live_bytes_)) {
-      fail(
+      fail_resource_limit(
           "allocating {} more would hold {} in this run, over the bound of {} "
           "(--max-run-bytes)",
           format_bytes(bytes), format_bytes(live + bytes), format_bytes(max_live_bytes_));

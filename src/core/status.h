@@ -21,6 +21,12 @@ template <typename... Args>
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
+// fail() for a bound of the run reached (ErrorKind::kResourceLimit).
+template <typename... Args>
+[[noreturn]] void fail_resource_limit(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...), ErrorKind::kResourceLimit);
+}
+
 // Runs `body`, turning an onnxkit::Error (or a standard exception) into a Status.
 template <typename Body>
 auto capture(Body&& body)
@@ -34,9 +40,9 @@ auto capture(Body&& body)
       return body();
     }
   } catch (const Error& e) {
-    return Status::error(e.what());
+    return Status::error(e.what(), e.kind());
   } catch (const std::bad_alloc&) {
-    return Status::error("out of memory");
+    return Status::error("out of memory", ErrorKind::kResourceLimit);
   } catch (const std::exception& e) {
     return Status::error(std::string("internal error: ") + e.what());
   }

@@ -23,6 +23,8 @@
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
 #include "kernels/dnnl_matmul.h"
+#include "kernels/int8_depthwise.h"
+#include "kernels/int8_kernel_util.h"
 #include "kernels/integer_epilogue.h"
 #include "kernels/quantize_simd.h"
 #include "ops/channels_last_ops.h"
@@ -75,43 +77,6 @@ int8_t low_part(int32_t v) {
   return static_cast<int8_t>(v - 16 * high_part(v));
 }
 
-bool is_int8(DType dtype) {
-  return dtype == DType::kUInt8 || dtype == DType::kInt8;
-}
-
-// Values of a u8 / s8 tensor as int32.
-std::vector<int32_t> int8_values(const Tensor& t) {
-  std::vector<int32_t> values(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::kUInt8) {
-    std::copy(t.data<uint8_t>(), t.data<uint8_t>() + t.numel(), values.begin());
-  } else {
-    std::copy(t.data<int8_t>(), t.data<int8_t>() + t.numel(), values.begin());
-  }
-  return values;
-}
-
-// The initializer of input `i`, or nullptr.
-const Tensor* constant(const KernelCreateContext& context, size_t i) {
-  const Value* value = i < context.node().inputs().size() ? context.node().inputs()[i] : nullptr;
-  return value && value->has_initializer() ? &value->initializer() : nullptr;
-}
-
-bool present(const KernelCreateContext& context, size_t i) {
-  return i < context.node().inputs().size() && context.node().inputs()[i] != nullptr;
-}
-
-// A per-tensor or per-channel parameter: one value, or `count` values in a tensor with no
-// other dim above 1 ([N], [1, N]).
-bool per_channel_shape(const Tensor& t, int64_t count) {
-  if (t.numel() == 1) return true;
-  if (t.numel() != count) return false;
-  return std::count_if(t.shape().begin(), t.shape().end(), [](int64_t d) { return d != 1; }) == 1;
-}
-
-std::vector<float> float_values(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
 // One value per channel from a per-tensor or per-channel parameter.
 template <typename V>
 std::vector<V> expanded(std::vector<V> values, int64_t count) {
@@ -139,14 +104,6 @@ void transpose_16x16(const int32_t* src, int64_t stride, int32_t* dst) {
 }
 
 // An int8 operand as oneDNN sees it: its bytes and whether they are s8.
-struct Int8Data {
-  const void* data;
-  bool is_signed;
-};
-Int8Data int8_data(const Tensor& t) {
-  return {t.raw_data(), t.dtype() == DType::kInt8};
-}
-
 // An s8 operand as u8 (shifted by 128 into scratch; `zero_point` moves with it), for the
 // split path: oneDNN 2.6's s8-source convolutions with a source zero point gave wrong
 // results below VNNI (AVX2), where its u8 ones are right.
@@ -173,11 +130,6 @@ Shape channels_last(const Shape& channels_first_shape) {
   shape.insert(shape.end(), channels_first_shape.begin() + 2, channels_first_shape.end());
   shape.push_back(channels_first_shape[1]);
   return shape;
-}
-
-// The single value of a scalar u8 / s8 / float input at run time.
-int32_t int8_scalar(const Tensor& t) {
-  return int8_values(t)[0];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -832,44 +784,29 @@ class Int8Conv {
   mutable std::vector<std::pair<memory::desc, dnnl_util::OwnedMemory>> packed_;
 };
 
+// The float product of kernels/int8_kernel_util.h on Int8MatMul.
+class Int8MatMulFloatProduct final : public Int8FloatProduct {
+ public:
+  Int8MatMulFloatProduct(const Tensor& b, const std::vector<int32_t>& zero_points)
+      : matmul_(b, zero_points, int8_weights_split()) {}
+  int64_t k() const override { return matmul_.k(); }
+  int64_t n() const override { return matmul_.n(); }
+  void run(Int8Data a, int64_t rows, int32_t a_zp, float scale, const float* scales,
+           const float* bias, float* y) const override {
+    if (matmul_.run_float(a, rows, a_zp, scale, scales, bias, y)) return;
+    const int64_t n = matmul_.n();
+    matmul_.run(a, rows, a_zp, [&](int64_t row, const int32_t* acc) {
+      integer_epilogue::scale_to_float(acc, n, scale, scales, bias, y + row * n);
+    });
+  }
+
+ private:
+  Int8MatMul matmul_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Kernels. Each factory returns nullptr (the reference kernel runs the node) unless the
 // weights and their parameters are initializers of the shapes handled here.
-
-class Int8KernelBase : public OpKernel {
- protected:
-  explicit Int8KernelBase(const KernelCreateContext& context)
-      : reference_(context.reference_kernel()) {}
-  void decline(KernelContext& context) const {
-    if (!reference_) context.fail("no reference kernel for this case");
-    reference_->compute(context);
-  }
-  std::unique_ptr<OpKernel> reference_;
-};
-
-// MatMul's A rows: the product of A's leading dims when A has rank >= 2 and K columns.
-std::optional<int64_t> rows_of(const Tensor& a, int64_t k) {
-  if (a.rank() < 2 || a.shape().back() != k) return std::nullopt;
-  return a.numel() / k;
-}
-
-Shape matmul_out_shape(const Tensor& a, int64_t n) {
-  Shape out = a.shape();
-  out.back() = n;
-  return out;
-}
-
-// Constant 2-D int8 B with a per-tensor or per-column parameter at `zp_index` (optional).
-bool constant_matmul_weights(const KernelCreateContext& context, size_t b_index,
-                             std::optional<size_t> zp_index) {
-  const Tensor* b = constant(context, b_index);
-  if (!b || b->rank() != 2 || !is_int8(b->dtype()) || b->numel() == 0) return false;
-  if (zp_index && present(context, *zp_index)) {
-    const Tensor* zp = constant(context, *zp_index);
-    if (!zp || zp->dtype() != b->dtype() || !per_channel_shape(*zp, b->shape()[1])) return false;
-  }
-  return true;
-}
 
 class MatMulIntegerKernel : public Int8KernelBase {
  public:
@@ -1143,7 +1080,9 @@ class QLinearConvKernel : public Int8KernelBase {
     std::unique_ptr<Int8Conv> conv = make_conv(context, 3, 5);
     if (!conv) return nullptr;
     if (kChannelsLast) conv->set_channels_last();
-    return std::make_unique<QLinearConvKernel>(context, std::move(conv));
+    auto kernel = std::make_unique<QLinearConvKernel>(context, std::move(conv));
+    if (kChannelsLast) kernel->depthwise_ = make_depthwise(context);
+    return kernel;
   }
 
   QLinearConvKernel(const KernelCreateContext& context, std::unique_ptr<Int8Conv> conv)
@@ -1198,6 +1137,20 @@ class QLinearConvKernel : public Int8KernelBase {
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
+    if (depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0]) {
+      const std::optional<dnnl_util::Window> window =
+          dnnl_util::conv_window(depthwise_->attrs, x_shape, depthwise_->w_shape);
+      if (window) {
+        const Int8DepthwiseConv::Geometry geometry{
+            x_shape[0],         x_shape[2],           x_shape[3],          window->y_shape[2],
+            window->y_shape[3], window->pad_begin[0], window->pad_begin[1]};
+        depthwise_->conv.run(x_data.data, x_data.is_signed, zp, geometry,
+                             {multipliers.data(), bias_.empty() ? nullptr : bias_.data(), out_zp,
+                              y_zp.dtype() == DType::kInt8},
+                             out.mutable_raw_data());
+        return;
+      }
+    }
     if (conv_->requantizes()) {
       if (!conv_->run_requantized(x_data, x_shape, zp, out.mutable_raw_data())) decline(context);
       return;
@@ -1234,7 +1187,41 @@ class QLinearConvKernel : public Int8KernelBase {
   }
 
  private:
+  // onnxkit's depthwise kernel (kernels/int8_depthwise.h) where it takes the node: group ==
+  // input channels == output channels, W [C, 1, k, k] with k 3 or 5, strides 1 or 2,
+  // dilation 1.
+  struct Depthwise {
+    ConvAttributes attrs;
+    Shape w_shape;
+    Int8DepthwiseConv conv;
+  };
+  static std::unique_ptr<const Depthwise> make_depthwise(const KernelCreateContext& context) {
+    const ConvAttributes attrs(context);
+    const Tensor& w = *constant(context, 3);
+    const Shape& shape = w.shape();
+    if (w.rank() != 4 || shape[1] != 1 || attrs.group != shape[0]) return nullptr;
+    if (!attrs.kernel_shape.empty() && attrs.kernel_shape != Shape{shape[2], shape[3]}) {
+      return nullptr;
+    }
+    if ((!attrs.strides.empty() && attrs.strides.size() != 2) ||
+        (!attrs.dilations.empty() && attrs.dilations.size() != 2)) {
+      return nullptr;
+    }
+    if (!Int8DepthwiseConv::handles(shape[2], shape[3], attrs.stride(0), attrs.stride(1),
+                                    attrs.dilation(0), attrs.dilation(1))) {
+      return nullptr;
+    }
+    const std::vector<int32_t> zero_points =
+        present(context, 5) ? expanded(int8_values(*constant(context, 5)), shape[0])
+                            : std::vector<int32_t>(static_cast<size_t>(shape[0]), 0);
+    return std::make_unique<const Depthwise>(
+        Depthwise{attrs, shape,
+                  Int8DepthwiseConv(shape[0], shape[2], shape[3], attrs.stride(0), attrs.stride(1),
+                                    int8_values(w), zero_points)});
+  }
+
   std::unique_ptr<const Int8Conv> conv_;
+  std::unique_ptr<const Depthwise> depthwise_;
   std::vector<float> w_scales_;
   std::vector<int32_t> bias_;
 };
@@ -1288,6 +1275,11 @@ class ConvIntegerToFloatKernel : public Int8KernelBase {
 
 }  // namespace
 
+std::unique_ptr<const Int8FloatProduct> make_int8_float_product(
+    const Tensor& b, const std::vector<int32_t>& zero_points) {
+  return std::make_unique<Int8MatMulFloatProduct>(b, zero_points);
+}
+
 void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized("", "MatMulInteger", 10, MatMulIntegerKernel::create);
   registry.add_optimized("", "QLinearMatMul", 10, QLinearMatMulKernel::create);
@@ -1299,6 +1291,7 @@ void register_dnnl_int8_kernels(OpRegistry& registry) {
   registry.add_optimized(domain, "ConvIntegerToFloat", 1, ConvIntegerToFloatKernel::create);
   registry.add_optimized(domain, std::string(kChannelsLastQLinearConv), 1,
                          QLinearConvKernel<true>::create);
+  register_int8_microsoft_kernels(registry);
 }
 
 }  // namespace onnxkit

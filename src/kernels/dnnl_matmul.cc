@@ -31,7 +31,6 @@
 #include "ops/fused_ops.h"
 #include "ops/matmul_shape.h"
 #include "ops/op_utils.h"
-#include "ops/recurrent.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
@@ -701,31 +700,7 @@ class GemmKernel : public DnnlMatMulKernelBase {
 
 }  // namespace
 
-namespace {
-
-// oneDNN's row-major sgemm (JIT, with GEMV paths for one row): RNN/GRU/LSTM multiply a
-// batch of one by R at every time step, where core/gemm's portable loops ran ddddocr's
-// bidirectional 512-unit LSTM 15x slower than this.
-void dnnl_float_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                     int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha,
-                                          a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success)
-    fail("oneDNN sgemm {}x{}x{} failed (status {})", m, n, k, static_cast<int>(status));
-}
-
-}  // namespace
-
 void register_dnnl_matmul_kernels(OpRegistry& registry) {
-  for (int64_t since : {1, 7, 14, 22}) {
-    registry.add_optimized("", "RNN", since, recurrent_kernel_factory("RNN", dnnl_float_gemm));
-    registry.add_optimized("", "LSTM", since, recurrent_kernel_factory("LSTM", dnnl_float_gemm));
-  }
-  for (int64_t since : {1, 3, 7, 14, 22}) {
-    registry.add_optimized("", "GRU", since, recurrent_kernel_factory("GRU", dnnl_float_gemm));
-  }
   for (int64_t since : {1, 9, 13}) {
     registry.add_optimized("", "MatMul", since, kernel_factory<MatMulKernel>());
   }

@@ -12,8 +12,7 @@ namespace onnxkit {
 
 class OpRegistry;
 
-// Optimized MatMul (ai.onnx 1, 9, 13), Gemm (7, 9, 11, 13), FusedMatMul (com.onnxkit 1), and
-// RNN, GRU, LSTM (the reference kernels with oneDNN's sgemm for their products).
+// Optimized MatMul (ai.onnx 1, 9, 13), Gemm (7, 9, 11, 13) and FusedMatMul (com.onnxkit 1).
 void register_dnnl_matmul_kernels(OpRegistry& registry);
 // Optimized com.onnxkit Attention.
 void register_attention_kernels(OpRegistry& registry);

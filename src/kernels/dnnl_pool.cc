@@ -4,6 +4,12 @@
 // the Indices output and the few windows oneDNN counts differently from ONNX (an average
 // that includes a ceil_mode extension of the padding, windows entirely in the padding) go
 // to the reference kernel of the same node.
+//
+// com.onnxkit ChannelsLastMaxPool (int8 / uint8 [N, H, W, C]): a byte maximum over each
+// window of whole pixels, 64 channels per AVX-512 vector or 32 per AVX2 one (picked by
+// active_simd_level()), the reference kernel's result exactly.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -15,7 +21,9 @@
 #include "core/parallel.h"
 #include "kernels/dnnl_common.h"
 #include "kernels/dnnl_conv.h"
+#include "kernels/vector_math.h"
 #include "ops/blocked_ops.h"
+#include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
 #include "ops/registry.h"
@@ -334,6 +342,122 @@ std::unique_ptr<OpKernel> make_blocked_average_pool(const KernelCreateContext& c
       ConvAttributes::pool(context, false, true), context.reference_kernel(), true);
 }
 
+// ---------------------------------------------------------------------------------------
+// ChannelsLastMaxPool
+
+// One output pixel: the maximum over `count` input pixels (`taps`), channel by channel.
+struct PixelMax {
+  const uint8_t* const* taps;
+  int64_t count, channels;
+  uint8_t* y;
+};
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+template <bool kSigned>
+__attribute__((target("avx512f,avx512bw"))) void pixel_max_avx512(const PixelMax& p) {
+  const __m512i lowest = _mm512_set1_epi8(kSigned ? -128 : 0);
+  for (int64_t c = 0; c < p.channels; c += 64) {
+    const __mmask64 lanes =
+        p.channels - c >= 64 ? ~__mmask64{0} : (__mmask64{1} << (p.channels - c)) - 1;
+    __m512i m = lowest;
+    for (int64_t t = 0; t < p.count; ++t) {
+      const __m512i v = _mm512_maskz_loadu_epi8(lanes, p.taps[t] + c);
+      m = kSigned ? _mm512_max_epi8(m, v) : _mm512_max_epu8(m, v);
+    }
+    _mm512_mask_storeu_epi8(p.y + c, lanes, m);
+  }
+}
+
+template <typename T>
+void pixel_max_scalar(const PixelMax& p, int64_t first) {
+  for (int64_t c = first; c < p.channels; ++c) {
+    T m = std::numeric_limits<T>::lowest();
+    for (int64_t t = 0; t < p.count; ++t) m = std::max(m, static_cast<T>(p.taps[t][c]));
+    p.y[c] = static_cast<uint8_t>(m);
+  }
+}
+
+template <bool kSigned>
+__attribute__((target("avx2"))) void pixel_max_avx2(const PixelMax& p) {
+  const __m256i lowest = _mm256_set1_epi8(kSigned ? -128 : 0);
+  int64_t c = 0;
+  for (; c + 32 <= p.channels; c += 32) {
+    __m256i m = lowest;
+    for (int64_t t = 0; t < p.count; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.taps[t] + c));
+      m = kSigned ? _mm256_max_epi8(m, v) : _mm256_max_epu8(m, v);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.y + c), m);
+  }
+  pixel_max_scalar<std::conditional_t<kSigned, int8_t, uint8_t>>(p, c);
+}
+
+#pragma GCC diagnostic pop
+
+class ChannelsLastMaxPoolKernel : public OpKernel {
+ public:
+  ChannelsLastMaxPoolKernel(ConvAttributes attrs, std::unique_ptr<OpKernel> reference)
+      : attrs_(std::move(attrs)), reference_(std::move(reference)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    const bool int8 = x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8;
+    if (!int8 || x.rank() != 4 || x.numel() == 0) return reference_->compute(context);
+    const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
+    const std::optional<PoolWindow> win = pool_window(attrs_, {n, c, h, w});
+    if (!win || win->window_in_padding || win->dilations[0] != 0 || win->dilations[1] != 0) {
+      return reference_->compute(context);
+    }
+    const int64_t oh = win->y_shape[2], ow = win->y_shape[3];
+    Tensor& y = context.allocate_output_uninitialized(0, x.dtype(), {n, oh, ow, c});
+    const bool is_signed = x.dtype() == DType::kInt8;
+    void (*pixel_max)(const PixelMax&) = nullptr;
+    switch (active_simd_level()) {
+      case SimdLevel::kAvx512:
+        pixel_max = is_signed ? pixel_max_avx512<true> : pixel_max_avx512<false>;
+        break;
+      case SimdLevel::kAvx2:
+        pixel_max = is_signed ? pixel_max_avx2<true> : pixel_max_avx2<false>;
+        break;
+      default:
+        pixel_max = is_signed ? [](const PixelMax& p) { pixel_max_scalar<int8_t>(p, 0); }
+                              : [](const PixelMax& p) { pixel_max_scalar<uint8_t>(p, 0); };
+    }
+    const auto* src = static_cast<const uint8_t*>(x.raw_data());
+    auto* dst = static_cast<uint8_t*>(y.mutable_raw_data());
+    const int64_t kh = win->kernel[0], kw = win->kernel[1];
+    parallel_for(n * oh, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ow * c)),
+                 [&](int64_t begin, int64_t end) {
+                   std::vector<const uint8_t*> taps(static_cast<size_t>(kh * kw));
+                   for (int64_t row = begin; row < end; ++row) {
+                     const int64_t image = row / oh, i = row % oh;
+                     const int64_t top = i * win->strides[0] - win->pad_begin[0];
+                     const int64_t h0 = std::max<int64_t>(top, 0);
+                     const int64_t h1 = std::min(top + kh, h);
+                     for (int64_t j = 0; j < ow; ++j) {
+                       const int64_t left = j * win->strides[1] - win->pad_begin[1];
+                       const int64_t w0 = std::max<int64_t>(left, 0);
+                       const int64_t w1 = std::min(left + kw, w);
+                       int64_t count = 0;
+                       for (int64_t r = h0; r < h1; ++r) {
+                         for (int64_t q = w0; q < w1; ++q) {
+                           taps[count++] = src + ((image * h + r) * w + q) * c;
+                         }
+                       }
+                       pixel_max({taps.data(), count, c, dst + (row * ow + j) * c});
+                     }
+                   }
+                 });
+  }
+
+ private:
+  ConvAttributes attrs_;
+  std::unique_ptr<OpKernel> reference_;
+};
+
 }  // namespace
 
 void register_dnnl_pool_kernels(OpRegistry& registry) {
@@ -353,6 +477,11 @@ void register_dnnl_pool_kernels(OpRegistry& registry) {
     });
   }
   const std::string domain(kOnnxkitDomain);
+  registry.add_optimized(
+      domain, std::string(kChannelsLastMaxPool), 1, [](const KernelCreateContext& context) {
+        return std::make_unique<ChannelsLastMaxPoolKernel>(
+            ConvAttributes::pool(context, true, true), context.reference_kernel());
+      });
   registry.add_optimized(domain, "BlockedMaxPool", 1, make_blocked_max_pool);
   registry.add_optimized(domain, "BlockedAveragePool", 1, make_blocked_average_pool);
   registry.add_optimized(

@@ -115,10 +115,11 @@ class LoopKernel : public OpKernel {
     const int64_t max_iterations = current_max_loop_iterations();
     for (int64_t trip = 0; trip < max_trips && condition; ++trip) {
       if (trip >= max_iterations) {
-        context.fail(
-            "stopped after {} iterations (the bound; --max-loop-iterations): trip count {}, "
+        fail_resource_limit(
+            "{}: stopped after {} iterations (the bound; --max-loop-iterations): trip count {}, "
             "condition still true",
-            max_iterations, context.has_input(0) ? fmt::format("{}", max_trips) : "none");
+            context.node().describe(), max_iterations,
+            context.has_input(0) ? fmt::format("{}", max_trips) : "none");
       }
       std::vector<RuntimeValue> inputs{RuntimeValue(int64_scalar(trip)),
                                        RuntimeValue(bool_scalar(condition))};

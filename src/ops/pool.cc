@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/domain.h"
+#include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -207,6 +209,55 @@ class MaxPoolKernel : public OpKernel {
   ConvAttributes attrs_;
   int64_t storage_order_;
   int64_t opset_;
+};
+
+// com.onnxkit ChannelsLastMaxPool (ops/channels_last_ops.h): MaxPool-12 on int8 / uint8
+// X [N, spatial..., C], the windows of MaxPool's walker applied to every channel of a pixel.
+class ChannelsLastMaxPoolKernel : public OpKernel {
+ public:
+  explicit ChannelsLastMaxPoolKernel(const KernelCreateContext& context)
+      : attrs_(ConvAttributes::pool(context, true, true)) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() < 3 || (x.dtype() != DType::kUInt8 && x.dtype() != DType::kInt8)) {
+      context.fail("X must be int8 or uint8 [N, spatial..., C], got {} {}", dtype_name(x.dtype()),
+                   shape_to_string(x.shape()));
+    }
+    const int64_t channels = x.shape().back();
+    Shape planar{x.shape()[0], channels};
+    planar.insert(planar.end(), x.shape().begin() + 1, x.shape().end() - 1);
+    const PoolGeometry g = pool_geometry(context, attrs_, planar);
+    Shape y_shape{x.shape()[0]};
+    y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
+    y_shape.push_back(channels);
+    Tensor& y = context.allocate_output(0, x.dtype(), y_shape);
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<T> best(static_cast<size_t>(channels));
+      WindowWalker walker(attrs_, g);
+      for (int64_t n = 0; n < x.shape()[0]; ++n) {
+        const T* image = x.data<T>() + n * g.in_size * channels;
+        T* out = y.mutable_data<T>() + n * g.out_size * channels;
+        // A window entirely in the padding gives the type's lowest value, as MaxPool's.
+        walker.run(
+            [&] { std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest()); },
+            [&](int64_t row, int64_t) {
+              const T* pixel = image + row * channels;
+              for (int64_t c = 0; c < channels; ++c) best[c] = std::max(best[c], pixel[c]);
+            },
+            [&](int64_t o, int64_t) { std::copy(best.begin(), best.end(), out + o * channels); });
+      }
+    };
+    if (x.dtype() == DType::kUInt8) {
+      run(uint8_t{});
+    } else {
+      run(int8_t{});
+    }
+  }
+
+ private:
+  ConvAttributes attrs_;
 };
 
 class AveragePoolKernel : public OpKernel {
@@ -641,6 +692,24 @@ void infer_max_unpool(TypeInferenceContext& context) {
   context.set_output(0, tensor_type(dtype, std::move(out)));
 }
 
+// ChannelsLastMaxPool: MaxPool-12's output with the channels last.
+void infer_channels_last_max_pool(TypeInferenceContext& context) {
+  const DType dtype = input_dtype(context, 0);
+  if (dtype == DType::kUndefined) return;
+  const ConvAttributes attrs = ConvAttributes::pool(attribute_reader(context), true, true);
+  const std::vector<Dim>* x = input_dims(context, 0);
+  if (!x || x->size() != attrs.kernel_shape.size() + 2) {
+    context.set_output(0, tensor_type(dtype));
+    return;
+  }
+  std::vector<Dim> out{(*x)[0]};
+  const std::vector<Dim> spatial =
+      window_dims(attrs, std::span(*x).subspan(1, x->size() - 2), known_dims(attrs.kernel_shape));
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  out.push_back(x->back());
+  context.set_output(0, tensor_type(dtype, std::move(out)));
+}
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
@@ -658,6 +727,10 @@ void register_pool_ops(OpRegistry& registry) {
   registry.add("MaxUnpool", {9, 11, 22}, kernel_factory<MaxUnpoolKernel>());
   registry.add("MaxRoiPool", {1, 22},
                OpDefinition(kernel_factory<MaxRoiPoolKernel>()).with_types(infer_max_roi_pool));
+
+  registry.add(std::string(kOnnxkitDomain), std::string(kChannelsLastMaxPool), 1,
+               OpDefinition(kernel_factory<ChannelsLastMaxPoolKernel>())
+                   .with_types(infer_channels_last_max_pool));
 
   // Type inference, every version.
   registry.set_type_rule("", "MaxPool", infer_pool);

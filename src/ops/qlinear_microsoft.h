@@ -43,6 +43,19 @@ struct QLinearBinaryOperands {
 };
 QLinearBinaryOperands read_qlinear_binary(KernelContext& context);
 
+// B [K, N] of com.microsoft MatMulIntegerToFloat / DynamicQuantizeMatMul with its scale
+// (float, one value or N), zero point (B's type, one value or N; {0} when absent) and bias
+// (float [N] or null), checked against A (its last dimension is K).
+struct MsIntegerMatMulB {
+  int64_t k = 0, n = 0;
+  std::vector<float> scales;
+  std::vector<int32_t> zero_points;
+  const float* bias = nullptr;
+};
+MsIntegerMatMulB read_ms_integer_matmul_b(const KernelContext& context, const Tensor& a,
+                                          size_t b_index, size_t scale_index, size_t zp_index,
+                                          size_t bias_index);
+
 // Which side of a broadcast binary op is one value along each innermost run (ORT's kernels
 // round differently in each case).
 enum class BinaryRunKind { kBoth, kScalarA, kScalarB };

@@ -15,6 +15,8 @@
 
 #include "core/gemm.h"
 #include "core/low_precision.h"
+#include "ir/domain.h"
+#include "ir/domain.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
@@ -1281,6 +1283,17 @@ void infer_conv_integer_to_float(TypeInferenceContext& context) {
 
 }  // namespace
 
+// com.microsoft QuantizeLinear / DequantizeLinear (version 1), which ORT's tool writes with
+// UseQDQContribOps and for 16-bit or 4-bit types before opset 21: ONNX's opset 21 ops (x,
+// scale, optional zero point; per tensor or along `axis`), which they predate, without
+// block_size.
+template <typename Kernel>
+std::unique_ptr<OpKernel> make_microsoft_qdq_kernel(const KernelCreateContext& context) {
+  if (context.has_attribute("block_size"))
+    context.fail("block_size is not an attribute of com.microsoft {}", context.node().op_type());
+  return std::make_unique<Kernel>(KernelCreateContext(context.node(), 21, context.registry()));
+}
+
 void register_quantization_ops(OpRegistry& registry) {
   constexpr OpTraits kQuantization{.quantization = true};
   registry.add("QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28},
@@ -1289,6 +1302,18 @@ void register_quantization_ops(OpRegistry& registry) {
   registry.add("DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28},
                OpDefinition(kernel_factory<DequantizeLinearKernel>(), kQuantization)
                    .with_types(infer_dequantize_linear));
+  const std::string ms(kMicrosoftDomain);
+  registry.add(ms, "QuantizeLinear", 1,
+               OpDefinition(make_microsoft_qdq_kernel<QuantizeLinearKernel>, kQuantization)
+                   .with_types(infer_quantize_linear));
+  registry.add(ms, "DequantizeLinear", 1,
+               OpDefinition(make_microsoft_qdq_kernel<DequantizeLinearKernel>, kQuantization)
+                   .with_types([](TypeInferenceContext& context) {
+                     // y has the scale's type (float or float16).
+                     const DType dtype = input_dtype(context, 1);
+                     if (dtype == DType::kUndefined || !context.input_type(0)) return;
+                     context.set_output(0, tensor_type(dtype, input_shape(context, 0)));
+                   }));
   registry.add("DynamicQuantizeLinear", {11},
                OpDefinition(kernel_factory<DynamicQuantizeLinearKernel>(), kQuantization)
                    .with_types(infer_dynamic_quantize_linear));

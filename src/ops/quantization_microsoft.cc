@@ -1,7 +1,9 @@
 // Op family: com.microsoft's QOperator ops, the ones ONNX Runtime's quantization tool writes
 // in QOperator format (quantize_static(..., quant_format=QOperator)): QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool (2-D NCHW),
-// QLinearConcat, QLinearSoftmax, QLinearWhere and QGemm (version 1 of com.microsoft).
+// QLinearConcat, QLinearSoftmax, QLinearWhere and QGemm (version 1 of com.microsoft); and
+// MatMulIntegerToFloat / DynamicQuantizeMatMul, which ORT's optimizer makes of the tool's
+// dynamic MatMul chains.
 //
 // Each reference kernel computes what ORT's CPU kernel computes (contrib_ops/cpu/quantization
 // and MLAS), rounding steps included, so ORT-quantized files give ORT's numbers; the shared
@@ -252,13 +254,21 @@ class QLinearGlobalAveragePoolKernel : public OpKernel {
     auto sum = [&](auto tag) {
       using Q = decltype(tag);
       const Q* src = x.data<Q>();
+      if (channels_last_) {  // pixel by pixel: the channels are contiguous
+        for (int64_t n = 0; n < g.batch; ++n) {
+          int32_t* row = sums.data() + n * g.channels;
+          for (int64_t i = 0; i < g.image; ++i) {
+            const Q* pixel = src + (n * g.image + i) * g.channels;
+            for (int64_t c = 0; c < g.channels; ++c) row[c] += pixel[c];
+          }
+        }
+        return;
+      }
       for (int64_t n = 0; n < g.batch; ++n) {
         for (int64_t c = 0; c < g.channels; ++c) {
           int32_t acc = 0;
           for (int64_t i = 0; i < g.image; ++i) {
-            const int64_t at = channels_last_ ? (n * g.image + i) * g.channels + c
-                                              : (n * g.channels + c) * g.image + i;
-            acc += src[at];
+            acc += src[(n * g.channels + c) * g.image + i];
           }
           sums[n * g.channels + c] = acc;
         }
@@ -589,6 +599,159 @@ class QGemmKernel : public OpKernel {
   bool trans_a_, trans_b_;
 };
 
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// MatMulIntegerToFloat and DynamicQuantizeMatMul: what ORT's session optimizer makes of the
+// tool's dynamic chains DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul (-> Add), and
+// what files saved with its optimized_model_filepath hold. Y = float((A - a_zp) x (B - b_zp))
+// * (a_scale * b_scale[j]) + bias[j], in that order, as MLAS's output stage computes it.
+// B is a [K, N] matrix; its scale and zero point one value or one per column; A's scale and
+// zero point one value. DynamicQuantizeMatMul quantizes a float A as DynamicQuantizeLinear.
+
+namespace {
+
+template <typename T>
+std::vector<int32_t> int8_as_int32(const Tensor& t) {
+  return std::vector<int32_t>(t.data<T>(), t.data<T>() + t.numel());
+}
+
+std::vector<int32_t> int8_values_of(const Tensor& t) {
+  return t.dtype() == DType::kUInt8 ? int8_as_int32<uint8_t>(t) : int8_as_int32<int8_t>(t);
+}
+
+// One value or one per column of B ([N] or a scalar / [1]).
+void check_per_column(const KernelContext& context, const Tensor& t, int64_t n,
+                      std::string_view what) {
+  if (t.numel() != 1 && !(t.rank() == 1 && t.shape()[0] == n)) {
+    context.fail("{} has shape {}: needs one value or one per column of B ([{}])", what,
+                 shape_to_string(t.shape()), n);
+  }
+}
+
+}  // namespace
+
+MsIntegerMatMulB read_ms_integer_matmul_b(const KernelContext& context, const Tensor& a,
+                                          size_t b_index, size_t scale_index, size_t zp_index,
+                                          size_t bias_index) {
+  const DType dtype = int8_data_type(context, b_index, "B");
+  const Tensor& b = context.input(b_index);
+  if (b.rank() != 2) {
+    context.fail("B has shape {}: needs a [K, N] matrix", shape_to_string(b.shape()));
+  }
+  if (a.rank() < 1 || a.shape().back() != b.shape()[0]) {
+    context.fail("A has shape {} and B {}: A's last dimension must be B's first",
+                 shape_to_string(a.shape()), shape_to_string(b.shape()));
+  }
+  MsIntegerMatMulB out;
+  out.k = b.shape()[0];
+  out.n = b.shape()[1];
+  if (!context.has_input(scale_index)) context.fail("b_scale (input {}) is missing", scale_index);
+  const Tensor& scale = context.input(scale_index);
+  if (scale.dtype() != DType::kFloat)
+    context.fail("b_scale has type {} (needs float)", dtype_name(scale.dtype()));
+  check_per_column(context, scale, out.n, "b_scale");
+  out.scales.assign(scale.data<float>(), scale.data<float>() + scale.numel());
+  if (context.has_input(zp_index)) {
+    const Tensor& zp = context.input(zp_index);
+    if (zp.dtype() != dtype) {
+      context.fail("b_zero_point has type {} but B has type {}", dtype_name(zp.dtype()),
+                   dtype_name(dtype));
+    }
+    check_per_column(context, zp, out.n, "b_zero_point");
+    out.zero_points = int8_values_of(zp);
+  } else {
+    out.zero_points = {0};
+  }
+  if (bias_index != kNoInput && context.has_input(bias_index)) {
+    const Tensor& bias = context.input(bias_index);
+    if (bias.dtype() != DType::kFloat || bias.shape() != Shape{out.n}) {
+      context.fail("bias has type {} and shape {}: needs float [{}]", dtype_name(bias.dtype()),
+                   shape_to_string(bias.shape()), out.n);
+    }
+    out.bias = bias.data<float>();
+  }
+  return out;
+}
+
+namespace {
+
+// Y = float(sum over k of a_values[row, k] * (B - b_zp)[k, j]) * (a_scale * b_scale[j])
+// (+ bias[j]); a_values has A's zero point taken off.
+void ms_integer_matmul_to_float(KernelContext& context, const Tensor& a,
+                                const std::vector<int32_t>& a_values, float a_scale,
+                                const MsIntegerMatMulB& b, size_t b_index) {
+  Shape out_shape = a.shape();
+  out_shape.back() = b.n;
+  Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, out_shape);
+  float* dst = y.mutable_data<float>();
+  const std::vector<int32_t> b_values = int8_values_of(context.input(b_index));
+  const int64_t rows =
+      b.k == 0 ? shape_numel(out_shape) / std::max<int64_t>(b.n, 1) : a.numel() / b.k;
+  std::vector<int32_t> acc(static_cast<size_t>(b.n));
+  for (int64_t row = 0; row < rows; ++row) {
+    std::fill(acc.begin(), acc.end(), 0);
+    for (int64_t i = 0; i < b.k; ++i) {
+      const int32_t av = a_values[static_cast<size_t>(row * b.k + i)];
+      for (int64_t j = 0; j < b.n; ++j) {
+        const int32_t zp = b.zero_points[b.zero_points.size() == 1 ? 0 : j];
+        acc[j] += av * (b_values[static_cast<size_t>(i * b.n + j)] - zp);
+      }
+    }
+    for (int64_t j = 0; j < b.n; ++j) {
+      const float multiplier = a_scale * b.scales[b.scales.size() == 1 ? 0 : j];
+      float v = static_cast<float>(acc[j]) * multiplier;
+      if (b.bias) v += b.bias[j];
+      dst[row * b.n + j] = v;
+    }
+  }
+}
+
+// com.microsoft MatMulIntegerToFloat: A, B, a_scale, b_scale, a_zero_point, b_zero_point,
+// bias.
+class MsMatMulIntegerToFloatKernel : public OpKernel {
+ public:
+  explicit MsMatMulIntegerToFloatKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    const DType dtype = int8_data_type(context, 0, "A");
+    const Tensor& a = context.input(0);
+    const MsIntegerMatMulB b = read_ms_integer_matmul_b(context, a, 1, 3, 5, 6);
+    const QuantParam a_param = read_quant_param(context, 2, 4, dtype, "A");
+    std::vector<int32_t> a_values = int8_values_of(a);
+    for (int32_t& v : a_values) v -= a_param.zero_point;
+    ms_integer_matmul_to_float(context, a, a_values, a_param.scale, b, 1);
+  }
+};
+
+// com.microsoft DynamicQuantizeMatMul: A (float), B, b_scale, b_zero_point, bias.
+class DynamicQuantizeMatMulKernel : public OpKernel {
+ public:
+  explicit DynamicQuantizeMatMulKernel(const KernelCreateContext&) {}
+
+  void compute(KernelContext& context) const override {
+    const Tensor& a = context.input(0);
+    if (a.dtype() != DType::kFloat)
+      context.fail("A has type {} (needs float)", dtype_name(a.dtype()));
+    const MsIntegerMatMulB b = read_ms_integer_matmul_b(context, a, 1, 2, 3, 4);
+    // DynamicQuantizeLinear's uint8 scale and zero point (ORT's GetQuantizationParameter).
+    const float* x = a.data<float>();
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      lo = std::fmin(lo, x[i]);
+      hi = std::fmax(hi, x[i]);
+    }
+    const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    const float zero_point = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+    std::vector<int32_t> a_values(static_cast<size_t>(a.numel()));
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float q = std::clamp(std::nearbyint(x[i] / scale) + zero_point, 0.0f, 255.0f);
+      a_values[i] = static_cast<int32_t>(q) - static_cast<int32_t>(zero_point);
+    }
+    ms_integer_matmul_to_float(context, a, a_values, scale, b, 1);
+  }
+};
+
 // ---------------------------------------------------------------------------------------
 // Type inference (ops/type_inference.h).
 
@@ -667,6 +830,18 @@ void infer_qgemm(TypeInferenceContext& context) {
   const KernelCreateContext attrs = attribute_reader(context);
   const bool ta = attrs.attr_int("transA", 0) != 0, tb = attrs.attr_int("transB", 0) != 0;
   context.set_output(0, tensor_type(dtype, std::vector<Dim>{(*a)[ta ? 1 : 0], (*b)[tb ? 0 : 1]}));
+}
+
+// Y: float, A's shape with its last dimension B's second.
+void infer_ms_integer_matmul(TypeInferenceContext& context) {
+  const SymbolicShape a = shape_of(context, 0), b = shape_of(context, 1);
+  if (!a || !b || a->empty() || b->size() != 2) {
+    context.set_output(0, tensor_type(DType::kFloat));
+    return;
+  }
+  std::vector<Dim> dims = *a;
+  dims.back() = (*b)[1];
+  context.set_output(0, tensor_type(DType::kFloat, dims));
 }
 
 }  // namespace
@@ -842,6 +1017,12 @@ void register_quantization_microsoft_ops(OpRegistry& registry) {
   registry.add(ms, "QLinearWhere", 1,
                OpDefinition(kernel_factory<QLinearWhereKernel>()).with_types(infer_qlinear_where));
   registry.add(ms, "QGemm", 1, OpDefinition(kernel_factory<QGemmKernel>()).with_types(infer_qgemm));
+  registry.add(ms, "MatMulIntegerToFloat", 1,
+               OpDefinition(kernel_factory<MsMatMulIntegerToFloatKernel>())
+                   .with_types(infer_ms_integer_matmul));
+  registry.add(ms, "DynamicQuantizeMatMul", 1,
+               OpDefinition(kernel_factory<DynamicQuantizeMatMulKernel>())
+                   .with_types(infer_ms_integer_matmul));
 }
 
 }  // namespace onnxkit

@@ -7,7 +7,6 @@
 #include "onnx/onnx_checks.h"
 #include "ops/shape_vector.h"
 #include "ops/type_inference.h"
-#include "registry/custom_op_library.h"
 
 namespace onnxkit {
 namespace {
@@ -60,12 +59,10 @@ bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRe
     if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
     // A node libonnx would crash on is left to its rule, node by node.
     if (!libonnx_inference_hazard(*node, opset, rank_of(node->input(0))).empty()) return false;
-    // An op of a custom op library with a type callback: libonnx's whole-model inference would
-    // leave its outputs (and everything after them) as they were.
-    if (newest < 0 && registration && registration->definition.infer_types &&
-        defined_by_custom_op_library(registration->definition)) {
-      return false;
-    }
+    // An op of a domain libonnx has no schema for (a custom op library's, com.microsoft's
+    // QLinearAdd ...) with a type rule: libonnx's whole-model inference would leave its outputs
+    // (and everything after them) as they were.
+    if (newest < 0 && registration && registration->definition.infer_types) return false;
     for (const Graph* sub : node->subgraphs()) {
       if (!every_node_libonnx_knows(*sub, model, registry)) return false;
     }

@@ -17,7 +17,11 @@
 //     Clip's bounds): Relu, Clip, Add, ..., and any QLinear* element-wise op registered with
 //     that trait (com.microsoft QLinearAdd / QLinearMul take part as soon as their
 //     definitions carry it);
-//   - QuantizeLinear / DequantizeLinear per tensor (one-element scale and zero point).
+//   - QuantizeLinear / DequantizeLinear per tensor (one-element scale and zero point);
+//   - a pool on its rank-4 int8 X: MaxPool (no Indices output), which becomes com.onnxkit
+//     ChannelsLastMaxPool, and com.microsoft QLinearGlobalAveragePool, which takes
+//     channels_last = 1 (ORT's own attribute). ResNet-50 pools between conv1 and layer1, both
+//     networks before the classifier: without them the chain was cut there.
 // Joined nodes that only feed the rest of the graph and widen their values (a trailing
 // DequantizeLinear) leave again, so the transpose back happens on int8 bytes. A chain is
 // converted when it holds at least two convs.
@@ -73,7 +77,7 @@ std::vector<Dim> permuted(const std::vector<Dim>& dims, const std::vector<int64_
   return out;
 }
 
-enum class Role { kNone, kConv, kLayoutAgnostic };
+enum class Role { kNone, kConv, kLayoutAgnostic, kPool };
 
 class Int8ChannelsLastPass : public GraphPass {
  public:
@@ -106,6 +110,27 @@ class Int8ChannelsLastPass : public GraphPass {
     const std::vector<Dim>* dims = rank4_dims(x);
     return dims && is_int8(dtype_of(x)) && w && w->has_initializer() &&
            w->initializer().rank() == 4 && rank4_dims(node->output(0));
+  }
+
+  // A pool that has a channels-last form, on a rank-4 int8 X.
+  static bool is_pool(const Node* node) {
+    if (node->outputs().empty() || !rank4_dims(node->input(0)) ||
+        !is_int8(dtype_of(node->input(0))) || !rank4_dims(node->output(0))) {
+      return false;
+    }
+    if (is_onnx_op(node, "MaxPool")) {
+      const bool indices =
+          node->outputs().size() > 1 && node->output(1) && !is_unused(node->output(1));
+      return !indices;
+    }
+    if (node->domain() == kMicrosoftDomain && node->op_type() == "QLinearGlobalAveragePool") {
+      if (int_attr(node, "channels_last", 0) != 0 || node->inputs().size() != 5) return false;
+      for (size_t i = 1; i < 5; ++i) {
+        if (!one_element(node->input(i))) return false;
+      }
+      return true;
+    }
+    return false;
   }
 
   // The inputs of `node` that carry activations (rank-4 values with the output's shape),
@@ -144,6 +169,10 @@ class Int8ChannelsLastPass : public GraphPass {
   Role role_of(const Node* node, const std::map<const Node*, Role>& roles,
                const PassContext& context) {
     if (is_conv(node)) return Role::kConv;
+    if (is_pool(node)) {
+      const Node* producer = node->input(0)->producer();
+      return producer && roles.count(producer) ? Role::kPool : Role::kNone;
+    }
     const auto inputs = activation_inputs(node, context);
     if (!inputs) return Role::kNone;
     for (size_t i : *inputs) {
@@ -202,18 +231,29 @@ class Int8ChannelsLastPass : public GraphPass {
       return twin[v] = out;
     };
     for (Node* node : chosen) {
-      const bool conv = roles.at(node) == Role::kConv;
+      const Role role = roles.at(node);
       std::vector<Value*> inputs(node->inputs().begin(), node->inputs().end());
       const std::vector<size_t> activations =
-          conv ? std::vector<size_t>{0} : activation_inputs_.at(node);
+          role == Role::kLayoutAgnostic ? activation_inputs_.at(node) : std::vector<size_t>{0};
       for (size_t i : activations) inputs[i] = channels_last_form(inputs[i]);
       Value* y = node->output(0);
-      Node* rewritten =
-          graph.add_node(conv ? std::string(kChannelsLastQLinearConv) : node->op_type(), inputs,
-                         {graph.unique_name(y->name() + "_nhwc")},
-                         conv ? std::string(kOnnxkitDomain) : node->domain(), node->name());
+      std::string op_type = node->op_type(), domain = node->domain();
+      if (role == Role::kConv) {
+        op_type = kChannelsLastQLinearConv;
+        domain = kOnnxkitDomain;
+      } else if (role == Role::kPool && is_onnx_op(node, "MaxPool")) {
+        op_type = kChannelsLastMaxPool;
+        domain = kOnnxkitDomain;
+      }
+      Node* rewritten = graph.add_node(op_type, inputs, {graph.unique_name(y->name() + "_nhwc")},
+                                       domain, node->name());
       for (const Attribute& attribute : node->attributes()) {
+        // MaxPool's storage_order only orders its Indices output, which the chain has none of.
+        if (attribute.name == "storage_order" || attribute.name == "channels_last") continue;
         rewritten->set_attribute(clone_attribute(attribute, &graph, {}));
+      }
+      if (role == Role::kPool && domain == kMicrosoftDomain) {
+        rewritten->set_attribute(int_attribute("channels_last", 1));
       }
       rewritten->output(0)->set_type(
           ValueType::tensor(y->type().elem_type, permuted(*rank4_dims(y), kToChannelsLast)));

@@ -68,6 +68,8 @@ std::unique_ptr<GraphPass> make_fuse_qdq_into_qlinear_pass();
 // DQ -> Add / Mul / GlobalAveragePool / Sigmoid / LeakyRelu / Concat -> Q into com.microsoft's
 // QLinear ops.
 std::unique_ptr<GraphPass> make_fuse_qdq_into_qlinear_elementwise_pass();
+// DQ -> MaxPool -> Q of one scale and zero point -> MaxPool on the int8 values.
+std::unique_ptr<GraphPass> make_fuse_qdq_into_int8_maxpool_pass();
 // Conv (or FusedConv) + Add of a same-shaped residual and/or an activation -> FusedConv.
 std::unique_ptr<GraphPass> make_fuse_conv_activation_pass();
 // MatMul + Add of a constant bias row and/or an activation, and Gemm -> FusedMatMul.

@@ -62,6 +62,7 @@ std::vector<std::unique_ptr<GraphPass>> extended_passes() {
   passes.push_back(make_fuse_integer_to_float_pass());
   passes.push_back(make_fuse_qdq_into_qlinear_pass());
   passes.push_back(make_fuse_qdq_into_qlinear_elementwise_pass());
+  passes.push_back(make_fuse_qdq_into_int8_maxpool_pass());
   passes.push_back(make_fuse_layer_norm_pass());
   passes.push_back(make_fuse_gelu_pass());
   passes.push_back(make_fuse_skip_layer_norm_pass());

@@ -45,6 +45,7 @@ void register_attention_kernels(OpRegistry& registry);
 void register_fast_cpu_kernels(OpRegistry& registry);
 void register_dnnl_conv_kernels(OpRegistry& registry);
 void register_dnnl_int8_kernels(OpRegistry& registry);
+void register_fast_recurrent_kernels(OpRegistry& registry);
 void register_blocked_ops(OpRegistry& registry);
 
 void register_builtin_ops(OpRegistry& registry) {
@@ -85,6 +86,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_fast_cpu_kernels(registry);
   register_dnnl_conv_kernels(registry);
   register_dnnl_int8_kernels(registry);
+  register_fast_recurrent_kernels(registry);
   register_blocked_ops(registry);
 }
 

@@ -79,7 +79,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     } catch (const Error& e) {
       std::string message = e.what();
       if (message.rfind(node->describe(), 0) == 0) throw;
-      fail("{}: {}", node->describe(), message);
+      throw Error(fmt::format("{}: {}", node->describe(), message), e.kind());
     }
     for (const Value* input : node->inputs()) {
       step.inputs.push_back(input ? plan->resolve(input) : SlotRef{});
@@ -227,9 +227,9 @@ void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& run
     } catch (const Error& e) {
       std::string message = e.what();
       if (message.find(step.node->describe()) != std::string::npos) throw;
-      fail("{}: {}", step.node->describe(), message);
+      throw Error(fmt::format("{}: {}", step.node->describe(), message), e.kind());
     } catch (const std::bad_alloc&) {
-      fail("{}: out of memory", step.node->describe());
+      fail_resource_limit("{}: out of memory", step.node->describe());
     }
   }
 }

@@ -485,16 +485,6 @@ std::string CheckDims::explain() const {
   return text;
 }
 
-bool is_shape_error(const std::string& message) {
-  const std::string lower = lowercase(message);
-  if (lower.find("out of memory") != std::string::npos) return false;
-  for (const char* word : {"shape", "broadcast", "exceeds", "size", "dim ", "dims", "rank",
-                           "out of range", "out of bounds", "divisible", "must match"}) {
-    if (lower.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
 NamedValues make_check_inputs(const Model& model, const CheckDims& dims,
                               const std::map<std::string, Tensor>& given, uint64_t seed,
                               size_t attempt) {
@@ -517,7 +507,7 @@ NamedValues make_check_inputs(const Model& model, const CheckDims& dims,
     try {
       tensor = random_tensor(type.elem_type, shape, rng);
     } catch (const Error& e) {
-      fail("check input '{}': {}", input->name(), e.what());
+      throw Error(fmt::format("check input '{}': {}", input->name(), e.what()), e.kind());
     }
     if (dtype_is_integer(type.elem_type)) {
       const int64_t bound = index_bound(input);

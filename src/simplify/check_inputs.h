@@ -66,10 +66,6 @@ class CheckDims {
   std::map<std::pair<std::string, size_t>, size_t> index_;
 };
 
-// Whether a run's error is about sizes (a broadcast, a kernel window, a reshape, a concat
-// that do not fit), so that other input sizes may fix it.
-bool is_shape_error(const std::string& message);
-
 // Check data for the model's inputs with the shapes of try `attempt`: floats normal(0,1);
 // integers that feed Gather-like indices get ids in range of the table; masks get 0/1; an
 // integer scalar named like a sample rate 16000; other integers [0, 10). `given` inputs are

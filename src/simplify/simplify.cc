@@ -149,8 +149,9 @@ bool skip_check_for_custom_ops(const Model& model, const OpRegistry& registry,
 }
 
 // Runs the input model on check inputs. The first run tries the dynamic dims' candidate
-// sizes in turn while the model fails for a shape reason; later runs reuse the sizes that
-// worked.
+// sizes in turn while the model fails (a broadcast, a kernel window, a reshape that the sizes
+// do not fit; any failure but a bound of the run, which larger sizes cannot cure); later runs
+// reuse the sizes that worked.
 std::vector<CheckRun> run_input_model(const Model& model, const CheckDims& dims, int check_n,
                                       const SimplifyOptions& options, const OpRegistry& registry,
                                       SimplifyReport& report) {
@@ -170,7 +171,7 @@ std::vector<CheckRun> run_input_model(const Model& model, const CheckDims& dims,
     const uint64_t seed = options.seed + static_cast<uint64_t>(run);
     check_run.inputs = generate_inputs(seed, attempt);
     auto expected = session.value()->run(check_run.inputs);
-    while (!expected && run == 0 && is_shape_error(expected.error()) &&
+    while (!expected && run == 0 && expected.error_kind() != ErrorKind::kResourceLimit &&
            attempt + 1 < dims.tries()) {
       check_run.inputs = generate_inputs(seed, ++attempt);
       expected = session.value()->run(check_run.inputs);

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "../graph_test_util.h"
+#include "kernels/int8_depthwise.h"
 #include "kernels/vector_math.h"
 #include "ops/channels_last_ops.h"
 
@@ -334,6 +335,175 @@ TEST(Int8Kernels, ChannelsLastQLinearConvMatchesReference) {
                      ->output(0));
       });
       ++seed;
+    }
+  }
+}
+
+// Depthwise ChannelsLastQLinearConv (kernels/int8_depthwise.cc): kernels 3x3 and 5x5,
+// strides 1 and 2, scales that leave most outputs unsaturated, symmetric, asymmetric and no
+// padding, channel counts with and without a tail below 16, u8 / s8 activations, weights and
+// outputs, zero points per tensor and per channel, at every SIMD level this CPU has.
+struct DepthwiseCase {
+  Shape x;  // [N, C, H, W]
+  int64_t kernel, stride;
+  std::vector<int64_t> pads;
+  DType x_type, w_type, y_type;
+  bool per_channel, bias;
+  int x_zp;
+};
+
+std::vector<DepthwiseCase> depthwise_cases() {
+  using D = DType;
+  return {
+      {{1, 32, 9, 9}, 3, 1, {1, 1, 1, 1}, D::kUInt8, D::kInt8, D::kUInt8, true, true, 120},
+      {{2, 96, 8, 7}, 3, 2, {0, 1, 1, 0}, D::kUInt8, D::kInt8, D::kUInt8, false, true, 3},
+      {{1, 83, 7, 9}, 3, 2, {1, 1, 1, 1}, D::kInt8, D::kInt8, D::kInt8, true, false, -7},
+      {{1, 144, 6, 6}, 5, 1, {2, 2, 2, 2}, D::kUInt8, D::kUInt8, D::kInt8, true, true, 255},
+      {{1, 40, 11, 10}, 5, 2, {2, 1, 2, 1}, D::kInt8, D::kUInt8, D::kUInt8, false, true, 127},
+      {{1, 16, 5, 5}, 3, 1, {}, D::kUInt8, D::kInt8, D::kUInt8, true, true, 0},
+      {{1, 7, 6, 6}, 5, 1, {0, 0, 4, 4}, D::kInt8, D::kInt8, D::kUInt8, false, false, -128},
+      {{1, 200, 4, 4}, 3, 1, {1, 1, 1, 1}, D::kUInt8, D::kInt8, D::kUInt8, true, true, 128},
+      // 15 columns: 8, 4, 2 and 1 at a time.
+      {{1, 48, 3, 15}, 3, 1, {1, 1, 1, 1}, D::kInt8, D::kInt8, D::kInt8, true, true, 5},
+  };
+}
+
+// The depthwise case's node on channels-last X, with seeded random operands.
+void build_depthwise(GraphBuilder& g, const DepthwiseCase& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int64_t channels = c.x[1];
+  Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng));
+  Value* w = g.constant(int8_tensor(c.w_type, {channels, 1, c.kernel, c.kernel}, rng));
+  const Shape param = c.per_channel ? Shape{channels} : Shape{};
+  Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
+  Value* w_zp =
+      g.constant(c.per_channel ? int8_tensor(c.w_type, param, rng)
+                               : int8_scalar(c.w_type, c.w_type == DType::kInt8 ? 0 : 131));
+  std::vector<Value*> inputs{
+      x,
+      g.scalar(0.05f),
+      g.constant(int8_scalar(c.x_type, c.x_zp)),
+      w,
+      w_scale,
+      w_zp,
+      g.scalar(2.0f),
+      g.constant(int8_scalar(c.y_type, c.y_type == DType::kUInt8 ? 128 : 0))};
+  if (c.bias) {
+    Tensor bias(DType::kInt32, {channels});
+    std::uniform_int_distribution<int32_t> dist(-20000, 20000);
+    for (int64_t m = 0; m < channels; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+    inputs.push_back(g.constant(bias));
+  }
+  std::vector<testing::Attr> list{testing::Attr::Int("group", channels),
+                                  testing::Attr::Ints("strides", {c.stride, c.stride})};
+  if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+  g.output(g.node(std::string(kChannelsLastQLinearConv), inputs, testing::Attributes(list), 1,
+                  std::string(kOnnxkitDomain))
+               ->output(0));
+}
+
+TEST(Int8Kernels, ChannelsLastDepthwiseMatchesReferenceAtEveryLevel) {
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > detected_simd_level()) continue;
+    SimdLevelOverride force(level);
+    SCOPED_TRACE(std::string(simd_level_name(level)));
+    uint64_t seed = 900;
+    for (const DepthwiseCase& c : depthwise_cases()) {
+      SCOPED_TRACE(shape_to_string(c.x) + " kernel " + std::to_string(c.kernel) + " stride " +
+                   std::to_string(c.stride));
+      expect_bit_exact([&](GraphBuilder& g) { build_depthwise(g, c, seed); });
+      ++seed;
+    }
+  }
+}
+
+// Each code path of the kernel, called directly (AVX-512 without VNNI is not reachable
+// through the SIMD level on a CPU that has VNNI), against the scalar one. With weight zero
+// points of 0 every (w - w_zp) fits in s8 and the VNNI path multiplies byte quads
+// (VPDPBUSD); with random ones it multiplies int16 pairs. Multipliers of 0.01-1 make many
+// outputs saturate (the quad path lets its packs saturate them), of 10-1e6 most (the quad
+// path clamps before rounding, as |acc * multiplier| may pass 2^30).
+TEST(Int8Kernels, DepthwiseCodePathsAgree) {
+  std::mt19937_64 rng(31);
+  for (const int variant : {0, 1, 2, 3})
+    for (const DepthwiseCase& c : depthwise_cases()) {
+      const int64_t channels = c.x[1], taps = c.kernel * c.kernel;
+      const bool x_signed = c.x_type == DType::kInt8;
+      std::vector<int32_t> weights(static_cast<size_t>(channels * taps)), zero_points(channels);
+      std::uniform_int_distribution<int> value(-128, 127);
+      for (int32_t& w : weights) w = value(rng);
+      const bool s8_weights = variant > 0;
+      for (int32_t& zp : zero_points) zp = s8_weights ? 0 : value(rng);
+      // The extremes of the s8 range, in the first channel.
+      if (s8_weights) weights[0] = -128, weights[1] = 127;
+      const Int8DepthwiseConv conv(channels, c.kernel, c.kernel, c.stride, c.stride, weights,
+                                   zero_points);
+      std::vector<float> multipliers(static_cast<size_t>(channels));
+      const float low_scale[] = {1e-5f, 1e-5f, 1e-2f, 10.0f},
+                  high_scale[] = {1e-3f, 1e-3f, 1, 1e6f};
+      std::uniform_real_distribution<float> scale(low_scale[variant], high_scale[variant]);
+      for (float& m : multipliers) m = scale(rng);
+      std::vector<int32_t> biases(static_cast<size_t>(channels));
+      for (int32_t& b : biases) b = value(rng) * 50;
+      const Tensor x = int8_tensor(c.x_type, channels_last_shape(c.x), rng);
+      const int64_t pad = c.kernel / 2;
+      const int64_t out_h = (c.x[2] + 2 * pad - c.kernel) / c.stride + 1;
+      const int64_t out_w = (c.x[3] + 2 * pad - c.kernel) / c.stride + 1;
+      const Int8DepthwiseConv::Geometry geometry{c.x[0], c.x[2], c.x[3], out_h, out_w, pad, pad};
+      const Int8DepthwiseConv::Requantization requantization{
+          multipliers.data(), c.bias ? biases.data() : nullptr, c.y_type == DType::kInt8 ? -3 : 130,
+          c.y_type == DType::kInt8};
+      const size_t out_bytes = static_cast<size_t>(c.x[0] * out_h * out_w * channels);
+      std::vector<uint8_t> want(out_bytes);
+      conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, want.data(),
+               DepthwiseIsa::kScalar);
+      for (DepthwiseIsa isa :
+           {DepthwiseIsa::kAvx2, DepthwiseIsa::kAvx512, DepthwiseIsa::kAvx512Vnni}) {
+        if (!cpu_runs(isa)) continue;
+        SCOPED_TRACE("variant " + std::to_string(variant) + " path " +
+                     std::to_string(static_cast<int>(isa)) + " on " + shape_to_string(c.x));
+        std::vector<uint8_t> got(out_bytes, 0xAB);
+        conv.run(x.raw_data(), x_signed, c.x_zp, geometry, requantization, got.data(), isa);
+        EXPECT_EQ(got, want);
+      }
+    }
+}
+
+// com.onnxkit ChannelsLastMaxPool (kernels/dnnl_pool.cc) against its reference: channel
+// counts around the vector widths, strides, pads, ceil_mode, u8 and s8, every SIMD level.
+TEST(Int8Kernels, ChannelsLastMaxPoolMatchesReferenceAtEveryLevel) {
+  struct PoolCase {
+    Shape x;  // [N, H, W, C]
+    int64_t kernel, stride;
+    std::vector<int64_t> pads;
+    bool ceil;
+  };
+  const std::vector<PoolCase> cases{{{1, 9, 9, 64}, 3, 2, {1, 1, 1, 1}, false},
+                                    {{2, 8, 7, 70}, 3, 2, {0, 0, 1, 1}, true},
+                                    {{1, 6, 6, 3}, 2, 2, {}, false},
+                                    {{1, 5, 7, 130}, 3, 1, {1, 1, 1, 1}, false},
+                                    {{1, 7, 7, 33}, 5, 2, {2, 2, 2, 2}, true}};
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > detected_simd_level()) continue;
+    SimdLevelOverride force(level);
+    SCOPED_TRACE(std::string(simd_level_name(level)));
+    uint64_t seed = 1200;
+    for (const PoolCase& c : cases) {
+      for (DType type : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(shape_to_string(c.x));
+        expect_bit_exact([&](GraphBuilder& g) {
+          std::mt19937_64 rng(seed);
+          std::vector<testing::Attr> list{testing::Attr::Ints("kernel_shape", {c.kernel, c.kernel}),
+                                          testing::Attr::Ints("strides", {c.stride, c.stride})};
+          if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+          if (c.ceil) list.push_back(testing::Attr::Int("ceil_mode", 1));
+          g.output(g.node(std::string(kChannelsLastMaxPool),
+                          {g.input("x", int8_tensor(type, c.x, rng))}, testing::Attributes(list), 1,
+                          std::string(kOnnxkitDomain))
+                       ->output(0));
+        });
+        ++seed;
+      }
     }
   }
 }

@@ -289,8 +289,8 @@ void check_case_with(const Case& c, const SessionOptions& options) {
   }
 }
 
-// Runs `c` with every output on the reference kernel and on the optimized one (its float
-// products in oneDNN's sgemm) and compares each with the reference (shapes included).
+// Runs `c` with every output on the reference kernel and on the optimized one
+// (kernels/fast_recurrent) and compares each with the reference (shapes included).
 void check_case(Case c) {
   fill(c);
   for (const SessionOptions& options : {SessionOptions::reference(), optimized()}) {
@@ -556,7 +556,7 @@ TEST(LstmTest, BidirectionalPeepholesSequenceLensClip) {
 
 TEST(LstmTest, BidirectionalBatchOfOneWideHidden) {
   // ddddocr's CRNN shape, scaled down: one image, a wide bidirectional LSTM, so every time step
-  // is a one-row product with R (oneDNN's GEMV path in the optimized kernel).
+  // is a one-row product with R.
   Case c;
   c.op = "LSTM";
   c.direction = "bidirectional";

@@ -120,15 +120,32 @@ TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
   GraphBuilder b(model);
   Value* x = b.input("x", {2, 3});
   Value* relu = b.op("Relu", {x});
-  Value* twice = b.op("Twice", {relu}, {}, "com.test");
-  b.output(twice);
+  Value* no_rule = b.op("NoRule", {relu}, {}, "com.test");
+  b.output(no_rule);
   const OpRegistry registry = test_registry();
   TypeInferenceReport report = infer_types(model, registry).value();
   EXPECT_EQ(report.by_libonnx, 2u);
   EXPECT_EQ(report.by_rule, 0u);
   EXPECT_EQ(type_of(relu), "float[2,3]");
   // As before: libonnx leaves ops it does not know untyped.
-  EXPECT_EQ(twice->type().kind, ValueType::Kind::kNone);
+  EXPECT_EQ(no_rule->type().kind, ValueType::Kind::kNone);
+}
+
+// An op of a domain libonnx has no schema for, with a rule (com.microsoft's QLinearAdd in
+// ONNX Runtime's QOperator files): node by node, so it and what follows it are typed.
+TEST(InferTypes, OpsOfDomainsLibonnxDoesNotKnowUseTheirRules) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {2, 3});
+  Value* twice = b.op("Twice", {b.op("Relu", {x})}, {}, "com.test");
+  Value* relu = b.op("Relu", {twice});
+  b.output(relu);
+  const OpRegistry registry = test_registry();
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_libonnx, 2u);
+  EXPECT_EQ(report.by_rule, 1u);
+  EXPECT_EQ(type_of(twice), "float[2,6]");
+  EXPECT_EQ(type_of(relu), "float[2,6]");
 }
 
 TEST(InferTypes, WithoutLibonnxEveryNodeNeedsARule) {

@@ -3,8 +3,11 @@
 // compute the same integers.
 #include <random>
 
+#include "ir/domain.h"
 #include "ops/channels_last_ops.h"
 #include "pass_test_util.h"
+#include "passes/infer_types.h"
+#include "registry/builtin_registry.h"
 
 namespace onnxkit {
 namespace {
@@ -103,6 +106,47 @@ TEST(Int8ChannelsLast, LoneConvStaysPlanar) {
   auto pass = make_int8_channels_last_pass();
   EXPECT_EQ(apply_pass(*pass, model), 0u);
   EXPECT_EQ(count_ops(model, "QLinearConv"), 1u);
+}
+
+// ResNet-50's stem and head in ORT's QOperator form: x -> Q -> conv 3x3 -> MaxPool 3x3 /2 ->
+// conv 3x3 -> com.microsoft QLinearGlobalAveragePool -> DQ.
+Model pooled_chain() {
+  Net net;
+  net.model.opset_imports.push_back({std::string(kMicrosoftDomain), 1});
+  Value* x = net.g.add_input("x", float_type({1, 8, 9, 9}));
+  Value* y1 = net.conv(net.q(x), 8, 16, 3, 1, 0.05f);
+  Node* pool = net.g.add_node("MaxPool", {y1}, {"pooled"}, "", "maxpool");
+  set_ints(pool, "kernel_shape", {3, 3});
+  set_ints(pool, "strides", {2, 2});
+  set_ints(pool, "pads", {1, 1, 1, 1});
+  Value* y2 = net.conv(pool->output(0), 16, 16, 3, 1, 0.05f);
+  Value* scale = net.init(scalar_of(DType::kFloat, 0.05));
+  Value* zp = net.init(scalar_of(DType::kUInt8, 128));
+  Value* out_scale = net.init(scalar_of(DType::kFloat, 0.02));
+  Value* gap = net.g
+                   .add_node("QLinearGlobalAveragePool", {y2, scale, zp, out_scale, zp}, {"gap"},
+                             std::string(kMicrosoftDomain), "avgpool")
+                   ->output(0);
+  net.g.add_output(net.dq(gap));
+  // onnxkit's inference: libonnx has no com.microsoft schemas.
+  EXPECT_TRUE(infer_types(net.model, builtin_registry()).ok());
+  return std::move(net.model);
+}
+
+TEST(Int8ChannelsLast, PoolsStayInTheChain) {
+  Model model = pooled_chain();
+  Model before = copy_model(model);
+  auto pass = make_int8_channels_last_pass();
+  EXPECT_EQ(apply_pass(*pass, model), 4u);
+  EXPECT_EQ(count_ops(model, std::string(kChannelsLastQLinearConv)), 2u);
+  EXPECT_EQ(count_ops(model, std::string(kChannelsLastMaxPool)), 1u);
+  EXPECT_EQ(count_ops(model, "MaxPool"), 0u);
+  const Node* gap = only_node(model, "QLinearGlobalAveragePool");
+  ASSERT_TRUE(gap);
+  EXPECT_EQ(int_attribute_of(gap, "channels_last", 0), 1);
+  // Into the chain, and out of it after the pooled [1, 1, 1, 16] bytes.
+  EXPECT_EQ(count_ops(model, "Transpose"), 2u);
+  EXPECT_TRUE(same_outputs(before, model, 0, 0));
 }
 
 }  // namespace

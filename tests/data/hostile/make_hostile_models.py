@@ -229,6 +229,69 @@ def build(folder):
     models["external_longer_than_file"] = external("small.bin", 2**30)
     models["external_offset_overflow"] = external("small.bin", 16, offset=2**64 - 8)
 
+    # Sizes taken from attributes and constant inputs other than a shape: each output must be
+    # bounded before it is allocated.
+    models["onehot_huge_depth"] = model(
+        [helper.make_node("OneHot", ["i", "depth", "values"], ["y"], name="onehot")],
+        [inp("i", TensorProto.INT64, [4])], [out("y")],
+        [i64("depth", [2**40]), f32("values", [0, 1])])
+    models["random_normal_huge"] = model(
+        [helper.make_node("RandomNormal", [], ["y"], shape=[2**20, 2**20, 2**20], name="rn")],
+        [], [out("y")])
+    models["multinomial_huge"] = model(
+        [helper.make_node("Multinomial", ["x"], ["y"], sample_size=2**40, name="multinomial")],
+        [inp("x", shape=[1, 4])], [out("y", TensorProto.INT32)])
+    models["roialign_huge"] = model(
+        [helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=2**20,
+                          output_width=2**20, sampling_ratio=2**20, name="roialign")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")],
+        [f32("rois", [[0, 0, 3, 3]]), i64("batch", [0])])
+    models["dft_huge_length"] = model(
+        [helper.make_node("DFT", ["x", "length"], ["y"], name="dft")],
+        [inp("x", shape=[1, 8, 1])], [out("y")], [i64("length", 2**40)])
+    models["convtranspose_huge_output"] = model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[2**31, 2**31],
+                          name="convtranspose")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")], [f32("w", np.ones((1, 1, 3, 3)))])
+    models["maxunpool_huge_output"] = model(
+        [helper.make_node("MaxUnpool", ["x", "i", "shape"], ["y"], kernel_shape=[2, 2],
+                          strides=[2, 2], name="unpool")],
+        [inp("x", shape=[1, 1, 2, 2]), inp("i", TensorProto.INT64, [1, 1, 2, 2])], [out("y")],
+        [i64("shape", [1, 1, 2**31, 2**31])])
+    models["upsample_huge_scales"] = model(
+        [helper.make_node("Upsample", ["x", "scales"], ["y"], name="upsample")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")], [f32("scales", [1, 1, 1e9, 1e9])],
+        opset=[helper.make_opsetid("", 9)])
+    # Divisions by an attribute or a value: a clear error, never SIGFPE.
+    models["div_int_by_zero"] = model(
+        [helper.make_node("Div", ["x", "zero"], ["y"], name="div")],
+        [inp("x", TensorProto.INT32, [4])], [out("y", TensorProto.INT32)],
+        [numpy_helper.from_array(np.zeros(4, np.int32), "zero")])
+    models["mod_int_by_zero"] = model(
+        [helper.make_node("Mod", ["x", "zero"], ["y"], name="mod")],
+        [inp("x", TensorProto.INT64, [4])], [out("y", TensorProto.INT64)], [i64("zero", [0] * 4)])
+    models["space_to_depth_blocksize_0"] = model(
+        [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=0, name="s2d")],
+        [inp("x", shape=[1, 3, 4, 4])], [out("y")])
+    models["conv_group_0"] = model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], group=0, name="conv")],
+        [inp("x", shape=[1, 4, 8, 8])], [out("y")], [f32("w", np.ones((4, 4, 3, 3)))])
+    models["average_pool_kernel_0"] = model(
+        [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[0, 0], name="pool")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")])
+    models["slice_step_0"] = model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice")],
+        [inp("x", shape=[8])], [out("y")],
+        [i64("starts", [0]), i64("ends", [8]), i64("axes", [0]), i64("steps", [0])])
+    # Indices far out of range.
+    models["scatter_nd_index_2p40"] = model(
+        [helper.make_node("ScatterND", ["x", "indices", "updates"], ["y"], name="scatter")],
+        [inp("x", shape=[4])], [out("y")], [i64("indices", [[2**40]]), f32("updates", [1])])
+    models["topk_k_2p40"] = model(
+        [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")],
+        [inp("x", shape=[1, 8])], [out("values"), out("indices", TensorProto.INT64)],
+        [i64("k", [2**40])])
+
     for name, m in models.items():
         save(folder, name, m)
     with open(os.path.join(folder, "small.bin"), "wb") as f:
