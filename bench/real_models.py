@@ -194,13 +194,18 @@ def latency_ratio(binary, path, feeds, ort_runner, kit, rounds, work):
     return statistics.median(kit_ms), statistics.median(ort_ms), statistics.median(ratios)
 
 
-def dims_kept(path, simplified):
+def dims_kept(path, simplified, actual_ranks=None):
     """(every dynamic dim stays dynamic, the symbols renamed). A symbol may take another's name
     where shape inference proved them equal (the embedding net's output batch is its input's),
     and an output's dim that no input names may become the number shape inference proved
     (Silero's hn [1, LSTMhn_dim_1, 128] from h [1, 1, 128]; onnxsim and onnxslim agree): it is
-    listed as renamed. An input's dims, and output dims named by an input, stay as they were."""
+    listed as renamed. An input's dims, and output dims named by an input, stay as they were.
+    An output whose declared rank is not the rank it runs with (`actual_ranks`, from ORT:
+    ddddocr's `387` declared [1, seqlen], computed [32, 1, 8210]) may take the inferred shape."""
     original_dims, simplified_dims = symbolic_dims(path), symbolic_dims(simplified)
+    for name, rank in (actual_ranks or {}).items():
+        if name in original_dims and len(original_dims[name]) != rank:
+            original_dims[name] = simplified_dims.get(name, original_dims[name])
     inputs = {v.name for v in onnx.load(path, load_external_data=False).graph.input}
     input_symbols = {d for v in inputs for d in original_dims.get(v, [])
                      if isinstance(d, str) and d != "?"}
@@ -249,8 +254,9 @@ def measure(args, name, path, feeds, work, ort_runner, kit, peers=None):
             row[f"{tool}_s"] = time.perf_counter() - start
             row[f"{tool}_nodes"] = count_nodes(onnx.load(command[-1], load_external_data=False).graph)
         row["simplify_s"], row["after"] = row["onnxkit_s"], row["onnxkit_nodes"]
-        row["dims_kept"], row["renamed"] = dims_kept(path, simplified)
         reference = ort_runner.run(path, feeds)
+        row["dims_kept"], row["renamed"] = dims_kept(
+            path, simplified, {name: np.ndim(value) for name, value in reference.items()})
         row["simplified_err"] = max_relative(reference, ort_runner.run(simplified, feeds))
         outputs = list(reference)
         row["run_err"] = max_relative(reference, kit.run(path, feeds, outputs))
