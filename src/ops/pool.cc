@@ -557,7 +557,6 @@ namespace {
 // are int64 of Y's shape.
 void infer_pool(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
   const std::string& op = context.node().op_type();
   const int64_t opset = context.opset();
   const bool dilations = op == "MaxPool"       ? opset >= 10
@@ -566,6 +565,7 @@ void infer_pool(TypeInferenceContext& context) {
   const bool ceil_mode = op == "LpPool" ? opset >= 18 : opset >= 10;
   const ConvAttributes attrs =
       ConvAttributes::pool(attribute_reader(context), dilations, ceil_mode);
+  if (dtype == DType::kUndefined) return;  // the attributes are checked all the same
   const size_t rank = attrs.kernel_shape.size() + 2;
   const std::vector<Dim>* x = input_dims(context, 0);
   if (x && x->size() != rank) {

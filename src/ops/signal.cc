@@ -539,6 +539,9 @@ void infer_stft(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
   const std::vector<Dim>* signal = input_dims(context, 0);
+  if (signal && signal->size() < 2) {
+    fail("signal must have rank >= 2 ([batch, length, 1 or 2]), got rank {}", signal->size());
+  }
   std::optional<int64_t> frame_length;
   if (const std::optional<double> given = input_scalar(context, 3)) {
     frame_length = static_cast<int64_t>(*given);
