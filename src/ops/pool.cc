@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/resource_limits.h"
 #include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -634,7 +635,9 @@ void infer_max_unpool(TypeInferenceContext& context) {
     out[1] = (*x)[1];
     for (size_t d = 0; d < spatial; ++d) {
       out[d + 2] = map_dim((*x)[d + 2], [&](int64_t in) {
-        return (in - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial];
+        constexpr std::string_view what = "MaxUnpool's output dim";
+        const int64_t grown = checked_add(checked_mul(in - 1, strides[d], what), kernel[d], what);
+        return checked_add(grown, -checked_add(pads[d], pads[d + spatial], what), what);
       });
     }
   }
