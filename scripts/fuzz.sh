@@ -77,10 +77,14 @@ crashes="$build_dir/crashes/$target"
 # executions instead of a time, no corpus reloads (a timer), and the address space not
 # randomized where the kernel lets setarch turn that off (a container's seccomp may not): the
 # passes iterate hash maps keyed by pointers, whose order follows the addresses, and that
-# order changes which code runs. Each such run ends with the same edges, features and corpus
-# (its stats line); what is left is an input slower than -timeout on a loaded machine.
+# order changes which code runs, and libFuzzer's comparison tracing feeds pointer values into
+# its mutations. The run, simplify, tensor_file and serve_request runs then end with the same
+# edges, features and corpus (their stats line) pass after pass; load still varies by a few
+# edges. -timeout is wall time: the short runs allow an input 120 s (the largest seed takes
+# about 3 s alone, but over 30 s on a machine loaded 5 times over), so only a hang fails.
 # Campaigns run for SECONDS and keep their corpus.
 length=(-max_total_time="$seconds")
+timeout=30
 launcher=()
 if [ $build -eq 0 ]; then
   setarch "$(uname -m)" -R true 2>/dev/null && launcher=(setarch "$(uname -m)" -R)
@@ -94,6 +98,7 @@ if [ $build -eq 0 ]; then
     serve_request) runs=500000 ;;
   esac
   length=(-seed=1 -runs="$runs" -reload=0)
+  timeout=120
 fi
 mkdir -p "$corpus" "$crashes" "$build_dir/stats"
 seeds="$build_dir/seeds/$target"
@@ -139,7 +144,7 @@ log=$(mktemp)
 trap 'rm -f "$log"; [ $build -eq 0 ] && rm -rf "$corpus"' EXIT
 status=0
 OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1} \
-  "${launcher[@]}" "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout=30 \
+  "${launcher[@]}" "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout="$timeout" \
   -rss_limit_mb=2048 -max_len=262144 -detect_leaks=$leaks -print_final_stats=1 \
   -artifact_prefix="$crashes/" "${dict[@]}" >"$log" 2>&1 || status=$?
 # "#123456<tab>DONE   cov: 4567 ft: 12345 corp: 890/1234Kb ..."
