@@ -169,6 +169,31 @@ TEST(InferTypes, ANodeItsRuleRejectsNeverReachesLibonnx) {
   }
 }
 
+// Rules compute dims a model chose: a product or sum past int64 is the rule's error (Tile) or
+// an unknown dim (Concat), never signed overflow (fuzz: the hostile tile_overflow and
+// ConstantOfShape -> Concat models, once every rule ran before libonnx).
+TEST(InferTypes, RuleDimArithmeticPastInt64IsAnErrorOrUnknown) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {4});
+  b.output(b.op("Tile", {x, b.ints({int64_t{1} << 62})}));
+  TypeInferenceReport tiled = infer_types(model, builtin_registry()).value();
+  ASSERT_EQ(tiled.warnings.size(), 1u);
+  EXPECT_NE(tiled.warnings[0].find("overflows int64"), std::string::npos) << tiled.warnings[0];
+
+  Model concat_model = model_at(17);
+  GraphBuilder c(concat_model);
+  Value* big = c.input("big", {int64_t{1} << 62});
+  Value* joined = c.op("Concat", {big, big}, {Attr::Int("axis", 0)});
+  c.output(joined);
+  TypeInferenceOptions rules_only;
+  rules_only.use_libonnx = false;
+  TypeInferenceReport concatenated =
+      infer_types(concat_model, builtin_registry(), rules_only).value();
+  EXPECT_TRUE(concatenated.warnings.empty());
+  EXPECT_FALSE((*joined->type().shape)[0].is_known());
+}
+
 // A Conv's attributes are judged even when nothing is known of its inputs' types.
 TEST(InferTypes, ConvAttributesAreJudgedWithoutInputTypes) {
   Model model = model_at(17);
