@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "ir/graph.h"
 #include "runtime/random_inputs.h"
@@ -47,6 +48,28 @@ SessionOptions bounded_session_options(OptimizationLevel level) {
   options.max_run_bytes = size_t{256} << 20;
   options.max_loop_iterations = 256;
   return options;
+}
+
+void seed_random_ops(Model& model) {
+  static const std::set<std::string, std::less<>> kFloatSeed = {
+      "RandomUniform",    "RandomNormal", "RandomUniformLike",
+      "RandomNormalLike", "Bernoulli",    "Multinomial"};
+  const bool dropout_has_seed = model.opset_version("") >= 12;
+  for_each_node_recursive(model.graph(), [&](Node* node) {
+    if (!node->domain().empty() || node->find_attribute("seed")) return;
+    Attribute seed;
+    seed.name = "seed";
+    if (kFloatSeed.count(node->op_type())) {
+      seed.type = AttrType::kFloat;
+      seed.f = 1.0f;
+    } else if (node->op_type() == "Dropout" && dropout_has_seed) {
+      seed.type = AttrType::kInt;
+      seed.i = 1;
+    } else {
+      return;
+    }
+    node->set_attribute(std::move(seed));
+  });
 }
 
 bool make_fuzz_inputs(const Session& session, NamedValues& inputs) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "ir/model.h"
 #include "onnxkit/session.h"
 
 namespace onnxkit::fuzz {
@@ -18,6 +19,11 @@ std::filesystem::path write_scratch_file(const std::string& name, const uint8_t*
 // Resource bounds for fuzzed sessions: 64 MiB tensors, 256 MiB per run, 256 Loop
 // iterations, one thread.
 SessionOptions bounded_session_options(OptimizationLevel level);
+
+// Gives every random op of `model` (its subgraphs included) without a `seed` attribute a
+// fixed one: unseeded, they draw from std::random_device, and values that differ from run to
+// run take different branches downstream, so a short run's coverage would not repeat.
+void seed_random_ops(Model& model);
 
 // Inputs the fuzzers feed: declared shapes with symbolic / unknown dims set to 2; false when
 // an input cannot be generated (no declared shape, more than 2^16 elements, an odd dtype).

@@ -26,6 +26,7 @@ bool small_enough(const Model& model) {
 std::optional<NamedValues> run_at(const std::string& bytes, OptimizationLevel level) {
   auto model = parse_model(bytes);
   if (!model || !small_enough(model.value())) return std::nullopt;
+  fuzz::seed_random_ops(model.value());
   auto session = Session::create(std::move(model).value(), fuzz::bounded_session_options(level));
   if (!session) return std::nullopt;
   NamedValues inputs;

@@ -17,6 +17,7 @@ namespace {
 void simplify_and_save(const std::string& bytes, int check_n) {
   auto model = parse_model(bytes);
   if (!model) return;
+  fuzz::seed_random_ops(model.value());
   SimplifyOptions options;
   options.check_n = check_n;
   options.tensor_size_threshold = uint64_t{4} << 20;

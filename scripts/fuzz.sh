@@ -73,14 +73,21 @@ fi
 
 corpus="$build_dir/corpus/$target"
 crashes="$build_dir/crashes/$target"
-# CTest's short runs are meant to be deterministic: a fixed seed, a fresh corpus and a number
-# of executions instead of a time. `run` is not quite (process-wide caches change its
-# coverage feedback, so two runs with one seed found different inputs). (The seed pass
-# included; about 5 / 33 / 46 / 26 CPU-s for load / run / simplify / tensor_file in this
-# -O0 build, so the four add about a minute to a 2-core CI). Campaigns run for SECONDS and
-# keep their corpus.
+# CTest's short runs are deterministic: a fixed seed, a fresh corpus and a number of
+# executions instead of a time, no corpus reloads (a timer), and the address space not
+# randomized where the kernel lets setarch turn that off (a container's seccomp may not): the
+# passes iterate hash maps keyed by pointers, whose order follows the addresses, and that
+# order changes which code runs, and libFuzzer's comparison tracing feeds pointer values into
+# its mutations. The run, simplify, tensor_file and serve_request runs then end with the same
+# edges, features and corpus (their stats line) pass after pass; load still varies by a few
+# edges. -timeout is wall time: the short runs allow an input 120 s (the largest seed takes
+# about 3 s alone, but over 30 s on a machine loaded 5 times over), so only a hang fails.
+# Campaigns run for SECONDS and keep their corpus.
 length=(-max_total_time="$seconds")
+timeout=30
+launcher=()
 if [ $build -eq 0 ]; then
+  setarch "$(uname -m)" -R true 2>/dev/null && launcher=(setarch "$(uname -m)" -R)
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
   case $target in
@@ -90,7 +97,8 @@ if [ $build -eq 0 ]; then
     tensor_file) runs=10000 ;;
     serve_request) runs=500000 ;;
   esac
-  length=(-seed=1 -runs="$runs")
+  length=(-seed=1 -runs="$runs" -reload=0)
+  timeout=120
 fi
 mkdir -p "$corpus" "$crashes" "$build_dir/stats"
 seeds="$build_dir/seeds/$target"
@@ -136,7 +144,7 @@ log=$(mktemp)
 trap 'rm -f "$log"; [ $build -eq 0 ] && rm -rf "$corpus"' EXIT
 status=0
 OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1} \
-  "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout=30 \
+  "${launcher[@]}" "$binary" "$corpus" "${seed_dirs[@]}" "${length[@]}" -timeout="$timeout" \
   -rss_limit_mb=2048 -max_len=262144 -detect_leaks=$leaks -print_final_stats=1 \
   -artifact_prefix="$crashes/" "${dict[@]}" >"$log" 2>&1 || status=$?
 # "#123456<tab>DONE   cov: 4567 ft: 12345 corp: 890/1234Kb ..."

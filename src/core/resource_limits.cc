@@ -106,6 +106,13 @@ int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
   return product;
 }
 
+int64_t checked_int64(double value, std::string_view what) {
+  // 2^63 is the first double past int64's range; NaN fails both tests.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!(value > -kLimit && value < kLimit)) fail("{}: {} is outside int64", what, value);
+  return static_cast<int64_t>(value);
+}
+
 size_t checked_nbytes(DType dtype, int64_t numel, const std::string& shape_text) {
   const uint64_t element = dtype == DType::kString ? sizeof(std::string) : dtype_size(dtype);
   if (numel < 0) fail("invalid shape {}: negative element count", shape_text);

@@ -100,6 +100,9 @@ void check_allocation(size_t bytes);
 // the result leaves int64.
 int64_t checked_add(int64_t a, int64_t b, std::string_view what);
 int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
+// `value` (a constant input's scalar, a scaled dim) as an int64, truncated toward zero;
+// throws Error naming `what` when it is not finite or outside int64.
+int64_t checked_int64(double value, std::string_view what);
 
 // Bytes of `numel` elements of `dtype` (strings count as std::string objects); throws
 // Error naming `shape_text` when the product overflows.

@@ -228,51 +228,12 @@ std::string libonnx_inference_hazard(const Node& node, int64_t opset,
       return fmt::format("required input {} is missing", i);
     }
   }
-  // STFT-17's inference reads the signal's dim 1 unchecked (a rank-0 or rank-1 signal crashes it);
-  // a rank unknown here may become known inside libonnx's whole-model inference.
-  if (node.domain().empty() && node.op_type() == "STFT" && (!input0_rank || *input0_rank < 2)) {
-    return "the signal's rank is not known to be at least 2";
-  }
-  // Conv's, ConvInteger's and QLinearConv's inference (convPoolShapeInference) reads W's
-  // dims up to W's rank in X's shape unchecked: a W of higher rank than X crashes it.
-  if (node.domain().empty() && (node.op_type() == "Conv" || node.op_type() == "ConvInteger" ||
-                                node.op_type() == "QLinearConv")) {
-    auto declared_rank = [&](size_t i) -> std::optional<int64_t> {
-      const Value* value = node.input(i);
-      if (!value || !value->type().is_tensor() || !value->type().shape) return std::nullopt;
-      return static_cast<int64_t>(value->type().shape->size());
-    };
-    const std::optional<int64_t> x_rank = input0_rank ? input0_rank : declared_rank(0);
-    const std::optional<int64_t> w_rank = declared_rank(node.op_type() == "QLinearConv" ? 3 : 1);
-    if (x_rank && w_rank && *w_rank > *x_rank) {
-      return fmt::format("W has rank {}, more than X's {}", *w_rank, *x_rank);
-    }
-  }
-  // convPoolShapeInference (Conv, pools) divides by strides and multiplies by dilations
-  // unchecked: a stride of 0 crashed it.
-  if (node.domain().empty() && (node.op_type() == "Conv" || node.op_type() == "ConvInteger" ||
-                                node.op_type() == "QLinearConv" || node.op_type() == "MaxPool" ||
-                                node.op_type() == "AveragePool" || node.op_type() == "LpPool")) {
-    for (const char* name : {"strides", "dilations"}) {
-      const Attribute* values = node.find_attribute(name);
-      if (values &&
-          std::any_of(values->ints.begin(), values->ints.end(), [](int64_t v) { return v <= 0; })) {
-        return fmt::format("{} has a value below 1", name);
-      }
-    }
-  }
   if (const Attribute* axis = node.find_attribute("axis"); axis && axis->type == AttrType::kInt) {
     // Every op's axis lies in [-(rank + 1), rank] (Unsqueeze's and Concat's reach one past);
     // with the rank unknown, libonnx may still learn it, so only sizes no tensor has pass.
     constexpr int64_t kNoTensorHasThisRank = 1024;
     const int64_t bound = input0_rank ? *input0_rank + 1 : kNoTensorHasThisRank;
     if (axis->i < -bound || axis->i > bound) {
-      return fmt::format("axis {} is out of range", axis->i);
-    }
-    // LayerNormalization-17's walks the dims from axis + rank for a negative axis: one below
-    // -rank crashed it.
-    if (node.domain().empty() && node.op_type() == "LayerNormalization" && input0_rank &&
-        axis->i < -*input0_rank) {
       return fmt::format("axis {} is out of range", axis->i);
     }
   }

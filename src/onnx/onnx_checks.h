@@ -51,10 +51,11 @@ struct ShapeInferenceOptions {
 int64_t libonnx_since_version(std::string_view domain, std::string_view op_type, int64_t opset);
 
 // Why libonnx's inference must not be asked about `node` ("" when it may): libonnx's inference
-// functions trust what its checker verifies and crash on some nodes that break it (a required
-// input missing: Shape-15; an axis far out of range: LayerNormalization-17's loop over the
-// dims up to it), so such a node gets onnxkit's own rule, which reports the fault.
-// `input0_rank`: the rank of input 0 where known.
+// functions trust what its checker verifies and crash on some nodes that break it. The op's
+// own rule judges each node first (passes/infer_types.cc), so this covers only the faults of
+// every op, with or without a rule: a required input missing (Shape-15) and an axis out of
+// range (LayerNormalization-17's loop over the dims up to it). Such a node gets onnxkit's own
+// rule, which reports the fault. `input0_rank`: the rank of input 0 where known.
 std::string libonnx_inference_hazard(const Node& node, int64_t opset,
                                      std::optional<int64_t> input0_rank);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/resource_limits.h"
 #include "ir/graph_clone.h"
 #include "ops/conv_attributes.h"
 #include "ops/fused_ops.h"
@@ -205,10 +206,11 @@ void infer_reorder(TypeInferenceContext& context) {
     return;
   }
   const KernelCreateContext attributes = attribute_reader(context);
-  const Dim channels =
-      attributes.has_attribute(kChannelsAttribute)
-          ? Dim::known(attributes.attr_int(kChannelsAttribute))
-          : map_dim(dims[1], [](int64_t blocks) { return blocks * kChannelBlock; });
+  const Dim channels = attributes.has_attribute(kChannelsAttribute)
+                           ? Dim::known(attributes.attr_int(kChannelsAttribute))
+                           : map_dim(dims[1], [](int64_t blocks) {
+                               return checked_mul(blocks, kChannelBlock, "channel blocks");
+                             });
   context.set_output(0, tensor_type(dtype, std::vector<Dim>{dims[0], channels, dims[2], dims[3]}));
 }
 

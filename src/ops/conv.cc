@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/gemm.h"
+#include "core/resource_limits.h"
 #include "core/status.h"
 #include "ops/conv_attributes.h"
 #include "ops/op_utils.h"
@@ -686,10 +687,13 @@ void infer_conv_transpose(TypeInferenceContext& context) {
   const ConvTransposeAttributes transpose(attributes);
   const size_t spatial = rank - 2;
   if (const std::string error = transpose.shape_error(spatial); !error.empty()) fail("{}", error);
-  std::vector<Dim> out{x ? (*x)[0] : Dim{},
-                       w && w->size() == rank
-                           ? map_dim((*w)[1], [&](int64_t value) { return value * conv.group; })
-                           : Dim{}};
+  std::vector<Dim> out{x ? (*x)[0] : Dim{}, w && w->size() == rank
+                                                ? map_dim((*w)[1],
+                                                          [&](int64_t value) {
+                                                            return checked_mul(value, conv.group,
+                                                                               "W's dim 1 x group");
+                                                          })
+                                                : Dim{}};
   for (size_t d = 0; d < spatial; ++d) {
     Dim kernel = !conv.kernel_shape.empty() ? Dim::known(conv.kernel_shape.at(d))
                  : w && w->size() == rank   ? (*w)[d + 2]

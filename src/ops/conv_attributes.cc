@@ -294,11 +294,12 @@ std::vector<Dim> window_dims(const ConvAttributes& attrs, std::span<const Dim> i
 }
 
 void infer_conv_output(TypeInferenceContext& context, size_t x, size_t w, DType dtype) {
+  // The attributes are checked even when nothing is known of the inputs.
+  const KernelCreateContext attributes = attribute_reader(context);
+  const ConvAttributes attrs(attributes);
   if (dtype == DType::kUndefined) return;
   const std::vector<Dim>* x_dims = input_dims(context, x);
   const std::vector<Dim>* w_dims = input_dims(context, w);
-  const KernelCreateContext attributes = attribute_reader(context);
-  const ConvAttributes attrs(attributes);
   const size_t rank = x_dims ? x_dims->size() : w_dims ? w_dims->size() : 0;
   if (rank == 0) {
     context.set_output(0, tensor_type(dtype));

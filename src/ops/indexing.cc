@@ -12,6 +12,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "ops/shape_vector.h"
@@ -1180,7 +1181,7 @@ void infer_one_hot(TypeInferenceContext& context) {
   const size_t axis = rule_axis(attribute_reader(context).attr_int("axis", -1), rank);
   Dim depth;
   if (const std::optional<double> value = input_scalar(context, 1)) {
-    depth = Dim::known(static_cast<int64_t>(*value));
+    depth = Dim::known(checked_int64(*value, "depth"));
   }
   std::vector<Dim> out = *indices;
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), depth);

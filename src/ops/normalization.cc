@@ -532,16 +532,17 @@ void infer_batch_normalization(TypeInferenceContext& context) {
 // LayerNormalization: Y like X; Mean and InvStdDev of stash_type (default float), X's dims
 // with those from `axis` on set to 1.
 void infer_layer_normalization(TypeInferenceContext& context) {
+  const KernelCreateContext attributes = attribute_reader(context);
+  const std::vector<Dim>* x = input_dims(context, 0);
+  const std::optional<size_t> axis =
+      x ? std::optional(rule_axis(attributes.attr_int("axis", -1), x->size())) : std::nullopt;
   infer_same_as_input(context);
   if (context.num_outputs() < 2 || !context.input_type(0)) return;
-  const KernelCreateContext attributes = attribute_reader(context);
   const auto stash = static_cast<DType>(attributes.attr_int("stash_type", 1));
-  const std::vector<Dim>* x = input_dims(context, 0);
   SymbolicShape stats;
   if (x) {
-    const size_t axis = rule_axis(attributes.attr_int("axis", -1), x->size());
     stats = *x;
-    for (size_t d = axis; d < x->size(); ++d) (*stats)[d] = Dim::known(1);
+    for (size_t d = *axis; d < x->size(); ++d) (*stats)[d] = Dim::known(1);
   }
   context.set_output(1, tensor_type(stash, stats));
   context.set_output(2, tensor_type(stash, stats));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/resource_limits.h"
 #include "ir/domain.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
@@ -608,7 +609,6 @@ namespace {
 // are int64 of Y's shape.
 void infer_pool(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
-  if (dtype == DType::kUndefined) return;
   const std::string& op = context.node().op_type();
   const int64_t opset = context.opset();
   const bool dilations = op == "MaxPool"       ? opset >= 10
@@ -617,6 +617,7 @@ void infer_pool(TypeInferenceContext& context) {
   const bool ceil_mode = op == "LpPool" ? opset >= 18 : opset >= 10;
   const ConvAttributes attrs =
       ConvAttributes::pool(attribute_reader(context), dilations, ceil_mode);
+  if (dtype == DType::kUndefined) return;  // the attributes are checked all the same
   const size_t rank = attrs.kernel_shape.size() + 2;
   const std::vector<Dim>* x = input_dims(context, 0);
   if (x && x->size() != rank) {
@@ -685,7 +686,9 @@ void infer_max_unpool(TypeInferenceContext& context) {
     out[1] = (*x)[1];
     for (size_t d = 0; d < spatial; ++d) {
       out[d + 2] = map_dim((*x)[d + 2], [&](int64_t in) {
-        return (in - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial];
+        constexpr std::string_view what = "MaxUnpool's output dim";
+        const int64_t grown = checked_add(checked_mul(in - 1, strides[d], what), kernel[d], what);
+        return checked_add(grown, -checked_add(pads[d], pads[d + spatial], what), what);
       });
     }
   }

@@ -1257,8 +1257,7 @@ void infer_channels_last_qlinear_conv(TypeInferenceContext& context) {
 
 // ConvInteger: Conv's output in int32.
 void infer_conv_integer(TypeInferenceContext& context) {
-  if (!context.input_type(0)) return;
-  infer_conv_output(context, 0, 1, DType::kInt32);
+  infer_conv_output(context, 0, 1, context.input_type(0) ? DType::kInt32 : DType::kUndefined);
 }
 
 // MatMulInteger: MatMul's output in int32.
@@ -1277,8 +1276,7 @@ void infer_matmul_integer_to_float(TypeInferenceContext& context) {
       0, tensor_type(DType::kFloat, a && b ? SymbolicShape(matmul_dims(*a, *b)) : std::nullopt));
 }
 void infer_conv_integer_to_float(TypeInferenceContext& context) {
-  if (!context.input_type(0)) return;
-  infer_conv_output(context, 0, 1, DType::kFloat);
+  infer_conv_output(context, 0, 1, context.input_type(0) ? DType::kFloat : DType::kUndefined);
 }
 
 }  // namespace

@@ -1182,10 +1182,10 @@ void infer_tile(TypeInferenceContext& context) {
       context.set_output(0, tensor_type(dtype, unknown_dims(dims->size())));
       return;
     }
-    const size_t d = rule_axis(static_cast<int64_t>(*axis), dims->size());
+    const size_t d = rule_axis(checked_int64(*axis, "axis"), dims->size());
     if (tiles) {
       repeats.emplace(dims->size(), 1);
-      (*repeats)[d] = static_cast<int64_t>(*tiles);
+      (*repeats)[d] = checked_int64(*tiles, "tiles");
     } else {
       out[d] = Dim{};
       context.set_output(0, tensor_type(dtype, std::move(out)));
@@ -1201,7 +1201,9 @@ void infer_tile(TypeInferenceContext& context) {
     if (!repeats) {
       out[d] = Dim{};
     } else if ((*repeats)[d] != 1) {
-      out[d] = map_dim(out[d], [&](int64_t value) { return value * (*repeats)[d]; });
+      out[d] = map_dim(out[d], [&](int64_t value) {
+        return checked_mul(value, (*repeats)[d], "Tile's output dim");
+      });
     }
   }
   context.set_output(0, tensor_type(dtype, std::move(out)));

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -513,7 +514,7 @@ void infer_dft(TypeInferenceContext& context) {
   } else if (!context.has_input(2)) {
     axis_value = -2;
   } else if (const std::optional<double> given = input_scalar(context, 2)) {
-    axis_value = static_cast<int64_t>(*given);
+    axis_value = checked_int64(*given, "axis");
   }
   if (!axis_value) {
     for (size_t d = 1; d + 1 < out.size(); ++d) out[d] = Dim{};
@@ -524,9 +525,9 @@ void infer_dft(TypeInferenceContext& context) {
   Dim length = (*dims)[axis];
   if (context.has_input(1)) {
     const std::optional<double> given = input_scalar(context, 1);
-    length = given ? Dim::known(static_cast<int64_t>(*given)) : Dim{};
+    length = given ? Dim::known(checked_int64(*given, "dft_length")) : Dim{};
   } else if (onesided && inverse) {
-    length = map_dim(length, [](int64_t n) { return 2 * (n - 1); });
+    length = map_dim(length, [](int64_t n) { return checked_mul(2, n - 1, "dft_length"); });
   }
   if (onesided && !inverse) length = map_dim(length, [](int64_t n) { return n / 2 + 1; });
   out[axis] = length;
@@ -539,9 +540,12 @@ void infer_stft(TypeInferenceContext& context) {
   const DType dtype = input_dtype(context, 0);
   if (dtype == DType::kUndefined) return;
   const std::vector<Dim>* signal = input_dims(context, 0);
+  if (signal && signal->size() < 2) {
+    fail("signal must have rank >= 2 ([batch, length, 1 or 2]), got rank {}", signal->size());
+  }
   std::optional<int64_t> frame_length;
   if (const std::optional<double> given = input_scalar(context, 3)) {
-    frame_length = static_cast<int64_t>(*given);
+    frame_length = checked_int64(*given, "frame_length");
   } else if (const std::vector<Dim>* window = input_dims(context, 2);
              window && window->size() == 1 && (*window)[0].is_known()) {
     frame_length = (*window)[0].value;
@@ -551,7 +555,9 @@ void infer_stft(TypeInferenceContext& context) {
                        Dim::known(2)};
   if (signal && signal->size() >= 2 && (*signal)[1].is_known() && frame_length && step &&
       *step > 0) {
-    out[1] = Dim::known(((*signal)[1].value - *frame_length) / static_cast<int64_t>(*step) + 1);
+    out[1] = Dim::known(checked_add((*signal)[1].value, -*frame_length, "frames") /
+                            checked_int64(*step, "frame_step") +
+                        1);
   }
   if (frame_length) {
     const bool onesided = attribute_reader(context).attr_int("onesided", 1) != 0;
@@ -569,7 +575,7 @@ void infer_window(TypeInferenceContext& context) {
   const std::optional<double> size = input_scalar(context, 0);
   context.set_output(
       0, tensor_type(output_datatype(context),
-                     std::vector<Dim>{size ? Dim::known(static_cast<int64_t>(*size)) : Dim{}}));
+                     std::vector<Dim>{size ? Dim::known(checked_int64(*size, "size")) : Dim{}}));
 }
 
 // MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype.
@@ -577,10 +583,11 @@ void infer_mel_weight_matrix(TypeInferenceContext& context) {
   const std::optional<double> bins = input_scalar(context, 0);
   const std::optional<double> dft_length = input_scalar(context, 1);
   context.set_output(
-      0, tensor_type(output_datatype(context),
-                     std::vector<Dim>{
-                         dft_length ? Dim::known(static_cast<int64_t>(*dft_length) / 2 + 1) : Dim{},
-                         bins ? Dim::known(static_cast<int64_t>(*bins)) : Dim{}}));
+      0, tensor_type(
+             output_datatype(context),
+             std::vector<Dim>{
+                 dft_length ? Dim::known(checked_int64(*dft_length, "dft_length") / 2 + 1) : Dim{},
+                 bins ? Dim::known(checked_int64(*bins, "num_mel_bins")) : Dim{}}));
 }
 
 }  // namespace

@@ -1052,10 +1052,11 @@ void infer_depth_space(TypeInferenceContext& context) {
   if (dims->size() != 4) fail("input must have rank 4, got {}", dims->size());
   const int64_t b = attribute_reader(context).attr_int("blocksize");
   if (b <= 0) fail("blocksize must be positive, got {}", b);
-  const auto grow = [&](int64_t value) { return value * b; };
+  const int64_t b2 = checked_mul(b, b, "blocksize^2");
+  const auto grow = [&](int64_t value) { return checked_mul(value, b, "a dim x blocksize"); };
   const auto shrink = [&](int64_t value) { return value / b; };
-  const auto grow2 = [&](int64_t value) { return value * b * b; };
-  const auto shrink2 = [&](int64_t value) { return value / (b * b); };
+  const auto grow2 = [&](int64_t value) { return checked_mul(value, b2, "a dim x blocksize^2"); };
+  const auto shrink2 = [&](int64_t value) { return value / b2; };
   std::vector<Dim> out{(*dims)[0]};
   if (kToSpace) {
     out.push_back(map_dim((*dims)[1], shrink2));
@@ -1074,7 +1075,7 @@ void infer_depth_space(TypeInferenceContext& context) {
 Dim scaled_dim(const Dim& dim, double scale) {
   if (scale == 1.0) return dim;
   return map_dim(dim, [&](int64_t value) {
-    return static_cast<int64_t>(std::floor(scale * static_cast<double>(value)));
+    return checked_int64(std::floor(scale * static_cast<double>(value)), "a scaled dim");
   });
 }
 
@@ -1181,8 +1182,9 @@ void infer_resize(TypeInferenceContext& context) {
       const size_t d = rule_axis(axis, rank, "axes");
       out[d] = scale_known ? map_dim((*dims)[d],
                                      [scale](int64_t value) {
-                                       return static_cast<int64_t>(
-                                           std::nearbyint(scale * static_cast<double>(value)));
+                                       return checked_int64(
+                                           std::nearbyint(scale * static_cast<double>(value)),
+                                           "a scaled dim");
                                      })
                            : Dim{};
     }

@@ -18,6 +18,7 @@
 
 #include <re2/re2.h>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -590,8 +591,10 @@ void infer_string_normalizer(TypeInferenceContext& context) {
 // TfIdfVectorizer: float [max(ngram_indexes) + 1], after the batch dim of a 2-D input.
 void infer_tf_idf_vectorizer(TypeInferenceContext& context) {
   const std::vector<int64_t> indexes = attribute_reader(context).attr_ints("ngram_indexes");
-  const Dim width =
-      indexes.empty() ? Dim{} : Dim::known(*std::max_element(indexes.begin(), indexes.end()) + 1);
+  const Dim width = indexes.empty()
+                        ? Dim{}
+                        : Dim::known(checked_add(*std::max_element(indexes.begin(), indexes.end()),
+                                                 1, "max(ngram_indexes) + 1"));
   const std::vector<Dim>* dims = input_dims(context, 0);
   if (!dims) {
     context.set_output(0, tensor_type(DType::kFloat));

@@ -109,9 +109,10 @@ Dim dims_sum(std::span<const Dim> dims) {
   const Dim* named = nullptr;
   size_t not_zero = 0;
   bool all_known = true;
+  bool overflow = false;
   for (const Dim& dim : dims) {
     if (dim.is_known()) {
-      sum += dim.value;
+      overflow = overflow || __builtin_add_overflow(sum, dim.value, &sum);
       if (dim.value != 0) ++not_zero;
     } else {
       all_known = false;
@@ -119,6 +120,7 @@ Dim dims_sum(std::span<const Dim> dims) {
       named = &dim;
     }
   }
+  if (overflow) return Dim{};
   if (all_known) return Dim::known(sum);
   if (not_zero == 1 && named->is_symbolic()) return Dim::symbol(named->param);
   return Dim{};

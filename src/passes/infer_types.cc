@@ -51,18 +51,26 @@ std::optional<int64_t> rank_of(const Value* value) {
   return static_cast<int64_t>(value->type().shape->size());
 }
 
+// True when libonnx's whole-model inference may be given `node` (its subgraphs aside).
+bool whole_model_libonnx_may_infer(const Node& node, int64_t opset,
+                                   const OpRegistration* registration) {
+  const int64_t newest = max_known_opset(node.domain());
+  if (newest >= 0 && opset > newest && !libonnx_knows(node, opset, registration)) return false;
+  // A node libonnx would crash on is left to its rule, node by node.
+  if (!libonnx_inference_hazard(node, opset, rank_of(node.input(0))).empty()) return false;
+  // An op of a domain libonnx has no schema for (a custom op library's, com.microsoft's
+  // QLinearAdd ...) with a type rule: libonnx's whole-model inference would leave its outputs
+  // (and everything after them) as they were.
+  return !(newest < 0 && registration && registration->definition.infer_types);
+}
+
 bool every_node_libonnx_knows(const Graph& graph, const Model& model, const OpRegistry& registry) {
   for (const Node* node : graph.nodes()) {
     const int64_t opset = model.opset_version(node->domain());
-    const OpRegistration* registration = registry.find(node->domain(), node->op_type(), opset);
-    const int64_t newest = max_known_opset(node->domain());
-    if (newest >= 0 && opset > newest && !libonnx_knows(*node, opset, registration)) return false;
-    // A node libonnx would crash on is left to its rule, node by node.
-    if (!libonnx_inference_hazard(*node, opset, rank_of(node->input(0))).empty()) return false;
-    // An op of a domain libonnx has no schema for (a custom op library's, com.microsoft's
-    // QLinearAdd ...) with a type rule: libonnx's whole-model inference would leave its outputs
-    // (and everything after them) as they were.
-    if (newest < 0 && registration && registration->definition.infer_types) return false;
+    if (!whole_model_libonnx_may_infer(*node, opset,
+                                       registry.find(node->domain(), node->op_type(), opset))) {
+      return false;
+    }
     for (const Graph* sub : node->subgraphs()) {
       if (!every_node_libonnx_knows(*sub, model, registry)) return false;
     }
@@ -152,22 +160,41 @@ std::vector<Dim> vector_dims(const ShapeVector& vector) {
 
 class Engine {
  public:
+  // A trial engine (`trial`) only asks whether libonnx's whole-model inference may be given the
+  // model: every node qualifies (whole_model_libonnx_may_infer) and its op's rule, if it has
+  // one, accepts it on the types the rules infer. It stops at the first node that fails, and
+  // every type it recorded is undone when it is destroyed.
   Engine(Model& model, const OpRegistry& registry, const TypeInferenceOptions& options,
-         TypeInferenceReport& report)
-      : model_(model), registry_(registry), options_(options), report_(report) {
-    collect_symbols(model.graph(), symbols_);
+         TypeInferenceReport& report, bool trial = false)
+      : model_(model), registry_(registry), options_(options), report_(report), trial_(trial) {
+    // A trial's unknown dims stay unnamed: its types are undone anyway.
+    if (!trial_) collect_symbols(model.graph(), symbols_);
+  }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) it->first->set_type(it->second);
   }
 
   void infer_graph(Graph& graph) {
-    for (Node* node : graph.topological_order()) infer_node(*node);
+    // A trial takes the nodes in file order, which saves sorting them: in a graph out of
+    // order a rule may see an input's type unknown, and accept what it cannot judge.
+    for (Node* node : trial_ ? graph.nodes() : graph.topological_order()) {
+      if (trial_failed_) return;
+      infer_node(*node);
+    }
   }
+
+  bool trial_failed() const { return trial_failed_; }
+  // The nodes of the model, those of subgraphs included, after a trial that did not fail.
+  size_t model_nodes() const { return model_nodes_; }
 
   // Infers `graph` (a subgraph) with its inputs of `input_types` (kNone: as declared) and
   // returns its outputs' types.
   std::vector<ValueType> infer_subgraph(Graph& graph, std::span<const ValueType> input_types) {
     for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
       Value* input = graph.inputs()[i];
-      input->set_type(merge_types(input->type(), input_types[i], true));
+      set_type(input, merge_types(input->type(), input_types[i], true));
     }
     infer_graph(graph);
     std::vector<ValueType> outputs;
@@ -269,8 +296,19 @@ class Engine {
     const int64_t opset = model_.opset_version(node.domain());
     const OpRegistration* registration = registry_.find(node.domain(), node.op_type(), opset);
     const OpDefinition* definition = registration ? &registration->definition : nullptr;
+    const bool has_rule = definition && definition->infer_types;
+    if (trial_ && !trial_node(node, opset, registration)) {
+      trial_failed_ = true;
+      return;
+    }
     std::optional<std::vector<ValueType>> outputs;
     try {
+      // The op's own rule judges the node first: libonnx's inference functions trust what
+      // its checker verifies and crash on some nodes that break it (a rank-1 STFT signal, a
+      // stride of 0, ...), so a node its rule rejects never reaches libonnx. A node with
+      // subgraphs is judged through them: its rule would infer them once more.
+      std::optional<std::vector<ValueType>> by_rule;
+      if (has_rule && node.subgraphs().empty()) by_rule = apply_rule(node, opset, *definition);
       if (options_.use_libonnx && libonnx_knows(node, opset, registration) &&
           libonnx_inference_hazard(node, opset, rank_of_type(type_of(node.input(0)))).empty()) {
         try {
@@ -284,13 +322,15 @@ class Engine {
         }
         if (outputs) ++report_.by_libonnx;
       }
-      if (!outputs && definition && definition->infer_types) {
-        RuleContext context(*this, node, opset);
-        definition->infer_types(context);
-        outputs = std::move(context.outputs());
+      if (!outputs && has_rule) {
+        outputs = by_rule ? std::move(by_rule) : apply_rule(node, opset, *definition);
         ++report_.by_rule;
       }
     } catch (const Error& e) {
+      if (trial_) {
+        trial_failed_ = true;
+        return;
+      }
       std::string message = e.what();
       if (message.find(node.describe()) == std::string::npos) {
         message = node.describe() + ": " + message;
@@ -309,6 +349,26 @@ class Engine {
       if (Value* output = node.output(i)) record(graph, output, std::move((*outputs)[i]));
     }
     if (definition) fold(node, opset, *definition);
+  }
+
+  // A trial's checks of `node` before its rule: what every_node_libonnx_knows checks, counting
+  // the model's nodes on the way.
+  bool trial_node(const Node& node, int64_t opset, const OpRegistration* registration) {
+    if (!whole_model_libonnx_may_infer(node, opset, registration)) return false;
+    const bool in_main_graph = node.graph() == &model_.graph();
+    if (in_main_graph) ++model_nodes_;
+    // Subgraphs are judged whether or not the node's rule infers them.
+    for (const Graph* sub : node.subgraphs()) {
+      if (!every_node_libonnx_knows(*sub, model_, registry_)) return false;
+      if (in_main_graph) model_nodes_ += count_nodes(*sub);
+    }
+    return true;
+  }
+
+  std::vector<ValueType> apply_rule(Node& node, int64_t opset, const OpDefinition& definition) {
+    RuleContext context(*this, node, opset);
+    definition.infer_types(context);
+    return std::move(context.outputs());
   }
 
   std::optional<std::vector<ValueType>> infer_with_libonnx(Node& node, int64_t opset) {
@@ -335,9 +395,14 @@ class Engine {
     if (inferred.kind == ValueType::Kind::kNone) return;
     const bool declared = graph.is_input(value) || graph.is_output(value);
     ValueType type = merge_types(value->type(), std::move(inferred), declared);
-    name_unknown_dims(type);
+    if (!trial_) name_unknown_dims(type);
+    set_type(value, std::move(type));
+    if (!declared && !trial_) graph.add_value_info(value);
+  }
+
+  void set_type(Value* value, ValueType type) {
+    if (trial_) undo_.emplace_back(value, value->type());
     value->set_type(std::move(type));
-    if (!declared) graph.add_value_info(value);
   }
 
   void name_unknown_dims(ValueType& type) {
@@ -360,7 +425,9 @@ class Engine {
   void fold(Node& node, int64_t opset, const OpDefinition& definition) {
     Value* output = node.output(0);
     if (!output) return;
-    if (definition.shape_vector) {
+    // A trial leaves the shape vectors out: they are most of its cost, and their values
+    // only make a rule know more (a Reshape's shape from Shape, Gather and Concat).
+    if (definition.shape_vector && !trial_) {
       VectorContext context(*this, node, opset);
       std::optional<ShapeVector> vector;
       try {
@@ -425,7 +492,24 @@ class Engine {
   std::unordered_map<const Value*, std::optional<ShapeVector>> vectors_;
   std::set<std::string> symbols_;
   size_t next_symbol_ = 0;
+  bool trial_ = false;
+  bool trial_failed_ = false;
+  size_t model_nodes_ = 0;
+  std::vector<std::pair<Value*, ValueType>> undo_;  // each type a trial replaced, in order
 };
+
+// The number of nodes (those of subgraphs included) when libonnx's whole-model inference may
+// be given `model` (see Engine's trial), else nullopt: the walk node by node then reports the
+// node a rule rejects and keeps it from libonnx.
+std::optional<size_t> whole_model_for_libonnx(Model& model, const OpRegistry& registry) {
+  TypeInferenceOptions rules_only;
+  rules_only.use_libonnx = false;
+  TypeInferenceReport report;
+  Engine trial(model, registry, rules_only, report, true);
+  trial.infer_graph(model.graph());
+  if (trial.trial_failed()) return std::nullopt;
+  return trial.model_nodes();
+}
 
 }  // namespace
 
@@ -434,7 +518,9 @@ Result<TypeInferenceReport> infer_types(Model& model, const OpRegistry& registry
   return capture([&] {
     TypeInferenceReport report;
     check_opsets_supported(model).throw_if_error();
-    if (options.use_libonnx && every_node_libonnx_knows(model.graph(), model, registry)) {
+    const std::optional<size_t> whole_model =
+        options.use_libonnx ? whole_model_for_libonnx(model, registry) : std::nullopt;
+    if (whole_model) {
       ShapeInferenceOptions libonnx_options;
       libonnx_options.strict = options.strict;
       Status inferred = infer_shapes(model, libonnx_options);
@@ -442,7 +528,7 @@ Result<TypeInferenceReport> infer_types(Model& model, const OpRegistry& registry
         if (options.strict) inferred.throw_if_error();
         report.warnings.push_back(inferred.message());
       }
-      report.by_libonnx = count_nodes(model.graph());
+      report.by_libonnx = *whole_model;
       return report;
     }
     Engine engine(model, registry, options, report);

@@ -5,7 +5,11 @@
 // libonnx 1.12 knows ai.onnx up to opset 17. A node "qualifies" for libonnx when libonnx knows
 // its op's version at the model's opset exactly: the model's opset is one libonnx knows, or
 // the version onnxkit's registry resolves the opset to is one libonnx has (Relu-14 at opset
-// 18; not ReduceMean at 18, whose version 18 libonnx lacks). When every node qualifies, libonnx
+// 18; not ReduceMean at 18, whose version 18 libonnx lacks). libonnx's inference functions
+// trust its checker and crash on some nodes it would refuse, so the op's own rule judges every
+// node before libonnx sees it: a node whose rule throws is reported as that rule's error (a
+// warning, or the failure in strict mode) and never given to libonnx. When every node
+// qualifies and every rule accepts its node (a trial walk of the rules, undone after), libonnx
 // infers the whole model as before (with its data propagation; unchanged for opset <= 17).
 // Otherwise the engine walks each graph in topological order itself: a qualifying node keeps
 // libonnx's inference of that node alone (libonnx_infer_node over the IR), any other node gets its

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "ir/value_type.h"
 #include "pass_test_util.h"
 #include "registry/builtin_registry.h"
@@ -113,6 +115,94 @@ TEST(InferTypes, ConvWithAWeightOfHigherRankIsNotLeftToLibonnx) {
   auto report = infer_types(model, builtin_registry());
   if (!report) return;  // onnxkit's rule may refuse the pair: an error, not a crash
   EXPECT_EQ(report.value().by_libonnx, 0u);
+}
+
+// libonnx's inference functions trust its checker and crashed on nodes it would refuse
+// (fuzz: libonnx_shape_inference_*): the op's own rule judges each node first, and a node it
+// rejects is reported as a rule's error and never given to libonnx, neither alone nor in the
+// whole model. Here a stride of 0, a LayerNormalization axis below -rank and a rank-1 STFT
+// signal, each after a Relu libonnx may infer.
+TEST(InferTypes, ANodeItsRuleRejectsNeverReachesLibonnx) {
+  struct Case {
+    const char* what;
+    std::function<Value*(GraphBuilder&, Value*)> add;
+    const char* error;
+  };
+  const std::vector<Case> cases = {
+      {"MaxPool stride 0",
+       [](GraphBuilder& b, Value* x) {
+         return b.op("MaxPool", {x},
+                     {Attr::Ints("kernel_shape", {1, 1}), Attr::Ints("strides", {1, 0})});
+       },
+       "strides[1] is 0"},
+      {"LayerNormalization axis -5",
+       [](GraphBuilder& b, Value* x) {
+         return b.op(
+             "LayerNormalization",
+             {x, b.constant(Tensor(DType::kFloat, {4})), b.constant(Tensor(DType::kFloat, {4}))},
+             {Attr::Int("axis", -5)});
+       },
+       "axis -5 is out of range for rank 4"},
+      {"STFT of a rank-1 signal",
+       [](GraphBuilder& b, Value* x) {
+         Value* flat = b.op("Reshape", {x, b.ints({-1})});
+         Value* step = b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {2}));
+         return b.op("STFT", {flat, step, nullptr, step});
+       },
+       "signal must have rank >= 2"},
+  };
+  for (const Case& test : cases) {
+    Model model = model_at(17);
+    GraphBuilder b(model);
+    Value* relu = b.op("Relu", {b.input("x", {1, 2, 3, 4})});
+    b.output(test.add(b, relu));
+    TypeInferenceReport report = infer_types(model, builtin_registry()).value();
+    ASSERT_EQ(report.warnings.size(), 1u) << test.what;
+    EXPECT_NE(report.warnings[0].find(test.error), std::string::npos) << report.warnings[0];
+    EXPECT_EQ(report.unknown, 1u) << test.what;
+    EXPECT_EQ(type_of(relu), "float[1,2,3,4]") << test.what;  // the rest is inferred
+    TypeInferenceOptions strict;
+    strict.strict = true;
+    auto refused = infer_types(model, builtin_registry(), strict);
+    ASSERT_FALSE(refused.ok()) << test.what;
+    EXPECT_NE(refused.error().find(test.error), std::string::npos) << refused.error();
+  }
+}
+
+// Rules compute dims a model chose: a product or sum past int64 is the rule's error (Tile) or
+// an unknown dim (Concat), never signed overflow (fuzz: the hostile tile_overflow and
+// ConstantOfShape -> Concat models, once every rule ran before libonnx).
+TEST(InferTypes, RuleDimArithmeticPastInt64IsAnErrorOrUnknown) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.input("x", {4});
+  b.output(b.op("Tile", {x, b.ints({int64_t{1} << 62})}));
+  TypeInferenceReport tiled = infer_types(model, builtin_registry()).value();
+  ASSERT_EQ(tiled.warnings.size(), 1u);
+  EXPECT_NE(tiled.warnings[0].find("overflows int64"), std::string::npos) << tiled.warnings[0];
+
+  Model concat_model = model_at(17);
+  GraphBuilder c(concat_model);
+  Value* big = c.input("big", {int64_t{1} << 62});
+  Value* joined = c.op("Concat", {big, big}, {Attr::Int("axis", 0)});
+  c.output(joined);
+  TypeInferenceOptions rules_only;
+  rules_only.use_libonnx = false;
+  TypeInferenceReport concatenated =
+      infer_types(concat_model, builtin_registry(), rules_only).value();
+  EXPECT_TRUE(concatenated.warnings.empty());
+  EXPECT_FALSE((*joined->type().shape)[0].is_known());
+}
+
+// A Conv's attributes are judged even when nothing is known of its inputs' types.
+TEST(InferTypes, ConvAttributesAreJudgedWithoutInputTypes) {
+  Model model = model_at(17);
+  GraphBuilder b(model);
+  Value* x = b.op("NoRule", {b.input("x", {1, 1, 4, 4})}, {}, "com.test");
+  b.output(b.op("Conv", {x, b.input("w", {1, 1, 1, 1})}, {Attr::Ints("dilations", {0, 1})}));
+  TypeInferenceReport report = infer_types(model, test_registry()).value();
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("dilations"), std::string::npos) << report.warnings[0];
 }
 
 TEST(InferTypes, ModelsLibonnxKnowsAreInferredByItWhole) {
