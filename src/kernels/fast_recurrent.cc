@@ -52,11 +52,7 @@ class FloatRecurrentProducts final : public RecurrentProducts {
   }
 
   void activate(const ActivationFunction& f, float* x, int64_t n) const override {
-    if (const std::optional<Activation> simd = vector_activation(f)) {
-      apply_activation(*simd, x, x, n);
-    } else {
-      f.apply(x, n);
-    }
+    apply_activation_in_place(f, x, n);
   }
 
  private:

@@ -104,6 +104,14 @@ std::optional<Activation> vector_activation(const ActivationFunction& activation
   return std::nullopt;
 }
 
+void apply_activation_in_place(const ActivationFunction& f, float* x, int64_t n) {
+  if (const std::optional<Activation> simd = vector_activation(f)) {
+    apply_activation(*simd, x, x, n);
+  } else {
+    f.apply(x, n);
+  }
+}
+
 void apply_activation(const Activation& activation, const float* x, float* y, int64_t n) {
   vector_kernels().unary[static_cast<int>(activation.op)](x, y, n, activation.p0, activation.p1);
 }

@@ -148,5 +148,8 @@ std::optional<Activation> vector_activation(const ActivationFunction& activation
 // y[i] = act(x[i]) for i < n at the active level (y may be x). Single-threaded: callers
 // apply it to the block they just computed, while it is in cache.
 void apply_activation(const Activation& activation, const float* x, float* y, int64_t n);
+// x[i] = f(x[i]) for i < n: on the SIMD loops where `f` has a unary map, else f's own scalar
+// loop (a recurrent cell's gates).
+void apply_activation_in_place(const ActivationFunction& f, float* x, int64_t n);
 
 }  // namespace onnxkit
