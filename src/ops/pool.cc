@@ -435,8 +435,11 @@ class MaxUnpoolKernel : public OpKernel {
     }
     Shape inferred{x.shape()[0], x.shape()[1]};
     for (size_t d = 0; d < rank; ++d) {
-      const int64_t size =
-          (x.shape()[d + 2] - 1) * strides_[d] - (pads_[d] + pads_[d + rank]) + kernel_[d];
+      // Strides, pads and kernel come from the model: the arithmetic is checked.
+      const std::string what = fmt::format("output dim {}", d + 2);
+      const int64_t grown =
+          checked_add(checked_mul(x.shape()[d + 2] - 1, strides_[d], what), kernel_[d], what);
+      const int64_t size = checked_add(grown, -checked_add(pads_[d], pads_[d + rank], what), what);
       if (size < 0) context.fail("inferred output dim {} is negative ({})", d + 2, size);
       inferred.push_back(size);
     }
