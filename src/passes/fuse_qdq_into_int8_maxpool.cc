@@ -63,7 +63,8 @@ class FuseQdqIntoInt8MaxPoolPass : public GraphPass {
     size_t changes = 0;
     std::unordered_set<const Node*> removed;  // nodes() is a snapshot
     for (Node* pool : graph.nodes()) {
-      if (removed.count(pool) || !is_onnx_op(pool, "MaxPool") || pool->inputs().size() != 1) {
+      if (removed.count(pool) || !is_onnx_op(pool, "MaxPool") || pool->inputs().size() != 1 ||
+          !pool->input(0) || !pool->output(0)) {
         continue;
       }
       if (pool->outputs().size() > 1 && pool->output(1) && !is_unused(pool->output(1))) continue;
