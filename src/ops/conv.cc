@@ -687,6 +687,7 @@ void infer_conv_transpose(TypeInferenceContext& context) {
   const ConvTransposeAttributes transpose(attributes);
   const size_t spatial = rank - 2;
   if (const std::string error = transpose.shape_error(spatial); !error.empty()) fail("{}", error);
+  if (const std::string error = conv.list_error(spatial); !error.empty()) fail("{}", error);
   std::vector<Dim> out{x ? (*x)[0] : Dim{}, w && w->size() == rank
                                                 ? map_dim((*w)[1],
                                                           [&](int64_t value) {

@@ -111,6 +111,19 @@ ConvAttributes ConvAttributes::pool_of_version(const KernelCreateContext& contex
   return pool(context, opset >= 10, opset >= 10);  // MaxPool
 }
 
+std::string ConvAttributes::list_error(size_t spatial, std::string_view x_name) const {
+  for (const auto& [values, want, name] :
+       {std::tuple{&kernel_shape, spatial, "kernel_shape"},
+        std::tuple{&strides, spatial, "strides"}, std::tuple{&dilations, spatial, "dilations"},
+        std::tuple{&pads, 2 * spatial, "pads"}}) {
+    if (!values->empty() && values->size() != want) {
+      return fmt::format("{} has {} values but {} has {} spatial dims (needs {})", name,
+                         values->size(), x_name, spatial, want);
+    }
+  }
+  return "";
+}
+
 std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool transposed,
                                         std::string_view x_name, std::string_view w_name) const {
   if (x.size() < 3) {
@@ -126,14 +139,7 @@ std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool tra
     return fmt::format("kernel_shape {} does not match {}'s spatial dims {}",
                        shape_to_string(kernel_shape), w_name, shape_to_string(kernel));
   }
-  for (const auto& [values, want, name] :
-       {std::tuple{&strides, rank, "strides"}, std::tuple{&dilations, rank, "dilations"},
-        std::tuple{&pads, 2 * rank, "pads"}}) {
-    if (!values->empty() && values->size() != want) {
-      return fmt::format("{} has {} values but {} has {} spatial dims (needs {})", name,
-                         values->size(), x_name, rank, want);
-    }
-  }
+  if (std::string error = list_error(rank, x_name); !error.empty()) return error;
   const int64_t channels = x[1];
   if (transposed) {
     if (w[0] != channels) {
@@ -309,6 +315,7 @@ void infer_conv_output(TypeInferenceContext& context, size_t x, size_t w, DType 
   if (w_dims && w_dims->size() != rank) {
     fail("W has rank {} but X has rank {}", w_dims->size(), rank);
   }
+  if (const std::string error = attrs.list_error(rank - 2); !error.empty()) fail("{}", error);
   std::vector<Dim> kernel =
       attrs.kernel_shape.empty()
           ? (w_dims ? std::vector<Dim>(w_dims->begin() + 2, w_dims->end()) : unknown_dims(rank - 2))

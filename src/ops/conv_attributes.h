@@ -60,6 +60,9 @@ struct ConvAttributes {
   // ConvTranspose's [C, M / group, k...] when `transposed`).
   std::string shape_error(const Shape& x, const Shape& w, bool transposed = false,
                           std::string_view x_name = "X", std::string_view w_name = "W") const;
+  // Why the lists do not fit `spatial` spatial dims of `x_name` (kernel_shape, strides and
+  // dilations one value per dim, pads two), or "" when they do or are absent.
+  std::string list_error(size_t spatial, std::string_view x_name = "X") const;
 
   // Spatial axis d of a convolution or pool over `in` elements with a kernel of `kernel`
   // taps. SAME padding gives ceil(in / stride) outputs, the odd padding unit at the end
