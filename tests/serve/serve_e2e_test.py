@@ -590,6 +590,9 @@ class ServerOptionsTest(unittest.TestCase):
             for t in threads:
                 t.join()
             self.assertEqual(results, [(1, 10)] * 4)
+            # The answers can arrive before the server has finished exiting: wait for it,
+            # rather than have stop() send a second SIGTERM, which ends it at once (-15).
+            server.process.wait(timeout=30)
         finally:
             self.assertEqual(server.stop(), 0)  # SIGTERM again if the test failed before it
         with self.assertRaises(OSError):
