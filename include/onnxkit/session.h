@@ -54,6 +54,12 @@ struct SessionOptions {
   // initializer are dropped after its last reader in a run, so a big model's peak memory is
   // its working set rather than all of its weights. Later runs read them back from the file.
   bool release_weights_after_use = false;
+  // For sessions that run once or a few times (simplify's check, `onnxkit run`): kernels
+  // choose implementations for their creation cost plus one run, not for the steady state.
+  // oneDNN's convolution then skips Winograd (its weight transform costs ~15 ms for a
+  // 256x256 3x3 conv) and the pointwise GEMM over NCHW, whose first use initialises oneDNN's
+  // sgemm for the whole process (30-100 ms, for a small model several times its run).
+  bool one_shot = false;
 
   // Bounds on what a model may make a run do, checked before the work is done; a run over
   // one fails naming the node. Tensor memory: the largest single tensor and the bytes one

@@ -70,7 +70,9 @@ int run_model(const RunArgs& args) {
   const std::map<std::string, int64_t> dims = parse_dims(args.dims);
   Progress progress("run", !args.quiet);
   progress.phase("loading " + fs::path(args.model).filename().string());
-  auto session = Session::load(args.model, to_session_options(args.session));
+  SessionOptions options = to_session_options(args.session);
+  options.one_shot = true;  // one run
+  auto session = Session::load(args.model, options);
   progress.clear();
   if (!session) fail("{}", session.error());
   const Session& s = *session.value();

@@ -165,7 +165,8 @@ class DnnlConvKernel : public OpKernel {
         transpose_(kind == ConvKind::kConvTranspose
                        ? std::optional<ConvTransposeAttributes>(context)
                        : std::nullopt),
-        reference_(std::move(reference)) {
+        reference_(std::move(reference)),
+        one_shot_(context.one_shot()) {
     if (kind == ConvKind::kFusedConv || kind == ConvKind::kBlockedConv) {
       activation_ = parse_fused_activation(context);
       own_activation_ = dnnl_util::computed_activation(activation_);
@@ -628,7 +629,9 @@ class DnnlConvKernel : public OpKernel {
     const int64_t image = shape_numel(std::span(win.y_shape).subspan(2));
     // oneDNN transforms Winograd weights slowly (~15 ms for 256x256x3x3, ~150-400 ms for
     // 512x512x3x3, once per session) and the gain shrinks with the image: skip the largest.
-    const bool winograd = three_by_three && dense && channels * maps <= kMaxWinogradChannelPairs;
+    // A one-shot session would pay the transform for one run.
+    const bool winograd =
+        three_by_three && dense && channels * maps <= kMaxWinogradChannelPairs && !one_shot_;
     // BlockedConv: Winograd, 1x1, depthwise and a chain's first conv (plain X: jit's
     // NCHW-to-nChw16c kernel) run on the activations' own layouts with no reorder; others (3x3
     // stride 2, 512x512 3x3) run faster on channels-last brgconv (~210 against ~150-180 GFLOP/s)
@@ -672,8 +675,11 @@ class DnnlConvKernel : public OpKernel {
       } catch (const dnnl::error&) {  // not for this ISA, channel count or post-op
       }
     }
-    // On tiny images (7x7) the GEMM's N is too short; channels-last wins there.
-    if (one_by_one && dense && image >= kMinPointwiseGemmImage) {
+    // On tiny images (7x7) the GEMM's N is too short; channels-last wins there. A one-shot
+    // session goes channels-last too: oneDNN's GEMM convolution initialises its sgemm kernels
+    // on first use (30-100 ms; simplify's check of a 50-conv OCR classifier spent a third of
+    // its time there).
+    if (one_by_one && dense && image >= kMinPointwiseGemmImage && !one_shot_) {
       try {
         return make_fast(dnnl::algorithm::convolution_direct, plan.user_src_md, plan.user_dst_md);
       } catch (const dnnl::error&) {
@@ -681,7 +687,7 @@ class DnnlConvKernel : public OpKernel {
     }
     // Strided 1x1 (ResNet's downsampling): the blocked 1x1 kernel beats channels-last once
     // the activation reorders are counted (nChw16c reorders run ~3x faster than NHWC ones).
-    if (one_by_one && !dense && channels % 16 == 0 && maps % 16 == 0) {
+    if (one_by_one && ((!dense && channels % 16 == 0 && maps % 16 == 0) || one_shot_)) {
       try {
         const memory::format_tag blocked = rank == 1   ? tag::nCw16c
                                            : rank == 2 ? tag::nChw16c
@@ -764,6 +770,7 @@ class DnnlConvKernel : public OpKernel {
   bool own_activation_keeps_zero_ = true;     // maps 0 to 0 (blocked Y's padding stays zero)
   bool has_residual_ = false;
   std::unique_ptr<OpKernel> reference_;
+  bool one_shot_;                     // KernelCreateContext::one_shot
   std::optional<Tensor> constant_w_;  // the initializer W, when it is one
   const float* constant_b_ = nullptr;
   memory bias_;  // a copy of the constant B

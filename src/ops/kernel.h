@@ -126,12 +126,19 @@ class KernelCreateContext {
   using SubgraphCompiler = std::function<std::shared_ptr<const CompiledGraph>(const Graph&)>;
 
   KernelCreateContext(const Node& node, int64_t opset, const OpRegistry& registry,
-                      SubgraphCompiler compiler = {})
-      : node_(node), opset_(opset), registry_(registry), compiler_(std::move(compiler)) {}
+                      SubgraphCompiler compiler = {}, bool one_shot = false)
+      : node_(node),
+        opset_(opset),
+        registry_(registry),
+        compiler_(std::move(compiler)),
+        one_shot_(one_shot) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
   const OpRegistry& registry() const { return registry_; }
+  // The session runs once or a few times (SessionOptions::one_shot): prefer what is cheap
+  // to create over what is fastest in the steady state.
+  bool one_shot() const { return one_shot_; }
   // The node's reference kernel from the same registry (what an optimized kernel hands the
   // cases it does not handle), or nullptr when the op has no reference registration.
   std::unique_ptr<OpKernel> reference_kernel() const;
@@ -167,6 +174,7 @@ class KernelCreateContext {
   int64_t opset_;
   const OpRegistry& registry_;
   SubgraphCompiler compiler_;
+  bool one_shot_;
 };
 
 }  // namespace onnxkit

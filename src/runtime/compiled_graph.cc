@@ -30,11 +30,9 @@ SlotRef CompiledGraph::resolve(const Value* value) const {
   fail("internal: value '{}' has no slot in any enclosing graph", value->name());
 }
 
-std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
-                                                            const OpRegistry& registry,
-                                                            const std::vector<OpsetImport>& opsets,
-                                                            KernelTier tier,
-                                                            const CompiledGraph* parent) {
+std::shared_ptr<const CompiledGraph> CompiledGraph::compile(
+    const Graph& graph, const OpRegistry& registry, const std::vector<OpsetImport>& opsets,
+    KernelTier tier, const CompiledGraph* parent, bool one_shot) {
   int depth = 0;
   for (const CompiledGraph* outer = parent; outer; outer = outer->parent_) ++depth;
   if (depth > kMaxSubgraphDepth) {
@@ -65,15 +63,16 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     }
   }
 
-  KernelCreateContext::SubgraphCompiler compiler = [&registry, &opsets, tier,
+  KernelCreateContext::SubgraphCompiler compiler = [&registry, &opsets, tier, one_shot,
                                                     raw = plan.get()](const Graph& sub) {
-    return compile(sub, registry, opsets, tier, raw);
+    return compile(sub, registry, opsets, tier, raw, one_shot);
   };
   std::unordered_map<int, size_t> last_reader;  // slot -> step index
   for (const Node* node : order) {
     Step step;
     step.node = node;
-    KernelCreateContext context(*node, opset_version(opsets, node->domain()), registry, compiler);
+    KernelCreateContext context(*node, opset_version(opsets, node->domain()), registry, compiler,
+                                one_shot);
     try {
       step.kernel = registry.create_kernel(context, tier);
     } catch (const Error& e) {

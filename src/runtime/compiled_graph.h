@@ -43,12 +43,14 @@ class CompiledGraph {
 
   // Compiles `graph`. `opsets` resolves each node's domain to the imported version;
   // `tier` picks reference or optimized kernels (subgraphs get the same); `parent` is the
-  // plan of the enclosing graph (nullptr for a main graph or a function).
+  // plan of the enclosing graph (nullptr for a main graph or a function); `one_shot` is
+  // SessionOptions::one_shot, for every kernel.
   static std::shared_ptr<const CompiledGraph> compile(const Graph& graph,
                                                       const OpRegistry& registry,
                                                       const std::vector<OpsetImport>& opsets,
                                                       KernelTier tier = KernelTier::kReference,
-                                                      const CompiledGraph* parent = nullptr);
+                                                      const CompiledGraph* parent = nullptr,
+                                                      bool one_shot = false);
 
   const Graph& graph() const { return graph_; }
   const std::vector<Step>& steps() const { return steps_; }

@@ -195,7 +195,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptio
     auto state = std::make_unique<State>(std::move(model), options);
     state->custom_registry = std::move(custom_registry);
     state->plan = CompiledGraph::compile(state->model.graph(), registry, state->model.opset_imports,
-                                         options.kernels);
+                                         options.kernels, nullptr, options.one_shot);
     // Kernels drop the pages of the weights they packed as they pack them; what else
     // creation read of the mapped weights (passes comparing or folding initializers) leaves
     // the resident set here, and what a run reads comes back from the file.

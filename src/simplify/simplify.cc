@@ -65,6 +65,7 @@ SessionOptions check_session_options(const SimplifyOptions& options, const OpReg
   session_options.kernels = options.check_kernels;
   session_options.intra_op_threads = 0;
   session_options.release_weights_after_use = true;
+  session_options.one_shot = true;
   session_options.max_tensor_bytes = options.max_tensor_bytes;
   session_options.max_run_bytes = options.max_run_bytes;
   session_options.max_loop_iterations = options.max_loop_iterations;

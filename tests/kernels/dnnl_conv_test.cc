@@ -141,7 +141,7 @@ Builder conv_model(const ConvCase& c, std::mt19937_64& rng) {
   return b;
 }
 
-void check_conv(const ConvCase& c) {
+void check_conv(const ConvCase& c, const SessionOptions& options = testing::optimized()) {
   SCOPED_TRACE(c.describe());
   std::mt19937_64 rng(7);
   Builder reference = conv_model(c, rng);
@@ -149,8 +149,7 @@ void check_conv(const ConvCase& c) {
   Builder optimized = conv_model(c, rng);
   const NamedValues expected =
       run_model(std::move(reference.model), reference.feeds, SessionOptions::reference());
-  const NamedValues actual =
-      run_model(std::move(optimized.model), optimized.feeds, testing::optimized());
+  const NamedValues actual = run_model(std::move(optimized.model), optimized.feeds, options);
   ASSERT_EQ(actual.size(), 1u);
   EXPECT_TRUE(same_tensors(actual[0].second, expected[0].second));
 }
@@ -261,6 +260,27 @@ TEST(DnnlConvTest, WinogradAndPointwiseShapes) {
     c.w = {80, x[1], 1, 1};
     c.pads = {};
     check_conv(c);
+  }
+}
+
+// A one-shot session (simplify's check, `onnxkit run`) runs the same shapes on the
+// direct convolutions: no Winograd, no GEMM over NCHW.
+TEST(DnnlConvTest, OneShotSessions) {
+  SessionOptions one_shot = testing::optimized();
+  one_shot.one_shot = true;
+  for (const Shape& x : std::vector<Shape>{{1, 64, 14, 14}, {3, 32, 9, 11}, {1, 24, 20, 20}}) {
+    ConvCase c;
+    c.x = x;
+    c.w = {x[1] == 32 ? 48 : x[1], x[1], 3, 3};
+    c.pads = {1, 1, 1, 1};
+    check_conv(c, one_shot);
+    c.static_shape = true;  // the plan made at creation
+    check_conv(c, one_shot);
+    c.w = {80, x[1], 1, 1};
+    c.pads = {};
+    check_conv(c, one_shot);
+    c.static_shape = false;
+    check_conv(c, one_shot);
   }
 }
 
