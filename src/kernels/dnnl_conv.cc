@@ -676,9 +676,9 @@ class DnnlConvKernel : public OpKernel {
       }
     }
     // On tiny images (7x7) the GEMM's N is too short; channels-last wins there. A one-shot
-    // session goes channels-last too: oneDNN's GEMM convolution initialises its sgemm kernels
-    // on first use (30-100 ms; simplify's check of a 50-conv OCR classifier spent a third of
-    // its time there).
+    // session takes the blocked 1x1 kernel below: oneDNN's GEMM convolution initialises its
+    // sgemm kernels on first use (30-100 ms; simplify's check of a 50-conv OCR classifier
+    // spent a third of its time there).
     if (one_by_one && dense && image >= kMinPointwiseGemmImage && !one_shot_) {
       try {
         return make_fast(dnnl::algorithm::convolution_direct, plan.user_src_md, plan.user_dst_md);
@@ -686,7 +686,8 @@ class DnnlConvKernel : public OpKernel {
       }
     }
     // Strided 1x1 (ResNet's downsampling): the blocked 1x1 kernel beats channels-last once
-    // the activation reorders are counted (nChw16c reorders run ~3x faster than NHWC ones).
+    // the activation reorders are counted (nChw16c reorders run ~3x faster than NHWC ones);
+    // also every pointwise conv of a one-shot session.
     if (one_by_one && ((!dense && channels % 16 == 0 && maps % 16 == 0) || one_shot_)) {
       try {
         const memory::format_tag blocked = rank == 1   ? tag::nCw16c
