@@ -517,7 +517,7 @@ class Int8Conv {
   // With set_requantization: the int8 output at `y` (NCHW, or channels-last after
   // set_channels_last); false as run().
   bool run_requantized(Int8Data x, const Shape& x_shape, int32_t x_zp, void* y) const {
-    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed, x_zp != 0);
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
     memory src = source(*plan, x);
@@ -531,8 +531,9 @@ class Int8Conv {
     args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
     const memory src_zp = dnnl_util::wrap(one, &zp_values[0]);
     const memory dst_zp = dnnl_util::wrap(one, &zp_values[1]);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
+    if (x_zp != 0) args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
+    if (requantization_->zero_point != 0)
+      args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
     memory bias;
     if (!requantization_->bias.empty()) {
       bias = dnnl_util::wrap(memory::desc({maps_}, memory::data_type::s32, memory::format_tag::x),
@@ -590,9 +591,9 @@ class Int8Conv {
   }
 
   // Builds the primitive (and packs W) before the first run.
-  void prepare(const Shape& x_shape, bool x_signed) const {
+  void prepare(const Shape& x_shape, bool x_signed, bool x_zero_point) const {
     try {
-      plan_for(x_shape, x_signed);
+      plan_for(x_shape, x_signed, x_zero_point);
     } catch (const dnnl::error&) {
     }
   }
@@ -615,7 +616,7 @@ class Int8Conv {
   const int32_t* product(Int8Data x, const Shape& x_shape, int32_t x_zp,
                          std::shared_ptr<const Plan>& plan) const {
     if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
-    plan = plan_for(x_shape, x.is_signed);
+    plan = plan_for(x_shape, x.is_signed, x_zp != 0);
     if (!plan->supported) return nullptr;
     memory src = source(*plan, x);
     auto* d = static_cast<int32_t*>(
@@ -626,7 +627,7 @@ class Int8Conv {
         memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
     dnnl_util::ExecArgs args;
     args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    if (x_zp != 0) args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
     dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
     return d;
   }
@@ -665,14 +666,20 @@ class Int8Conv {
     return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc;
   }
 
-  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed) const {
+  // `x_zero_point`: whether X's zero point is not 0. A zero point of 0 leaves the
+  // source zero-point attribute out: oneDNN 2.6 then takes brgconv for kernels larger than
+  // 1x1 (with it, only jit_int8: ResNet-50's 3x3 convs at 7x7 and 14x14 ~20% slower), and
+  // its 1x1 convs skip the compensation (3-8%).
+  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed,
+                                       bool x_zero_point) const {
     std::vector<int64_t> key(x_shape.begin(), x_shape.end());
     key.push_back(max_threads());
     key.push_back(x_signed);
-    return plans_.get(key, [&] { return make_plan(x_shape, x_signed); });
+    key.push_back(x_zero_point);
+    return plans_.get(key, [&] { return make_plan(x_shape, x_signed, x_zero_point); });
   }
 
-  Plan make_plan(const Shape& x_shape, bool x_signed) const {
+  Plan make_plan(const Shape& x_shape, bool x_signed, bool x_zero_point) const {
     Plan plan;
     const size_t rank = x_shape.size();
     if (rank < 3 || rank > 5) return plan;
@@ -687,7 +694,7 @@ class Int8Conv {
     const dt src_type = x_signed ? dt::s8 : dt::u8;
     plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), src_type, tag);
     dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (x_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     // Channels-last callers hand over the layout the int8 kernels want; others let oneDNN
     // choose (and transpose into it).
     const memory::desc any_src = channels_last_ ? plan.user_src
@@ -703,10 +710,15 @@ class Int8Conv {
       attr.set_output_scales(per_channel ? 1 << 1 : 0, requantization_->multipliers);
       // Round before the zero point is added, as MLAS does (round(v) + zp): oneDNN adds the
       // destination zero point in float and rounds the sum, which differs at near-ties.
-      dnnl::post_ops rounding;
-      rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
-      attr.set_post_ops(rounding);
-      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      // Without a zero point, the conversion to int8 rounds to nearest even by itself
+      // (after saturating, which commutes with that rounding); the post-op and the zero
+      // point cost 3-5% of a 1x1 conv (ResNet-50's ReLU outputs all have zero point 0).
+      if (requantization_->zero_point != 0) {
+        dnnl::post_ops rounding;
+        rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+        attr.set_post_ops(rounding);
+        attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      }
       if (!requantization_->bias.empty())
         bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
     }
