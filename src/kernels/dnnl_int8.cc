@@ -524,20 +524,22 @@ class Int8Conv {
     void* d = channels_last_ ? y
                              : dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product,
                                                          plan->dst.get_size());
-    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
-    int32_t zp_values[2] = {x_zp, requantization_->zero_point};
-    const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    // Memory objects cached per plan and thread (creating one costs about as much as a
+    // small primitive's bookkeeping, and a conv needs up to five).
+    const memory dst = dnnl_util::rebound_memory(owner, kDstRole, plan->dst, d);
     dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    const memory src_zp = dnnl_util::wrap(one, &zp_values[0]);
-    const memory dst_zp = dnnl_util::wrap(one, &zp_values[1]);
-    if (x_zp != 0) args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
-    if (requantization_->zero_point != 0)
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, plan->packed_weights).add(DNNL_ARG_DST, dst);
+    memory src_zp, dst_zp, bias;
+    if (x_zp != 0) {
+      src_zp = zero_point_memory(owner, kSrcZeroPointRole, x_zp);
+      args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
+    }
+    if (requantization_->zero_point != 0) {
+      dst_zp = zero_point_memory(owner, kDstZeroPointRole, requantization_->zero_point);
       args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
-    memory bias;
+    }
     if (!requantization_->bias.empty()) {
-      bias = dnnl_util::wrap(memory::desc({maps_}, memory::data_type::s32, memory::format_tag::x),
-                             requantization_->bias.data());
+      bias = dnnl_util::reused_memory(owner, kBiasRole, plan->bias, requantization_->bias.data());
       args.add(DNNL_ARG_BIAS, bias);
     }
     dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
@@ -607,6 +609,8 @@ class Int8Conv {
     memory::desc src_reorder_scratchpad;
     bool src_channels_last = false;  // src is plain NHWC: transpose_bytes, not src_reorder
     memory::desc user_dst;           // requantized plans: NCHW int8, transposed from dst
+    memory::desc bias;               // requantized plans with a bias: s32 [maps]
+    memory packed_weights;           // W in `weights`' layout
     Shape out_spatial;
     uint64_t owner = dnnl_util::new_memory_owner();
   };
@@ -621,13 +625,14 @@ class Int8Conv {
     memory src = source(*plan, x);
     auto* d = static_cast<int32_t*>(
         dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
-    const memory dst = dnnl_util::reused_memory(plan->owner, 2, plan->dst, d);
-    int32_t zp_value = x_zp;
-    const memory zp_memory = dnnl_util::wrap(
-        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
+    const memory dst = dnnl_util::rebound_memory(plan->owner, kDstRole, plan->dst, d);
     dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    if (x_zp != 0) args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, plan->packed_weights).add(DNNL_ARG_DST, dst);
+    memory zp_memory;
+    if (x_zp != 0) {
+      zp_memory = zero_point_memory(plan->owner, kSrcZeroPointRole, x_zp);
+      args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    }
     dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
     return d;
   }
@@ -636,11 +641,11 @@ class Int8Conv {
   // Channels-last sources are transposed by quantize_simd::transpose_bytes: oneDNN 2.6's
   // int8 NCHW <-> NHWC reorders (jit:uni) took ~6x longer than MobileNetV2's convolutions.
   memory source(const Plan& plan, Int8Data x) const {
-    memory src = dnnl_util::rebound_memory(plan.owner, 0, plan.user_src, x.data);
+    memory src = dnnl_util::rebound_memory(plan.owner, kSrcRole, plan.user_src, x.data);
     if (!plan.src_reorder && !plan.src_channels_last) return src;
     void* data =
         dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Reordered, plan.src.get_size());
-    memory reordered = dnnl_util::reused_memory(plan.owner, 1, plan.src, data);
+    memory reordered = dnnl_util::reused_memory(plan.owner, kReorderedRole, plan.src, data);
     if (plan.src_channels_last) {
       const auto& dims = plan.user_src.dims();
       const int64_t images = dims[0], channels = dims[1];
@@ -655,6 +660,20 @@ class Int8Conv {
     dnnl_util::execute(*plan.src_reorder, plan.src_reorder_scratchpad, plan.owner,
                        dnnl_util::ExecArgs().add(DNNL_ARG_FROM, src).add(DNNL_ARG_TO, reordered));
     return reordered;
+  }
+
+  // Roles of the memory objects cached per plan (dnnl_util::reused_memory).
+  static constexpr int kSrcRole = 0, kReorderedRole = 1, kDstRole = 2, kBiasRole = 3,
+                       kSrcZeroPointRole = 4, kDstZeroPointRole = 5;
+
+  // A one-value s32 memory holding `value`: the cached object points at this thread's slot
+  // for the role, which the call sets before the primitive runs.
+  static memory zero_point_memory(uint64_t owner, int role, int32_t value) {
+    static const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    thread_local int32_t slots[2];
+    int32_t* slot = &slots[role == kSrcZeroPointRole ? 0 : 1];
+    *slot = value;
+    return dnnl_util::reused_memory(owner, role, one, slot);
   }
 
   static memory::format_tag plain_tag(size_t rank) {
@@ -751,7 +770,8 @@ class Int8Conv {
     if (plan.src != plan.user_src && !plan.src_channels_last) {
       plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
     }
-    packed(plan.weights);  // pack now, outside any run
+    plan.packed_weights = packed(plan.weights);  // pack now, outside any run
+    plan.bias = bias;
     plan.supported = true;
     return plan;
   }
@@ -1140,16 +1160,21 @@ class QLinearConvKernel : public Int8KernelBase {
       return;
     }
     const int64_t maps = (*out_shape)[1];
-    std::vector<float> multipliers(static_cast<size_t>(maps));
-    const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
-    for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
     const int32_t out_zp = int8_scalar(y_zp);
     Tensor& out = context.allocate_output_uninitialized(
         0, y_zp.dtype(), kChannelsLast ? channels_last(*out_shape) : *out_shape);
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
-    if (depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0]) {
+    const bool depthwise = depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0];
+    if (!depthwise && conv_->requantizes()) {
+      if (!conv_->run_requantized(x_data, x_shape, zp, out.mutable_raw_data())) decline(context);
+      return;
+    }
+    std::vector<float> multipliers(static_cast<size_t>(maps));
+    const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
+    for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
+    if (depthwise) {
       const std::optional<dnnl_util::Window> window =
           dnnl_util::conv_window(depthwise_->attrs, x_shape, depthwise_->w_shape);
       if (window) {
