@@ -37,6 +37,13 @@ namespace {
 // products fused as MLAS fuses them (y's first).
 struct AddRun {
   float rx, ry, fixed;
+  // Whether every v of the run is finite and far inside int32 (|v| < 2^30): the SIMD loops
+  // may then round first and saturate in the integer packs, which gives the clamped value's
+  // rounding (both clamps are monotonic and the bounds are integers).
+  bool bounded() const {
+    const float bound = 256.0f * (std::abs(rx) + std::abs(ry)) + std::abs(fixed);
+    return std::isfinite(bound) && bound < 0x1p30f;
+  }
 };
 // One run of QLinearMul: z[i] = saturate(round(float((x[i] - zx) * (y[i] - zy)) * ratio + zz)),
 // y one value when y_step is 0.
@@ -93,6 +100,23 @@ __attribute__((target("avx2,fma"))) void add_avx2(const Q* x, const Q* y, const 
   const __m256 lo = _mm256_set1_ps(std::numeric_limits<Q>::min());
   const __m256 hi = _mm256_set1_ps(std::numeric_limits<Q>::max());
   int64_t i = 0;
+  if (r.bounded()) {
+    // 32 values: round, then saturate in the packs (int32 -> 16 -> 8 bits, per 128-bit
+    // lane), and put the 4-byte groups back in order.
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; i + 32 <= n; i += 32) {
+      __m256i q[4];
+      for (int j = 0; j < 4; ++j) {
+        const int64_t at = i + 8 * j;
+        const __m256 base = y ? _mm256_fmadd_ps(load8_avx2(y + at), ry, fixed) : fixed;
+        q[j] = _mm256_cvtps_epi32(_mm256_fmadd_ps(load8_avx2(x + at), rx, base));
+      }
+      const __m256i w01 = _mm256_packs_epi32(q[0], q[1]), w23 = _mm256_packs_epi32(q[2], q[3]);
+      const __m256i b =
+          std::is_same_v<Q, uint8_t> ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(z + i), _mm256_permutevar8x32_epi32(b, order));
+    }
+  }
   for (; i + 8 <= n; i += 8) {
     const __m256 base = y ? _mm256_fmadd_ps(load8_avx2(y + i), ry, fixed) : fixed;
     __m256 v = _mm256_fmadd_ps(load8_avx2(x + i), rx, base);
@@ -146,6 +170,26 @@ __attribute__((target("avx512f,avx512bw"))) void add_avx512(const Q* x, const Q*
   const __m512 lo = _mm512_set1_ps(std::numeric_limits<Q>::min());
   const __m512 hi = _mm512_set1_ps(std::numeric_limits<Q>::max());
   int64_t i = 0;
+  if (r.bounded()) {
+    // 64 values: round, then saturate in the packs (int32 -> 16 -> 8 bits, per 128-bit
+    // lane), and put the 4-byte groups back in order (about a fifth fewer operations than
+    // clamping in float and narrowing each vector: ResNet-50's residual Adds).
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (; i + 64 <= n; i += 64) {
+      __m512i q[4];
+      for (int j = 0; j < 4; ++j) {
+        const int64_t at = i + 16 * j;
+        const __m512 base =
+            y ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(ints16_avx512(y + at)), ry, fixed) : fixed;
+        q[j] = _mm512_cvtps_epi32(
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(ints16_avx512(x + at)), rx, base));
+      }
+      const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
+      const __m512i b =
+          std::is_same_v<Q, uint8_t> ? _mm512_packus_epi16(w01, w23) : _mm512_packs_epi16(w01, w23);
+      _mm512_storeu_si512(z + i, _mm512_permutexvar_epi32(order, b));
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     const __m512 base =
         y ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(ints16_avx512(y + i)), ry, fixed) : fixed;
