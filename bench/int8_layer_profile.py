@@ -94,12 +94,16 @@ def onnxkit_times(exe, model, inputs, iterations, folder):
     subprocess.run(args, check=True, capture_output=True, text=True)
     times = collections.defaultdict(lambda: float("inf"))
     ops = {}
+    events = sorted(json.load(open(trace))["traceEvents"], key=lambda e: e["ts"])
+    first = events[0]["args"]["node"] if events else None
     unnamed = collections.Counter()
-    for e in json.load(open(trace))["traceEvents"]:
+    for e in events:
         name = e["args"]["node"]
-        if not name:  # nodes onnxkit's passes add (chain-edge transposes): one per op type
+        if name == first and name:
+            unnamed.clear()  # a new run
+        if not name:  # nodes onnxkit's passes add (chain-edge transposes), by order in a run
             unnamed[e["name"]] += 1
-            name = f"({e['name']} added by onnxkit)"
+            name = f"({e['name']} {unnamed[e['name']]} added by onnxkit)"
         times[name] = min(times[name], float(e["dur"]))
         ops[name] = e["name"].split("::")[-1]
     return times, ops
