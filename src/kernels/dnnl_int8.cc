@@ -517,26 +517,25 @@ class Int8Conv {
   // With set_requantization: the int8 output at `y` (NCHW, or channels-last after
   // set_channels_last); false as run().
   bool run_requantized(Int8Data x, const Shape& x_shape, int32_t x_zp, void* y) const {
-    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed);
+    std::shared_ptr<const Plan> plan = plan_for(x_shape, x.is_signed, x_zp != 0);
     if (!plan->supported) return false;
     const uint64_t owner = plan->owner;
     memory src = source(*plan, x);
     void* d = channels_last_ ? y
                              : dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product,
                                                          plan->dst.get_size());
-    const memory dst = dnnl_util::reused_memory(owner, 2, plan->dst, d);
-    int32_t zp_values[2] = {x_zp, requantization_->zero_point};
-    const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    // Memory objects cached per plan and thread (creating one costs about as much as a
+    // small primitive's bookkeeping, and a conv needs up to five).
+    const memory dst = dnnl_util::rebound_memory(owner, kDstRole, plan->dst, d);
     dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    const memory src_zp = dnnl_util::wrap(one, &zp_values[0]);
-    const memory dst_zp = dnnl_util::wrap(one, &zp_values[1]);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp);
-    memory bias;
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, plan->packed_weights).add(DNNL_ARG_DST, dst);
+    memory src_zp, bias;
+    if (x_zp != 0) {
+      src_zp = zero_point_memory(owner, kSrcZeroPointRole, x_zp);
+      args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zp);
+    }
     if (!requantization_->bias.empty()) {
-      bias = dnnl_util::wrap(memory::desc({maps_}, memory::data_type::s32, memory::format_tag::x),
-                             requantization_->bias.data());
+      bias = dnnl_util::reused_memory(owner, kBiasRole, plan->bias, requantization_->bias.data());
       args.add(DNNL_ARG_BIAS, bias);
     }
     dnnl_util::execute(plan->primitive, plan->scratchpad, owner, args);
@@ -590,9 +589,9 @@ class Int8Conv {
   }
 
   // Builds the primitive (and packs W) before the first run.
-  void prepare(const Shape& x_shape, bool x_signed) const {
+  void prepare(const Shape& x_shape, bool x_signed, bool x_zero_point) const {
     try {
-      plan_for(x_shape, x_signed);
+      plan_for(x_shape, x_signed, x_zero_point);
     } catch (const dnnl::error&) {
     }
   }
@@ -606,6 +605,8 @@ class Int8Conv {
     memory::desc src_reorder_scratchpad;
     bool src_channels_last = false;  // src is plain NHWC: transpose_bytes, not src_reorder
     memory::desc user_dst;           // requantized plans: NCHW int8, transposed from dst
+    memory::desc bias;               // requantized plans with a bias: s32 [maps]
+    memory packed_weights;           // W in `weights`' layout
     Shape out_spatial;
     uint64_t owner = dnnl_util::new_memory_owner();
   };
@@ -615,18 +616,19 @@ class Int8Conv {
   const int32_t* product(Int8Data x, const Shape& x_shape, int32_t x_zp,
                          std::shared_ptr<const Plan>& plan) const {
     if (split_) x = shifted_to_u8(x, shape_numel(x_shape), x_zp);
-    plan = plan_for(x_shape, x.is_signed);
+    plan = plan_for(x_shape, x.is_signed, x_zp != 0);
     if (!plan->supported) return nullptr;
     memory src = source(*plan, x);
     auto* d = static_cast<int32_t*>(
         dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Product, plan->dst.get_size()));
-    const memory dst = dnnl_util::reused_memory(plan->owner, 2, plan->dst, d);
-    int32_t zp_value = x_zp;
-    const memory zp_memory = dnnl_util::wrap(
-        memory::desc({1}, memory::data_type::s32, memory::format_tag::x), &zp_value);
+    const memory dst = dnnl_util::rebound_memory(plan->owner, kDstRole, plan->dst, d);
     dnnl_util::ExecArgs args;
-    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, packed(plan->weights)).add(DNNL_ARG_DST, dst);
-    args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    args.add(DNNL_ARG_SRC, src).add(DNNL_ARG_WEIGHTS, plan->packed_weights).add(DNNL_ARG_DST, dst);
+    memory zp_memory;
+    if (x_zp != 0) {
+      zp_memory = zero_point_memory(plan->owner, kSrcZeroPointRole, x_zp);
+      args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_memory);
+    }
     dnnl_util::execute(plan->primitive, plan->scratchpad, plan->owner, args);
     return d;
   }
@@ -635,11 +637,11 @@ class Int8Conv {
   // Channels-last sources are transposed by quantize_simd::transpose_bytes: oneDNN 2.6's
   // int8 NCHW <-> NHWC reorders (jit:uni) took ~6x longer than MobileNetV2's convolutions.
   memory source(const Plan& plan, Int8Data x) const {
-    memory src = dnnl_util::rebound_memory(plan.owner, 0, plan.user_src, x.data);
+    memory src = dnnl_util::rebound_memory(plan.owner, kSrcRole, plan.user_src, x.data);
     if (!plan.src_reorder && !plan.src_channels_last) return src;
     void* data =
         dnnl_util::scratch_buffer(dnnl_util::ScratchRole::kInt8Reordered, plan.src.get_size());
-    memory reordered = dnnl_util::reused_memory(plan.owner, 1, plan.src, data);
+    memory reordered = dnnl_util::reused_memory(plan.owner, kReorderedRole, plan.src, data);
     if (plan.src_channels_last) {
       const auto& dims = plan.user_src.dims();
       const int64_t images = dims[0], channels = dims[1];
@@ -656,6 +658,19 @@ class Int8Conv {
     return reordered;
   }
 
+  // Roles of the memory objects cached per plan (dnnl_util::reused_memory).
+  static constexpr int kSrcRole = 0, kReorderedRole = 1, kDstRole = 2, kBiasRole = 3,
+                       kSrcZeroPointRole = 4;
+
+  // A one-value s32 memory holding `value`: the cached object points at this thread's slot,
+  // which the call sets before the primitive runs.
+  static memory zero_point_memory(uint64_t owner, int role, int32_t value) {
+    static const memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+    thread_local int32_t slot;
+    slot = value;
+    return dnnl_util::reused_memory(owner, role, one, &slot);
+  }
+
   static memory::format_tag plain_tag(size_t rank) {
     using tag = memory::format_tag;
     return rank == 3 ? tag::ncw : rank == 4 ? tag::nchw : tag::ncdhw;
@@ -665,14 +680,20 @@ class Int8Conv {
     return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc;
   }
 
-  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed) const {
+  // `x_zero_point`: whether X's zero point is not 0. A zero point of 0 leaves the
+  // source zero-point attribute out: oneDNN 2.6 then takes brgconv for kernels larger than
+  // 1x1 (with it, only jit_int8: ResNet-50's 3x3 convs at 7x7 and 14x14 ~20% slower), and
+  // its 1x1 convs skip the compensation (3-8%).
+  std::shared_ptr<const Plan> plan_for(const Shape& x_shape, bool x_signed,
+                                       bool x_zero_point) const {
     std::vector<int64_t> key(x_shape.begin(), x_shape.end());
     key.push_back(max_threads());
     key.push_back(x_signed);
-    return plans_.get(key, [&] { return make_plan(x_shape, x_signed); });
+    key.push_back(x_zero_point);
+    return plans_.get(key, [&] { return make_plan(x_shape, x_signed, x_zero_point); });
   }
 
-  Plan make_plan(const Shape& x_shape, bool x_signed) const {
+  Plan make_plan(const Shape& x_shape, bool x_signed, bool x_zero_point) const {
     Plan plan;
     const size_t rank = x_shape.size();
     if (rank < 3 || rank > 5) return plan;
@@ -687,7 +708,7 @@ class Int8Conv {
     const dt src_type = x_signed ? dt::s8 : dt::u8;
     plan.user_src = memory::desc(dnnl_util::to_dims(x_shape), src_type, tag);
     dnnl::primitive_attr attr = dnnl_util::user_scratchpad_attr();
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (x_zero_point) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     // Channels-last callers hand over the layout the int8 kernels want; others let oneDNN
     // choose (and transpose into it).
     const memory::desc any_src = channels_last_ ? plan.user_src
@@ -701,12 +722,21 @@ class Int8Conv {
       plan.user_dst = memory::desc(dst_dims, dst_type, tag);
       const bool per_channel = requantization_->multipliers.size() > 1;
       attr.set_output_scales(per_channel ? 1 << 1 : 0, requantization_->multipliers);
-      // Round before the zero point is added, as MLAS does (round(v) + zp): oneDNN adds the
-      // destination zero point in float and rounds the sum, which differs at near-ties.
-      dnnl::post_ops rounding;
-      rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
-      attr.set_post_ops(rounding);
-      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      // Round before the zero point is added, as MLAS does (round(v) + zp): oneDNN adds a
+      // destination zero point in float and rounds the sum, which differs at near-ties. So
+      // the zero point is a post-op after the rounding (an integer plus an integer, exact in
+      // float below 2^24, beyond which both saturate); as a post-op rather than oneDNN's
+      // destination zero point it costs ~2% less of a 1x1 conv. Without a zero point the
+      // conversion to int8 rounds to nearest even by itself (after saturating, which
+      // commutes with that rounding), and the post-ops and their 3-5% are left out
+      // (ResNet-50's ReLU outputs all have zero point 0).
+      if (requantization_->zero_point != 0) {
+        dnnl::post_ops rounding;
+        rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+        rounding.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f,
+                                static_cast<float>(requantization_->zero_point));
+        attr.set_post_ops(rounding);
+      }
       if (!requantization_->bias.empty())
         bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
     }
@@ -739,7 +769,8 @@ class Int8Conv {
     if (plan.src != plan.user_src && !plan.src_channels_last) {
       plan.src_reorder = reorder(plan.user_src, plan.src, plan.src_reorder_scratchpad);
     }
-    packed(plan.weights);  // pack now, outside any run
+    plan.packed_weights = packed(plan.weights);  // pack now, outside any run
+    plan.bias = bias;
     plan.supported = true;
     return plan;
   }
@@ -1128,16 +1159,21 @@ class QLinearConvKernel : public Int8KernelBase {
       return;
     }
     const int64_t maps = (*out_shape)[1];
-    std::vector<float> multipliers(static_cast<size_t>(maps));
-    const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
-    for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
     const int32_t out_zp = int8_scalar(y_zp);
     Tensor& out = context.allocate_output_uninitialized(
         0, y_zp.dtype(), kChannelsLast ? channels_last(*out_shape) : *out_shape);
     if (out.numel() == 0) return;
     const int32_t zp = int8_scalar(x_zp);
     const Int8Data x_data = int8_data(x);
-    if (depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0]) {
+    const bool depthwise = depthwise_ && x.rank() == 4 && x_shape[1] == depthwise_->w_shape[0];
+    if (!depthwise && conv_->requantizes()) {
+      if (!conv_->run_requantized(x_data, x_shape, zp, out.mutable_raw_data())) decline(context);
+      return;
+    }
+    std::vector<float> multipliers(static_cast<size_t>(maps));
+    const float xs = x_scale.data<float>()[0], ys = y_scale.data<float>()[0];
+    for (int64_t m = 0; m < maps; ++m) multipliers[m] = xs * w_scales_[m] / ys;
+    if (depthwise) {
       const std::optional<dnnl_util::Window> window =
           dnnl_util::conv_window(depthwise_->attrs, x_shape, depthwise_->w_shape);
       if (window) {

@@ -1,8 +1,8 @@
 // The float RNN / GRU / LSTM's optimized kernel: ops/recurrent.cc's cell with its two weight
 // products on oneDNN's sgemm and its gates on vector_math's SIMD loops (the reference cell's
 // scalar libm sigmoid / tanh and portable GEMM were most of a small LSTM's time: Silero VAD's
-// LSTM steps run one row at a time). Constant W and R only (a GRU with linear_before_reset);
-// other types run the reference cell.
+// LSTM steps run one row at a time). Constant W and R only; other types run the reference
+// cell.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <memory>
@@ -26,8 +26,7 @@ class FloatRecurrentProducts final : public RecurrentProducts {
     const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
     if (!w || !r || w->dtype() != DType::kFloat || r->dtype() != DType::kFloat || w->rank() != 3 ||
         r->rank() != 3 || w->shape()[0] != r->shape()[0] || w->shape()[1] != r->shape()[1] ||
-        r->shape()[1] != gates * r->shape()[2] ||
-        (op == "GRU" && context.attr_int("linear_before_reset", 0) == 0)) {
+        r->shape()[1] != gates * r->shape()[2]) {
       return nullptr;
     }
     return make_recurrent_kernel(context, std::make_shared<FloatRecurrentProducts>(*w, *r));
@@ -49,6 +48,15 @@ class FloatRecurrentProducts final : public RecurrentProducts {
     const float* b = (input ? w_ : r_).data() + direction * n_ * k;
     // y [rows, n] = a [rows, k] x b^T, b [n, k] row-major.
     dnnl_sgemm('N', 'T', rows, n_, k, 1.0f, a, k, b, k, 0.0f, y, n_);
+  }
+
+  bool multiply_columns(Weights weights, int64_t direction, const float* a, int64_t rows,
+                        int64_t first, int64_t count, float* y, int64_t ldy) const override {
+    const bool input = weights == Weights::kInput;
+    const int64_t k = input ? input_ : hidden_;
+    const float* b = (input ? w_ : r_).data() + (direction * n_ + first) * k;
+    dnnl_sgemm('N', 'T', rows, count, k, 1.0f, a, k, b, k, 0.0f, y, ldy);
+    return true;
   }
 
   void activate(const ActivationFunction& f, float* x, int64_t n) const override {

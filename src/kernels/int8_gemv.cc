@@ -13,6 +13,7 @@ namespace {
 
 constexpr int64_t kColumns = 16;  // int32 lanes of a zmm register
 constexpr int64_t kTile = 8;      // column blocks per pass: accumulators in flight
+static_assert(kColumns * kTile == Int8Gemv::kTileColumns);
 
 // One row of A (k_quads * 4 bytes, zero-padded) against kCount column blocks from `first`;
 // the sums of columns [first * 16, n) go to acc_row. kCount is a constant so that the
@@ -73,7 +74,12 @@ Int8Gemv::Int8Gemv(const int8_t* b, int64_t k, int64_t n)
   }
 }
 
-void Int8Gemv::run(const uint8_t* a, int64_t rows, int32_t* acc) const {
+int64_t Int8Gemv::tiles() const {
+  return (blocks_ + kTile - 1) / kTile;
+}
+
+void Int8Gemv::run(const uint8_t* a, int64_t rows, int32_t* acc, int64_t first_tile,
+                   int64_t end_tile) const {
   thread_local std::vector<uint8_t> padded;
   const bool pad = k_ % 4 != 0;
   for (int64_t row = 0; row < rows; ++row) {
@@ -83,7 +89,8 @@ void Int8Gemv::run(const uint8_t* a, int64_t rows, int32_t* acc) const {
       std::copy_n(ar, k_, padded.begin());
       ar = padded.data();
     }
-    for (int64_t first = 0; first < blocks_; first += kTile) {
+    for (int64_t first = first_tile * kTile; first < std::min(blocks_, end_tile * kTile);
+         first += kTile) {
       kTiles[std::min(kTile, blocks_ - first)](ar, packed_.data(), k_quads_, first, n_,
                                                acc + row * n_);
     }

@@ -25,7 +25,14 @@ class Int8Gemv {
 
   // acc[row * n + j] = sum_i a[row * k + i] * b[i, j] for row < rows (no zero points).
   // Only when available().
-  void run(const uint8_t* a, int64_t rows, int32_t* acc) const;
+  void run(const uint8_t* a, int64_t rows, int32_t* acc) const { run(a, rows, acc, 0, tiles()); }
+
+  // Tiles of up to kTileColumns columns, for callers that share the columns among threads.
+  static constexpr int64_t kTileColumns = 128;
+  int64_t tiles() const;
+  // As run(), for the columns of tiles [first_tile, end_tile) only.
+  void run(const uint8_t* a, int64_t rows, int32_t* acc, int64_t first_tile,
+           int64_t end_tile) const;
 
  private:
   int64_t k_, n_;

@@ -151,7 +151,7 @@ class RecurrentKernel final : public OpKernel {
 
  public:
   // `quantized`: DynamicQuantizeLSTM, on `products` when given (else the reference ones).
-  // Otherwise `products` serve float inputs (GRU: with linear_before_reset only).
+  // Otherwise `products` serve float inputs.
   explicit RecurrentKernel(const KernelCreateContext& context, bool quantized = false,
                            std::shared_ptr<const RecurrentProducts> products = nullptr)
       : quantized_(quantized), products_(std::move(products)) {
@@ -407,6 +407,18 @@ class RecurrentKernel final : public OpKernel {
       gemm<C>(false, true, rows, cols, k, C(1), a, k, which == Weights::kInput ? w : r, k, C(0), y,
               gh);
     };
+    // y (ldc gh) = a [rows, hidden] x R's output columns [first, first + count) of this
+    // direction.
+    auto columns = [&](const C* a, int64_t rows, int64_t first, int64_t count, C* y) {
+      if constexpr (std::is_same_v<C, float>) {
+        if (products &&
+            products->multiply_columns(Weights::kRecurrent, d, a, rows, first, count, y, gh)) {
+          return;
+        }
+      }
+      gemm<C>(false, true, rows, count, hidden, C(1), a, hidden, r + first * hidden, hidden, C(0),
+              y, gh);
+    };
     auto activate = [&](const ActivationFunction& f, C* x, int64_t n) {
       if constexpr (std::is_same_v<C, float>) {
         if (products) return products->activate(f, x, n);
@@ -492,8 +504,11 @@ class RecurrentKernel final : public OpKernel {
         h_in = h_active.data();
       }
       // gates = H_{t-1} * R^T (GRU without linear_before_reset: the z and r blocks only).
-      const int64_t rec_cols = (kKind == CellKind::kGru && !lbr) ? 2 * hidden : gh;
-      product(Weights::kRecurrent, h_in, batch, rec_cols, gates.data());
+      if (kKind == CellKind::kGru && !lbr) {
+        columns(h_in, batch, 0, 2 * hidden, gates.data());
+      } else {
+        product(Weights::kRecurrent, h_in, batch, gh, gates.data());
+      }
 
       if constexpr (kKind == CellKind::kRnn) {
         for (int64_t b = 0; b < batch; ++b) {
@@ -517,8 +532,7 @@ class RecurrentKernel final : public OpKernel {
             for (int64_t j = 0; j < hidden; ++j)
               scratch[b * hidden + j] = rg[j] * h[b * hidden + j];
           }
-          gemm<C>(false, true, batch, hidden, hidden, C(1), scratch.data(), hidden,
-                  r + 2 * hidden * hidden, hidden, C(0), gates.data() + 2 * hidden, gh);
+          columns(scratch.data(), batch, 2 * hidden, hidden, gates.data() + 2 * hidden);
         }
         for (int64_t b = 0; b < batch; ++b) {
           C* g = gates.data() + b * gh;
@@ -692,8 +706,6 @@ std::unique_ptr<OpKernel> make_recurrent_kernel(const KernelCreateContext& conte
   if (op == "RNN")
     return std::make_unique<RecurrentKernel<CellKind::kRnn>>(context, false, std::move(products));
   if (op == "GRU") {
-    // Without linear_before_reset the reset gate's product takes a part of R only.
-    if (context.attr_int("linear_before_reset", 0) == 0) products = nullptr;
     return std::make_unique<RecurrentKernel<CellKind::kGru>>(context, false, std::move(products));
   }
   return std::make_unique<RecurrentKernel<CellKind::kLstm>>(context, false, std::move(products));

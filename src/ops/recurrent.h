@@ -31,6 +31,15 @@ class RecurrentProducts {
   // y [rows, 4 * hidden] = a [rows, k] x (the weights of `direction`), k being input or hidden.
   virtual void multiply(Weights weights, int64_t direction, const float* a, int64_t rows,
                         float* y) const = 0;
+  // y [rows, count] (row stride ldy) = a [rows, k] x the weights' output columns [first,
+  // first + count) of `direction`: a GRU without linear_before_reset multiplies H by R's z and
+  // r blocks, then the reset state by its h block alone. False where the products have no
+  // such form (the cell then runs on the reference products).
+  virtual bool multiply_columns(Weights /*weights*/, int64_t /*direction*/, const float* /*a*/,
+                                int64_t /*rows*/, int64_t /*first*/, int64_t /*count*/,
+                                float* /*y*/, int64_t /*ldy*/) const {
+    return false;
+  }
   // x = f(x) for the cell's gates and state: an optimized kernel brings its SIMD loops
   // (within a few ulp of these).
   virtual void activate(const ActivationFunction& f, float* x, int64_t n) const { f.apply(x, n); }
@@ -61,7 +70,8 @@ std::unique_ptr<OpKernel> make_dynamic_quantize_lstm_kernel(
 
 // The ONNX RNN / GRU / LSTM kernel (by the node's op type) with float `products` (of the
 // node's constant W [directions, gates * hidden, input] and R, ONNX's layout): used for float
-// inputs, the reference cell for other types and for a GRU without linear_before_reset.
+// inputs (a GRU without linear_before_reset: where they have multiply_columns), the
+// reference cell for other types.
 std::unique_ptr<OpKernel> make_recurrent_kernel(const KernelCreateContext& context,
                                                 std::shared_ptr<const RecurrentProducts> products);
 

@@ -14,6 +14,9 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "../graph_test_util.h"
 #include "kernels/int8_depthwise.h"
@@ -267,30 +270,37 @@ TEST(Int8Kernels, ConvIntegerToFloatMatchesReference) {
   }
 }
 
+// X's and Y's zero points: a zero point of 0 leaves oneDNN's zero-point attributes and the
+// rounding post-op out (another implementation for kernels larger than 1x1).
+constexpr std::pair<int, int> kConvZeroPoints[] = {{120, 250}, {0, 0}, {0, 250}, {120, 0}};
+
 TEST(Int8Kernels, QLinearConvMatchesReference) {
   uint64_t seed = 500;
   for (const ConvCase& c : conv_cases()) {
-    for (DType y_type : {DType::kUInt8, DType::kInt8}) {
-      SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
-      expect_bit_exact([&](GraphBuilder& g) {
-        std::mt19937_64 rng(seed);
-        const int64_t maps = c.w[0];
-        Value* x = g.input("x", int8_tensor(c.x_type, c.x, rng, c.extreme));
-        Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
-        const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
-        Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
-        Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
-                                             : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
-        Tensor bias(DType::kInt32, {maps});
-        std::uniform_int_distribution<int32_t> dist(-5000, 5000);
-        for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
-        g.output(build_conv(g, "QLinearConv", c,
-                            {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, 120)), w, w_scale,
-                             w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
-                             g.constant(int8_scalar(y_type, 250)), g.constant(bias)})
-                     ->output(0));
-      });
-      ++seed;
+    for (auto [x_zp, y_zp] : kConvZeroPoints) {
+      for (DType y_type : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w) + " zero points " +
+                     std::to_string(x_zp) + ", " + std::to_string(y_zp));
+        expect_bit_exact([&](GraphBuilder& g) {
+          std::mt19937_64 rng(seed);
+          const int64_t maps = c.w[0];
+          Value* x = g.input("x", int8_tensor(c.x_type, c.x, rng, c.extreme));
+          Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
+          const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
+          Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
+          Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
+                                               : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
+          Tensor bias(DType::kInt32, {maps});
+          std::uniform_int_distribution<int32_t> dist(-5000, 5000);
+          for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+          g.output(build_conv(g, "QLinearConv", c,
+                              {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), w,
+                               w_scale, w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
+                               g.constant(int8_scalar(y_type, y_zp)), g.constant(bias)})
+                       ->output(0));
+        });
+        ++seed;
+      }
     }
   }
 }
@@ -308,33 +318,36 @@ Shape channels_last_shape(const Shape& s) {
 TEST(Int8Kernels, ChannelsLastQLinearConvMatchesReference) {
   uint64_t seed = 550;
   for (const ConvCase& c : conv_cases()) {
-    for (DType y_type : {DType::kUInt8, DType::kInt8}) {
-      SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
-      expect_bit_exact([&](GraphBuilder& g) {
-        std::mt19937_64 rng(seed);
-        const int64_t maps = c.w[0];
-        Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
-        Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
-        const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
-        Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
-        Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
-                                             : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
-        Tensor bias(DType::kInt32, {maps});
-        std::uniform_int_distribution<int32_t> dist(-5000, 5000);
-        for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
-        std::vector<testing::Attr> list;
-        if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
-        if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
-        if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
-        if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
-        g.output(g.node(std::string(kChannelsLastQLinearConv),
-                        {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, 120)), w, w_scale,
-                         w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
-                         g.constant(int8_scalar(y_type, 250)), g.constant(bias)},
-                        testing::Attributes(list), 1, std::string(kOnnxkitDomain))
-                     ->output(0));
-      });
-      ++seed;
+    for (auto [x_zp, y_zp] : kConvZeroPoints) {
+      for (DType y_type : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w) + " zero points " +
+                     std::to_string(x_zp) + ", " + std::to_string(y_zp));
+        expect_bit_exact([&](GraphBuilder& g) {
+          std::mt19937_64 rng(seed);
+          const int64_t maps = c.w[0];
+          Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
+          Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
+          const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
+          Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
+          Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
+                                               : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
+          Tensor bias(DType::kInt32, {maps});
+          std::uniform_int_distribution<int32_t> dist(-5000, 5000);
+          for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+          std::vector<testing::Attr> list;
+          if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+          if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
+          if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
+          if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
+          g.output(g.node(std::string(kChannelsLastQLinearConv),
+                          {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), w, w_scale,
+                           w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
+                           g.constant(int8_scalar(y_type, y_zp)), g.constant(bias)},
+                          testing::Attributes(list), 1, std::string(kOnnxkitDomain))
+                       ->output(0));
+        });
+        ++seed;
+      }
     }
   }
 }
@@ -511,10 +524,15 @@ TEST(Int8Kernels, ChannelsLastMaxPoolMatchesReferenceAtEveryLevel) {
 // Products whose requantized values fall just above a half (multiplier 0.5 + 2^-23, small
 // odd accumulators) next to a zero point of 200: MLAS rounds v, then adds the zero point;
 // adding it first in float (oneDNN's order) rounds 200 + k.5000001 to the tie and then to
-// even. Plain and channels-last, with VNNI and split weights.
+// even. Also exact ties (multiplier 0.5), and both with a zero point of 0 (no rounding
+// post-op: the conversion to u8 rounds). Plain and channels-last, with VNNI and split weights.
 TEST(Int8Kernels, QLinearConvRoundsBeforeTheZeroPoint) {
-  for (bool channels_last : {false, true}) {
-    SCOPED_TRACE(channels_last ? "channels-last" : "NCHW");
+  for (auto [channels_last, y_zp, multiplier] :
+       {std::tuple{false, 200, 0.5f + 0x1p-23f}, std::tuple{true, 200, 0.5f + 0x1p-23f},
+        std::tuple{false, 0, 0.5f + 0x1p-23f}, std::tuple{true, 0, 0.5f + 0x1p-23f},
+        std::tuple{true, 200, 0.5f}, std::tuple{true, 0, 0.5f}}) {
+    SCOPED_TRACE(std::string(channels_last ? "channels-last" : "NCHW") + " zero point " +
+                 std::to_string(y_zp) + " multiplier " + std::to_string(multiplier));
     expect_bit_exact([&](GraphBuilder& g) {
       std::mt19937_64 rng(77);
       const Shape x_shape{1, 16, 12, 12};
@@ -525,12 +543,12 @@ TEST(Int8Kernels, QLinearConvRoundsBeforeTheZeroPoint) {
       std::uniform_int_distribution<int> weight(-2, 2);
       for (int64_t i = 0; i < w.numel(); ++i) w.mutable_data<int8_t>()[i] = weight(rng);
       Tensor w_scale(DType::kFloat, {32});
-      for (int64_t m = 0; m < 32; ++m) w_scale.mutable_data<float>()[m] = 0.5f + 0x1p-23f;
+      for (int64_t m = 0; m < 32; ++m) w_scale.mutable_data<float>()[m] = multiplier;
       const std::string op = channels_last ? std::string(kChannelsLastQLinearConv) : "QLinearConv";
       g.output(g.node(op,
                       {g.input("x", x), g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 0)),
                        g.constant(w), g.constant(w_scale), g.constant(Tensor(DType::kInt8, {32})),
-                       g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 200))},
+                       g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, y_zp))},
                       {}, 1, channels_last ? std::string(kOnnxkitDomain) : std::string())
                    ->output(0));
     });

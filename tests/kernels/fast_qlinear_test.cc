@@ -105,8 +105,10 @@ TEST(FastQLinear, QGemmMatchesReferenceBitForBit) {
       if (a_type == DType::kInt8 && b_type == DType::kUInt8) continue;  // as ORT's kernels
       for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{
                {1, 2048, 1000}, {5, 33, 7}, {3, 64, 65}, {2, 1, 3}}) {
-        for (int variant = 0; variant < 4; ++variant) {
-          const bool trans_a = variant & 1, trans_b = variant & 2;
+        // Variants 4-7: B - b_zp fits in s8 (zero point 0 for s8, 128 for u8, as ORT's tool
+        // writes symmetric weights), which AVX-512 VNNI multiplies as bytes (int8_gemv).
+        for (int variant = 0; variant < 8; ++variant) {
+          const bool trans_a = variant & 1, trans_b = variant & 2, fits_s8 = variant & 4;
           const bool per_column = (variant + k) % 2 == 0;
           const Shape b_shape = trans_b ? Shape{n, k} : Shape{k, n};
           Tensor b_scale = per_column ? random_floats({n}, seed) : float_scalar(0.02f);
@@ -115,12 +117,13 @@ TEST(FastQLinear, QGemmMatchesReferenceBitForBit) {
           }
           Tensor b_zp(b_type, per_column ? Shape{n} : Shape{});
           for (int64_t j = 0; j < b_zp.numel(); ++j) {
-            static_cast<uint8_t*>(b_zp.mutable_raw_data())[j] = static_cast<uint8_t>(j * 37 + 5);
+            static_cast<uint8_t*>(b_zp.mutable_raw_data())[j] =
+                fits_s8 ? (b_type == DType::kUInt8 ? 128 : 0) : static_cast<uint8_t>(j * 37 + 5);
           }
           Tensor bias(DType::kInt32, {n});
           for (int64_t j = 0; j < n; ++j)
             bias.mutable_data<int32_t>()[j] = static_cast<int32_t>(j * 97 % 5000) - 2500;
-          const bool float_out = variant == 3;
+          const bool float_out = variant % 4 == 3;
           std::vector<Tensor> inputs{
               random_int8(a_type, trans_a ? Shape{k, m} : Shape{m, k}, seed + 1),
               float_scalar(0.03f),

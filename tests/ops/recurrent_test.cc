@@ -214,9 +214,11 @@ std::vector<double> double_values(const Tensor& t) {
 }
 
 // Runs the case through the kernel (the reference one unless `options` say otherwise); ""
-// in `outputs` omits that output.
+// in `outputs` omits that output. `constant_weights`: W and R as initializers, which the
+// optimized kernel (kernels/fast_recurrent) needs.
 std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outputs,
-                             const SessionOptions& options = SessionOptions::reference()) {
+                             const SessionOptions& options = SessionOptions::reference(),
+                             bool constant_weights = false) {
   const int64_t S = c.seq, N = c.batch, I = c.input, H = c.hidden, G = c.gates(), D = c.dirs();
   const bool bm = c.layout == 1;
   std::vector<Tensor> in;
@@ -249,6 +251,7 @@ std::vector<Tensor> run_case(const Case& c, const std::vector<std::string>& outp
     if (c.layout != 0) set_int(n, "layout", c.layout);
   });
   node.outputs = outputs;
+  if (constant_weights) node.constants = {1, 2};
   return run_node(node, options);
 }
 
@@ -264,12 +267,12 @@ double tolerance(DType dtype) {
 }
 
 // Runs filled `c` with every output and compares each with the reference.
-void check_case_with(const Case& c, const SessionOptions& options) {
+void check_case_with(const Case& c, const SessionOptions& options, bool constant_weights) {
   const Result want = reference(c);
   const bool lstm = c.op == "LSTM";
   std::vector<std::string> names = {"Y", "Y_h"};
   if (lstm) names.push_back("Y_c");
-  const std::vector<Tensor> got = run_case(c, names, options);
+  const std::vector<Tensor> got = run_case(c, names, options, constant_weights);
   const int64_t S = c.seq, N = c.batch, H = c.hidden, D = c.dirs();
   const double tol = tolerance(c.dtype);
   ASSERT_EQ(got.size(), names.size());
@@ -289,13 +292,15 @@ void check_case_with(const Case& c, const SessionOptions& options) {
   }
 }
 
-// Runs `c` with every output on the reference kernel and on the optimized one
-// (kernels/fast_recurrent) and compares each with the reference (shapes included).
+// Runs `c` with every output on the reference kernel and on the optimized tier, W and R
+// given at run time (the reference cell) and constant (kernels/fast_recurrent), and compares
+// each with the reference (shapes included).
 void check_case(Case c) {
   fill(c);
-  for (const SessionOptions& options : {SessionOptions::reference(), optimized()}) {
-    SCOPED_TRACE(options.kernels == KernelTier::kOptimized ? "optimized" : "reference");
-    check_case_with(c, options);
+  check_case_with(c, SessionOptions::reference(), false);
+  for (bool constant_weights : {false, true}) {
+    SCOPED_TRACE(constant_weights ? "optimized, constant W and R" : "optimized");
+    check_case_with(c, optimized(), constant_weights);
   }
 }
 
