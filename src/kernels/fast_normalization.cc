@@ -382,7 +382,10 @@ void register_fast_normalization_kernels(OpRegistry& registry) {
   for (int64_t since : {1, 11, 13, 18}) {
     registry.add_optimized("", "ReduceMean", since, float_kernel_factory<FastReduceMeanKernel>());
   }
-  registry.add_optimized("", "LayerNormalization", 17, float_kernel_factory<FastLayerNormKernel>());
+  for (int64_t since : {1, 17}) {  // 1: ONNX Runtime's pre-17 form (ops/normalization.cc)
+    registry.add_optimized("", "LayerNormalization", since,
+                           float_kernel_factory<FastLayerNormKernel>());
+  }
   registry.add_optimized("", "RMSNormalization", 23, float_kernel_factory<FastRmsNormKernel>());
   const std::string onnxkit(kOnnxkitDomain);
   registry.add_optimized(onnxkit, "LayerNormalization", 1,
