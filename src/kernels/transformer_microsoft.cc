@@ -7,7 +7,8 @@
 // - QAttention: the projection on the int8 product of MatMulIntegerToFloat (Int8FloatProduct:
 //   exact int32 products, then float(acc) * scale + bias as ORT), the heads as Attention;
 // - EmbedLayerNormalization (and QEmbedLayerNormalization, its tables dequantized once when
-//   they are constants), SkipLayerNormalization: vector_math's add3 and layer_norm_row;
+//   they are constants): vector_math's add3 and layer_norm_row, as onnxkit's
+//   SkipLayerNormalization, whose fast kernel (fast_normalization.cc) runs com.microsoft's too;
 // - Gelu, BiasGelu, FastGelu: vector_math's bias rows and Gelu / GeluTanh maps.
 // Each hands what it does not cover (other dtypes, non-constant weights) to the reference
 // kernel.
@@ -324,52 +325,6 @@ class EmbedLayerNormFastKernel : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------------------
-// SkipLayerNormalization.
-
-class MsSkipLayerNormFastKernel : public OpKernel {
- public:
-  explicit MsSkipLayerNormFastKernel(const KernelCreateContext& context)
-      : epsilon_(context.attr_float("epsilon", 1e-12f)), reference_(context.reference_kernel()) {}
-
-  void compute(KernelContext& context) const override {
-    const Tensor& x = context.input(0);
-    const Tensor& skip = context.input(1);
-    for (size_t i = 0; i < 5; ++i) {
-      if (context.has_input(i) && context.input(i).dtype() != DType::kFloat) {
-        return reference_->compute(context);
-      }
-    }
-    const int64_t hidden = check_skip_layer_norm(context, x, skip, 4);
-    const Shape& shape = x.shape();
-    Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
-    float* sum =
-        context.wants_output(3)
-            ? context.allocate_output_uninitialized(3, DType::kFloat, shape).mutable_data<float>()
-            : nullptr;
-    if (x.numel() == 0) return;
-    const int64_t rows = x.numel() / hidden, skip_rows = skip.numel() / hidden;
-    const float* px = x.data<float>();
-    const float* ps = skip.data<float>();
-    const float* pg = context.input(2).data<float>();
-    const float* pb = context.has_input(3) ? context.input(3).data<float>() : nullptr;
-    const float* pbias = context.has_input(4) ? context.input(4).data<float>() : nullptr;
-    float* py = y.mutable_data<float>();
-    parallel_for(rows, rows_per_chunk(hidden), [&](int64_t begin, int64_t end) {
-      const VectorKernels& k = vector_kernels();
-      for (int64_t r = begin; r < end; ++r) {
-        float* row_sum = sum ? sum + r * hidden : py + r * hidden;
-        k.add3(px + r * hidden, ps + (r % skip_rows) * hidden, pbias, row_sum, hidden);
-        k.layer_norm_row(row_sum, pg, pb, epsilon_, py + r * hidden, hidden);
-      }
-    });
-  }
-
- private:
-  float epsilon_;
-  std::unique_ptr<OpKernel> reference_;
-};
-
-// ---------------------------------------------------------------------------------------
 // Gelu, BiasGelu (input 1 a bias row), FastGelu (optional bias row; tanh form).
 
 class MsGeluFastKernel : public OpKernel {
@@ -422,8 +377,6 @@ void register_transformer_microsoft_kernels(OpRegistry& registry) {
                          &EmbedLayerNormFastKernel<false>::create);
   registry.add_optimized(ms, "QEmbedLayerNormalization", 1,
                          &EmbedLayerNormFastKernel<true>::create);
-  registry.add_optimized(ms, "SkipLayerNormalization", 1,
-                         kernel_factory<MsSkipLayerNormFastKernel>());
   registry.add_optimized(ms, "Gelu", 1, [](const KernelCreateContext& context) {
     return std::make_unique<MsGeluFastKernel>(context, UnaryOp::kGelu, false);
   });
