@@ -2,7 +2,7 @@
 quantization tutorial and HF Optimum's O2-O4 levels run) and quantize_dynamic on its output:
 which ops the files hold, and onnxkit against ORT on them, side by side.
 
-    /work/main/.venv/bin/python bench/ort_transformer_optimizer.py inventory [--models DIR]
+    /work/main/.venv/bin/python bench/ort_transformer_optimizer.py inventory [--models DIR] [MODEL ...]
     /work/main/.venv/bin/python bench/ort_transformer_optimizer.py time [--rounds 3]
         [--iterations 10] [--models DIR] [--onnxkit build/onnxkit] [CASE ...]
 
@@ -80,8 +80,15 @@ def ops_summary(path):
     return ", ".join(shown)
 
 
+def remove(path):
+    """Full-size files are 0.1-0.5 GB each: the inventory keeps only what `time` reads."""
+    for f in (path, path.replace(".onnx", "-inferred.onnx")):
+        if os.path.exists(f) and not f.endswith(("_default.onnx", "_default_q.onnx")):
+            os.remove(f)
+
+
 def inventory(a):
-    for name in MODELS:
+    for name in a.cases or MODELS:
         for level in LEVELS:
             try:
                 path = optimized(a.models, a.work, name, level)
@@ -100,6 +107,8 @@ def inventory(a):
                     q = quantized(path, label, default_type=True)
                     note = " (with DefaultTensorType: without, ORT's tool fails)"
                 print(f"| {name} | {level} | {label} | {ops_summary(q)}{note} |", flush=True)
+                remove(q)
+            remove(path)
 
 
 def time_cases(a):
@@ -131,7 +140,7 @@ def main():
     p.add_argument("--models", default=os.path.join(ROOT, "bench", "models"))
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "onnxkit_ort_optimizer"))
     p.add_argument("--onnxkit", default=os.path.join(ROOT, "build", "onnxkit"))
-    a = p.parse_args()
+    a = p.parse_intermixed_args()
     os.makedirs(a.work, exist_ok=True)
     np.random.seed(0)
     inventory(a) if a.mode == "inventory" else time_cases(a)

@@ -1,7 +1,9 @@
 // com.onnxkit Attention on float32 (fused_ops.h): Y = Softmax(where(Keep, scale * Q @ K^T +
 // Mask, masked_value)) @ V per batch and head, each operand read through the strides its
 // perm attribute gives (ops/attention_layout.h). ONNX's own Attention (ai.onnx 23 on) runs
-// on it too where its semantics are the same (FusedOnnxAttentionKernel below).
+// on it too where its semantics are the same (FusedOnnxAttentionKernel below), and so do
+// ONNX Runtime's com.microsoft Attention and QAttention (kernels/transformer_microsoft.cc)
+// through FloatAttention (attention.h), the engine below on operands given as views.
 //
 // With AVX-512 (and unit-stride rows) a work item is a (batch, head), or part of its query
 // rows when there are fewer heads than threads want: it packs K^T once, then runs
