@@ -28,8 +28,8 @@ oneDNN path). Tolerances, max |onnxkit - ORT| over the output's largest magnitud
   op stays within 2e-6 of ORT, the first flipped step comes in layer 2 (7e-4 there) and the
   output ends 1.7% of its range off. Two layers leave room for a flip or two, not for a
   wrong zero point, scale or weight layout (off by far more).
-`onnxkit simplify` keeps the com.microsoft nodes of the optimized files, infers the shapes of
-their outputs, and the simplified file gives ORT's outputs of the original in ORT and in
+`onnxkit simplify` keeps the com.microsoft nodes of the optimized files (and of their int8
+form), infers the shapes of their outputs, and the simplified file gives ORT's outputs of the original in ORT and in
 onnxkit. Broken nodes (a wrong mask shape, a missing input, num_heads not dividing the
 hidden size) fail with an error naming the node, on both kernel tiers.
 
@@ -398,7 +398,7 @@ def bias_add_case():
 # ---------------------------------------------------------------------------------------
 # simplify and bad input.
 
-def simplify_failures(onnxkit, label, path, feeds, tmp):
+def simplify_failures(onnxkit, label, path, feeds, tmp, tolerance):
     out = path.replace(".onnx", "_simplified.onnx")
     run = subprocess.run([onnxkit, "simplify", path, out], capture_output=True, text=True)
     if run.returncode:
@@ -421,7 +421,7 @@ def simplify_failures(onnxkit, label, path, feeds, tmp):
     for name, a, b in zip(names, expected[1], in_ort):
         if not np.allclose(a, b, rtol=1e-4, atol=1e-5 * (float(np.abs(a).max()) or 1)):
             failures.append(f"{label}: the simplified file's {name} in ORT differs from the original's")
-    more, _ = compare(onnxkit, out, feeds, tmp, f"{label} simplified", FLOAT_TOL, expected)
+    more, _ = compare(onnxkit, out, feeds, tmp, f"{label} simplified", tolerance, expected)
     return failures + more
 
 
@@ -474,8 +474,8 @@ def main():
                 file_failures.append(f"{label}: the file holds {sorted(ops)}, not all of {sorted(wanted)}")
             more, worst = compare(onnxkit, path, feeds, tmp, label, tolerance)
             file_failures += more
-            if label.endswith(("default", "99")):  # float files (quantized labels end in q ...)
-                file_failures += simplify_failures(onnxkit, label, path, feeds, tmp)
+            if label.endswith(("default", "99", "default, q")):
+                file_failures += simplify_failures(onnxkit, label, path, feeds, tmp, tolerance)
             failures += file_failures
             passed += 1
             if not file_failures:
