@@ -7,7 +7,8 @@ O2-O4 levels run) and its quantize_dynamic run in onnxkit and match ORT, run by 
    opt_level 1, 2 and 99 (vit_tiny: not 99, whose file holds ORT's hardware-specific
    com.microsoft.nchwc ops), each file must hold the com.microsoft ops that level writes
    (a tool that stops writing them fails here), and quantize_dynamic makes int8 files of them
-   (defaults, per_channel, reduce_range: QAttention, QEmbedLayerNormalization).
+   (defaults, per_channel, reduce_range: QAttention, QEmbedLayerNormalization); bert_tiny
+   also with Optimum O3's Gelu approximation (FastGelu) and without the embedding fusion.
 2. Op-level models (onnx.helper) cover what those files do not exercise: every mask_index
    form of Attention and QAttention ([B], [2B], [B, T], [B, S, T], none), unidirectional,
    past/present (GPT-2 decoding), qkv_hidden_sizes, attention_bias, scale and
@@ -60,6 +61,7 @@ if "torch" not in sys.modules:
         sys.modules["torch.version"] = stub.version
 from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: E402
 from onnxruntime.transformers import optimizer  # noqa: E402
+from onnxruntime.transformers.fusion_options import FusionOptions  # noqa: E402
 
 RNG = np.random.default_rng(11)
 FLOAT_TOL = 1e-4
@@ -78,6 +80,11 @@ TINY = {
                  {"SkipLayerNormalization", "BiasGelu"}),
 }
 QUANTIZE = {"q": {}, "q per_channel": {"per_channel": True}, "q reduce_range": {"reduce_range": True}}
+# bert_tiny with the optimizer's options changed: Optimum's O3 (O2 plus the Gelu approximation:
+# FastGelu with a bias) and without the embedding fusion (ai.onnx LayerNormalization at opset
+# 13, and Attention's mask_index made from the raw attention_mask).
+BERT_OPTIONS = {"gelu approximation (Optimum O3)": ("enable_gelu_approximation", True, {"FastGelu"}),
+                "no EmbedLayerNormalization": ("enable_embed_layer_norm", False, {"Attention"})}
 KERNELS = [("reference", ["--kernels", "reference", "--level", "none"], {}), ("optimized", [], {}),
            ("optimized avx2", [], {"ONNXKIT_SIMD_LEVEL": "avx2"})]
 
@@ -183,6 +190,19 @@ def optimized_files(models_dir, tmp):
                 quantize_dynamic(path, q_path, weight_type=QuantType.QInt8, extra_options=extra,
                                  **q_kwargs)
                 files.append((f"{label}, {q_label}", q_path, feeds, wanted_q, INT8_END_TO_END_TOL))
+    source = os.path.join(models_dir, "bert_tiny", "model.onnx")
+    for label, (option, value, wanted) in BERT_OPTIONS.items():
+        options = FusionOptions("bert")
+        setattr(options, option, value)
+        optimized = optimizer.optimize_model(source, model_type="bert", num_heads=4, hidden_size=32,
+                                             optimization_options=options)
+        path = os.path.join(tmp, f"bert_tiny_{option}.onnx")
+        optimized.save_model_to_file(path)
+        files.append((f"bert_tiny {label}", path, tiny_feeds(source), wanted, FLOAT_TOL))
+        q_path = path.replace(".onnx", "_q.onnx")
+        quantize_dynamic(path, q_path, weight_type=QuantType.QInt8)
+        files.append((f"bert_tiny {label}, q", q_path, tiny_feeds(source), {"QAttention"},
+                      INT8_END_TO_END_TOL))
     return files
 
 
