@@ -418,6 +418,8 @@ void register_fast_normalization_kernels(OpRegistry& registry) {
                            float_kernel_factory<FastLayerNormKernel>());
   }
   registry.add_optimized("", "RMSNormalization", 23, float_kernel_factory<FastRmsNormKernel>());
+  registry.add_optimized("", "SimplifiedLayerNormalization", 1,  // ONNX Runtime's, the same op
+                         float_kernel_factory<FastRmsNormKernel>());
   const std::string onnxkit(kOnnxkitDomain);
   registry.add_optimized(onnxkit, "LayerNormalization", 1,
                          float_kernel_factory<FastLayerNormKernel>());

@@ -16,7 +16,8 @@ O2-O4 levels run) and its quantize_dynamic run in onnxkit and match ORT, run by 
    zero points; EmbedLayerNormalization with and without segments, position_ids and its
    embedding_sum output; (Q)EmbedLayerNormalization's mask_index; SkipLayerNormalization with
    a per-batch skip and its sum output; SkipSimplifiedLayerNormalization, Gelu, BiasGelu,
-   FastGelu (with and without bias), QuickGelu, BiasAdd.
+   FastGelu (with and without bias), QuickGelu, BiasAdd; ORT's SimplifiedLayerNormalization
+   (its own op in ONNX's domain).
 Every file runs in ORT (one thread) and in onnxkit with the reference kernels at level none,
 the optimized ones at level all, and the optimized ones held to AVX2 (ONNXKIT_SIMD_LEVEL=avx2: the attention engine's
 oneDNN path). Tolerances, max |onnxkit - ORT| over the output's largest magnitude:
@@ -397,6 +398,11 @@ def elementwise_cases():
     case("skip simplified ln", "SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", "bias"],
          {"x": x, "skip": skip_full}, ("y", "", "", "sum"), epsilon=1e-6)
     case("gelu", "Gelu", ["x"], {"x": x})
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "gamma"], ["y"],
+                            name="SimplifiedLayerNormalization_0", epsilon=1e-6)
+    cases.append(("simplified ln (ai.onnx, ORT's)",
+                  make_model([node], [("x", f, [b, s, h])], [("y", f)], {"gamma": inits["gamma"]}),
+                  {"x": x}))
     case("bias gelu", "BiasGelu", ["x", "bias"], {"x": x})
     case("fast gelu", "FastGelu", ["x"], {"x": x})
     case("fast gelu bias", "FastGelu", ["x", "bias"], {"x": x})
