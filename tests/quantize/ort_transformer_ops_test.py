@@ -19,8 +19,9 @@ O2-O4 levels run) and its quantize_dynamic run in onnxkit and match ORT, run by 
    FastGelu (with and without bias), QuickGelu, BiasAdd; ORT's SimplifiedLayerNormalization
    (its own op in ONNX's domain).
 Every file runs in ORT (one thread) and in onnxkit with the reference kernels at level none,
-the optimized ones at level all, and the optimized ones held to AVX2 (ONNXKIT_SIMD_LEVEL=avx2: the attention engine's
-oneDNN path). Tolerances, max |onnxkit - ORT| over the output's largest magnitude:
+the optimized ones at level all, and the optimized ones held to AVX2 (ONNXKIT_SIMD_LEVEL=avx2
+and DNNL_MAX_CPU_ISA=AVX2: the attention engine's oneDNN path, the int8 products without VNNI). Tolerances, max |onnxkit - ORT| over the output's largest
+magnitude:
 - float files and op-level models, and int8 op-level models (exact integer products, then the
   same float steps): 1e-4 (measured: ~1e-6);
 - end-to-end int8 files: 5e-3 (measured on these files: 4e-7). Every op matches ORT to
@@ -87,7 +88,7 @@ QUANTIZE = {"q": {}, "q per_channel": {"per_channel": True}, "q reduce_range": {
 BERT_OPTIONS = {"gelu approximation (Optimum O3)": ("enable_gelu_approximation", True, {"FastGelu"}),
                 "no EmbedLayerNormalization": ("enable_embed_layer_norm", False, {"Attention"})}
 KERNELS = [("reference", ["--kernels", "reference", "--level", "none"], {}), ("optimized", [], {}),
-           ("optimized avx2", [], {"ONNXKIT_SIMD_LEVEL": "avx2"})]
+           ("optimized avx2", [], {"ONNXKIT_SIMD_LEVEL": "avx2", "DNNL_MAX_CPU_ISA": "AVX2"})]
 
 
 def ms_ops(path):
