@@ -14,6 +14,7 @@
 
 #include "ir/domain.h"
 #include "ops/op_utils.h"
+#include "ops/reference_math.h"
 #include "ops/registry.h"
 #include "ops/type_inference.h"
 
@@ -301,15 +302,6 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Attention and QAttention: the projection differs, the rest is shared.
 
-// Softmax of `row` (n values) in place, in double.
-void softmax(double* row, int64_t n) {
-  double max = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < n; ++i) max = std::max(max, row[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += row[i] = std::exp(row[i] - max);
-  for (int64_t i = 0; i < n; ++i) row[i] /= sum;
-}
-
 // Outputs 0 (and present, output 1) from QKV [B, S, Dq + Dk + Dv] in double.
 void attention_from_qkv(KernelContext& context, const MsAttentionAttributes& attributes,
                         const MsAttentionShape& shape, const std::vector<double>& qkv, DType dtype,
@@ -345,31 +337,19 @@ void attention_from_qkv(KernelContext& context, const MsAttentionAttributes& att
     }
   }
   std::vector<double> out(static_cast<size_t>(B * S * shape.v_hidden), 0.0);
-  std::vector<double> scores(static_cast<size_t>(T));
-  const auto mask_strides = mask.strides();
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t s = 0; s < S; ++s) {
-        const double* q = qkv.data() + (b * S + s) * W + n * H;
-        for (int64_t t = 0; t < T; ++t) {
-          const double* k = keys.data() + ((b * N + n) * T + t) * H;
-          double dot = 0;
-          for (int64_t h = 0; h < H; ++h) dot += q[h] * k[h];
-          scores[t] = shape.scale * dot;
-          if (!mask.empty()) {
-            scores[t] += mask.values[static_cast<size_t>(b * mask_strides[0] + n * mask_strides[1] +
-                                                         s * mask_strides[2] + t)];
-          }
-        }
-        softmax(scores.data(), T);
-        double* y = out.data() + (b * S + s) * shape.v_hidden + n * Hv;
-        for (int64_t t = 0; t < T; ++t) {
-          const double* v = values.data() + ((b * N + n) * T + t) * Hv;
-          for (int64_t h = 0; h < Hv; ++h) y[h] += scores[t] * v[h];
-        }
-      }
-    }
-  }
+  const AttentionView qv{{B, N, S, H}, {S * W, H, W, 1}};
+  const AttentionView kv{{B, N, T, H}, {N * T * H, T * H, H, 1}};
+  const AttentionView vv{{B, N, T, Hv}, {N * T * Hv, T * Hv, Hv, 1}};
+  const AttentionView yv{{B, N, S, Hv}, {S * shape.v_hidden, Hv, shape.v_hidden, 1}};
+  const auto strides = mask.strides();
+  reference_attention(qkv.data(), qv, keys.data(), kv, values.data(), vv, out.data(), yv,
+                      shape.scale, [&](double score, int64_t index) {
+                        if (mask.empty()) return score;
+                        const int64_t t = index % T, s = index / T % S, n = index / (T * S) % N,
+                                      b = index / (T * S * N);
+                        return score + mask.values[static_cast<size_t>(
+                                           b * strides[0] + n * strides[1] + s * strides[2] + t)];
+                      });
   write_doubles(context, 0, dtype, {B, S, shape.v_hidden}, out);
   if (context.wants_output(1)) {
     std::vector<double> present(keys);
@@ -527,17 +507,16 @@ void layer_norm_rows(std::vector<double>& rows, int64_t hidden, const std::vecto
   const int64_t count = hidden == 0 ? 0 : static_cast<int64_t>(rows.size()) / hidden;
   for (int64_t r = 0; r < count; ++r) {
     double* row = rows.data() + r * hidden;
-    double mean = 0;
-    if (!simplified) {
-      for (int64_t i = 0; i < hidden; ++i) mean += row[i];
-      mean /= static_cast<double>(hidden);
+    if (simplified) {  // RMS: no mean taken out
+      double square = 0;
+      for (int64_t i = 0; i < hidden; ++i) square += row[i] * row[i];
+      const double inv = 1.0 / std::sqrt(square / static_cast<double>(hidden) + epsilon);
+      for (int64_t i = 0; i < hidden; ++i) row[i] *= inv;
+    } else {
+      reference_normalize_row(row, hidden, epsilon);
     }
-    double var = 0;
-    for (int64_t i = 0; i < hidden; ++i) var += (row[i] - mean) * (row[i] - mean);
-    var /= static_cast<double>(hidden);
-    const double inv = 1.0 / std::sqrt(var + epsilon);
     for (int64_t i = 0; i < hidden; ++i) {
-      row[i] = (row[i] - mean) * inv * gamma[i] + (beta.empty() ? 0.0 : beta[i]);
+      row[i] = row[i] * gamma[i] + (beta.empty() ? 0.0 : beta[i]);
     }
   }
 }
