@@ -1,7 +1,9 @@
 // com.onnxkit Attention on float32 (fused_ops.h): Y = Softmax(where(Keep, scale * Q @ K^T +
 // Mask, masked_value)) @ V per batch and head, each operand read through the strides its
 // perm attribute gives (ops/attention_layout.h). ONNX's own Attention (ai.onnx 23 on) runs
-// on it too where its semantics are the same (FusedOnnxAttentionKernel below).
+// on it too where its semantics are the same (FusedOnnxAttentionKernel below), and so do
+// ONNX Runtime's com.microsoft Attention and QAttention (kernels/transformer_microsoft.cc)
+// through FloatAttention (attention.h), the engine below on operands given as views.
 //
 // With AVX-512 (and unit-stride rows) a work item is a (batch, head), or part of its query
 // rows when there are fewer heads than threads want: it packs K^T once, then runs
@@ -293,6 +295,168 @@ struct PackedKeys {
 };
 thread_local PackedKeys packed_keys;
 
+int64_t head_offset(const AttentionView& view, int64_t b, int64_t h) {
+  return b * view.strides[0] + h * view.strides[1];
+}
+
+// The mask and keep terms of (batch b, head h)'s score rows.
+RowTermsSource terms_source(const AttentionOperands& o, int64_t b, int64_t h) {
+  RowTermsSource source;
+  source.masked_value = o.masked_value;
+  if (o.mask) {
+    source.mask = o.mask + b * o.mask_strides[0] + h * o.mask_strides[1];
+    source.mask_row_stride = o.mask_strides[2];
+    source.mask_col_stride = o.mask_strides[3];
+  }
+  if (o.keep) {
+    source.keep = o.keep + b * o.keep_strides[0] + h * o.keep_strides[1];
+    source.keep_row_stride = o.keep_strides[2];
+    source.keep_col_stride = o.keep_strides[3];
+  }
+  return source;
+}
+
+void run_avx512(const AttentionOperands& o) {
+  const int64_t heads = o.qv.dims[1], sq = o.qv.dims[2], d = o.qv.dims[3];
+  const int64_t sk = o.kv.dims[2], dv = o.vv.dims[3];
+  const int64_t pairs = o.qv.dims[0] * heads;
+  // Whole heads per work item; rows split (in whole tiles) only when there are fewer
+  // heads than work items the threads want.
+  const int64_t wanted_items = 2 * static_cast<int64_t>(max_threads());
+  int64_t rows = sq;
+  if (pairs < wanted_items) {
+    const int64_t per_pair = (wanted_items + pairs - 1) / pairs;
+    const int64_t tiles = (sq + kAttentionTileRows - 1) / kAttentionTileRows;
+    rows = std::max<int64_t>(1, (tiles + per_pair - 1) / per_pair) * kAttentionTileRows;
+  }
+  const int64_t blocks_per_pair = (sq + rows - 1) / rows;
+  const uint64_t token = next_run_token.fetch_add(1, std::memory_order_relaxed);
+  const int64_t padded = attention_padded_keys(sk);
+  parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
+    float* scores =
+        scratch_buffer(Scratch::kScores, static_cast<size_t>(kAttentionTileRows * padded));
+    float* kt = scratch_buffer(Scratch::kPackedKeys, static_cast<size_t>(d * padded));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
+      const int64_t b = pair / heads, h = pair % heads;
+      AttentionHead head;
+      head.q = o.q + head_offset(o.qv, b, h);
+      head.q_stride = o.qv.strides[2];
+      head.k = o.k + head_offset(o.kv, b, h);
+      head.k_stride = o.kv.strides[2];
+      head.v = o.v + head_offset(o.vv, b, h);
+      head.v_stride = o.vv.strides[2];
+      head.y = o.y + head_offset(o.yv, b, h);
+      head.y_stride = o.yv.strides[2];
+      head.d = d;
+      head.dv = dv;
+      head.sk = sk;
+      head.scale = o.scale;
+      if (packed_keys.token != token || packed_keys.pair != pair) {
+        pack_keys_transposed(head, kt);
+        packed_keys = {token, pair};
+      }
+      const int64_t row0 = block * rows;
+      if (item + 1 < end && (item + 1) / blocks_per_pair != pair) {
+        const int64_t next_b = (pair + 1) / heads, next_h = (pair + 1) % heads;
+        head.next_q = o.q + head_offset(o.qv, next_b, next_h);
+        head.next_k = o.k + head_offset(o.kv, next_b, next_h);
+        head.next_v = o.v + head_offset(o.vv, next_b, next_h);
+        head.next_q_rows = std::min(rows, sq);
+      }
+      const RowTermsSource source = terms_source(o, b, h);
+      attention_rows_avx512(head, kt, row0, std::min(rows, sq - row0), scores,
+                            {&RowTermsSource::row_terms, &source});
+    }
+  });
+}
+
+}  // namespace
+
+// The oneDNN plans of the block shapes seen so far.
+struct FloatAttention::Plans {
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, HeadStrides, float>,
+           std::shared_ptr<const BlockPlan>>
+      map;
+
+  std::shared_ptr<const BlockPlan> plan_for(int64_t rows, int64_t sk, int64_t d, int64_t dv,
+                                            const HeadStrides& strides, float scale) {
+    const auto key = std::make_tuple(rows, sk, d, dv, strides, scale);
+    std::lock_guard lock(mutex);
+    auto found = map.find(key);
+    if (found != map.end()) return found->second;
+    if (map.size() >= 64) map.clear();  // ever new shapes: oneDNN caches the rebuild
+    auto plan = std::make_shared<const BlockPlan>(make_block_plan(rows, sk, d, dv, strides, scale));
+    map.emplace(key, plan);
+    return plan;
+  }
+};
+
+FloatAttention::FloatAttention()
+    : plans_(std::make_unique<Plans>()), softmax_row_(softmax_row_variants().back().second) {}
+FloatAttention::~FloatAttention() = default;
+
+void FloatAttention::run(KernelContext& context, const AttentionOperands& o) const {
+  const HeadStrides strides{o.qv.strides[2], o.qv.strides[3], o.kv.strides[2], o.kv.strides[3],
+                            o.vv.strides[2], o.vv.strides[3], o.yv.strides[2], o.yv.strides[3]};
+  const int64_t d = o.qv.dims[3], dv = o.vv.dims[3];
+  // The AVX-512 kernel reads rows with unit column stride (any stride where there is one
+  // column); oneDNN takes the rest.
+  auto unit_columns = [](int64_t cols, int64_t stride) { return cols == 1 || stride == 1; };
+  if (active_simd_level() == SimdLevel::kAvx512 && unit_columns(d, strides.q_col) &&
+      unit_columns(d, strides.k_col) && unit_columns(dv, strides.v_col) &&
+      unit_columns(dv, strides.y_col)) {
+    return run_avx512(o);
+  }
+  const int64_t heads = o.qv.dims[1], sq = o.qv.dims[2], sk = o.kv.dims[2];
+  const int64_t pairs = o.qv.dims[0] * heads;
+  // Block rows: L2-sized, but split finer when there are fewer blocks than threads.
+  int64_t rows = std::min(sq, std::max(kMinBlockRows, kBlockScores / sk));
+  const int64_t wanted_blocks = 2 * static_cast<int64_t>(max_threads());
+  if (pairs * ((sq + rows - 1) / rows) < wanted_blocks) {
+    const int64_t per_pair = (wanted_blocks + pairs - 1) / pairs;
+    rows = std::clamp((sq + per_pair - 1) / per_pair, std::min(kMinBlockRows, sq), rows);
+  }
+  const int64_t blocks_per_pair = (sq + rows - 1) / rows;
+  const int64_t tail_rows = sq - (blocks_per_pair - 1) * rows;
+  std::shared_ptr<const BlockPlan> full_plan, tail_plan;
+  try {
+    full_plan = plans_->plan_for(rows, sk, d, dv, strides, o.scale);
+    tail_plan =
+        tail_rows == rows ? full_plan : plans_->plan_for(tail_rows, sk, d, dv, strides, o.scale);
+  } catch (const dnnl::error& e) {
+    context.fail("oneDNN matmul: {}", e.what());
+  }
+  parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
+    float* scores = scratch_buffer(Scratch::kScores, static_cast<size_t>(rows * sk));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
+      const int64_t b = pair / heads, h = pair % heads;
+      const int64_t row0 = block * rows;
+      const BlockPlan& plan = block + 1 == blocks_per_pair ? *tail_plan : *full_plan;
+      const int64_t block_rows = block + 1 == blocks_per_pair ? tail_rows : rows;
+      run_matmul(plan.scores, plan.scores_scratchpad, plan.scores_owner,
+                 {plan.q, o.q + head_offset(o.qv, b, h) + row0 * strides.q_row},
+                 {plan.k, o.k + head_offset(o.kv, b, h)}, {plan.s, scores});
+      const RowTermsSource source = terms_source(o, b, h);
+      // Even rows, then odd ones: where rows share a cache line (197 scores), a row read
+      // right after its neighbour's masked tail store waits for that store to retire
+      // (no store forwarding); 14 -> 8.5 us per 197x197 head.
+      for (int64_t i = 0; i < block_rows; ++i) {
+        const int64_t half = (block_rows + 1) / 2;
+        const int64_t r = i < half ? 2 * i : 2 * (i - half) + 1;
+        softmax_row_(scores + r * sk, sk, source.terms(row0 + r));
+      }
+      run_matmul(plan.context, plan.context_scratchpad, plan.context_owner, {plan.s, scores},
+                 {plan.v, o.v + head_offset(o.vv, b, h)},
+                 {plan.y, o.y + head_offset(o.yv, b, h) + row0 * strides.y_row});
+    }
+  });
+}
+
+namespace {
+
 class AttentionKernel : public OpKernel {
  public:
   explicit AttentionKernel(const KernelCreateContext& context)
@@ -300,7 +464,6 @@ class AttentionKernel : public OpKernel {
                                               : std::nullopt),
         masked_value_(context.attr_float("masked_value", -std::numeric_limits<float>::infinity())),
         layout_(context),
-        softmax_row_(softmax_row_variants().back().second),
         reference_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
@@ -323,13 +486,14 @@ class AttentionKernel : public OpKernel {
       context.fail("Q, K and V must be 4-D, got shapes {}, {} and {}", shape_to_string(q.shape()),
                    shape_to_string(k.shape()), shape_to_string(v.shape()));
     }
-    const AttentionView qv = layout_.input_view(0, q.shape());
-    const AttentionView kv = layout_.input_view(1, k.shape());
-    const AttentionView vv = layout_.input_view(2, v.shape());
-    const int64_t batch = qv.dims[0], heads = qv.dims[1], sq = qv.dims[2], d = qv.dims[3];
-    const int64_t sk = kv.dims[2], dv = vv.dims[3];
-    if (kv.dims[0] != batch || kv.dims[1] != heads || kv.dims[3] != d || vv.dims[0] != batch ||
-        vv.dims[1] != heads || vv.dims[2] != sk) {
+    AttentionOperands o;
+    o.qv = layout_.input_view(0, q.shape());
+    o.kv = layout_.input_view(1, k.shape());
+    o.vv = layout_.input_view(2, v.shape());
+    const int64_t batch = o.qv.dims[0], heads = o.qv.dims[1], sq = o.qv.dims[2], d = o.qv.dims[3];
+    const int64_t sk = o.kv.dims[2], dv = o.vv.dims[3];
+    if (o.kv.dims[0] != batch || o.kv.dims[1] != heads || o.kv.dims[3] != d ||
+        o.vv.dims[0] != batch || o.vv.dims[1] != heads || o.vv.dims[2] != sk) {
       context.fail(
           "shapes Q {}, K {} and V {} do not match ([B, H, Sq, D], [B, H, Sk, D] and "
           "[B, H, Sk, Dv] after their perms{})",
@@ -337,16 +501,17 @@ class AttentionKernel : public OpKernel {
           layout_.k_transposed() ? "; K transposed" : "");
     }
     const Shape scores_shape{batch, heads, sq, sk};
-    auto strides_of = [&](const Tensor* t, const char* name) -> std::vector<int64_t> {
+    auto strides_of = [&](const Tensor* t, const char* name) -> std::array<int64_t, 4> {
       if (!t) return {};
       if (!broadcasts_to(t->shape(), scores_shape)) {
         context.fail("{} of shape {} does not broadcast to the scores' shape {}", name,
                      shape_to_string(t->shape()), shape_to_string(scores_shape));
       }
-      return broadcast_strides(t->shape(), scores_shape);
+      const std::vector<int64_t> strides = broadcast_strides(t->shape(), scores_shape);
+      return {strides[0], strides[1], strides[2], strides[3]};
     };
-    const std::vector<int64_t> mask_strides = strides_of(mask, "Mask");
-    const std::vector<int64_t> keep_strides = strides_of(keep, "Keep");
+    o.mask_strides = strides_of(mask, "Mask");
+    o.keep_strides = strides_of(keep, "Keep");
 
     const std::array<int64_t, 4> y_dims{batch, heads, sq, dv};
     Tensor& y =
@@ -361,178 +526,24 @@ class AttentionKernel : public OpKernel {
       if (reference_) return reference_->compute(context);
       context.fail("an empty head dimension is not supported");
     }
-    const AttentionView yv = layout_.output_view(y_dims);
-    const float scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(d));
-
-    const float* mask_data = mask ? mask->data<float>() : nullptr;
-    const auto* keep_data = keep ? reinterpret_cast<const uint8_t*>(keep->data<bool>()) : nullptr;
-    auto terms_source = [&](int64_t b, int64_t h) {
-      RowTermsSource source;
-      source.masked_value = masked_value_;
-      if (mask_data) {
-        source.mask = mask_data + b * mask_strides[0] + h * mask_strides[1];
-        source.mask_row_stride = mask_strides[2];
-        source.mask_col_stride = mask_strides[3];
-      }
-      if (keep_data) {
-        source.keep = keep_data + b * keep_strides[0] + h * keep_strides[1];
-        source.keep_row_stride = keep_strides[2];
-        source.keep_col_stride = keep_strides[3];
-      }
-      return source;
-    };
-    const Heads heads_of{q.data<float>(), k.data<float>(), v.data<float>(), y_data, qv, kv, vv, yv};
-    const HeadStrides strides{qv.strides[2], qv.strides[3], kv.strides[2], kv.strides[3],
-                              vv.strides[2], vv.strides[3], yv.strides[2], yv.strides[3]};
-    // The AVX-512 kernel reads rows with unit column stride (any stride where there is one
-    // column); oneDNN takes the rest.
-    auto unit_columns = [](int64_t cols, int64_t stride) { return cols == 1 || stride == 1; };
-    if (active_simd_level() == SimdLevel::kAvx512 && unit_columns(d, strides.q_col) &&
-        unit_columns(d, strides.k_col) && unit_columns(dv, strides.v_col) &&
-        unit_columns(dv, strides.y_col)) {
-      run_avx512(heads_of, batch * heads, heads, sq, sk, d, dv, scale, terms_source);
-    } else {
-      run_onednn(context, heads_of, batch * heads, heads, sq, sk, d, dv, strides, scale,
-                 terms_source);
-    }
+    o.yv = layout_.output_view(y_dims);
+    o.scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(d));
+    o.q = q.data<float>();
+    o.k = k.data<float>();
+    o.v = v.data<float>();
+    o.y = y_data;
+    o.mask = mask ? mask->data<float>() : nullptr;
+    o.keep = keep ? reinterpret_cast<const uint8_t*>(keep->data<bool>()) : nullptr;
+    o.masked_value = masked_value_;
+    attention_.run(context, o);
   }
 
  private:
-  // The operands' data and logical views: where (b, h, row 0) of each starts.
-  struct Heads {
-    const float* q;
-    const float* k;
-    const float* v;
-    float* y;
-    AttentionView qv, kv, vv, yv;
-
-    static int64_t offset(const AttentionView& view, int64_t b, int64_t h) {
-      return b * view.strides[0] + h * view.strides[1];
-    }
-  };
-
-  template <typename TermsSource>
-  void run_avx512(const Heads& heads_of, int64_t pairs, int64_t heads, int64_t sq, int64_t sk,
-                  int64_t d, int64_t dv, float scale, const TermsSource& terms_source) const {
-    // Whole heads per work item; rows split (in whole tiles) only when there are fewer
-    // heads than work items the threads want.
-    const int64_t wanted_items = 2 * static_cast<int64_t>(max_threads());
-    int64_t rows = sq;
-    if (pairs < wanted_items) {
-      const int64_t per_pair = (wanted_items + pairs - 1) / pairs;
-      const int64_t tiles = (sq + kAttentionTileRows - 1) / kAttentionTileRows;
-      rows = std::max<int64_t>(1, (tiles + per_pair - 1) / per_pair) * kAttentionTileRows;
-    }
-    const int64_t blocks_per_pair = (sq + rows - 1) / rows;
-    const uint64_t token = next_run_token.fetch_add(1, std::memory_order_relaxed);
-    const int64_t padded = attention_padded_keys(sk);
-    parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
-      float* scores =
-          scratch_buffer(Scratch::kScores, static_cast<size_t>(kAttentionTileRows * padded));
-      float* kt = scratch_buffer(Scratch::kPackedKeys, static_cast<size_t>(d * padded));
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
-        const int64_t b = pair / heads, h = pair % heads;
-        AttentionHead head;
-        head.q = heads_of.q + Heads::offset(heads_of.qv, b, h);
-        head.q_stride = heads_of.qv.strides[2];
-        head.k = heads_of.k + Heads::offset(heads_of.kv, b, h);
-        head.k_stride = heads_of.kv.strides[2];
-        head.v = heads_of.v + Heads::offset(heads_of.vv, b, h);
-        head.v_stride = heads_of.vv.strides[2];
-        head.y = heads_of.y + Heads::offset(heads_of.yv, b, h);
-        head.y_stride = heads_of.yv.strides[2];
-        head.d = d;
-        head.dv = dv;
-        head.sk = sk;
-        head.scale = scale;
-        if (packed_keys.token != token || packed_keys.pair != pair) {
-          pack_keys_transposed(head, kt);
-          packed_keys = {token, pair};
-        }
-        const int64_t row0 = block * rows;
-        if (item + 1 < end && (item + 1) / blocks_per_pair != pair) {
-          const int64_t next_b = (pair + 1) / heads, next_h = (pair + 1) % heads;
-          head.next_q = heads_of.q + Heads::offset(heads_of.qv, next_b, next_h);
-          head.next_k = heads_of.k + Heads::offset(heads_of.kv, next_b, next_h);
-          head.next_v = heads_of.v + Heads::offset(heads_of.vv, next_b, next_h);
-          head.next_q_rows = std::min(rows, sq);
-        }
-        const auto source = terms_source(b, h);
-        attention_rows_avx512(head, kt, row0, std::min(rows, sq - row0), scores,
-                              {&RowTermsSource::row_terms, &source});
-      }
-    });
-  }
-
-  template <typename TermsSource>
-  void run_onednn(KernelContext& context, const Heads& heads_of, int64_t pairs, int64_t heads,
-                  int64_t sq, int64_t sk, int64_t d, int64_t dv, const HeadStrides& strides,
-                  float scale, const TermsSource& terms_source) const {
-    // Block rows: L2-sized, but split finer when there are fewer blocks than threads.
-    int64_t rows = std::min(sq, std::max(kMinBlockRows, kBlockScores / sk));
-    const int64_t wanted_blocks = 2 * static_cast<int64_t>(max_threads());
-    if (pairs * ((sq + rows - 1) / rows) < wanted_blocks) {
-      const int64_t per_pair = (wanted_blocks + pairs - 1) / pairs;
-      rows = std::clamp((sq + per_pair - 1) / per_pair, std::min(kMinBlockRows, sq), rows);
-    }
-    const int64_t blocks_per_pair = (sq + rows - 1) / rows;
-    const int64_t tail_rows = sq - (blocks_per_pair - 1) * rows;
-    std::shared_ptr<const BlockPlan> full_plan, tail_plan;
-    try {
-      full_plan = plan_for(rows, sk, d, dv, strides, scale);
-      tail_plan = tail_rows == rows ? full_plan : plan_for(tail_rows, sk, d, dv, strides, scale);
-    } catch (const dnnl::error& e) {
-      context.fail("oneDNN matmul: {}", e.what());
-    }
-    parallel_for(pairs * blocks_per_pair, 1, [&](int64_t begin, int64_t end) {
-      float* scores = scratch_buffer(Scratch::kScores, static_cast<size_t>(rows * sk));
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t pair = item / blocks_per_pair, block = item % blocks_per_pair;
-        const int64_t b = pair / heads, h = pair % heads;
-        const int64_t row0 = block * rows;
-        const BlockPlan& plan = block + 1 == blocks_per_pair ? *tail_plan : *full_plan;
-        const int64_t block_rows = block + 1 == blocks_per_pair ? tail_rows : rows;
-        run_matmul(plan.scores, plan.scores_scratchpad, plan.scores_owner,
-                   {plan.q, heads_of.q + Heads::offset(heads_of.qv, b, h) + row0 * strides.q_row},
-                   {plan.k, heads_of.k + Heads::offset(heads_of.kv, b, h)}, {plan.s, scores});
-        const auto source = terms_source(b, h);
-        // Even rows, then odd ones: where rows share a cache line (197 scores), a row read
-        // right after its neighbour's masked tail store waits for that store to retire
-        // (no store forwarding); 14 -> 8.5 us per 197x197 head.
-        for (int64_t i = 0; i < block_rows; ++i) {
-          const int64_t half = (block_rows + 1) / 2;
-          const int64_t r = i < half ? 2 * i : 2 * (i - half) + 1;
-          softmax_row_(scores + r * sk, sk, source.terms(row0 + r));
-        }
-        run_matmul(plan.context, plan.context_scratchpad, plan.context_owner, {plan.s, scores},
-                   {plan.v, heads_of.v + Heads::offset(heads_of.vv, b, h)},
-                   {plan.y, heads_of.y + Heads::offset(heads_of.yv, b, h) + row0 * strides.y_row});
-      }
-    });
-  }
-
-  std::shared_ptr<const BlockPlan> plan_for(int64_t rows, int64_t sk, int64_t d, int64_t dv,
-                                            const HeadStrides& strides, float scale) const {
-    const auto key = std::make_tuple(rows, sk, d, dv, strides, scale);
-    std::lock_guard lock(mutex_);
-    auto found = plans_.find(key);
-    if (found != plans_.end()) return found->second;
-    if (plans_.size() >= 64) plans_.clear();  // ever new shapes: oneDNN caches the rebuild
-    auto plan = std::make_shared<const BlockPlan>(make_block_plan(rows, sk, d, dv, strides, scale));
-    plans_.emplace(key, plan);
-    return plan;
-  }
-
   std::optional<float> scale_;
   float masked_value_;
   AttentionLayout layout_;
-  SoftmaxRowFn softmax_row_;
+  FloatAttention attention_;
   std::unique_ptr<OpKernel> reference_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, HeadStrides, float>,
-                   std::shared_ptr<const BlockPlan>>
-      plans_;
 };
 
 // ai.onnx Attention (23, 24, 25) on the kernel above where the two ops agree: 4-D float32

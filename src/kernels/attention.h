@@ -1,11 +1,16 @@
 // The parts of com.onnxkit Attention (attention.cc) that tests reach directly: the row
 // softmax in every instruction-set variant this CPU supports, and the AVX-512 head kernel
-// (attention_avx512.cc).
+// (attention_avx512.cc); and FloatAttention, its float32 computation for the kernels of other
+// attention ops (com.microsoft Attention and QAttention, kernels/transformer_microsoft.cc).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
+
+#include "ops/attention_layout.h"
 
 namespace onnxkit {
 
@@ -68,5 +73,48 @@ void softmax_row_avx512(float* row, int64_t n, const SoftmaxRowTerms& terms);
 // floats, zero-padded; scores: a buffer of kAttentionTileRows x attention_padded_keys(Sk).
 void attention_rows_avx512(const AttentionHead& head, const float* kt, int64_t row0, int64_t rows,
                            float* scores, AttentionRowTerms terms);
+
+// One float32 attention computation on operands already in memory, each seen through its
+// logical view (ops/attention_layout.h): Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv]
+// and Y [B, H, Sq, Dv], rows of Q, K, V and Y anywhere their strides say. Per (b, h):
+//   S = scale * Q @ K^T + Mask;  S = where(Keep, S, masked_value);  Y = Softmax(S) @ V
+// Mask (float) and Keep (one byte per element) are optional, read through four strides
+// over [B, H, Sq, Sk] (0 where broadcast).
+struct AttentionOperands {
+  const float* q = nullptr;
+  AttentionView qv;
+  const float* k = nullptr;
+  AttentionView kv;
+  const float* v = nullptr;
+  AttentionView vv;
+  float* y = nullptr;
+  AttentionView yv;
+  float scale = 1;
+  const float* mask = nullptr;
+  std::array<int64_t, 4> mask_strides{};
+  const uint8_t* keep = nullptr;
+  std::array<int64_t, 4> keep_strides{};
+  float masked_value = 0;
+};
+
+// The engine of com.onnxkit Attention's optimized kernel: AVX-512 register tiles where the
+// CPU has them and rows are contiguous, blocks of oneDNN matmuls otherwise. Its oneDNN plans
+// are cached per shape, so a kernel keeps one FloatAttention for its lifetime.
+class FloatAttention {
+ public:
+  FloatAttention();
+  ~FloatAttention();
+  FloatAttention(const FloatAttention&) = delete;
+  FloatAttention& operator=(const FloatAttention&) = delete;
+
+  // Computes Y. The caller has checked that the views agree (B, H, Sq, Sk, D, Dv) and that
+  // Sk and D are not 0; errors (oneDNN's) fail naming the context's node.
+  void run(KernelContext& context, const AttentionOperands& operands) const;
+
+ private:
+  struct Plans;
+  std::unique_ptr<Plans> plans_;
+  SoftmaxRowFn softmax_row_;
+};
 
 }  // namespace onnxkit

@@ -519,6 +519,23 @@ class DnnlMatMulKernelBase : public OpKernel {
   std::unique_ptr<OpKernel> reference_;
 };
 
+class DnnlConstantFloatMatMul final : public ConstantFloatMatMul {
+ public:
+  explicit DnnlConstantFloatMatMul(const Tensor& b) : b_(b), matmul_(MatMulSpec{}, b) {}
+  int64_t k() const override { return b_.shape()[0]; }
+  int64_t n() const override { return b_.shape()[1]; }
+  void run(const KernelContext& context, const Tensor& a, const float* bias,
+           Tensor& out) const override {
+    const MatMulDims dims = matmul_dims(context.node(), a.shape(), b_.shape(), false, false);
+    if (shape_numel(dims.out_shape) == 0) return;
+    matmul_.run(context, dims, a, b_, bias ? Addend::kRow : Addend::kNone, bias, out);
+  }
+
+ private:
+  Tensor b_;
+  DnnlMatMul matmul_;
+};
+
 // ---------------------------------------------------------------------------------------
 // MatMul
 
@@ -699,6 +716,10 @@ class GemmKernel : public DnnlMatMulKernelBase {
 };
 
 }  // namespace
+
+std::unique_ptr<const ConstantFloatMatMul> make_constant_float_matmul(const Tensor& b) {
+  return std::make_unique<DnnlConstantFloatMatMul>(b);
+}
 
 void register_dnnl_matmul_kernels(OpRegistry& registry) {
   for (int64_t since : {1, 9, 13}) {

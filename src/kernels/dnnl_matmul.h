@@ -8,9 +8,29 @@
 
 #include "kernels/dnnl_common.h"
 
+#include <memory>
+
+#include "ops/kernel.h"
+
 namespace onnxkit {
 
 class OpRegistry;
+
+// out = A @ B (+ bias, N floats added to every row) for a constant float32 B [K, N], packed
+// once by oneDNN as the MatMul kernel packs its weights; A is [..., K] float32 and `out` has
+// A's shape with N last. For kernels of fused ops with a weight product inside
+// (com.microsoft Attention, kernels/transformer_microsoft.cc).
+class ConstantFloatMatMul {
+ public:
+  virtual ~ConstantFloatMatMul() = default;
+  virtual int64_t k() const = 0;
+  virtual int64_t n() const = 0;
+  // Fails naming the context's node on shapes MatMul rejects or oneDNN errors.
+  virtual void run(const KernelContext& context, const Tensor& a, const float* bias,
+                   Tensor& out) const = 0;
+};
+// `b`: a 2-D float32 tensor (an initializer: its memory outlives the product).
+std::unique_ptr<const ConstantFloatMatMul> make_constant_float_matmul(const Tensor& b);
 
 // Optimized MatMul (ai.onnx 1, 9, 13), Gemm (7, 9, 11, 13) and FusedMatMul (com.onnxkit 1).
 void register_dnnl_matmul_kernels(OpRegistry& registry);

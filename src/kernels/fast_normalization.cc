@@ -1,6 +1,7 @@
 // Fast float32 kernels for the row-wise ops of transformers: Softmax and LogSoftmax over
 // the last axis (and the 2-D coerced form of opsets 1-12), LayerNormalization (ONNX 17 and
-// onnxkit's), RMSNormalization, onnxkit's SkipLayerNormalization and BiasSoftmax, and
+// onnxkit's), RMSNormalization, SkipLayerNormalization (onnxkit's and com.microsoft's),
+// onnxkit's BiasSoftmax, and
 // ReduceMean over one block of adjacent axes. Rows are independent: parallel_for splits them.
 #include <algorithm>
 #include <cmath>
@@ -183,12 +184,26 @@ class FastRmsNormKernel : public OpKernel {
   std::unique_ptr<OpKernel> fallback_;
 };
 
-// ---- SkipLayerNormalization(X, Skip, Gamma, Beta?, Bias?) -> Y, Sum? (onnxkit) ----
+// ---- SkipLayerNormalization(X, Skip, Gamma, Beta?, Bias?) -> Y, Sum? ----
+// onnxkit's (fused_ops.h: Sum is output 1, epsilon 1e-5, Skip has X's shape) and ONNX
+// Runtime's com.microsoft one (ops/transformer_microsoft.h: the sum is output 3 after mean and
+// inv_std_var, which it does not write, epsilon 1e-12, and a [S, H] / [1, S, H] Skip serves
+// every batch of an [B, S, H] X).
+
+struct SkipLayerNormForm {
+  size_t sum_output;
+  float default_epsilon;
+  bool skip_per_batch;
+};
+constexpr SkipLayerNormForm kOnnxkitSkipLayerNorm{1, 1e-5f, false};
+constexpr SkipLayerNormForm kMicrosoftSkipLayerNorm{3, 1e-12f, true};
 
 class FastSkipLayerNormKernel : public OpKernel {
  public:
-  explicit FastSkipLayerNormKernel(const KernelCreateContext& context)
-      : epsilon_(context.attr_float("epsilon", 1e-5f)), fallback_(context.reference_kernel()) {}
+  FastSkipLayerNormKernel(const KernelCreateContext& context, SkipLayerNormForm form)
+      : form_(form),
+        epsilon_(context.attr_float("epsilon", form.default_epsilon)),
+        fallback_(context.reference_kernel()) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -206,17 +221,22 @@ class FastSkipLayerNormKernel : public OpKernel {
         !is_row(beta) || !is_row(bias)) {
       return run_fallback(fallback_.get(), context);
     }
-    if (skip.shape() != shape) {
+    // A Skip of one batch's rows: its shape is X's without the batch dim (or with a batch 1).
+    const bool per_batch = form_.skip_per_batch && shape.size() == 3 &&
+                           skip.numel() == shape[1] * cols && skip.shape().back() == cols &&
+                           (skip.rank() == 2 || (skip.rank() == 3 && skip.shape()[0] == 1));
+    if (skip.shape() != shape && !per_batch) {
+      if (form_.skip_per_batch) return run_fallback(fallback_.get(), context);  // it reports
       context.fail("Skip has shape {}, X has {} (they must match)", shape_to_string(skip.shape()),
                    shape_to_string(shape));
     }
     Tensor& y = context.allocate_output_uninitialized(0, DType::kFloat, shape);
-    float* sum =
-        context.wants_output(1)
-            ? context.allocate_output_uninitialized(1, DType::kFloat, shape).mutable_data<float>()
-            : nullptr;
+    float* sum = context.wants_output(form_.sum_output)
+                     ? context.allocate_output_uninitialized(form_.sum_output, DType::kFloat, shape)
+                           .mutable_data<float>()
+                     : nullptr;
     if (x.numel() == 0) return;
-    const int64_t rows = x.numel() / cols;
+    const int64_t rows = x.numel() / cols, skip_rows = skip.numel() / cols;
     const float* px = x.data<float>();
     const float* ps = skip.data<float>();
     const float* pg = gamma.data<float>();
@@ -228,16 +248,27 @@ class FastSkipLayerNormKernel : public OpKernel {
       // Without a Sum output each row's sum lives in Y's row until it is normalized.
       for (int64_t r = begin; r < end; ++r) {
         float* row_sum = sum ? sum + r * cols : py + r * cols;
-        k.add3(px + r * cols, ps + r * cols, pbias, row_sum, cols);
+        k.add3(px + r * cols, ps + (r % skip_rows) * cols, pbias, row_sum, cols);
         k.layer_norm_row(row_sum, pg, pb, epsilon_, py + r * cols, cols);
       }
     });
   }
 
  private:
+  SkipLayerNormForm form_;
   float epsilon_;
   std::unique_ptr<OpKernel> fallback_;
 };
+
+KernelFactory skip_layer_norm_factory(SkipLayerNormForm form) {
+  return [form](const KernelCreateContext& context) -> std::unique_ptr<OpKernel> {
+    if (known_non_float(context, 0)) return nullptr;
+    for (size_t i = 1; i < 3 && form.sum_output == 3 && i < context.node().outputs().size(); ++i) {
+      if (context.node().outputs()[i]) return nullptr;  // mean / inv_std_var: the reference's
+    }
+    return std::make_unique<FastSkipLayerNormKernel>(context, form);
+  };
+}
 
 // ---- BiasSoftmax(X, Bias) = Softmax(X + Bias) along `axis` (onnxkit) ----
 
@@ -382,13 +413,20 @@ void register_fast_normalization_kernels(OpRegistry& registry) {
   for (int64_t since : {1, 11, 13, 18}) {
     registry.add_optimized("", "ReduceMean", since, float_kernel_factory<FastReduceMeanKernel>());
   }
-  registry.add_optimized("", "LayerNormalization", 17, float_kernel_factory<FastLayerNormKernel>());
+  for (int64_t since : {1, 17}) {  // 1: ONNX Runtime's pre-17 form (ops/normalization.cc)
+    registry.add_optimized("", "LayerNormalization", since,
+                           float_kernel_factory<FastLayerNormKernel>());
+  }
   registry.add_optimized("", "RMSNormalization", 23, float_kernel_factory<FastRmsNormKernel>());
+  registry.add_optimized("", "SimplifiedLayerNormalization", 1,  // ONNX Runtime's, the same op
+                         float_kernel_factory<FastRmsNormKernel>());
   const std::string onnxkit(kOnnxkitDomain);
   registry.add_optimized(onnxkit, "LayerNormalization", 1,
                          float_kernel_factory<FastLayerNormKernel>());
   registry.add_optimized(onnxkit, "SkipLayerNormalization", 1,
-                         float_kernel_factory<FastSkipLayerNormKernel>());
+                         skip_layer_norm_factory(kOnnxkitSkipLayerNorm));
+  registry.add_optimized(std::string(kMicrosoftDomain), "SkipLayerNormalization", 1,
+                         skip_layer_norm_factory(kMicrosoftSkipLayerNorm));
   registry.add_optimized(onnxkit, "BiasSoftmax", 1, float_kernel_factory<FastBiasSoftmaxKernel>());
 }
 

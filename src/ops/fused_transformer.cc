@@ -14,13 +14,12 @@
 #include "ops/attention_layout.h"
 #include "ops/fused_ops.h"
 #include "ops/op_utils.h"
+#include "ops/reference_math.h"
 #include "ops/registry.h"
 
 namespace onnxkit {
-namespace {
 
-// Normalizes `row` (n values) in place: (x - mean) / sqrt(var + epsilon), biased variance.
-void normalize(double* row, int64_t n, double epsilon) {
+void reference_normalize_row(double* row, int64_t n, double epsilon) {
   double mean = 0;
   for (int64_t i = 0; i < n; ++i) mean += row[i];
   mean /= static_cast<double>(std::max<int64_t>(n, 1));
@@ -31,8 +30,7 @@ void normalize(double* row, int64_t n, double epsilon) {
   for (int64_t i = 0; i < n; ++i) row[i] = (row[i] - mean) * inv_std;
 }
 
-// Softmax of `row` (n values) in place. A row of -inf only gives NaN, as Softmax does.
-void softmax(double* row, int64_t n) {
+void reference_softmax_row(double* row, int64_t n) {
   if (n == 0) return;
   double max = row[0];
   for (int64_t i = 1; i < n; ++i) max = std::max(max, row[i]);
@@ -43,6 +41,35 @@ void softmax(double* row, int64_t n) {
   }
   for (int64_t i = 0; i < n; ++i) row[i] /= sum;
 }
+
+void reference_attention(const double* q, const AttentionView& qv, const double* k,
+                         const AttentionView& kv, const double* v, const AttentionView& vv,
+                         double* y, const AttentionView& yv, double scale,
+                         const std::function<double(double score, int64_t index)>& terms) {
+  const int64_t batch = qv.dims[0], heads = qv.dims[1], sq = qv.dims[2], depth = qv.dims[3];
+  const int64_t sk = kv.dims[2], dv = vv.dims[3];
+  std::vector<double> row(static_cast<size_t>(sk));
+  auto at = [](const AttentionView& view, int64_t b, int64_t h, int64_t i, int64_t j) {
+    return b * view.strides[0] + h * view.strides[1] + i * view.strides[2] + j * view.strides[3];
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < sq; ++i) {
+        for (int64_t j = 0; j < sk; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < depth; ++c) dot += q[at(qv, b, h, i, c)] * k[at(kv, b, h, j, c)];
+          row[j] = terms(scale * dot, ((b * heads + h) * sq + i) * sk + j);
+        }
+        reference_softmax_row(row.data(), sk);
+        for (int64_t j = 0; j < sk; ++j) {
+          for (int64_t c = 0; c < dv; ++c) y[at(yv, b, h, i, c)] += row[j] * v[at(vv, b, h, j, c)];
+        }
+      }
+    }
+  }
+}
+
+namespace {
 
 // LayerNormalization(X, Scale, B?) -> Y: ONNX opset 17's op, Y output only.
 class LayerNormalizationKernel : public OpKernel {
@@ -76,7 +103,7 @@ class LayerNormalizationKernel : public OpKernel {
     std::vector<double> y = read_doubles(context, x, "X");
     for (int64_t r = 0; r < rows; ++r) {
       double* row = y.data() + r * cols;
-      normalize(row, cols, epsilon_);
+      reference_normalize_row(row, cols, epsilon_);
       for (int64_t c = 0; c < cols; ++c) {
         row[c] = row[c] * scale[scale_at[c]] + (bias.empty() ? 0.0 : bias[bias_at[c]]);
       }
@@ -119,7 +146,7 @@ class SkipLayerNormalizationKernel : public OpKernel {
     std::vector<double> y = sum;
     for (int64_t r = 0; r < rows; ++r) {
       double* row = y.data() + r * cols;
-      normalize(row, cols, epsilon_);
+      reference_normalize_row(row, cols, epsilon_);
       for (int64_t c = 0; c < cols; ++c) {
         row[c] = row[c] * gamma[c] + (beta.empty() ? 0.0 : beta[c]);
       }
@@ -172,7 +199,7 @@ class BiasSoftmaxKernel : public OpKernel {
       for (int64_t i = 0; i < inner; ++i) {
         double* base = y.data() + o * dim * inner + i;
         for (int64_t k = 0; k < dim; ++k) line[k] = base[k * inner];
-        softmax(line.data(), dim);
+        reference_softmax_row(line.data(), dim);
         for (int64_t k = 0; k < dim; ++k) base[k * inner] = line[k];
       }
     }
@@ -245,31 +272,12 @@ class AttentionKernel : public OpKernel {
     const std::vector<double> vd = read_doubles(context, v, "V");
     const AttentionView yv = layout_.output_view({batch, heads, sq, dv});
     std::vector<double> y(static_cast<size_t>(batch * heads * sq * dv), 0.0);
-    std::vector<double> row(static_cast<size_t>(sk));
-    auto at = [](const AttentionView& view, int64_t b, int64_t h, int64_t i, int64_t j) {
-      return b * view.strides[0] + h * view.strides[1] + i * view.strides[2] + j * view.strides[3];
-    };
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t i = 0; i < sq; ++i) {
-          for (int64_t j = 0; j < sk; ++j) {
-            double dot = 0;
-            for (int64_t c = 0; c < depth; ++c)
-              dot += qd[at(qv, b, h, i, c)] * kd[at(kv, b, h, j, c)];
-            const int64_t s_at = ((b * heads + h) * sq + i) * sk + j;
-            double s = scale * dot;
-            if (!mask.empty()) s += mask[mask_at[s_at]];
-            if (keep && !keep[keep_at[s_at]]) s = masked_value_;
-            row[j] = s;
-          }
-          softmax(row.data(), sk);
-          for (int64_t j = 0; j < sk; ++j) {
-            for (int64_t c = 0; c < dv; ++c)
-              y[at(yv, b, h, i, c)] += row[j] * vd[at(vv, b, h, j, c)];
-          }
-        }
-      }
-    }
+    reference_attention(qd.data(), qv, kd.data(), kv, vd.data(), vv, y.data(), yv, scale,
+                        [&](double s, int64_t at) {
+                          if (!mask.empty()) s += mask[mask_at[at]];
+                          if (keep && !keep[keep_at[at]]) s = masked_value_;
+                          return s;
+                        });
     write_doubles(context, 0, q.dtype(), layout_.output_shape({batch, heads, sq, dv}), y);
   }
 

@@ -572,7 +572,10 @@ void register_normalization_ops(OpRegistry& registry) {
   registry.add(
       "LpNormalization", {1, 22},
       OpDefinition(kernel_factory<LpNormalizationKernel>()).with_types(infer_same_as_input));
-  registry.add("LayerNormalization", {17}, kernel_factory<LayerNormalizationKernel>());
+  // 1: ONNX Runtime runs LayerNormalization at every opset (before 17 as its own op in the
+  // ONNX domain, same semantics), and its transformer optimizer writes it into opset 11-16
+  // files (GPT-2, ViT), which onnxkit runs too.
+  registry.add("LayerNormalization", {1, 17}, kernel_factory<LayerNormalizationKernel>());
   registry.add("MeanVarianceNormalization", {9, 13},
                kernel_factory<MeanVarianceNormalizationKernel>());
   registry.add("LRN", {1, 13}, kernel_factory<LrnKernel>());

@@ -471,6 +471,9 @@ class RmsNormalizationKernel : public OpKernel {
     if (stash_type != 1) {
       context.fail("stash_type is {}; only 1 (float32 statistics) is defined", stash_type);
     }
+    if (context.node().outputs().size() > 1 && context.node().outputs()[1]) {
+      context.fail("output 1 (inv_std_var) is not supported");
+    }
   }
 
   void compute(KernelContext& context) const override {
@@ -1057,6 +1060,12 @@ void register_transformer_ops(OpRegistry& registry) {
   }
   registry.add(
       "RMSNormalization", {23},
+      OpDefinition(kernel_factory<RmsNormalizationKernel>()).with_types(infer_rms_normalization));
+  // ONNX Runtime's SimplifiedLayerNormalization (its own op in ONNX's domain, version 1, which
+  // its transformer optimizer writes for T5 / LLaMA-style RMS norms): RMSNormalization's
+  // attributes and meaning, Y of scale's type.
+  registry.add(
+      "", "SimplifiedLayerNormalization", 1,
       OpDefinition(kernel_factory<RmsNormalizationKernel>()).with_types(infer_rms_normalization));
   registry.add(
       "RotaryEmbedding", {23},

@@ -36,6 +36,7 @@ void register_grid_sample_ops(OpRegistry& registry);
 void register_text_ops(OpRegistry& registry);
 void register_training_ops(OpRegistry& registry);
 void register_transformer_ops(OpRegistry& registry);
+void register_transformer_microsoft_ops(OpRegistry& registry);
 // onnxkit's fused ops (ops/fused_ops.h), reference kernels.
 void register_fused_linear_ops(OpRegistry& registry);
 void register_fused_transformer_ops(OpRegistry& registry);
@@ -47,6 +48,7 @@ void register_dnnl_conv_kernels(OpRegistry& registry);
 void register_dnnl_int8_kernels(OpRegistry& registry);
 void register_fast_recurrent_kernels(OpRegistry& registry);
 void register_blocked_ops(OpRegistry& registry);
+void register_transformer_microsoft_kernels(OpRegistry& registry);
 
 void register_builtin_ops(OpRegistry& registry) {
   register_activation_ops(registry);
@@ -79,6 +81,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_text_ops(registry);
   register_training_ops(registry);
   register_transformer_ops(registry);
+  register_transformer_microsoft_ops(registry);
   register_fused_linear_ops(registry);
   register_fused_transformer_ops(registry);
   register_dnnl_matmul_kernels(registry);
@@ -88,6 +91,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_dnnl_int8_kernels(registry);
   register_fast_recurrent_kernels(registry);
   register_blocked_ops(registry);
+  register_transformer_microsoft_kernels(registry);
 }
 
 const OpRegistry& builtin_registry() {
