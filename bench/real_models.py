@@ -428,7 +428,11 @@ def main():
             tables.append(pipeline_table(pipe, len(audio) / 16000, kit.calls - calls_before))
         failures += failed
     if packages:
-        rows, failed = package_suite(args, work, ort_runner, kit)
+        # Its own folder: both suites hold a `silero_vad`, and the ORT runner keeps a session per
+        # file.
+        package_work = os.path.join(work, "packages")
+        os.makedirs(package_work, exist_ok=True)
+        rows, failed = package_suite(args, package_work, ort_runner, kit)
         tables.append(package_table(rows))
         failures += failed
     table = "\n\n".join(tables)
