@@ -3,12 +3,15 @@ quantize_static with the same options and the same calibration samples, cosine t
 
     /work/main/.venv/bin/python bench/quantize_transformer_static.py MODEL.onnx
         [--onnxkit build/onnxkit] [--sets default,percentile,...] [--ort] [--samples 8]
-        [--eval 4] [--seq 128] [--out DIR] [--extra "--op-types ..."]
+        [--eval 4] [--seq 128] [--pad 0] [--out DIR] [--extra "--op-types ..."]
 
 Calibration samples (seed 1..) and evaluation samples (seed 1000..) are token ids below
-30,000 with a mask of ones, batch 1. Every int8 file runs in ONNX Runtime (one thread) and,
-for onnxkit's, in `onnxkit run` too; the cosine is over all outputs' elements of all
-evaluation samples. onnxruntime is the peer here, never a dependency of onnxkit.
+30,000 with a mask of ones (zeros on the last --pad tokens), batch 1, sequence --seq.
+Every file (fp32, ours, ORT's after its quant_pre_process) runs in ONNX Runtime at one
+thread, so the cosine compares the files, not the runtimes; it is over all outputs'
+elements of all evaluation samples. --extra passes more flags to `onnxkit quantize` (e.g.
+"--op-types MatMul Gemm" for a sensitivity run).
+onnxruntime is the peer here, never a dependency of onnxkit.
 """
 import argparse
 import os
@@ -35,13 +38,14 @@ SETS = {
 }
 
 
-def inputs(model, seed, seq):
+def inputs(model, seed, seq, pad=0):
     rng = np.random.default_rng(seed)
     feeds = {}
     for value in model.graph.input:
         shape = [1, seq]
         if "mask" in value.name:
             feeds[value.name] = np.ones(shape, np.int64)
+            feeds[value.name][:, seq - pad:] = 0
         else:
             feeds[value.name] = rng.integers(0, 30000 if "input_ids" in value.name else 2,
                                              size=shape).astype(np.int64)
@@ -60,18 +64,6 @@ def outputs_ort(path, samples):
     return [np.concatenate([r.ravel() for r in s.run(None, f)]) for f in samples]
 
 
-def outputs_onnxkit(exe, path, folders, out):
-    results = []
-    for i, folder in enumerate(folders):
-        dest = os.path.join(out, f"run{i}")
-        os.makedirs(dest, exist_ok=True)
-        subprocess.run([exe, "run", path, "--inputs", folder, "--threads", "1", "--output-dir",
-                        dest], check=True, capture_output=True)
-        names = sorted(f for f in os.listdir(dest) if f.endswith(".npy"))
-        results.append(names)
-    return results
-
-
 def cosine(a, b):
     a = np.concatenate(a).astype(np.float64)
     b = np.concatenate(b).astype(np.float64)
@@ -87,14 +79,15 @@ def main():
     p.add_argument("--samples", type=int, default=8)
     p.add_argument("--eval", type=int, default=4)
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--pad", type=int, default=0, help="mask out the last PAD tokens")
     p.add_argument("--out", default="/tmp/quantize_transformer_static")
     p.add_argument("--extra", default="", help="more onnxkit quantize flags")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     model = onnx.load(a.model, load_external_data=False)
     name = os.path.splitext(os.path.basename(a.model))[0]
-    calib = [inputs(model, 1 + i, a.seq) for i in range(a.samples)]
-    evals = [inputs(model, 1000 + i, a.seq) for i in range(a.eval)]
+    calib = [inputs(model, 1 + i, a.seq, a.pad) for i in range(a.samples)]
+    evals = [inputs(model, 1000 + i, a.seq, a.pad) for i in range(a.eval)]
     calib_dir = os.path.join(a.out, f"{name}_calib")
     for i, feeds in enumerate(calib):
         d = os.path.join(calib_dir, f"sample_{i}")
