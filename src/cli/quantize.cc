@@ -426,7 +426,7 @@ int run_quantize(const QuantizeArgs& args) {
   // stream, LayerNorm) are many; they are counted per op type, the --json report lists them.
   std::map<std::string, size_t> kept_float_joins;
   for (const auto& n : report.nodes) {
-    if (n.how.find("its output feeds float") != std::string::npos) {
+    if (n.how.find("only between int8 ops") != std::string::npos) {
       ++kept_float_joins[n.op_type];
     } else if (n.how.rfind("left float", 0) == 0 || n.how.rfind("folded", 0) == 0) {
       if (left++ < 20) std::cout << fmt::format("  {} ({}): {}\n", n.node, n.op_type, n.how);
@@ -435,9 +435,8 @@ int run_quantize(const QuantizeArgs& args) {
   if (left > 20) std::cout << fmt::format("  ... and {} more left float\n", left - 20);
   for (const auto& [op, n] : kept_float_joins) {
     std::cout << fmt::format(
-        "  {} {} left float: their outputs feed float ops or graph outputs (the residual "
-        "stream, LayerNorm), where one per-tensor scale would cost accuracy; --op-types {} "
-        "quantizes them\n",
+        "  {} {} left float: not between int8 ops (the residual stream, LayerNorm, GELU), "
+        "where one per-tensor scale would cost accuracy; --op-types {} quantizes them\n",
         n, op, op);
   }
   if (options.mode == QuantizeMode::kStatic) {

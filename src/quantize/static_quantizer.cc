@@ -199,8 +199,9 @@ std::vector<std::string> StaticQuantizer::select(const std::vector<Node*>& candi
   return tensors;
 }
 
-// With the default op types, an Add, Mul or Concat is quantized only where its output
-// stays int8: every reader is quantized too. One that feeds a float op (LayerNorm's
+// With the default op types, an Add, Mul or Concat is quantized only between int8 ops: an
+// input comes from a quantized op and every reader is quantized too. One that feeds a
+// float op (LayerNorm's
 // ReduceMean and Sub, GELU's Div, Softmax) or a graph output gains no int8 kernel, and its
 // per-tensor range costs accuracy where it is widest: in a transformer these are the
 // residual stream and LayerNorm's scale and shift, whose outlier channels one scale cannot
@@ -214,22 +215,33 @@ void StaticQuantizer::keep_float_joins_that_feed_float_ops(QuantizeReport& repor
     for (Node* node : std::vector<Node*>(selected_)) {
       if (roles().at(node->op_type()) != Role::kAllInputs) continue;
       const Value* out = node->output(0);
-      std::string reader;
-      if (graph_.is_output(out)) reader = "a graph output";
+      std::string why;
+      if (graph_.is_output(out)) why = "its output is a graph output";
       for (const Use& use : out->uses()) {
-        if (reader.empty() && !use.node->is_return() && !selected.count(use.node)) {
-          reader = fmt::format("{} '{}'", use.node->op_type(), node_label(*use.node));
+        if (why.empty() && !use.node->is_return() && !selected.count(use.node)) {
+          why = fmt::format("its output feeds float {} '{}'", use.node->op_type(),
+                            node_label(*use.node));
         }
       }
-      if (reader.empty()) continue;
+      bool fed_by_int8 = false;
+      for (const Slot& slot : slots(*node)) {
+        const Node* producer = node->input(slot.input)->producer();
+        if (slot.kind == Slot::Kind::kActivation && producer && selected.count(producer)) {
+          fed_by_int8 = true;
+        }
+      }
+      // Quantizing it would only add a rounding of float inputs (GELU's last Mul, whose
+      // reader quantizes its output anyway).
+      if (why.empty() && !fed_by_int8) why = "its inputs come from float ops";
+      if (why.empty()) continue;
       std::erase(selected_, node);
       selected.erase(node);
       changed = true;
       report.nodes.push_back(
           {node_label(*node), node->op_type(),
-           fmt::format("left float: its output feeds float {} (default op types quantize {} "
-                       "only between int8 ops; name it in --op-types to quantize it)",
-                       reader, node->op_type())});
+           fmt::format("left float: {} (default op types quantize {} only between int8 ops; "
+                       "name it in --op-types to quantize it)",
+                       why, node->op_type())});
     }
   }
 }
