@@ -52,7 +52,10 @@ struct QuantizeOptions {
   DType weight_type = DType::kInt8;       // kInt8 or kUInt8
   DType activation_type = DType::kUInt8;  // static mode: kUInt8 or kInt8
   // Op types to quantize; empty: MatMul and Gemm (dynamic), Conv, MatMul, Gemm and the ops
-  // that can stay int8 between them (static). Naming one that cannot be quantized fails.
+  // that can stay int8 between them (static; there an Add, Mul or Concat whose output feeds
+  // a float op or a graph output is left float: a transformer's residual stream, LayerNorm's
+  // scale and shift). Naming one that cannot be quantized fails; named ones are quantized
+  // wherever they can be, as ONNX Runtime's tool does.
   std::vector<std::string> op_types;
   std::set<std::string> nodes_to_exclude;
   std::set<std::string> nodes_to_quantize;  // empty: every node of the chosen op types

@@ -422,12 +422,23 @@ int run_quantize(const QuantizeArgs& args) {
   size_t left = 0;
   for (const auto& [op, n] : report.quantized)
     std::cout << fmt::format("{:<20}{:>8} quantized\n", op, n);
+  // Joins the default op types leave float between float ops (a transformer's residual
+  // stream, LayerNorm) are many; they are counted per op type, the --json report lists them.
+  std::map<std::string, size_t> kept_float_joins;
   for (const auto& n : report.nodes) {
-    if (n.how.rfind("left float", 0) == 0 || n.how.rfind("folded", 0) == 0) {
+    if (n.how.find("only between int8 ops") != std::string::npos) {
+      ++kept_float_joins[n.op_type];
+    } else if (n.how.rfind("left float", 0) == 0 || n.how.rfind("folded", 0) == 0) {
       if (left++ < 20) std::cout << fmt::format("  {} ({}): {}\n", n.node, n.op_type, n.how);
     }
   }
   if (left > 20) std::cout << fmt::format("  ... and {} more left float\n", left - 20);
+  for (const auto& [op, n] : kept_float_joins) {
+    std::cout << fmt::format(
+        "  {} {} left float: not between int8 ops (the residual stream, LayerNorm, GELU), "
+        "where one per-tensor scale would cost accuracy; --op-types {} quantizes them\n",
+        n, op, op);
+  }
   if (options.mode == QuantizeMode::kStatic) {
     std::cout << fmt::format("calibration: {} sample(s), {} tensors, {} ({:.2f}s)\n",
                              report.calibration_samples, report.calibrated_tensors,

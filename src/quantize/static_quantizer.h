@@ -37,6 +37,7 @@ class StaticQuantizer {
   };
   std::vector<Slot> slots(const Node& node) const;
   bool shares_input_params(const Node& node) const;
+  void keep_float_joins_that_feed_float_ops(QuantizeReport& report);
   void fold_relus(const std::map<std::string, TensorRange>& ranges, QuantizeReport& report);
   QParams activation_params(const TensorRange& range) const;
   // The Q -> DQ pair on `value` (once per value): its readers then read the DQ output.

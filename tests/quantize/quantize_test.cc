@@ -433,6 +433,77 @@ TEST(QuantizeStatic, QdqAroundConvsWithCalibratedRanges) {
             0.995);
 }
 
+// A transformer sublayer whose residual stream carries one outlier channel, as BERT's does:
+// x -> MatMul(W) -> Add(b) -> Add(stream) -> Mul(gamma), the Mul standing for LayerNorm's
+// learned scale, nearly 0 on the outlier channel.
+struct ResidualWithOutlier {
+  GraphBuilder builder{13};
+  NamedValues samples[4];
+  ResidualWithOutlier() {
+    auto stream = [](uint64_t seed) {
+      Tensor t = random_floats({8, 16}, seed);
+      for (int64_t row = 0; row < 8; ++row) t.mutable_data<float>()[row * 16 + 3] += 300.0f;
+      return t;
+    };
+    Tensor w = random_floats({16, 16}, 13);
+    for (int64_t i = 0; i < w.numel(); ++i) w.mutable_data<float>()[i] *= 0.25f;
+    Value* x = builder.input("x", random_floats({8, 16}, 11), true);
+    Value* s = builder.input("stream", stream(12), true);
+    Value* h = builder.op("MatMul", {x, builder.constant(std::move(w))});
+    h = builder.op("Add", {h, builder.constant(random_floats({16}, 14))});
+    Value* r = builder.op("Add", {s, h});
+    Tensor gamma = Tensor::from_vector(DType::kFloat, {16}, std::vector<float>(16, 1.0f));
+    gamma.mutable_data<float>()[3] = 1e-3f;
+    builder.output(builder.op("Mul", {r, builder.constant(std::move(gamma))}));
+    for (uint64_t i = 0; i < 4; ++i) {
+      samples[i] = {{"x", random_floats({8, 16}, 20 + i)}, {"stream", stream(30 + i)}};
+    }
+  }
+  QuantizeOptions options() const {
+    QuantizeOptions o;
+    o.mode = QuantizeMode::kStatic;
+    o.calibration_source = [this](size_t index) -> std::optional<CalibrationSample> {
+      if (index >= 3) return std::nullopt;
+      return CalibrationSample{samples[index], "sample " + std::to_string(index)};
+    };
+    return o;
+  }
+};
+
+TEST(QuantizeStatic, DefaultsKeepTheResidualStreamAndLayerNormFloat) {
+  ResidualWithOutlier block;
+  const NamedValues& held_out = block.samples[3];
+  Model float_model = clone_model(block.builder.model());
+  const Tensor expected = run_one(clone_model(float_model), held_out);
+
+  // The default op types: the MatMul with its bias (a Gemm after simplify) is int8; the
+  // residual Add (read by the float Mul) and the Mul (a graph output) are left float, with
+  // why.
+  Model model = clone_model(float_model);
+  auto report = quantize(model, block.options());
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report.value().quantized.size(), 1u);
+  EXPECT_EQ(report.value().quantized.count("Add") + report.value().quantized.count("Mul"), 0u);
+  size_t left_float = 0;
+  for (const QuantizedNode& node : report.value().nodes) {
+    if (node.how.find("only between int8 ops") != std::string::npos) ++left_float;
+  }
+  EXPECT_EQ(left_float, 2u);  // the residual Add and the Mul
+  const double cosine_default = cosine(expected, run_one(std::move(model), held_out));
+  EXPECT_GT(cosine_default, 0.999);
+
+  // Naming the op types quantizes what they name, as ONNX Runtime's tool does: the
+  // residual stream's one per-tensor scale, set by the outlier channel, swamps the others.
+  Model every_add = clone_model(float_model);
+  QuantizeOptions options = block.options();
+  options.op_types = {"MatMul", "Gemm", "Add", "Mul"};
+  report = quantize(every_add, options);
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report.value().quantized["Add"], 1u);
+  EXPECT_EQ(report.value().quantized["Mul"], 1u);
+  EXPECT_LT(cosine(expected, run_one(std::move(every_add), held_out)), 0.99);
+}
+
 TEST(QuantizeStatic, QOperatorUsesQLinearConvAndMatMul) {
   for (const char* name : {"convnet_bn_tiny", "gpt2_tiny"}) {
     Model model = load_test_model(name);
