@@ -5,10 +5,15 @@ concurrencies, for binary and JSON requests, batching on and off, cache on and o
 
     /usr/bin/python3 bench/serve_bench.py [--models resnet50,bert_base] [--duration 10]
         [--concurrency 1,8,32] [--threads 2] [--soak SECONDS] [--onnxkit PATH]
+    /usr/bin/python3 bench/serve_bench.py --alternate ROUNDS [--models resnet50] [--threads 1]
 
 The server and `hey` share this machine's cores: on a busy machine the numbers swing, so read
 ratios measured in one run, not absolute values. With the cache on, every request repeats the
 same input: that row is the cache's best case (a hit), not a model figure.
+
+--alternate ROUNDS compares a binary request at concurrency 1 with `onnxkit bench` on the same
+model and threads, alternating the two ROUNDS times, with what survives a busy machine best:
+the server's CPU time and voluntary context switches per request (its /proc, over the run).
 """
 
 import argparse
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONNXKIT = os.path.join(ROOT, "build", "onnxkit")
@@ -109,6 +115,61 @@ def onnxkit_bench_ms(model_file, threads, iterations):
     return result.get("median_ms", result.get("mean_ms"))
 
 
+def process_cpu_ms(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def voluntary_switches(pid):
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def model_stats(port, name):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{name}/stats") as answer:
+        return json.load(answer)["model_stats"][0]["inference_stats"]
+
+
+def alternate(args, model, body_file, header_length):
+    """Rounds of `onnxkit bench --duration D` then the server under `hey -c 1` for D seconds."""
+    model_file = os.path.join(args.models_dir, MODELS[model][0])
+    name = os.path.splitext(MODELS[model][0])[0]
+    ratios = []
+    for round_index in range(args.alternate):
+        load = os.getloadavg()[0]
+        output = subprocess.run([ONNXKIT, "bench", model_file, "--threads", str(args.threads), "--duration",
+                                 str(args.duration), "--json"], capture_output=True, text=True, check=True).stdout
+        bench_ms = json.loads(output)["median_ms"]
+        process, port = start_server(model_file, model, args.threads, False, False)
+        try:
+            url = f"http://127.0.0.1:{port}/v2/models/{name}/infer"
+            headers = [f"Inference-Header-Content-Length: {header_length}"]
+            before = model_stats(port, name)
+            cpu, switches = process_cpu_ms(process.pid), voluntary_switches(process.pid)
+            result = hey(url, body_file, 1, args.duration, headers, "application/octet-stream")
+            cpu, switches = process_cpu_ms(process.pid) - cpu, voluntary_switches(process.pid) - switches
+            after = model_stats(port, name)
+        finally:
+            stop_server(process)
+        count = max(1, after["success"]["count"] - before["success"]["count"])
+        infer_ms = (after["compute_infer"]["ns"] - before["compute_infer"]["ns"]) / count / 1e6
+        ratios.append(result["p50_ms"] / bench_ms)
+        print(json.dumps({"model": model, "threads": args.threads, "round": round_index, "load": round(load, 1),
+                          "bench_p50_ms": round(bench_ms, 2), "server_p50_ms": round(result["p50_ms"], 2),
+                          "ratio": round(ratios[-1], 3), "server_compute_infer_ms": round(infer_ms, 2),
+                          "server_cpu_ms_per_request": round(cpu / count, 2),
+                          "server_voluntary_switches_per_request": round(switches / count, 1)}), flush=True)
+    ratios.sort()
+    print(f"{model} --threads {args.threads}: median server/bench p50 ratio {ratios[len(ratios) // 2]:.3f} "
+          f"over {len(ratios)} rounds", flush=True)
+
+
 def rss_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -132,6 +193,8 @@ def main():
     parser.add_argument("--soak", type=int, default=0,
                         help="also a SECONDS-long binary run at concurrency 8 (first model), with RSS")
     parser.add_argument("--bench-iterations", type=int, default=20)
+    parser.add_argument("--alternate", type=int, default=0,
+                        help="instead: ROUNDS of bench and a concurrency-1 binary run, alternating")
     parser.add_argument("--onnxkit", default=ONNXKIT, help="the onnxkit binary (another build, to compare)")
     args = parser.parse_args()
     ONNXKIT = args.onnxkit
@@ -147,6 +210,9 @@ def main():
             f.write(binary)
         with open(files["json"], "wb") as f:
             f.write(json_body)
+        if args.alternate:
+            alternate(args, model, files["binary"], header_length)
+            continue
         if not modes:
             continue
         bare_ms = onnxkit_bench_ms(model_file, args.threads, args.bench_iterations)
@@ -189,6 +255,8 @@ def main():
             print(f"server exit code {stop_server(process)}", flush=True)
 
     shutil.rmtree(folder, ignore_errors=True)
+    if not rows:
+        return 0
     print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:

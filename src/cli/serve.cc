@@ -26,6 +26,7 @@ struct ServeArgs {
   int port = -1;  // -1: $PORT (as KServe sets it), else 8000
   std::string cache;
   std::string auth_token_file;
+  std::string spin = "default";
   serve::ModelConfig config;
   serve::ServerOptions server;
   int64_t read_timeout_ms = 30000;
@@ -105,6 +106,14 @@ Command add_serve_command(CLI::App& root) {
   command->add_option("--threads", args->config.threads,
                       "Threads per model run (0: every core available)");
   command->add_option("--level", args->config.level, "Optimization level")->capture_default_str();
+  // main() applies it (libgomp reads its wait policy before main); parsed here for --help
+  // and to reject an unknown value.
+  command
+      ->add_option("--spin", args->spin,
+                   "Idle intra-op threads: on (spin), off (sleep at once) or default (spin "
+                   "briefly, then sleep); off suits a machine whose cores other work shares")
+      ->check(CLI::IsMember({"default", "on", "off"}))
+      ->capture_default_str();
   command->add_option("--custom-op-lib", args->config.custom_op_libraries,
                       "A custom op library (include/onnxkit/custom_op.h) the models' sessions "
                       "load; repeatable");
