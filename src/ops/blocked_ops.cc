@@ -186,7 +186,7 @@ namespace {
 
 // Channels as blocks of kChannelBlock: ceil(channels / block).
 Dim channel_blocks(const Dim& channels) {
-  return map_dim(channels, [](int64_t c) { return (c + kChannelBlock - 1) / kChannelBlock; });
+  return map_dim(channels, [](int64_t c) { return c / kChannelBlock + (c % kChannelBlock != 0); });
 }
 
 // ReorderToBlocked [N, C, H, W] -> [N, ceil(C / 16), H, W, 16]; ReorderFromBlocked back, C

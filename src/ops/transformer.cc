@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -409,10 +410,13 @@ void infer_attention(TypeInferenceContext& context) {
     return dim.is_known() && n > 0 ? Dim::known(dim.value / n) : Dim{};
   };
   auto mul = [](const Dim& dim, int64_t n) {
-    return dim.is_known() && n > 0 ? Dim::known(dim.value * n) : Dim{};
+    return dim.is_known() && n > 0 ? Dim::known(checked_mul(dim.value, n, "heads x head size"))
+                                   : Dim{};
   };
   auto add = [](const Dim& a, const Dim& b) {
-    return a.is_known() && b.is_known() ? Dim::known(a.value + b.value) : Dim{};
+    return a.is_known() && b.is_known()
+               ? Dim::known(checked_add(a.value, b.value, "past + new sequence length"))
+               : Dim{};
   };
   // Q, K and V as [B, H, S, head_size]; nullopt where the rank is unknown.
   auto as_heads = [&](const std::vector<Dim>* dims, int64_t num_heads) -> SymbolicShape {
@@ -1030,7 +1034,9 @@ void infer_linear_attention(TypeInferenceContext& context) {
     SymbolicShape out;
     if (q && q->size() == 3) {
       out = std::vector<Dim>{(*q)[0], (*q)[1],
-                             dv.is_known() ? Dim::known(dv.value * q_heads) : Dim{}};
+                             dv.is_known() && q_heads > 0
+                                 ? Dim::known(checked_mul(dv.value, q_heads, "q_num_heads x d_v"))
+                                 : Dim{}};
     }
     context.set_output(0, tensor_type(dtype, out));
   }
