@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/float_to_integer.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
