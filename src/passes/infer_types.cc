@@ -251,8 +251,10 @@ class Engine {
  private:
   static std::optional<int64_t> negative_dim(const ValueType& type) {
     if (type.shape) {
+      // Dim::known(-8) reads as unknown (a Dim is known when >= 0), but it is a number a rule
+      // computed; -1 is the unknown dim's own value.
       for (const Dim& dim : *type.shape) {
-        if (dim.is_known() && dim.value < 0) return dim.value;
+        if (dim.value < -1) return dim.value;
       }
     }
     for (const ValueType& element : type.element) {

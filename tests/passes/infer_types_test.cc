@@ -174,7 +174,8 @@ TEST(InferTypes, ANodeItsRuleRejectsNeverReachesLibonnx) {
        "batch_dims -1 must be in [0, 1)"},
       {"ConstantOfShape of a 2^40-long shape",
        [](GraphBuilder& b, Value*) {
-         return b.op("ConstantOfShape", {b.input("shape", {int64_t{1} << 40}, DType::kInt64)});
+         return b.op("ConstantOfShape",
+                     {b.input("shape", std::vector<int64_t>{int64_t{1} << 40}, DType::kInt64)});
        },
        "no tensor has a rank over 4096"},
   };
