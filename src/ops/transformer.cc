@@ -781,6 +781,9 @@ class LinearAttentionKernel : public OpKernel {
     const std::vector<double> k = read_doubles(context, key, "key");
     const std::vector<double> v = read_doubles(context, value, "value");
     const Shape state_shape{batch, kv_heads_, dk, dv};
+    // [B, H, dk, dv] from two [B, T, H x d] inputs: bounded before it is allocated.
+    check_allocation(
+        checked_nbytes(DType::kDouble, shape_numel(state_shape), shape_to_string(state_shape)));
     std::vector<double> state(static_cast<size_t>(shape_numel(state_shape)), 0.0);
     DType state_dtype = query.dtype();
     if (context.has_input(3)) {
@@ -916,6 +919,9 @@ class FlexAttentionKernel : public OpKernel {
     for (double& x : qs) x = round_t(x * root);
     for (double& x : ks) x = round_t(x * root);
     const Shape scores_shape{batch, heads, sq, sk};
+    // Sq x Sk scores from Q and K of a head size of 1: bounded before they are allocated.
+    check_allocation(
+        checked_nbytes(DType::kDouble, shape_numel(scores_shape), shape_to_string(scores_shape)));
     std::vector<double> scores(static_cast<size_t>(shape_numel(scores_shape)));
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t h = 0; h < heads; ++h) {
