@@ -150,6 +150,8 @@ OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1} \
   -artifact_prefix="$crashes/" "${dict[@]}" >"$log" 2>&1 || status=$?
 # "#123456<tab>DONE   cov: 4567 ft: 12345 corp: 890/1234Kb ..."
 done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
+# A campaign stopped by a finding has no DONE line: its last progress line has the coverage.
+[ -n "$done_line" ] || done_line=$(grep -E '^#[0-9]+[[:space:]].* cov: ' "$log" | tail -1 || true)
 execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
 edges=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
 features=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")

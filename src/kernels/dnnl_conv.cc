@@ -188,7 +188,11 @@ class DnnlConvKernel : public OpKernel {
     // BlockedConv: X blocked (rank 5, W.shape[1] * group channels) or plain; Y blocked.
     // Shapes below are logical NCHW.
     const bool blocked_x = blocked() && x.rank() == 5;
-    const int64_t x_channels = blocked_x && w.rank() >= 2 ? w.shape()[1] * attrs_.group : -1;
+    int64_t x_channels = -1;
+    if (blocked_x && w.rank() >= 2 &&
+        __builtin_mul_overflow(w.shape()[1], attrs_.group, &x_channels)) {
+      return delegate(context);  // W's dim 1 x group past int64: the reference says so
+    }
     if (blocked_x && !is_blocked_shape(x.shape(), x_channels)) return delegate(context);
     const Shape x_shape = blocked_x ? plain_shape(x.shape(), x_channels) : x.shape();
     std::optional<Window> win = window(x_shape, w.shape());
@@ -736,10 +740,13 @@ class DnnlConvKernel : public OpKernel {
         std::memcpy(bias_.get_data_handle(), constant_b_, b.nbytes());
       }
     }
-    // The probe shape: batch 1 and 32 per unknown spatial dim.
+    // The probe shape: batch 1 and 32 per unknown spatial dim. W's dim 1 x group is the
+    // model's number: past int64 there is nothing to prepack (the run fails).
+    int64_t grouped = 0;
+    if (__builtin_mul_overflow(w.shape()[1], attrs_.group, &grouped)) return;
     Shape x(w.rank(), 32);
     x[0] = 1;
-    x[1] = kind_ == ConvKind::kConvTranspose ? w.shape()[0] : w.shape()[1] * attrs_.group;
+    x[1] = kind_ == ConvKind::kConvTranspose ? w.shape()[0] : grouped;
     const ValueType& type = inputs[0] ? inputs[0]->type() : ValueType{};
     const bool blocked_x = blocked() && type.shape && type.shape->size() == 5;
     if (type.shape && type.shape->size() == (blocked_x ? 5 : w.rank())) {
@@ -749,7 +756,7 @@ class DnnlConvKernel : public OpKernel {
         }
       }
     }
-    if (blocked_x) x[1] = w.shape()[1] * attrs_.group;  // dims[1] counted blocks
+    if (blocked_x) x[1] = grouped;  // dims[1] counted blocks
     std::optional<Window> win = window(x, w.shape());
     if (!win || (blocked() && win->y_shape.size() != 4)) return;
     std::vector<int64_t> key = blocked_x ? blocked_shape(x) : x;

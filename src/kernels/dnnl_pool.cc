@@ -52,9 +52,9 @@ std::optional<PoolWindow> pool_window(const ConvAttributes& attrs, const Shape& 
   for (size_t i = 0; i < rank; ++i) {
     const int64_t in = x[i + 2];
     const int64_t kernel = attrs.kernel_shape[i];
-    const int64_t span = attrs.extent(i, kernel);
     const int64_t stride = attrs.strides[i];
-    const WindowAxis axis = attrs.window(i, in, kernel);
+    const WindowAxis axis = attrs.window(i, in, kernel);  // checks the extent's arithmetic
+    const int64_t span = attrs.extent(i, kernel);
     if (!attrs.same_padding() && axis.padded < span) return std::nullopt;
     const int64_t begin = axis.pad_begin, out = axis.out;
     // The padding the last window actually reaches into (negative: it stops short).

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "ir/domain.h"
+#include "ops/float_to_integer.h"
 #include "ops/fused_activation.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
@@ -199,13 +200,14 @@ class ShrinkKernel : public OpKernel {
       using T = typename decltype(tag)::type;
       using C = ComputeType<T>;
       if constexpr (std::is_integral_v<T>) {
-        // Integers: compare and add in double; go through int64 so the cast is defined.
+        // Integers: compare and add in double, converted back as Cast converts (a bias of
+        // -3.4e38 leaves int64: defined, as Cast defines it).
         const double bias = bias_;
         const double lambd = lambd_;
         map_elements<T>(x, y, [bias, lambd](T v) {
           const double d = static_cast<double>(v);
           const double r = d < -lambd ? d + bias : (d > lambd ? d - bias : 0.0);
-          return static_cast<T>(static_cast<int64_t>(r));
+          return float_to_integer<T>(r);
         });
       } else {
         const C bias = static_cast<C>(bias_);

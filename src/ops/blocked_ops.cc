@@ -132,7 +132,7 @@ class BlockedReferenceKernel : public OpKernel {
     int64_t x_channels = -1, z_channels = -1;
     if (conv_ && context.has_input(1) && context.input(1).rank() >= 2) {
       const Shape& w = context.input(1).shape();
-      x_channels = w[1] * group_;
+      x_channels = checked_mul(w[1], group_, "W's dim 1 x group");
       z_channels = w[0];
     }
     for (size_t i = 0; i < context.num_inputs(); ++i) {
@@ -186,7 +186,7 @@ namespace {
 
 // Channels as blocks of kChannelBlock: ceil(channels / block).
 Dim channel_blocks(const Dim& channels) {
-  return map_dim(channels, [](int64_t c) { return (c + kChannelBlock - 1) / kChannelBlock; });
+  return map_dim(channels, [](int64_t c) { return c / kChannelBlock + (c % kChannelBlock != 0); });
 }
 
 // ReorderToBlocked [N, C, H, W] -> [N, ceil(C / 16), H, W, 16]; ReorderFromBlocked back, C

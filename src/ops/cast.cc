@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "core/low_precision.h"
+#include "ops/float_to_integer.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "ops/shape_vector.h"
@@ -47,22 +48,6 @@ float round_to_odd_float(double value) {
     f = std::nextafter(f, 0.0f);
   }
   return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
-}
-
-// Float to integer: truncation; NaN and values outside int64 become int64's minimum (as
-// x86's cvttsd2si does), then wrap into narrower types like any int64.
-template <typename To>
-To float_to_integer(double value) {
-  constexpr double kTwo63 = 9223372036854775808.0;
-  if constexpr (std::is_same_v<To, uint64_t>) {
-    if (value >= kTwo63 && value < 2 * kTwo63) {
-      return static_cast<uint64_t>(value - kTwo63) + (uint64_t{1} << 63);
-    }
-  }
-  if (std::isnan(value) || value < -kTwo63 || value >= kTwo63) {
-    return static_cast<To>(std::numeric_limits<int64_t>::min());
-  }
-  return static_cast<To>(static_cast<int64_t>(value));
 }
 
 template <typename To, typename From>

@@ -407,9 +407,8 @@ void infer_col2im(TypeInferenceContext& context) {
   }
   if (image) {
     for (int64_t v : *image) dims.push_back(Dim::known(v));
-  } else if (const std::vector<Dim>* image_dims = input_dims(context, 1);
-             image_dims && image_dims->size() == 1 && (*image_dims)[0].is_known()) {
-    dims.resize(2 + static_cast<size_t>((*image_dims)[0].value));
+  } else if (const std::optional<int64_t> spatial = input_length(context, 1)) {
+    dims.resize(2 + static_cast<size_t>(*spatial));
   } else {
     context.set_output(0, tensor_type(dtype, std::nullopt));
     return;
@@ -438,7 +437,10 @@ class DeformConvKernel : public OpKernel {
     if (g.channels % groups != 0) {
       context.fail("X has {} channels, not divisible by offset_group {}", g.channels, groups);
     }
-    Shape offset_shape{g.batch, groups * g.kernel_size * static_cast<int64_t>(rank)};
+    // offset_group is the model's number (X may have 0 channels): checked until the offset
+    // tensor's shape has matched it.
+    const int64_t taps = checked_mul(groups, g.kernel_size, "offset_group x kernel size");
+    Shape offset_shape{g.batch, checked_mul(taps, static_cast<int64_t>(rank), "offset channels")};
     offset_shape.insert(offset_shape.end(), g.out.begin(), g.out.end());
     if (offset.shape() != offset_shape) {
       context.fail("offset has shape {}, expected {}", shape_to_string(offset.shape()),
@@ -450,7 +452,7 @@ class DeformConvKernel : public OpKernel {
       context.fail("B has shape {}, expected [{}]", shape_to_string(context.input(3).shape()),
                    g.maps);
     }
-    Shape mask_shape{g.batch, groups * g.kernel_size};
+    Shape mask_shape{g.batch, taps};
     mask_shape.insert(mask_shape.end(), g.out.begin(), g.out.end());
     if (has_mask && context.input(4).shape() != mask_shape) {
       context.fail("mask has shape {}, expected {}", shape_to_string(context.input(4).shape()),

@@ -37,7 +37,7 @@ ConvGeometry start_geometry(const KernelContext& context, const ConvAttributes& 
   ConvGeometry g;
   g.batch = x[0];
   g.channels = x[1];
-  g.maps = transposed ? w[1] * attrs.group : w[0];
+  g.maps = transposed ? checked_mul(w[1], attrs.group, "W's dim 1 x group") : w[0];
   g.group = attrs.group;
   g.in.assign(x.begin() + 2, x.end());
   g.kernel.assign(w.begin() + 2, w.end());
@@ -150,9 +150,13 @@ std::string ConvAttributes::shape_error(const Shape& x, const Shape& w, bool tra
     }
     return {};
   }
-  if (w[1] * group != channels) {
+  int64_t expected = 0;
+  if (__builtin_mul_overflow(w[1], group, &expected)) {
+    return fmt::format("{}'s dim 1 {} x group {} overflows int64", w_name, w[1], group);
+  }
+  if (expected != channels) {
     return fmt::format("{} has {} channels but {} expects {} per group x group {} = {}", x_name,
-                       channels, w_name, w[1], group, w[1] * group);
+                       channels, w_name, w[1], group, expected);
   }
   if (w[0] % group != 0) {
     return fmt::format("{} has {} output channels, not divisible by group {}", w_name, w[0], group);
@@ -199,7 +203,10 @@ WindowAxis ConvAttributes::window(size_t d, int64_t in, int64_t kernel) const {
   const int64_t room = checked_add(axis.padded, -extent, "pads");
   if (room < 0) return axis;
   axis.out = (ceil_mode ? room / stride + (room % stride != 0 ? 1 : 0) : room / stride) + 1;
-  if (ceil_mode && axis.out > 1 && (axis.out - 1) * stride >= in + axis.pad_begin) --axis.out;
+  if (ceil_mode && axis.out > 1 &&
+      checked_mul(axis.out - 1, stride, "strides") >= in + axis.pad_begin) {
+    --axis.out;
+  }
   return axis;
 }
 
@@ -290,6 +297,8 @@ ConvGeometry conv_transpose_geometry(const KernelContext& context, const ConvAtt
 
 std::vector<Dim> window_dims(const ConvAttributes& attrs, std::span<const Dim> in,
                              std::span<const Dim> kernel) {
+  // Every rule's windows come through here: lists shorter than the rank would be read past.
+  if (const std::string error = attrs.list_error(in.size()); !error.empty()) fail("{}", error);
   std::vector<Dim> out(in.size());
   for (size_t d = 0; d < in.size(); ++d) {
     if (in[d].is_known() && d < kernel.size() && kernel[d].is_known()) {

@@ -120,7 +120,8 @@ ConvGeometry conv_transpose_geometry(const KernelContext& context, const ConvAtt
 // Type inference (ops/type_inference.h).
 
 // The output dims of the spatial axes of a convolution or pool over `in` with a kernel of
-// `kernel` taps (ConvAttributes::window): unknown where the input dim or the kernel is.
+// `kernel` taps (ConvAttributes::window): unknown where the input dim or the kernel is; fails when
+// an attribute list does not fit the spatial rank (list_error).
 std::vector<Dim> window_dims(const ConvAttributes& attrs, std::span<const Dim> in,
                              std::span<const Dim> kernel);
 // A convolution's output (Conv, ConvInteger, QLinearConv, FusedConv): [N, M, spatial...] of

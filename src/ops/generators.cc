@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 #include "ops/shape_vector.h"
@@ -269,8 +270,8 @@ void infer_range(TypeInferenceContext& context) {
   const std::optional<double> limit = input_scalar(context, 1);
   const std::optional<double> delta = input_scalar(context, 2);
   if (start && limit && delta && *delta != 0) {
-    length = Dim::known(
-        std::max<int64_t>(static_cast<int64_t>(std::ceil((*limit - *start) / *delta)), 0));
+    length = Dim::known(std::max<int64_t>(
+        checked_int64(std::ceil((*limit - *start) / *delta), "Range's element count"), 0));
   }
   context.set_output(0, tensor_type(dtype, std::vector<Dim>{length}));
 }

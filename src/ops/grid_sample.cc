@@ -348,6 +348,7 @@ void infer_affine_grid(TypeInferenceContext& context) {
   // Without size, theta's [N, r, r + 1] still gives the rank.
   if (theta && (*theta)[1].is_known()) {
     const int64_t r = (*theta)[1].value;
+    if (r != 2 && r != 3) fail("theta has shape [N, {}, ...]: AffineGrid is 2-D or 3-D", r);
     std::vector<Dim> dims{(*theta)[0]};
     dims.resize(static_cast<size_t>(r) + 1);
     dims.push_back(Dim::known(r));

@@ -1089,6 +1089,7 @@ void infer_slice(TypeInferenceContext& context) {
     return;
   }
   const size_t n = axes ? axes->size() : starts->size();
+  if (steps && steps->size() != n) fail("steps has {} values for {} axes", steps->size(), n);
   const bool bounds_known = starts && ends && (!context.has_input(4) || steps) &&
                             starts->size() == n && ends->size() == n;
   for (size_t i = 0; i < n; ++i) {
@@ -1146,9 +1147,13 @@ void infer_gather_nd(TypeInferenceContext& context) {
     context.set_output(0, tensor_type(dtype));
     return;
   }
-  const auto batch_dims = static_cast<size_t>(attribute_reader(context).attr_int("batch_dims", 0));
+  const int64_t batch_attr = attribute_reader(context).attr_int("batch_dims", 0);
+  if (batch_attr < 0 || static_cast<uint64_t>(batch_attr) >= indices->size()) {
+    fail("batch_dims {} must be in [0, {}) (the indices' rank)", batch_attr, indices->size());
+  }
+  const auto batch_dims = static_cast<size_t>(batch_attr);
   const auto last = static_cast<size_t>(indices->back().value);
-  if (batch_dims + last > data->size()) {
+  if (last > data->size() || batch_dims + last > data->size()) {
     fail("indices' last dim {} with batch_dims {} exceeds the data rank {}", last, batch_dims,
          data->size());
   }

@@ -62,13 +62,11 @@ void infer_array_feature_extractor(TypeInferenceContext& context) {
   const std::vector<Dim>* dims = input_dims(context, 0);
   const std::vector<Dim>* index_dims = input_dims(context, 1);
   if (dims && !dims->empty() && index_dims) {
-    Dim n = Dim::known(1);
-    for (const Dim& d : *index_dims) {
-      n = n.is_known() && d.is_known() ? Dim::known(n.value * d.value) : Dim{};
-    }
     shape = *dims;
     if (shape->size() == 1) shape->insert(shape->begin(), Dim::known(1));
-    shape->back() = n;
+    // Unknown where any index dim is (or the product leaves int64).
+    const Dim n = dims_product(*index_dims);
+    shape->back() = n.is_known() ? n : Dim{};
   }
   context.set_output(0, tensor_type(x->elem_type, std::move(shape)));
 }

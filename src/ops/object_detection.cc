@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -241,7 +242,7 @@ class RoiAlignKernel : public OpKernel {
       const int64_t plane = h * w, bins = output_height_ * output_width_;
       std::vector<Sample> samples;
       for (int64_t r = 0; r < num_rois; ++r) {
-        plan_roi(pr + r * 4, h, w, samples);
+        plan_roi(context, r, pr + r * 4, h, w, samples);
         const size_t per_bin = samples.size() / static_cast<size_t>(bins);
         const double count = static_cast<double>(std::max<size_t>(per_bin, 1));
         for (int64_t c = 0; c < channels; ++c) {
@@ -274,7 +275,8 @@ class RoiAlignKernel : public OpKernel {
   // Fills `samples` with the bilinear samples of every output bin of one RoI, bin by bin
   // (the same number per bin).
   template <typename T>
-  void plan_roi(const T* roi, int64_t h, int64_t w, std::vector<Sample>& samples) const {
+  void plan_roi(const KernelContext& context, int64_t r, const T* roi, int64_t h, int64_t w,
+                std::vector<Sample>& samples) const {
     const double offset = half_pixel_ ? 0.5 : 0.0;
     const double scale = spatial_scale_;
     const double x1 = static_cast<double>(roi[0]) * scale - offset;
@@ -288,13 +290,24 @@ class RoiAlignKernel : public OpKernel {
     }
     const double bin_h = roi_h / static_cast<double>(output_height_);
     const double bin_w = roi_w / static_cast<double>(output_width_);
-    const int64_t grid_h =
-        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(bin_h));
-    const int64_t grid_w =
-        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(bin_w));
+    if (!std::isfinite(bin_h) || !std::isfinite(bin_w)) {
+      context.fail("roi {} has a non-finite size ({} x {} after spatial_scale)", r, roi_h, roi_w);
+    }
+    // The adaptive grid is ceil(bin) samples a side; past 2^40 no image has the pixels and the
+    // allocation check below refuses it anyway.
+    const auto adaptive = [](double bin) {
+      return static_cast<int64_t>(std::ceil(std::clamp(bin, 0.0, 0x1p40)));
+    };
+    const int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : adaptive(bin_h);
+    const int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : adaptive(bin_w);
     samples.clear();
     if (grid_h <= 0 || grid_w <= 0) return;
-    samples.reserve(static_cast<size_t>(output_height_ * output_width_ * grid_h * grid_w));
+    constexpr std::string_view what = "RoiAlign's sampling points";
+    const int64_t count =
+        checked_mul(checked_mul(output_height_ * output_width_, grid_h, what), grid_w, what);
+    check_allocation(
+        static_cast<size_t>(checked_mul(count, static_cast<int64_t>(sizeof(Sample)), what)));
+    samples.reserve(static_cast<size_t>(count));
     for (int64_t ph = 0; ph < output_height_; ++ph) {
       for (int64_t pw = 0; pw < output_width_; ++pw) {
         for (int64_t iy = 0; iy < grid_h; ++iy) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/resource_limits.h"
+
 namespace onnxkit {
 
 std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
@@ -246,7 +248,10 @@ std::vector<int64_t> broadcast_offsets(const KernelContext& context, const Tenso
     context.fail("{} of shape {} does not broadcast to {}", what, shape_to_string(tensor.shape()),
                  shape_to_string(shape));
   }
-  std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(shape)));
+  // One offset per element of `shape` (often the output's, not yet allocated): bounded first.
+  const int64_t numel = shape_numel(shape);
+  check_allocation(checked_nbytes(DType::kInt64, numel, shape_to_string(shape)));
+  std::vector<int64_t> offsets(static_cast<size_t>(numel));
   if (offsets.empty()) return offsets;
   for_each_broadcast(shape, {broadcast_strides(tensor.shape(), shape)},
                      [&](int64_t i, const int64_t* o) { offsets[i] = o[0]; });

@@ -537,8 +537,15 @@ class MaxRoiPoolKernel : public OpKernel {
         }
         const auto b = static_cast<int64_t>(roi[0]);
         // Bin edges in image coordinates, clamped to the image.
+        // Past 2^52 no image has the pixels: such an edge is refused rather than converted
+        // past int64 (and the bin sizes below stay exact).
         auto scaled = [&](double v) {
-          return static_cast<int64_t>(std::round(v * spatial_scale_));
+          const double edge = std::round(v * spatial_scale_);
+          if (!(std::abs(edge) <= 0x1p52)) {
+            context.fail("roi {} has the coordinate {}, x spatial_scale {} = {}", r, v,
+                         spatial_scale_, edge);
+          }
+          return static_cast<int64_t>(edge);
         };
         const int64_t start_w = scaled(roi[1]), start_h = scaled(roi[2]);
         const int64_t end_w = scaled(roi[3]), end_h = scaled(roi[4]);

@@ -15,7 +15,7 @@
 
 #include "core/gemm.h"
 #include "core/low_precision.h"
-#include "ir/domain.h"
+#include "core/resource_limits.h"
 #include "ir/domain.h"
 #include "ops/channels_last_ops.h"
 #include "ops/conv_attributes.h"
@@ -637,6 +637,16 @@ std::vector<V> per_column(const KernelContext& context, const std::vector<V>& va
   return broadcast_to(context, values, shape, cols, what);
 }
 
+// Elements of the [batch, M, N] accumulator of a product, bounded as its output is, before it
+// is allocated: two small inputs' broadcast batches can ask for TiBs.
+size_t accumulator_size(const MatMulShape& s, size_t element_bytes) {
+  constexpr std::string_view what = "the product's accumulator";
+  const int64_t numel = checked_mul(checked_mul(shape_numel(s.batch), s.m, what), s.n, what);
+  check_allocation(
+      static_cast<size_t>(checked_mul(numel, static_cast<int64_t>(element_bytes), what)));
+  return static_cast<size_t>(numel);
+}
+
 // acc[batch, M, N] = (A - a_zp) x (B - b_zp), exact in int32 (wrapping like the spec
 // allows). a_zp holds one value per row of A, b_zp one per column of B. f(index, a_offset,
 // b_offset) is called for each output matrix with the batch offsets of its operands (in
@@ -655,7 +665,7 @@ std::vector<int32_t> integer_matmul(const KernelContext& context, const Tensor& 
   for (size_t i = 0; i < b_values.size(); ++i) {
     b_shifted[i] = b_values[i] - b_zp[(i / kn) * n + i % n];
   }
-  std::vector<int32_t> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
+  std::vector<int32_t> acc(accumulator_size(s, sizeof(int32_t)));
   if (acc.empty()) return acc;
   s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
     int32_t* out = acc.data() + index * s.m * s.n;
@@ -744,7 +754,7 @@ std::vector<double> float_matmul(const Tensor& a, const Tensor& b, const MatMulS
   for (size_t i = 0; i < a_shifted.size(); ++i) a_shifted[i] -= a_zp[i / static_cast<size_t>(s.k)];
   const size_t n = static_cast<size_t>(s.n), kn = static_cast<size_t>(s.k * s.n);
   for (size_t i = 0; i < b_shifted.size(); ++i) b_shifted[i] -= b_zp[(i / kn) * n + i % n];
-  std::vector<double> acc(static_cast<size_t>(shape_numel(s.batch) * s.m * s.n));
+  std::vector<double> acc(accumulator_size(s, sizeof(double)));
   if (acc.empty()) return acc;
   s.for_each_matrix([&](int64_t index, int64_t a_matrix, int64_t b_matrix) {
     gemm<double>(false, false, s.m, s.n, s.k, 1, a_shifted.data() + a_matrix * s.m * s.k, s.k,
@@ -886,7 +896,11 @@ std::vector<int32_t> integer_conv(const ConvGeometry& g, const std::vector<int32
   const int64_t group_channels = g.channels / g.group;
   const int64_t group_maps = g.maps / g.group;
   const int64_t rows = group_channels * g.kernel_size;
-  std::vector<int32_t> y(static_cast<size_t>(shape_numel(g.out_shape)), 0);
+  // The int32 accumulator has the output's size (pads of 2^30 make it 32 GiB): bounded as
+  // the output itself is, before it is allocated.
+  const int64_t numel = shape_numel(g.out_shape);
+  check_allocation(checked_nbytes(DType::kInt32, numel, shape_to_string(g.out_shape)));
+  std::vector<int32_t> y(static_cast<size_t>(numel), 0);
   if (y.empty()) return y;
   // Kernel offsets unravelled once: kpos[kidx * rank + d].
   std::vector<int64_t> kpos(static_cast<size_t>(g.kernel_size) * rank);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/float_to_integer.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -64,7 +65,14 @@ W wide_abs(W a) {
 
 template <typename T, typename From>
 T narrow(From value) {
-  return convert_element<T>(value);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                std::is_floating_point_v<From>) {
+    // An integer's L2 norm or log sum in double: NaN (the log of a negative sum), -inf (of
+    // an empty set) or past int64 convert as Cast converts them.
+    return float_to_integer<T>(value);
+  } else {
+    return convert_element<T>(value);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // Op family: sequences and optionals (SequenceEmpty ... SequenceMap, Optional,
 // OptionalHasElement, OptionalGetElement).
+#include <algorithm>
+
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -20,7 +22,13 @@ DType sequence_dtype(const RuntimeValue& value) {
 
 // A position input (scalar int32/int64), checked against [-size, size + extra).
 int64_t read_position(const KernelContext& context, size_t index, int64_t size, int64_t extra) {
-  int64_t position = static_cast<int64_t>(read_scalar(context.input(index), "position"));
+  const Tensor& tensor = context.input(index);
+  if (tensor.numel() != 1) {
+    context.fail("position: expected a single value, got shape {}",
+                 shape_to_string(tensor.shape()));
+  }
+  // Read exactly: INT64_MAX through a double would round past int64.
+  const int64_t position = read_int64s(tensor, "position")[0];
   if (position < -size || position >= size + extra) {
     context.fail("position {} is out of range for a sequence of {} items", position, size);
   }
@@ -135,7 +143,7 @@ class SplitToSequenceKernel : public OpKernel {
       }
       int64_t start = 0;
       for (int64_t size : sizes) {
-        if (size < 0 || start + size > length) {
+        if (size < 0 || size > length - start) {
           context.fail("split sizes exceed dim {} of size {}", axis, length);
         }
         items.push_back(slice_along_axis(input, axis, start, size));
@@ -323,13 +331,20 @@ void infer_split_to_sequence(TypeInferenceContext& context) {
     const std::optional<std::vector<int64_t>> split = input_ints(context, 1);
     const ValueType* split_type = context.input_type(1);
     const bool scalar = split_type && split_type->shape && split_type->shape->empty();
+    // As the kernel refuses them (libonnx's inference divides by a scalar split of 0).
+    if (split && scalar && !split->empty() && split->front() <= 0) {
+      fail("split size must be positive, got {}", split->front());
+    }
+    if (split && std::any_of(split->begin(), split->end(), [](int64_t s) { return s < 0; })) {
+      fail("split {} has a negative size", shape_to_string(*split));
+    }
     // Equal parts of a scalar split but a shorter last one; parts all equal in a list.
     std::optional<int64_t> size;
     if (split && !split->empty() && !scalar &&
         std::all_of(split->begin(), split->end(), [&](int64_t s) { return s == split->front(); })) {
       size = split->front();
-    } else if (split && split->size() == 1 && scalar && element[axis].is_known() &&
-               element[axis].value % split->front() == 0) {
+    } else if (split && split->size() == 1 && scalar && split->front() > 0 &&
+               element[axis].is_known() && element[axis].value % split->front() == 0) {
       size = split->front();
     }
     element[axis] = size ? Dim::known(*size) : Dim{};

@@ -878,7 +878,7 @@ Dim reshape_inferred_dim(std::vector<Dim> in, std::vector<Dim> out) {
   std::vector<Dim> unknown;
   for (const Dim& dim : in) {
     if (dim.is_known()) {
-      known *= dim.value;
+      known = checked_mul(known, dim.value, "the input's element count");
     } else {
       unknown.push_back(dim);
     }
@@ -1123,7 +1123,7 @@ void infer_split(TypeInferenceContext& context) {
     // Version 1's split input has the data's (float) type.
     if (const std::optional<std::vector<double>> values = input_doubles(context, 1)) {
       split.emplace();
-      for (double v : *values) split->push_back(static_cast<int64_t>(v));
+      for (double v : *values) split->push_back(checked_int64(v, "split"));
     }
     split_unknown = !split;
   } else if (context.opset() >= 13 && context.has_input(1)) {
@@ -1139,7 +1139,7 @@ void infer_split(TypeInferenceContext& context) {
     const auto n = static_cast<int64_t>(parts);
     if (attributes.has_attribute("num_outputs")) {
       // Opset 18: parts of ceil(dim / n), the last one what is left.
-      const int64_t chunk = (dim.value + n - 1) / n;
+      const int64_t chunk = dim.value / n + (dim.value % n != 0);
       for (size_t i = 0; i < parts; ++i) {
         sizes[i] =
             Dim::known(std::clamp<int64_t>(dim.value - chunk * static_cast<int64_t>(i), 0, chunk));

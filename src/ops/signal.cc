@@ -553,11 +553,12 @@ void infer_stft(TypeInferenceContext& context) {
   const std::optional<double> step = input_scalar(context, 1);
   std::vector<Dim> out{signal && !signal->empty() ? (*signal)[0] : Dim{}, Dim{}, Dim{},
                        Dim::known(2)};
-  if (signal && signal->size() >= 2 && (*signal)[1].is_known() && frame_length && step &&
-      *step > 0) {
-    out[1] = Dim::known(checked_add((*signal)[1].value, -*frame_length, "frames") /
-                            checked_int64(*step, "frame_step") +
-                        1);
+  // A frame_step of 0.5 truncates to 0 (the kernel refuses it); a negative frame_length has
+  // no frames to count.
+  const int64_t hop = step ? checked_int64(*step, "frame_step") : 0;
+  if (signal && signal->size() >= 2 && (*signal)[1].is_known() && frame_length &&
+      *frame_length >= 0 && hop > 0) {
+    out[1] = Dim::known(checked_add((*signal)[1].value, -*frame_length, "frames") / hop + 1);
   }
   if (frame_length) {
     const bool onesided = attribute_reader(context).attr_int("onesided", 1) != 0;

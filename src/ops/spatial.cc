@@ -501,8 +501,12 @@ void antialias_taps(const ResizeOptions& options, double x, double scale, int64_
 // for a kernel of radius r (linear 1, cubic 2) and s = min(scale, 1).
 int antialias_tap_count(const ResizeOptions& options, double scale) {
   const double radius = options.mode == InterpMode::kLinear ? 1.0 : 2.0;
-  const auto start = static_cast<int64_t>(std::floor(-radius / std::min(scale, 1.0)) + 1);
-  return static_cast<int>(2 - 2 * start);
+  const double start = std::floor(-radius / std::min(scale, 1.0)) + 1;
+  // A scale of 1e-300 (or a size of 0) would ask for more taps than an int counts.
+  if (!(start > -0x1p30)) {
+    fail("an antialiased resize by the scale {} needs over 2^31 taps per output", scale);
+  }
+  return static_cast<int>(2 - 2 * static_cast<int64_t>(start));
 }
 
 AxisPlan plan_axis(const ResizeOptions& options, int64_t in, int64_t out, double scale,
@@ -510,13 +514,18 @@ AxisPlan plan_axis(const ResizeOptions& options, int64_t in, int64_t out, double
   AxisPlan plan;
   plan.out = out;
   const bool antialias = options.antialias && options.mode != InterpMode::kNearest;
-  plan.taps = antialias                              ? antialias_tap_count(options, scale)
+  // An empty axis plans no taps (its scale may be 1e-45, whose filter no int counts).
+  plan.taps = antialias && out > 0                   ? antialias_tap_count(options, scale)
+              : antialias                            ? 1
               : options.mode == InterpMode::kNearest ? 1
               : options.mode == InterpMode::kLinear  ? 2
                                                      : 4;
   plan.identity = in == out;
-  plan.index.resize(static_cast<size_t>(out * plan.taps));
-  plan.weight.assign(static_cast<size_t>(out * plan.taps), 0.0);
+  const int64_t entries = checked_mul(out, plan.taps, "the resize plan's taps");
+  check_allocation(static_cast<size_t>(checked_mul(
+      entries, static_cast<int64_t>(sizeof(int64_t) + sizeof(double)), "the resize plan's taps")));
+  plan.index.resize(static_cast<size_t>(entries));
+  plan.weight.assign(static_cast<size_t>(entries), 0.0);
   for (int64_t o = 0; o < out; ++o) {
     int64_t* index = &plan.index[static_cast<size_t>(o * plan.taps)];
     double* weight = &plan.weight[static_cast<size_t>(o * plan.taps)];
@@ -889,8 +898,9 @@ class ResizeKernel : public OpKernel {
     }
     for (size_t d : axes) {
       scales[d] = scale;
-      out_shape[d] =
-          static_cast<int64_t>(std::floor(scale * static_cast<double>(x.shape()[d]) + 0.5));
+      // One axis's size over its length scales every other: past int64 is an error.
+      out_shape[d] = checked_int64(std::floor(scale * static_cast<double>(x.shape()[d]) + 0.5),
+                                   "a resized dim");
     }
     resize_tensor(context, options_, x, out_shape, scales, false, roi);
   }

@@ -278,6 +278,8 @@ class TfIdfVectorizerKernel : public OpKernel {
     }
 
     // ngram_counts[n - 1] is where the n-grams start in the pool; they run to the next start.
+    // The pool has no n-gram longer than its levels: a max_gram_length of 2^40 sizes nothing.
+    max_gram_ = std::min(max_gram_, static_cast<int64_t>(counts.size()));
     grams_.resize(static_cast<size_t>(max_gram_) + 1);
     size_t ngram_number = 0;
     for (size_t level = 0; level < counts.size(); ++level) {
@@ -381,7 +383,10 @@ class TfIdfVectorizerKernel : public OpKernel {
     }
     if (max_gram_ < 2) return;
     const int64_t first_n = std::max<int64_t>(min_gram_, 2);
-    for (int64_t distance = 1; distance <= max_skip_ + 1; ++distance) {
+    if (first_n > length) return;
+    // A skip past the row's end finds nothing: a max_skip_count of 2^62 must not loop that long.
+    const int64_t max_distance = std::min(max_skip_, length) + 1;
+    for (int64_t distance = 1; distance <= max_distance; ++distance) {
       for (int64_t start = 0; start + distance * (first_n - 1) < length; ++start) {
         key.clear();
         append_item(key, items[start]);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "core/resource_limits.h"
 #include "ops/op_utils.h"
 #include "ops/registry.h"
 
@@ -409,10 +410,13 @@ void infer_attention(TypeInferenceContext& context) {
     return dim.is_known() && n > 0 ? Dim::known(dim.value / n) : Dim{};
   };
   auto mul = [](const Dim& dim, int64_t n) {
-    return dim.is_known() && n > 0 ? Dim::known(dim.value * n) : Dim{};
+    return dim.is_known() && n > 0 ? Dim::known(checked_mul(dim.value, n, "heads x head size"))
+                                   : Dim{};
   };
   auto add = [](const Dim& a, const Dim& b) {
-    return a.is_known() && b.is_known() ? Dim::known(a.value + b.value) : Dim{};
+    return a.is_known() && b.is_known()
+               ? Dim::known(checked_add(a.value, b.value, "past + new sequence length"))
+               : Dim{};
   };
   // Q, K and V as [B, H, S, head_size]; nullopt where the rank is unknown.
   auto as_heads = [&](const std::vector<Dim>* dims, int64_t num_heads) -> SymbolicShape {
@@ -780,6 +784,9 @@ class LinearAttentionKernel : public OpKernel {
     const std::vector<double> k = read_doubles(context, key, "key");
     const std::vector<double> v = read_doubles(context, value, "value");
     const Shape state_shape{batch, kv_heads_, dk, dv};
+    // [B, H, dk, dv] from two [B, T, H x d] inputs: bounded before it is allocated.
+    check_allocation(
+        checked_nbytes(DType::kDouble, shape_numel(state_shape), shape_to_string(state_shape)));
     std::vector<double> state(static_cast<size_t>(shape_numel(state_shape)), 0.0);
     DType state_dtype = query.dtype();
     if (context.has_input(3)) {
@@ -915,6 +922,9 @@ class FlexAttentionKernel : public OpKernel {
     for (double& x : qs) x = round_t(x * root);
     for (double& x : ks) x = round_t(x * root);
     const Shape scores_shape{batch, heads, sq, sk};
+    // Sq x Sk scores from Q and K of a head size of 1: bounded before they are allocated.
+    check_allocation(
+        checked_nbytes(DType::kDouble, shape_numel(scores_shape), shape_to_string(scores_shape)));
     std::vector<double> scores(static_cast<size_t>(shape_numel(scores_shape)));
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t h = 0; h < heads; ++h) {
@@ -1033,7 +1043,9 @@ void infer_linear_attention(TypeInferenceContext& context) {
     SymbolicShape out;
     if (q && q->size() == 3) {
       out = std::vector<Dim>{(*q)[0], (*q)[1],
-                             dv.is_known() ? Dim::known(dv.value * q_heads) : Dim{}};
+                             dv.is_known() && q_heads > 0
+                                 ? Dim::known(checked_mul(dv.value, q_heads, "q_num_heads x d_v"))
+                                 : Dim{}};
     }
     context.set_output(0, tensor_type(dtype, out));
   }

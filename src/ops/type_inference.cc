@@ -163,6 +163,10 @@ std::optional<int64_t> input_length(const TypeInferenceContext& context, size_t 
   }
   const std::vector<Dim>* dims = input_dims(context, i);
   if (!dims || dims->size() != 1 || !(*dims)[0].is_known()) return std::nullopt;
+  if ((*dims)[0].value > kMaxRankFromLength) {
+    fail("input {} holds {} values, one per axis: no tensor has a rank over {}", i,
+         (*dims)[0].value, kMaxRankFromLength);
+  }
   return (*dims)[0].value;
 }
 

@@ -129,7 +129,10 @@ ValueType merge_types(const ValueType& a, const ValueType& b);
 // The length of a constant 1-D (or the rank of an unknown-valued) integer input holding one
 // value per axis (Reshape's shape, Expand's shape, ...): nullopt unless input i is a tensor
 // of known rank 1 and known length.
+// Fails on a length above kMaxRankFromLength: a declared [2^40] shape input must not make a
+// rule (or libonnx's inference after it) build 2^40 dims, and no model has such a rank.
 std::optional<int64_t> input_length(const TypeInferenceContext& context, size_t i);
+inline constexpr int64_t kMaxRankFromLength = 4096;
 // Axis `axis` of a tensor of `rank` normalized to [0, rank); fails naming `what` when it is
 // out of range.
 size_t rule_axis(int64_t axis, size_t rank, std::string_view what = "axis");

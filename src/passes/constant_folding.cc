@@ -9,6 +9,7 @@
 // and kernel errors. Constant nodes are constant_to_initializer's job. Shape and Size also
 // fold when their input is not constant but its static shape is fully known.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -72,7 +73,14 @@ std::optional<double> estimated_output_bytes(const Node& node, size_t index,
       std::vector<int64_t> dims;
       if (op == "Tile") {
         if (operand->size() != in.size()) return estimate;
-        for (size_t i = 0; i < in.size(); ++i) dims.push_back(in[i] * (*operand)[i]);
+        // The repeats are the model's numbers: a product past int64 saturates (an estimate).
+        for (size_t i = 0; i < in.size(); ++i) {
+          int64_t dim = 0;
+          if (__builtin_mul_overflow(in[i], (*operand)[i], &dim)) {
+            dim = std::numeric_limits<int64_t>::max();
+          }
+          dims.push_back(dim);
+        }
       } else {
         const size_t rank = std::max(in.size(), operand->size());
         for (size_t i = 0; i < rank; ++i) {

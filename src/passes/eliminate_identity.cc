@@ -3,6 +3,8 @@
 // Readers of the output read the input instead. A node stays when that would rename a
 // graph output (its input is a graph input, another output or an outer value), when its
 // output is named in keep_values, or when a nested subgraph returns it directly.
+#include <algorithm>
+
 #include "ops/op_utils.h"
 #include "passes/passes.h"
 
@@ -93,8 +95,9 @@ size_t eliminate_dropout(Graph& graph, Node* node, const PassContext& context) {
     if (dtype != DType::kBool && !dtype_is_float(dtype) && !dtype_is_integer(dtype)) return 0;
     Shape shape;
     for (const Dim& dim : *input->type().shape) shape.push_back(dim.value);
-    const uint64_t bytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dtype);
-    if (bytes > context.tensor_size_threshold) return 0;
+    // Declared dims: numel x element size may leave uint64.
+    const auto numel = static_cast<uint64_t>(shape_numel(shape));
+    if (numel > context.tensor_size_threshold / std::max<uint64_t>(dtype_size(dtype), 1)) return 0;
     ones.emplace(dtype, shape);
     dispatch_numeric_bool(dtype, "Dropout mask", [&](auto tag) {
       using T = typename decltype(tag)::type;

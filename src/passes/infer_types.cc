@@ -249,6 +249,20 @@ class Engine {
   }
 
  private:
+  static std::optional<int64_t> negative_dim(const ValueType& type) {
+    if (type.shape) {
+      // Dim::known(-8) reads as unknown (a Dim is known when >= 0), but it is a number a rule
+      // computed; -1 is the unknown dim's own value.
+      for (const Dim& dim : *type.shape) {
+        if (dim.value < -1) return dim.value;
+      }
+    }
+    for (const ValueType& element : type.element) {
+      if (const std::optional<int64_t> dim = negative_dim(element)) return dim;
+    }
+    return std::nullopt;
+  }
+
   class RuleContext : public TypeInferenceContext {
    public:
     RuleContext(Engine& engine, Node& node, int64_t opset)
@@ -269,7 +283,15 @@ class Engine {
       return engine_.infer_subgraph(subgraph_of(node_, subgraph), input_types);
     }
     void set_output(size_t i, ValueType type) override {
-      if (has_output(i)) outputs_[i] = std::move(type);
+      if (!has_output(i)) return;
+      // No tensor has a negative dim: a rule that computes one (from a negative repeat, an
+      // output_shape, a split, a kernel longer than its input...) was given a node that
+      // cannot run, and a pass or the planner must not size anything from it.
+      if (const std::optional<int64_t> dim = negative_dim(type)) {
+        fail("output {} ('{}') would have the negative dim {}: {}", i, node_.output(i)->name(),
+             *dim, value_type_to_string(type));
+      }
+      outputs_[i] = std::move(type);
     }
     std::vector<ValueType>& outputs() { return outputs_; }
 

@@ -150,6 +150,34 @@ TEST(InferTypes, ANodeItsRuleRejectsNeverReachesLibonnx) {
          return b.op("STFT", {flat, step, nullptr, step});
        },
        "signal must have rank >= 2"},
+      // A model's numbers the rules used unchecked (the hostile models of the same names).
+      {"Tile with a negative repeat",
+       [](GraphBuilder& b, Value* x) {
+         return b.op("Tile", {x, b.ints({1, 1, 1, -2})});
+       },
+       "would have the negative dim -8"},
+      {"Slice with fewer steps than axes",
+       [](GraphBuilder& b, Value* x) {
+         return b.op("Slice", {x, b.ints({0, 0}), b.ints({1, 1}), b.ints({0, 1}), b.ints({1})});
+       },
+       "steps has 1 values for 2 axes"},
+      {"SplitToSequence by 0",
+       [](GraphBuilder& b, Value* x) {
+         Value* zero = b.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {0}));
+         return b.op("SplitToSequence", {x, zero});
+       },
+       "split size must be positive, got 0"},
+      {"GatherND with batch_dims -1",
+       [](GraphBuilder& b, Value* x) {
+         return b.op("GatherND", {x, b.ints({0})}, {Attr::Int("batch_dims", -1)});
+       },
+       "batch_dims -1 must be in [0, 1)"},
+      {"ConstantOfShape of a 2^40-long shape",
+       [](GraphBuilder& b, Value*) {
+         return b.op("ConstantOfShape",
+                     {b.input("shape", std::vector<int64_t>{int64_t{1} << 40}, DType::kInt64)});
+       },
+       "no tensor has a rank over 4096"},
   };
   for (const Case& test : cases) {
     Model model = model_at(17);

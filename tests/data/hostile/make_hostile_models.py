@@ -291,6 +291,56 @@ def build(folder):
         [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")],
         [inp("x", shape=[1, 8])], [out("values"), out("indices", TensorProto.INT64)],
         [i64("k", [2**40])])
+    # Type rules run on every node before anything else: their own arithmetic on a model's
+    # numbers must fail cleanly too (a negative dim, a division by zero, a list shorter than
+    # the rank, a rank of 2^40, a float past int64).
+    models["tile_negative_repeat"] = model(
+        [helper.make_node("Tile", ["x", "repeats"], ["y"], name="tile")],
+        [inp("x", shape=[4])], [out("y")], [i64("repeats", [-2])])
+    models["slice_steps_shorter_than_axes"] = model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice")],
+        [inp("x", shape=[4, 4])], [out("y")],
+        [i64("starts", [0, 0]), i64("ends", [2, 2]), i64("axes", [0, 1]), i64("steps", [1])])
+    models["split_to_sequence_split_0"] = model(
+        [helper.make_node("SplitToSequence", ["x", "split"], ["y"], name="split")],
+        [inp("x", shape=[4])],
+        [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)],
+        [i64("split", 0)])
+    models["gather_nd_negative_batch_dims"] = model(
+        [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=-1, name="gathernd")],
+        [inp("x", shape=[2, 2]), inp("i", TensorProto.INT64, [2, 1])], [out("y")])
+    models["constant_of_shape_rank_2p40"] = model(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="cos")],
+        [inp("shape", TensorProto.INT64, [2**40])], [out("y")])
+    models["affine_grid_theta_2p40"] = model(
+        [helper.make_node("AffineGrid", ["theta", "size"], ["y"], name="grid")],
+        [inp("theta", shape=[1, 2**40, 3]), inp("size", TensorProto.INT64, [4])], [out("y")],
+        opset=[helper.make_opsetid("", 20)])
+    models["range_nan"] = model(
+        [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")],
+        [], [out("y")], [f32("start", np.float32("nan")), f32("limit", 4), f32("delta", 1)])
+    models["conv_group_overflow"] = model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], group=2**62, name="conv")],
+        [inp("x", shape=[1, 4, 8, 8])], [out("y")], [f32("w", np.ones((4, 2, 3, 3)))])
+    models["roialign_roi_1e30"] = model(
+        [helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], name="roialign")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")],
+        [f32("rois", [[0, 0, 1e30, 1e30]]), i64("batch", [0])])
+    models["max_roi_pool_roi_1e38"] = model(
+        [helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], pooled_shape=[2, 2],
+                          spatial_scale=1e30, name="roipool")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")], [f32("rois", [[0, 0, 0, 1e30, 1e30]])])
+    # A skip distance of 2^62 past a row of 4: the count must end (rc 0), not loop 2^62 times.
+    models["tfidf_max_skip_2p62"] = model(
+        [helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=2,
+                          max_gram_length=2**40, max_skip_count=2**62, ngram_counts=[0, 0],
+                          ngram_indexes=[0], pool_int64s=[1, 2], name="tfidf")],
+        [inp("x", TensorProto.INT64, [1, 4])], [out("y")])
+    models["resize_antialias_scale_1e-45"] = model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1,
+                          name="resize")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")], [f32("scales", [1, 1, 1e-45, 1])],
+        opset=[helper.make_opsetid("", 18)])
 
     for name, m in models.items():
         save(folder, name, m)
