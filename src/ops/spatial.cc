@@ -310,11 +310,14 @@ class DepthToSpaceKernel : public OpKernel {
     check_rank4(context, input);
     const Shape& s = input.shape();
     const int64_t b = blocksize_;
-    if (s[1] % (b * b) != 0) {
-      context.fail("channels {} are not divisible by blocksize^2 = {}", s[1], b * b);
+    const int64_t b2 = checked_mul(b, b, "blocksize^2");
+    if (s[1] % b2 != 0) {
+      context.fail("channels {} are not divisible by blocksize^2 = {}", s[1], b2);
     }
-    const int64_t c = s[1] / (b * b);
-    Tensor& out = context.allocate_output(0, input.dtype(), {s[0], c, s[2] * b, s[3] * b});
+    const int64_t c = s[1] / b2;
+    Tensor& out = context.allocate_output(
+        0, input.dtype(),
+        {s[0], c, checked_mul(s[2], b, "H x blocksize"), checked_mul(s[3], b, "W x blocksize")});
     if (crd_) {  // (N, C', b, b, H, W) -> (N, C', H, b, W, b)
       permute_elements(input, out, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, "DepthToSpace");
     } else {  // (N, b, b, C', H, W) -> (N, C', H, b, W, b)
@@ -347,7 +350,9 @@ class SpaceToDepthKernel : public OpKernel {
     }
     const int64_t h = s[2] / b;
     const int64_t w = s[3] / b;
-    Tensor& out = context.allocate_output(0, input.dtype(), {s[0], s[1] * b * b, h, w});
+    const int64_t channels =
+        checked_mul(s[1], checked_mul(b, b, "blocksize^2"), "channels x blocksize^2");
+    Tensor& out = context.allocate_output(0, input.dtype(), {s[0], channels, h, w});
     if (crd_) {  // (N, C, H', b, W', b) -> (N, C, b, b, H', W')
       permute_elements(input, out, {s[0], s[1], h, b, w, b}, {0, 1, 3, 5, 2, 4}, "SpaceToDepth");
     } else {  // (N, C, H', b, W', b) -> (N, b, b, C, H', W')
