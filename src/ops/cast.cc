@@ -481,13 +481,19 @@ class CastLikeKernel : public OpKernel {
 void infer_cast(TypeInferenceContext& context) {
   const Attribute* to = context.node().find_attribute("to");
   DType dtype = DType::kUndefined;
+  // An unknown type is refused here, as the kernel refuses it: libonnx's Cast inference
+  // dereferences a null type for it (fuzz run).
   if (to && to->type == AttrType::kString) {
     for (int32_t code = 1; dtype_is_known(code); ++code) {
       if (equals_ignoring_case(dtype_name(static_cast<DType>(code)), to->s)) {
         dtype = static_cast<DType>(code);
       }
     }
-  } else if (to && to->type == AttrType::kInt && dtype_is_known(static_cast<int32_t>(to->i))) {
+    if (dtype == DType::kUndefined) fail("'to' names an unknown type \"{}\"", to->s);
+  } else if (to && to->type == AttrType::kInt) {
+    if (to->i < 0 || to->i > INT32_MAX || !dtype_is_known(static_cast<int32_t>(to->i))) {
+      fail("'to' is {}, not a known data type", to->i);
+    }
     dtype = static_cast<DType>(to->i);
   }
   const ValueType* input = context.input_type(0);
