@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/resource_limits.h"
 #include "onnxkit/tensor.h"
 #include "ops/kernel.h"
 #include "ops/type_inference.h"
@@ -51,7 +52,11 @@ struct ConvAttributes {
   int64_t stride(size_t d) const { return strides.empty() ? 1 : strides[d]; }
   int64_t dilation(size_t d) const { return dilations.empty() ? 1 : dilations[d]; }
   // The span of a dilated kernel of `kernel` taps along axis d.
-  int64_t extent(size_t d, int64_t kernel) const { return (kernel - 1) * dilation(d) + 1; }
+  int64_t extent(size_t d, int64_t kernel) const {
+    return checked_add(checked_mul(checked_add(kernel, -1, "a kernel dim"), dilation(d),
+                                   "a kernel dim x dilation"),
+                       1, "a dilated kernel's extent");
+  }
 
   // Why X and W (named `x_name`, `w_name` in the op's schema) cannot be a convolution's
   // operands under these attributes, or "" when they can: X of rank >= 3 (N, C,
