@@ -272,6 +272,27 @@ TEST(Int8Kernels, ConvIntegerToFloatMatchesReference) {
 
 // X's and Y's zero points: a zero point of 0 leaves oneDNN's zero-point attributes and the
 // rounding post-op out (another implementation for kernels larger than 1x1).
+// A conv case's constant W, its scale and zero point (per channel or per tensor) and an
+// int32 bias, drawn from `rng` in that order.
+struct ConvWeights {
+  Value* w;
+  Value* scale;
+  Value* zero_point;
+  Value* bias;
+};
+ConvWeights conv_weights(GraphBuilder& g, const ConvCase& c, std::mt19937_64& rng) {
+  const int64_t maps = c.w[0];
+  Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
+  const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
+  Value* scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
+  Value* zero_point = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
+                                             : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
+  Tensor bias(DType::kInt32, {maps});
+  std::uniform_int_distribution<int32_t> dist(-5000, 5000);
+  for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+  return {w, scale, zero_point, g.constant(bias)};
+}
+
 constexpr std::pair<int, int> kConvZeroPoints[] = {{120, 250}, {0, 0}, {0, 250}, {120, 0}};
 
 TEST(Int8Kernels, QLinearConvMatchesReference) {
@@ -283,21 +304,14 @@ TEST(Int8Kernels, QLinearConvMatchesReference) {
                      std::to_string(x_zp) + ", " + std::to_string(y_zp));
         expect_bit_exact([&](GraphBuilder& g) {
           std::mt19937_64 rng(seed);
-          const int64_t maps = c.w[0];
           Value* x = g.input("x", int8_tensor(c.x_type, c.x, rng, c.extreme));
-          Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
-          const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
-          Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
-          Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
-                                               : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
-          Tensor bias(DType::kInt32, {maps});
-          std::uniform_int_distribution<int32_t> dist(-5000, 5000);
-          for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
-          g.output(build_conv(g, "QLinearConv", c,
-                              {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), w,
-                               w_scale, w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
-                               g.constant(int8_scalar(y_type, y_zp)), g.constant(bias)})
-                       ->output(0));
+          const ConvWeights weights = conv_weights(g, c, rng);
+          g.output(
+              build_conv(g, "QLinearConv", c,
+                         {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), weights.w,
+                          weights.scale, weights.zero_point, g.scalar(c.extreme ? 40.0f : 0.1f),
+                          g.constant(int8_scalar(y_type, y_zp)), weights.bias})
+                  ->output(0));
         });
         ++seed;
       }
@@ -324,25 +338,17 @@ TEST(Int8Kernels, ChannelsLastQLinearConvMatchesReference) {
                      std::to_string(x_zp) + ", " + std::to_string(y_zp));
         expect_bit_exact([&](GraphBuilder& g) {
           std::mt19937_64 rng(seed);
-          const int64_t maps = c.w[0];
           Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
-          Value* w = g.constant(int8_tensor(c.w_type, c.w, rng, c.extreme));
-          const Shape param = c.w_zp == 1 ? Shape{maps} : Shape{};
-          Value* w_scale = g.constant(floats(param, rng, 1e-3f, 2e-2f));
-          Value* w_zp = g.constant(c.w_zp == 1 ? int8_tensor(c.w_type, param, rng)
-                                               : int8_scalar(c.w_type, c.w_zp == 0 ? 4 : 0));
-          Tensor bias(DType::kInt32, {maps});
-          std::uniform_int_distribution<int32_t> dist(-5000, 5000);
-          for (int64_t m = 0; m < maps; ++m) bias.mutable_data<int32_t>()[m] = dist(rng);
+          const ConvWeights weights = conv_weights(g, c, rng);
           std::vector<testing::Attr> list;
           if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
           if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
           if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
           if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
           g.output(g.node(std::string(kChannelsLastQLinearConv),
-                          {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), w, w_scale,
-                           w_zp, g.scalar(c.extreme ? 40.0f : 0.1f),
-                           g.constant(int8_scalar(y_type, y_zp)), g.constant(bias)},
+                          {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), weights.w,
+                           weights.scale, weights.zero_point, g.scalar(c.extreme ? 40.0f : 0.1f),
+                           g.constant(int8_scalar(y_type, y_zp)), weights.bias},
                           testing::Attributes(list), 1, std::string(kOnnxkitDomain))
                        ->output(0));
         });
