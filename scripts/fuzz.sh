@@ -49,7 +49,8 @@ build_targets() {
     -DONNXKIT_FUZZ=ON -DONNXKIT_BUILD_TESTS=OFF \
     -DOpenMP_CXX_FLAGS="-fopenmp=libgomp -isystem $gomp_include" -DOpenMP_CXX_LIB_NAMES=gomp \
     -DOpenMP_gomp_LIBRARY="$libgomp" >/dev/null
-  ninja -C "$build_dir" -j "${ONNXKIT_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
+  # Campaigns on several targets at once share build-fuzz/: one ninja at a time.
+  flock "$build_dir/.build.lock" ninja -C "$build_dir" -j "${ONNXKIT_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
 }
 
 if [ "${1:-}" = "--build" ]; then

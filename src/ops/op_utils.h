@@ -10,6 +10,7 @@
 #include "core/dtype_dispatch.h"
 #include "core/status.h"
 #include "onnxkit/tensor.h"
+#include "ops/float_to_integer.h"
 #include "ops/kernel.h"
 
 namespace onnxkit {
@@ -163,7 +164,9 @@ ComputeType<T> to_compute(T value) {
   return static_cast<ComputeType<T>>(value);
 }
 
-// Converts between element types as ONNX Cast does for numbers (float -> int truncates).
+// Converts between element types as ONNX Cast does for numbers: float -> int truncates, and
+// NaN or a value the integer type cannot hold converts as Cast's kernel does (a plain C++
+// cast would be undefined for those).
 template <typename To, typename From>
 To convert_element(From value) {
   if constexpr (std::is_same_v<To, From>) {
@@ -171,7 +174,10 @@ To convert_element(From value) {
   } else if constexpr (std::is_same_v<To, Float16> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(value));
   } else if constexpr (std::is_same_v<From, Float16> || std::is_same_v<From, BFloat16>) {
-    return static_cast<To>(static_cast<float>(value));
+    return convert_element<To>(static_cast<float>(value));
+  } else if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> &&
+                       std::is_floating_point_v<From>) {
+    return float_to_integer<To>(static_cast<double>(value));
   } else {
     return static_cast<To>(value);
   }

@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "ops/op_utils.h"
 #include "type_rule_test_util.h"
 
 namespace onnxkit {
@@ -52,6 +53,31 @@ TEST(Cast, FloatToIntegerTruncates) {
             (std::vector<uint8_t>{44, 255}));
   EXPECT_EQ(values_of<uint64_t>(cast(doubles({1.8e19}), DType::kUInt64)),
             (std::vector<uint64_t>{18000000000000000000u}));
+}
+
+// Kernels that compute in float and store integers (PRelu, Resize, EyeLike, the ML ops...)
+// convert with convert_element: NaN, infinities and out-of-range values must come out as
+// Cast gives them, not as an undefined C++ cast does.
+TEST(Cast, ConvertElementMatchesCast) {
+  const std::vector<float> awkward = {kNaN, kInf, -kInf, 3e9f, -3e9f, 300.0f, -1.5f, 1e20f};
+  const Tensor in = floats(awkward);
+  auto check = [&](auto tag, DType to) {
+    using T = decltype(tag);
+    const std::vector<T> expected = values_of<T>(cast(in, to));
+    for (size_t i = 0; i < awkward.size(); ++i) {
+      EXPECT_EQ(convert_element<T>(awkward[i]), expected[i]) << "element " << i;
+      EXPECT_EQ(convert_element<T>(static_cast<double>(awkward[i])), expected[i]) << i;
+      EXPECT_EQ(convert_element<T>(Float16(awkward[i])),
+                convert_element<T>(static_cast<float>(Float16(awkward[i]))))
+          << i;
+    }
+  };
+  check(int32_t{}, DType::kInt32);
+  check(uint8_t{}, DType::kUInt8);
+  check(int8_t{}, DType::kInt8);
+  check(int64_t{}, DType::kInt64);
+  check(uint64_t{}, DType::kUInt64);
+  check(uint32_t{}, DType::kUInt32);
 }
 
 TEST(Cast, IntegersWrapAndWiden) {
