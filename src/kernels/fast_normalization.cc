@@ -42,6 +42,8 @@ class FastSoftmaxKernel : public OpKernel {
  public:
   FastSoftmaxKernel(const KernelCreateContext& context, bool log)
       : coerce_2d_(context.opset() < 13),
+        // Only versions 1 to 10 take axis == rank (ops/softmax.cc).
+        rank_axis_allowed_(context.opset() < 11),
         axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)),
         log_(log),
         fallback_(context.reference_kernel()) {}
@@ -51,7 +53,8 @@ class FastSoftmaxKernel : public OpKernel {
     const auto rank = static_cast<int64_t>(x.rank());
     const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
     // Invalid axes and other dtypes: the reference kernel runs (or reports) them.
-    if (x.dtype() != DType::kFloat || axis < 0 || axis > rank || (!coerce_2d_ && axis == rank)) {
+    if (x.dtype() != DType::kFloat || axis < 0 || axis > rank ||
+        (!rank_axis_allowed_ && axis == rank)) {
       return run_fallback(fallback_.get(), context);
     }
     const Shape& shape = x.shape();
@@ -73,6 +76,7 @@ class FastSoftmaxKernel : public OpKernel {
 
  private:
   bool coerce_2d_;
+  bool rank_axis_allowed_;
   int64_t axis_;
   bool log_;
   std::unique_ptr<OpKernel> fallback_;

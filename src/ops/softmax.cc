@@ -9,17 +9,27 @@
 
 #include "ops/op_utils.h"
 #include "ops/registry.h"
+#include "ops/type_inference.h"
 
 namespace onnxkit {
 namespace {
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
+// The largest axis the 2-D coercion (before opset 13) takes: versions 1 to 10 accept
+// axis == rank (every dim goes to the rows); version 11 documents [-r, r - 1], and libonnx
+// refuses more.
+int64_t last_coerced_axis(int64_t opset, int64_t rank) {
+  return opset < 11 ? rank : rank - 1;
+}
+
 template <SoftmaxKind kKind>
 class SoftmaxKernel : public OpKernel {
  public:
   explicit SoftmaxKernel(const KernelCreateContext& context)
-      : coerce_2d_(context.opset() < 13), axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)) {}
+      : opset_(context.opset()),
+        coerce_2d_(opset_ < 13),
+        axis_(context.attr_int("axis", coerce_2d_ ? 1 : -1)) {}
 
   void compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
@@ -27,11 +37,11 @@ class SoftmaxKernel : public OpKernel {
     const Shape& shape = x.shape();
     int64_t outer = 1, dim = 1, inner = 1;
     if (coerce_2d_) {
-      // The 2-D coercion accepts axis == rank (every dim goes to the rows).
+      const int64_t last = last_coerced_axis(opset_, rank);
       const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-      if (axis < 0 || axis > rank) {
+      if (axis < 0 || axis > last) {
         context.fail("axis {} is out of range for rank {} (valid: [{}, {}])", axis_, rank, -rank,
-                     rank);
+                     last);
       }
       for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
       for (int64_t i = axis; i < rank; ++i) dim *= shape[i];
@@ -90,9 +100,31 @@ class SoftmaxKernel : public OpKernel {
     }
   }
 
+  int64_t opset_;
   bool coerce_2d_;
   int64_t axis_;
 };
+
+// The input's type, once `axis` is checked against its rank as the kernel checks it: libonnx
+// refuses a bad axis and then hands the nodes after it an input without a type, which its
+// data propagation dereferences (a Shape of the output), so the rule refuses it first.
+void infer_softmax(TypeInferenceContext& context) {
+  infer_same_as_input(context);
+  const std::vector<Dim>* dims = input_dims(context, 0);
+  if (!dims) return;
+  const bool coerce_2d = context.opset() < 13;
+  const int64_t axis = attribute_reader(context).attr_int("axis", coerce_2d ? 1 : -1);
+  const auto rank = static_cast<int64_t>(dims->size());
+  if (coerce_2d) {
+    const int64_t last = last_coerced_axis(context.opset(), rank);
+    if (axis < -rank || axis > last) {
+      fail("axis {} is out of range for rank {} (valid: [{}, {}])", axis, rank, -rank, last);
+    }
+    return;
+  }
+  if (rank == 0) fail("input is a scalar; it needs rank >= 1");
+  rule_axis(axis, dims->size());
+}
 
 }  // namespace
 
@@ -110,9 +142,9 @@ void register_softmax_ops(OpRegistry& registry) {
 
   // Type inference, every version.
   // Softmax, LogSoftmax and Hardmax keep their input's type at every version.
-  registry.set_type_rule("", "Softmax", infer_same_as_input);
-  registry.set_type_rule("", "LogSoftmax", infer_same_as_input);
-  registry.set_type_rule("", "Hardmax", infer_same_as_input);
+  registry.set_type_rule("", "Softmax", infer_softmax);
+  registry.set_type_rule("", "LogSoftmax", infer_softmax);
+  registry.set_type_rule("", "Hardmax", infer_softmax);
 }
 
 }  // namespace onnxkit

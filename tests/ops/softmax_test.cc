@@ -4,10 +4,12 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/half.h"
 #include "op_test_util.h"
+#include "type_rule_test_util.h"
 
 namespace onnxkit {
 namespace {
@@ -20,9 +22,10 @@ TEST(Softmax, OldOpsetsCoerceTo2D) {
   // Opset 11, default axis 1: rows of 4 values.
   expect_near(run_one("Softmax", {kCube}, 11),
               {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f, 0.25f, 0.25f, 0.25f, 0.25f});
-  // axis 3 == rank: every dim goes to the rows, so each row has one element.
+  // axis 3 == rank (versions 1 to 10): every dim goes to the rows, so each row has one
+  // element.
   SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 3); };
-  expect_near(run_one("Softmax", {kCube}, 11, attrs), std::vector<float>(8, 1.f));
+  expect_near(run_one("Softmax", {kCube}, 10, attrs), std::vector<float>(8, 1.f));
   // Negative axis at opset 11: -2 is axis 1.
   SetAttributes neg = [=](Node* n) { set_int(n, "axis", -2); };
   expect_near(run_one("Softmax", {kCube}, 11, neg),
@@ -79,6 +82,24 @@ TEST(Softmax, HalfTypesAndEmptyTensors) {
   EXPECT_EQ(zero_axis.shape(), (Shape{2, 0}));
 }
 
+// The rule refuses a bad axis as the kernel does: libonnx would refuse it too, then hand the
+// nodes after it an input without a type (its data propagation dereferenced it).
+TEST(Softmax, TypeRuleRefusesTheKernelsBadAxes) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    for (const auto& [opset, axis, valid] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+             {13, 3, false}, {13, -4, false}, {13, 2, true}, {11, 3, false}, {10, 3, true}}) {
+      NodeCase c{
+          op, {floats({2, 2, 2}, std::vector<float>(8, 0.f))}, opset, [axis = axis](Node* n) {
+            set_int(n, "axis", axis);
+          }};
+      const std::vector<SymbolicShape> shapes{std::vector<Dim>(3, Dim::known(2))};
+      const std::string message = error_of([&] { infer_node_types(c, shapes); });
+      EXPECT_EQ(message.empty(), valid)
+          << op << "-" << opset << " axis " << axis << ": " << message;
+    }
+  }
+}
+
 TEST(Softmax, AxisOutOfRangeAndIntegerInputFail) {
   SetAttributes attrs = [=](Node* n) { set_int(n, "axis", 2); };
   std::string message = error_of([&] {
@@ -88,6 +109,10 @@ TEST(Softmax, AxisOutOfRangeAndIntegerInputFail) {
   SetAttributes old = [=](Node* n) { set_int(n, "axis", 3); };
   message = error_of([&] { run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 11, old); });
   EXPECT_NE(message.find("axis 3 is out of range for rank 2"), std::string::npos) << message;
+  // Version 11 documents [-r, r - 1]: axis == rank is refused there.
+  message = error_of([&] { run_one("Softmax", {floats({2, 2}, {1, 2, 3, 4})}, 11, attrs); });
+  EXPECT_NE(message.find("axis 2 is out of range for rank 2 (valid: [-2, 1])"), std::string::npos)
+      << message;
   Tensor ints = Tensor::from_vector<int32_t>(DType::kInt32, {2}, {1, 2});
   message = error_of([&] { run_one("Softmax", {ints}, 13); });
   EXPECT_NE(message.find("int32"), std::string::npos) << message;
