@@ -41,9 +41,10 @@ class Int8SplitOverride {
 
 // Which oneDNN convolution kernel a channels-last int8 conv asks for. oneDNN 2.6 lists its
 // brgemm kernels (brgconv) first for AVX-512; its direct JIT kernels (jit_int8) are faster
-// where the output plane is large (ResNet-50's and MobileNetV2's layers at 28x28 and more,
-// 4-20 us a layer in the model) and slower where it is small and the channels many (3x3
-// 512 -> 512 at 7x7: 90 us). kByOutputSize takes the direct kernel from 28x28 outputs on.
+// where the output plane is large (ResNet-50's and MobileNetV2's layers at 28x28 and more:
+// 4-20 us less a layer in the model) and slower where it is small and the channels many
+// (3x3 512 -> 512 at 7x7: 90 us more). kByOutputSize takes the direct kernel from 28x28
+// outputs on.
 enum class Int8ConvKernel { kByOutputSize, kBrgemm, kDirect };
 
 // Tests: convolutions planned while one is alive ask for `kernel` whatever their size (both
