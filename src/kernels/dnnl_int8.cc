@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/parallel.h"
@@ -37,6 +38,7 @@ namespace onnxkit {
 namespace {
 
 std::atomic<int> forced_split{-1};
+std::atomic<Int8ConvKernel> conv_kernel{Int8ConvKernel::kByOutputSize};
 
 bool onednn_has_vnni() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -58,6 +60,12 @@ Int8SplitOverride::Int8SplitOverride(bool split) : previous_(forced_split.load()
 }
 Int8SplitOverride::~Int8SplitOverride() {
   forced_split.store(previous_);
+}
+
+Int8ConvKernelOverride::Int8ConvKernelOverride(Int8ConvKernel kernel)
+    : previous_(conv_kernel.exchange(kernel)) {}
+Int8ConvKernelOverride::~Int8ConvKernelOverride() {
+  conv_kernel.store(previous_);
 }
 
 namespace {
@@ -741,16 +749,23 @@ class Int8Conv {
         bias = memory::desc({maps_}, dt::s32, memory::format_tag::x);
     }
     const memory::desc channels_last_dst(dst_dims, dst_type, channels_last_tag(rank));
+    // Named: a primitive descriptor's iterator (next_impl) reads the op descriptor it was
+    // made from.
+    std::optional<dnnl::convolution_forward::desc> desc;
     dnnl::convolution_forward::primitive_desc pd;
     try {
-      pd = dnnl::convolution_forward::primitive_desc(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                          dnnl::algorithm::convolution_direct, any_src, any_weights,
-                                          bias, channels_last_dst, window->strides,
-                                          window->dilations, window->pad_begin, window->pad_end),
-          attr, dnnl_util::cpu_engine());
+      desc.emplace(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+                   any_weights, bias, channels_last_dst, window->strides, window->dilations,
+                   window->pad_begin, window->pad_end);
+      pd = dnnl::convolution_forward::primitive_desc(*desc, attr, dnnl_util::cpu_engine());
     } catch (const dnnl::error&) {
       return plan;  // e.g. no implementation takes a source zero point for this shape
+    }
+    if (channels_last_ && wants_direct_kernel(plan.out_spatial)) {
+      if (std::optional<dnnl::convolution_forward::primitive_desc> direct =
+              direct_kernel(*desc, attr)) {
+        pd = *direct;
+      }
     }
     plan.src = pd.src_desc();
     plan.dst = pd.dst_desc();
@@ -773,6 +788,33 @@ class Int8Conv {
     plan.bias = bias;
     plan.supported = true;
     return plan;
+  }
+
+  static bool wants_direct_kernel(const Shape& out_spatial) {
+    switch (conv_kernel.load(std::memory_order_relaxed)) {
+      case Int8ConvKernel::kBrgemm:
+        return false;
+      case Int8ConvKernel::kDirect:
+        return true;
+      case Int8ConvKernel::kByOutputSize:
+        break;
+    }
+    return shape_numel(out_spatial) >= 28 * 28;
+  }
+
+  // The first of oneDNN's implementations for `desc` that is neither a brgemm kernel nor a
+  // reference or gemm one (which are far slower); nullopt when there is none (below
+  // AVX-512 oneDNN lists no brgemm kernel anyway).
+  static std::optional<dnnl::convolution_forward::primitive_desc> direct_kernel(
+      const dnnl::convolution_forward::desc& desc, const dnnl::primitive_attr& attr) {
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_util::cpu_engine());
+    do {
+      const std::string impl = pd.impl_info_str();
+      if (impl.find("brg") != std::string::npos) continue;
+      if (impl.find("jit") == std::string::npos || impl.find("gemm") != std::string::npos) break;
+      return pd;
+    } while (pd.next_impl());
+    return std::nullopt;
   }
 
   // W in layout `desc`, reordered once per layout and kept.

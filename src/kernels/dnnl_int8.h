@@ -39,4 +39,25 @@ class Int8SplitOverride {
   int previous_;
 };
 
+// Which oneDNN convolution kernel a channels-last int8 conv asks for. oneDNN 2.6 lists its
+// brgemm kernels (brgconv) first for AVX-512; its direct JIT kernels (jit_int8) are faster
+// where the output plane is large (ResNet-50's and MobileNetV2's layers at 28x28 and more:
+// 4-20 us less a layer in the model) and slower where it is small and the channels many
+// (3x3 512 -> 512 at 7x7: 90 us more). kByOutputSize takes the direct kernel from 28x28
+// outputs on.
+enum class Int8ConvKernel { kByOutputSize, kBrgemm, kDirect };
+
+// Tests: convolutions planned while one is alive ask for `kernel` whatever their size (both
+// kernels must give the reference's bytes).
+class Int8ConvKernelOverride {
+ public:
+  explicit Int8ConvKernelOverride(Int8ConvKernel kernel);
+  ~Int8ConvKernelOverride();
+  Int8ConvKernelOverride(const Int8ConvKernelOverride&) = delete;
+  Int8ConvKernelOverride& operator=(const Int8ConvKernelOverride&) = delete;
+
+ private:
+  Int8ConvKernel previous_;
+};
+
 }  // namespace onnxkit

@@ -214,6 +214,8 @@ std::vector<ConvCase> conv_cases() {
       {{2, 6, 40}, {10, 6, 5}, {2, 2}, {3}, {}, 1, D::kInt8, D::kInt8, 0},
       {{1, 64, 5, 5}, {32, 64, 3, 3}, {1, 1, 1, 1}, {}, {}, 1, D::kUInt8, D::kInt8, 1, true},
       {{1, 64, 5, 5}, {32, 64, 3, 3}, {1, 1, 1, 1}, {}, {}, 1, D::kUInt8, D::kUInt8, 0, true},
+      // A 28x30 output: channels-last convs this large take oneDNN's direct kernel.
+      {{1, 16, 28, 30}, {32, 16, 3, 3}, {1, 1, 1, 1}, {}, {}},
   };
 }
 
@@ -327,32 +329,43 @@ Shape channels_last_shape(const Shape& s) {
   return out;
 }
 
+// The oneDNN kernels a channels-last int8 conv may ask for, with a name for traces.
+constexpr std::pair<Int8ConvKernel, const char*> kConvKernels[] = {
+    {Int8ConvKernel::kByOutputSize, "kernel by output size"},
+    {Int8ConvKernel::kBrgemm, "brgemm kernel"},
+    {Int8ConvKernel::kDirect, "direct kernel"}};
+
 // com.onnxkit ChannelsLastQLinearConv on the conv cases (X given channels-last), u8 and s8
-// out: the oneDNN kernel against its reference (QLinearConv's between transposes).
+// out, on each oneDNN kernel: against its reference (QLinearConv's between transposes).
 TEST(Int8Kernels, ChannelsLastQLinearConvMatchesReference) {
-  uint64_t seed = 550;
-  for (const ConvCase& c : conv_cases()) {
-    for (auto [x_zp, y_zp] : kConvZeroPoints) {
-      for (DType y_type : {DType::kUInt8, DType::kInt8}) {
-        SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w) + " zero points " +
-                     std::to_string(x_zp) + ", " + std::to_string(y_zp));
-        expect_bit_exact([&](GraphBuilder& g) {
-          std::mt19937_64 rng(seed);
-          Value* x = g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
-          const ConvWeights weights = conv_weights(g, c, rng);
-          std::vector<testing::Attr> list;
-          if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
-          if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
-          if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
-          if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
-          g.output(g.node(std::string(kChannelsLastQLinearConv),
-                          {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), weights.w,
-                           weights.scale, weights.zero_point, g.scalar(c.extreme ? 40.0f : 0.1f),
-                           g.constant(int8_scalar(y_type, y_zp)), weights.bias},
-                          testing::Attributes(list), 1, std::string(kOnnxkitDomain))
-                       ->output(0));
-        });
-        ++seed;
+  for (auto [kernel, kernel_name] : kConvKernels) {
+    Int8ConvKernelOverride force(kernel);
+    uint64_t seed = 550;
+    for (const ConvCase& c : conv_cases()) {
+      for (auto [x_zp, y_zp] : kConvZeroPoints) {
+        for (DType y_type : {DType::kUInt8, DType::kInt8}) {
+          SCOPED_TRACE(std::string(kernel_name) + ": " + shape_to_string(c.x) + " * " +
+                       shape_to_string(c.w) + " zero points " + std::to_string(x_zp) + ", " +
+                       std::to_string(y_zp));
+          expect_bit_exact([&](GraphBuilder& g) {
+            std::mt19937_64 rng(seed);
+            Value* x =
+                g.input("x", int8_tensor(c.x_type, channels_last_shape(c.x), rng, c.extreme));
+            const ConvWeights weights = conv_weights(g, c, rng);
+            std::vector<testing::Attr> list;
+            if (!c.pads.empty()) list.push_back(testing::Attr::Ints("pads", c.pads));
+            if (!c.strides.empty()) list.push_back(testing::Attr::Ints("strides", c.strides));
+            if (!c.dilations.empty()) list.push_back(testing::Attr::Ints("dilations", c.dilations));
+            if (c.group != 1) list.push_back(testing::Attr::Int("group", c.group));
+            g.output(g.node(std::string(kChannelsLastQLinearConv),
+                            {x, g.scalar(0.03f), g.constant(int8_scalar(c.x_type, x_zp)), weights.w,
+                             weights.scale, weights.zero_point, g.scalar(c.extreme ? 40.0f : 0.1f),
+                             g.constant(int8_scalar(y_type, y_zp)), weights.bias},
+                            testing::Attributes(list), 1, std::string(kOnnxkitDomain))
+                         ->output(0));
+          });
+          ++seed;
+        }
       }
     }
   }
@@ -533,31 +546,36 @@ TEST(Int8Kernels, ChannelsLastMaxPoolMatchesReferenceAtEveryLevel) {
 // even. Also exact ties (multiplier 0.5), and both with a zero point of 0 (no rounding
 // post-op: the conversion to u8 rounds). Plain and channels-last, with VNNI and split weights.
 TEST(Int8Kernels, QLinearConvRoundsBeforeTheZeroPoint) {
-  for (auto [channels_last, y_zp, multiplier] :
-       {std::tuple{false, 200, 0.5f + 0x1p-23f}, std::tuple{true, 200, 0.5f + 0x1p-23f},
-        std::tuple{false, 0, 0.5f + 0x1p-23f}, std::tuple{true, 0, 0.5f + 0x1p-23f},
-        std::tuple{true, 200, 0.5f}, std::tuple{true, 0, 0.5f}}) {
-    SCOPED_TRACE(std::string(channels_last ? "channels-last" : "NCHW") + " zero point " +
-                 std::to_string(y_zp) + " multiplier " + std::to_string(multiplier));
-    expect_bit_exact([&](GraphBuilder& g) {
-      std::mt19937_64 rng(77);
-      const Shape x_shape{1, 16, 12, 12};
-      Tensor x(DType::kUInt8, channels_last ? channels_last_shape(x_shape) : x_shape);
-      std::uniform_int_distribution<int> small(0, 3);
-      for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<uint8_t>()[i] = small(rng);
-      Tensor w(DType::kInt8, {32, 16, 1, 1});
-      std::uniform_int_distribution<int> weight(-2, 2);
-      for (int64_t i = 0; i < w.numel(); ++i) w.mutable_data<int8_t>()[i] = weight(rng);
-      Tensor w_scale(DType::kFloat, {32});
-      for (int64_t m = 0; m < 32; ++m) w_scale.mutable_data<float>()[m] = multiplier;
-      const std::string op = channels_last ? std::string(kChannelsLastQLinearConv) : "QLinearConv";
-      g.output(g.node(op,
-                      {g.input("x", x), g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 0)),
-                       g.constant(w), g.constant(w_scale), g.constant(Tensor(DType::kInt8, {32})),
-                       g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, y_zp))},
-                      {}, 1, channels_last ? std::string(kOnnxkitDomain) : std::string())
-                   ->output(0));
-    });
+  for (auto [kernel, kernel_name] : kConvKernels) {
+    SCOPED_TRACE(kernel_name);
+    Int8ConvKernelOverride force(kernel);
+    for (auto [channels_last, y_zp, multiplier] :
+         {std::tuple{false, 200, 0.5f + 0x1p-23f}, std::tuple{true, 200, 0.5f + 0x1p-23f},
+          std::tuple{false, 0, 0.5f + 0x1p-23f}, std::tuple{true, 0, 0.5f + 0x1p-23f},
+          std::tuple{true, 200, 0.5f}, std::tuple{true, 0, 0.5f}}) {
+      SCOPED_TRACE(std::string(channels_last ? "channels-last" : "NCHW") + " zero point " +
+                   std::to_string(y_zp) + " multiplier " + std::to_string(multiplier));
+      expect_bit_exact([&](GraphBuilder& g) {
+        std::mt19937_64 rng(77);
+        const Shape x_shape{1, 16, 12, 12};
+        Tensor x(DType::kUInt8, channels_last ? channels_last_shape(x_shape) : x_shape);
+        std::uniform_int_distribution<int> small(0, 3);
+        for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<uint8_t>()[i] = small(rng);
+        Tensor w(DType::kInt8, {32, 16, 1, 1});
+        std::uniform_int_distribution<int> weight(-2, 2);
+        for (int64_t i = 0; i < w.numel(); ++i) w.mutable_data<int8_t>()[i] = weight(rng);
+        Tensor w_scale(DType::kFloat, {32});
+        for (int64_t m = 0; m < 32; ++m) w_scale.mutable_data<float>()[m] = multiplier;
+        const std::string op =
+            channels_last ? std::string(kChannelsLastQLinearConv) : "QLinearConv";
+        g.output(g.node(op,
+                        {g.input("x", x), g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, 0)),
+                         g.constant(w), g.constant(w_scale), g.constant(Tensor(DType::kInt8, {32})),
+                         g.scalar(1.0f), g.constant(int8_scalar(DType::kUInt8, y_zp))},
+                        {}, 1, channels_last ? std::string(kOnnxkitDomain) : std::string())
+                     ->output(0));
+      });
+    }
   }
 }
 
