@@ -75,6 +75,12 @@ class DynamicBatcher {
   // (including a refusal).
   std::future<Result<NamedValues>> submit(NamedValues inputs);
 
+  // Runs `inputs` once on every worker thread, ahead of queued requests, and waits for them:
+  // what a run builds per thread (its OpenMP thread team, oneDNN's per-thread objects) and per
+  // input shape (kernel plans, the memory plan) is then there before the first request.
+  // Not counted in stats(). Returns the first failure.
+  Status warm_up(const NamedValues& inputs);
+
   // Whether requests are merged: max_batch_size > 1 and every input and output of the model
   // has a dynamic first dim.
   bool merges_batches() const;
