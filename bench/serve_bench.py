@@ -132,8 +132,12 @@ def voluntary_switches(pid):
 
 
 def model_stats(port, name):
+    return model_counts(port, name)["inference_stats"]
+
+
+def model_counts(port, name):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{name}/stats") as answer:
-        return json.load(answer)["model_stats"][0]["inference_stats"]
+        return json.load(answer)["model_stats"][0]
 
 
 def alternate(args, model, body_file, header_length):
@@ -226,9 +230,16 @@ def main():
                     headers = [f"Inference-Header-Content-Length: {header_length}"] if fmt == "binary" else []
                     content_type = "application/octet-stream" if fmt == "binary" else "application/json"
                     for concurrency in [int(c) for c in args.concurrency.split(",")]:
+                        name = os.path.splitext(MODELS[model][0])[0]
+                        before, load = model_counts(port, name), os.getloadavg()[0]
                         result = hey(url, files[fmt], concurrency, args.duration, headers, content_type)
+                        after = model_counts(port, name)
+                        # Requests per session run: the mean batch size.
+                        executions = after["execution_count"] - before["execution_count"]
+                        inferences = after["inference_count"] - before["inference_count"]
                         row = {"model": model, "mode": mode, "format": fmt, "concurrency": concurrency,
-                               **result, "bare_ms": bare_ms}
+                               **result, "bare_ms": bare_ms, "load": round(load, 1),
+                               "mean_batch": round(inferences / executions, 2) if executions else None}
                         rows.append(row)
                         print(json.dumps(row), flush=True)
             finally:
@@ -257,12 +268,12 @@ def main():
     shutil.rmtree(folder, ignore_errors=True)
     if not rows:
         return 0
-    print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 | mean batch | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         bad = sum(n for c, n in r["codes"].items() if c != 200) + (1 if r["errors"] else 0)
         print(f"| {r['model']} | {r['mode']} | {r['format']} | {r['concurrency']} | {r['rps']:.1f} | "
-              f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {bad} |")
+              f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {bad} | {r['mean_batch']} | {r['load']} |")
 
 
 if __name__ == "__main__":
