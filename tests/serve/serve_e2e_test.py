@@ -564,7 +564,7 @@ class ServerOptionsTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
-    def test_warmup_on_every_instance_then_merged_batches_at_their_own_size(self):
+    def test_warmup_on_every_instance_then_batches_answer_each_request(self):
         # --warmup runs every batch size 4..1 on both workers before the server listens.
         server = Server(TINY_CNN, "--warmup", "--instances", "2", "--max-batch-size", "4",
                         "--max-queue-delay-us", "100000")
