@@ -65,7 +65,12 @@ def start_server(model_file, name, threads, batching, cache, max_batch_size=16):
         command += ["--max-batch-size", str(max_batch_size), "--max-queue-delay-us", "2000"]
     if cache:
         command += ["--cache", "local:256MiB"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # A session of its own, as a deployed server has: with the kernel's autogroups a server in
+    # this script's session shares one CPU share with `hey`, which on a busy machine favoured
+    # the unbatched server (ResNet-50 at concurrency 16, load 6: its worker waited 1.7 s of
+    # 10 s for a core, the batched one's 3.6 s, at the same CPU time per image).
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               start_new_session=True)
     line = process.stdout.readline()
     if "listening on" not in line:
         raise RuntimeError(f"server for {name} did not start: {line}")
@@ -132,8 +137,12 @@ def voluntary_switches(pid):
 
 
 def model_stats(port, name):
+    return model_counts(port, name)["inference_stats"]
+
+
+def model_counts(port, name):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{name}/stats") as answer:
-        return json.load(answer)["model_stats"][0]["inference_stats"]
+        return json.load(answer)["model_stats"][0]
 
 
 def alternate(args, model, body_file, header_length):
@@ -226,9 +235,16 @@ def main():
                     headers = [f"Inference-Header-Content-Length: {header_length}"] if fmt == "binary" else []
                     content_type = "application/octet-stream" if fmt == "binary" else "application/json"
                     for concurrency in [int(c) for c in args.concurrency.split(",")]:
+                        name = os.path.splitext(MODELS[model][0])[0]
+                        before, load = model_counts(port, name), os.getloadavg()[0]
                         result = hey(url, files[fmt], concurrency, args.duration, headers, content_type)
+                        after = model_counts(port, name)
+                        # Requests per session run: the mean batch size.
+                        executions = after["execution_count"] - before["execution_count"]
+                        inferences = after["inference_count"] - before["inference_count"]
                         row = {"model": model, "mode": mode, "format": fmt, "concurrency": concurrency,
-                               **result, "bare_ms": bare_ms}
+                               **result, "bare_ms": bare_ms, "load": round(load, 1),
+                               "mean_batch": round(inferences / executions, 2) if executions else None}
                         rows.append(row)
                         print(json.dumps(row), flush=True)
             finally:
@@ -257,12 +273,12 @@ def main():
     shutil.rmtree(folder, ignore_errors=True)
     if not rows:
         return 0
-    print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| model | mode | format | conc | req/s | p50 ms | p99 ms | non-200 | mean batch | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         bad = sum(n for c, n in r["codes"].items() if c != 200) + (1 if r["errors"] else 0)
         print(f"| {r['model']} | {r['mode']} | {r['format']} | {r['concurrency']} | {r['rps']:.1f} | "
-              f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {bad} |")
+              f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {bad} | {r['mean_batch']} | {r['load']} |")
 
 
 if __name__ == "__main__":

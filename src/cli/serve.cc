@@ -136,10 +136,11 @@ Command add_serve_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   command->add_flag("--warmup", args->config.warmup,
-                    "Run each model when it loads (at each padded batch size when it batches)");
-  command->add_flag("!--no-pad-batches", args->config.pad_batches,
-                    "Run merged batches at their own size instead of padding them to a power "
-                    "of two or --max-batch-size (more shapes to compile)");
+                    "Run each model when it loads, at each batch size its batches can have "
+                    "(up to 16 sizes; beyond, the powers of two, preferred sizes and the max)");
+  command->add_flag("--pad-batches,!--no-pad-batches", args->config.pad_batches,
+                    "Pad merged batches with zero rows to a power of two or --max-batch-size "
+                    "(fewer shapes to warm up; padded rows cost compute on every batch)");
   command->add_option(
       "--cache", args->cache,
       "Response cache: local:SIZE (e.g. local:256MiB) or redis://HOST:PORT[?ttl=S]");

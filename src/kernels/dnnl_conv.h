@@ -9,6 +9,7 @@
 // per-shape primitive cache), not meant for other kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -54,25 +55,54 @@ dnnl::memory scratch_memory(ScratchRole role, const dnnl::memory::desc& desc);
 // Primitives built per input shape at first use and kept. The key holds the shapes and the
 // thread count: oneDNN wants a primitive run with the thread count it was created for.
 // Thread-safe; a plan is built once even when several runs ask for it at the same time.
+// Bounded: past kMaxPlans shapes the least recently used plan goes, so a server batching
+// requests at every size up to its max batch keeps the sizes it runs warm instead of
+// rebuilding all of them whenever one more shape arrives.
 template <typename Plan>
 class PlanCache {
  public:
+  static constexpr size_t kMaxPlans = 32;
+
   template <typename Make>
   std::shared_ptr<const Plan> get(const std::vector<int64_t>& key, Make&& make) const {
     std::lock_guard lock(mutex_);
+    const uint64_t now = ++clock_;
     auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
-    // Dynamic shapes could grow this without bound; rebuilding a dropped plan is cheap.
-    if (plans_.size() >= kMaxPlans) plans_.clear();
+    if (it != plans_.end()) {
+      it->second.last_used = now;
+      return it->second.plan;
+    }
+    if (plans_.size() >= kMaxPlans) {
+      auto oldest = std::min_element(
+          plans_.begin(), plans_.end(),
+          [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
+      plans_.erase(oldest);
+    }
     auto plan = std::make_shared<const Plan>(make());
-    plans_.emplace(key, plan);
+    ++built_;
+    plans_.emplace(key, Entry{plan, now});
     return plan;
   }
 
+  // Plans built so far (rebuilt ones included), and plans held now.
+  size_t built() const {
+    std::lock_guard lock(mutex_);
+    return built_;
+  }
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return plans_.size();
+  }
+
  private:
-  static constexpr size_t kMaxPlans = 32;
+  struct Entry {
+    std::shared_ptr<const Plan> plan;
+    uint64_t last_used = 0;
+  };
   mutable std::mutex mutex_;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  mutable std::map<std::vector<int64_t>, Entry> plans_;
+  mutable uint64_t clock_ = 0;
+  mutable size_t built_ = 0;
 };
 
 // Where one convolution's windows lie, in oneDNN's terms (dilation 0 = dense).

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -100,6 +101,8 @@ struct DynamicBatcher::State {
   uint64_t requests_done = 0;
   uint64_t executions = 0;
   std::vector<std::thread> workers;
+  // warm_up() runs waiting for each worker (by index), taken before any request.
+  std::vector<std::deque<std::function<void()>>> worker_tasks;
 
   // Rows and merge key of a request that can join a merged batch; rows 0 otherwise (it
   // then runs alone and the session reports what is wrong with it).
@@ -151,10 +154,19 @@ struct DynamicBatcher::State {
     return std::find(preferred.begin(), preferred.end(), rows) != preferred.end();
   }
 
-  void worker_loop() {
+  void worker_loop(size_t worker) {
     std::unique_lock lock(mutex);
+    auto& tasks = worker_tasks[worker];
     for (;;) {
-      changed.wait(lock, [&] { return stopping || !queue.empty(); });
+      changed.wait(lock, [&] { return stopping || !queue.empty() || !tasks.empty(); });
+      if (!tasks.empty()) {
+        std::function<void()> task = std::move(tasks.front());
+        tasks.pop_front();
+        lock.unlock();
+        task();
+        lock.lock();
+        continue;
+      }
       if (queue.empty()) return;  // stopping, nothing left
       auto [picked, rows] = gather_batch();
       if (!stopping && !batch_ready(rows)) {
@@ -270,8 +282,9 @@ DynamicBatcher::DynamicBatcher(std::shared_ptr<const Session> session, BatcherOp
     merges = merges && first_dim_dynamic(info);
   }
   state_->merges = merges;
-  for (int i = 0; i < state_->options.workers; ++i) {
-    state_->workers.emplace_back([state = state_.get()] { state->worker_loop(); });
+  state_->worker_tasks.resize(static_cast<size_t>(state_->options.workers));
+  for (size_t i = 0; i < state_->worker_tasks.size(); ++i) {
+    state_->workers.emplace_back([state = state_.get(), i] { state->worker_loop(i); });
   }
 }
 
@@ -305,6 +318,29 @@ std::future<Result<NamedValues>> DynamicBatcher::submit(NamedValues inputs) {
       });
   if (!accepted.ok()) promise->set_value(accepted);
   return future;
+}
+
+Status DynamicBatcher::warm_up(const NamedValues& inputs) {
+  std::vector<std::future<Status>> runs;
+  {
+    std::lock_guard guard(state_->mutex);
+    if (state_->stopping) return Status::error("the batcher is stopping");
+    for (auto& tasks : state_->worker_tasks) {
+      auto promise = std::make_shared<std::promise<Status>>();
+      runs.push_back(promise->get_future());
+      tasks.push_back([session = state_->session.get(), &inputs, promise] {
+        Result<NamedValues> outputs = session->run(inputs);
+        promise->set_value(outputs.ok() ? Status() : Status::error(outputs.error()));
+      });
+    }
+  }
+  state_->changed.notify_all();
+  Status first_failure;
+  for (auto& run : runs) {
+    Status status = run.get();
+    if (!status.ok() && first_failure.ok()) first_failure = std::move(status);
+  }
+  return first_failure;
 }
 
 bool DynamicBatcher::merges_batches() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -45,8 +46,9 @@ bool version_less(const std::string& a, const std::string& b) {
 }
 
 // Runs the model on zeros (dynamic dims 1, the batch dim at each of `batch_sizes`) so the
-// first requests do not pay for first-touch allocations and oneDNN's primitive creation.
-// The runs go through the batcher, onto the worker thread that runs requests: libgomp keeps
+// first requests do not pay for first-touch allocations, the memory plan and oneDNN's
+// primitive creation of their shape. The runs go through the batcher, onto every worker
+// thread that runs requests (each has its own thread team and oneDNN objects): libgomp keeps
 // a thread team per thread that starts parallel regions, and a team left behind on the
 // loading thread counts against the cores. With more libgomp threads than cores, libgomp
 // stops spinning between parallel regions and every region of a run then pays a futex sleep
@@ -62,9 +64,9 @@ void warm_up(DynamicBatcher& batcher, const std::vector<ValueInfo>& model_inputs
       if (!shape.empty() && !info.shape->front().is_known()) shape[0] = batch;
       inputs.emplace_back(info.name, Tensor(info.dtype, shape));
     }
-    Result<NamedValues> result = batcher.submit(std::move(inputs)).get();
-    if (!result.ok()) {
-      std::cerr << "onnxkit serve: warmup of " << what << ": " << result.error() << "\n";
+    Status status = batcher.warm_up(inputs);
+    if (!status.ok()) {
+      std::cerr << "onnxkit serve: warmup of " << what << ": " << status.message() << "\n";
       return;
     }
   }
@@ -92,6 +94,26 @@ std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size) {
   std::vector<int64_t> sizes;
   for (int64_t size = 2; size < max_batch_size; size *= 2) sizes.push_back(size);
   if (max_batch_size > 1) sizes.push_back(max_batch_size);
+  return sizes;
+}
+
+std::vector<int64_t> warmup_batch_sizes(const ModelConfig& config, bool merges) {
+  std::vector<int64_t> sizes{1};
+  if (merges && config.max_batch_size > 1) {
+    if (config.pad_batches) {
+      sizes = padded_batch_sizes(config.max_batch_size);
+    } else if (config.max_batch_size <= kWarmupAllSizesUpTo) {
+      for (int64_t size = 2; size <= config.max_batch_size; ++size) sizes.push_back(size);
+    } else {
+      sizes = padded_batch_sizes(config.max_batch_size);
+      for (int64_t size : config.preferred_batch_sizes) {
+        if (size > 1 && size <= config.max_batch_size) sizes.push_back(size);
+      }
+    }
+    sizes.push_back(1);
+  }
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
 }
 
@@ -281,11 +303,9 @@ std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_vers
     batching.workers = config.instances;
     instance->batcher = std::make_unique<DynamicBatcher>(instance->session, batching);
     if (config.warmup) {
-      std::vector<int64_t> sizes{1};
-      if (instance->batcher->merges_batches()) {
-        for (int64_t size : batching.padded_batch_sizes) sizes.push_back(size);
-      }
-      warm_up(*instance->batcher, instance->inputs, sizes, name + " version " + version);
+      warm_up(*instance->batcher, instance->inputs,
+              warmup_batch_sizes(config, instance->batcher->merges_batches()),
+              name + " version " + version);
     }
     loaded[version] = std::move(instance);
   }

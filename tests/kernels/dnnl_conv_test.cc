@@ -1086,5 +1086,26 @@ TEST(DnnlBlockedTest, BlockedConvOnPaddedChannels) {
   }
 }
 
+// A server batching at every size up to its max batch asks the kernels for one plan per
+// size; past the cache's bound only the least recently used plan is dropped, so the sizes in
+// use are never rebuilt.
+TEST(DnnlPlanCacheTest, KeepsTheShapesInUseWhenFull) {
+  dnnl_util::PlanCache<int64_t> cache;
+  constexpr int64_t kMax = static_cast<int64_t>(dnnl_util::PlanCache<int64_t>::kMaxPlans);
+  auto get = [&](int64_t batch) {
+    return *cache.get({batch, 3, 224, 224}, [&] { return batch * 10; });
+  };
+  for (int64_t batch = 1; batch <= kMax; ++batch) EXPECT_EQ(get(batch), batch * 10);
+  EXPECT_EQ(cache.built(), static_cast<size_t>(kMax));
+  for (int64_t batch = 2; batch <= kMax; ++batch) get(batch);  // all but batch 1 used again
+  EXPECT_EQ(cache.built(), static_cast<size_t>(kMax)) << "a cached shape was rebuilt";
+  EXPECT_EQ(get(kMax + 1), (kMax + 1) * 10);  // full: evicts batch 1 only
+  EXPECT_EQ(cache.size(), static_cast<size_t>(kMax));
+  for (int64_t batch = 2; batch <= kMax + 1; ++batch) get(batch);
+  EXPECT_EQ(cache.built(), static_cast<size_t>(kMax) + 1) << "a plan in use was evicted";
+  EXPECT_EQ(get(1), 10);  // the evicted one is built again
+  EXPECT_EQ(cache.built(), static_cast<size_t>(kMax) + 2);
+}
+
 }  // namespace
 }  // namespace onnxkit

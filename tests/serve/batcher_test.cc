@@ -11,6 +11,7 @@
 
 #include "onnxkit/batcher.h"
 #include "onnxkit/session.h"
+#include "serve/model_repository.h"
 
 namespace onnxkit {
 namespace {
@@ -213,6 +214,118 @@ TEST(BatcherTest, WithoutBatchingEveryRequestRunsAlone) {
     EXPECT_EQ(outputs.value()[0].second.tensor().shape(), (Shape{2, 10}));
   }
   EXPECT_EQ(batcher.stats().executions, 4u);
+}
+
+TEST(BatcherTest, MergedBatchesRunAtTheirOwnSizeAndReuseTheShapesPlan) {
+  auto session = tiny_cnn();
+  BatcherOptions options;
+  options.max_batch_size = 8;
+  options.max_queue_delay_us = 10'000'000;
+  options.preferred_batch_sizes = {3};  // three one-row requests run at once, unpadded
+  DynamicBatcher batcher(session, options);
+  // What each request gets alone, computed before the plan counts are read.
+  std::vector<NamedValues> alone;
+  for (uint64_t seed = 0; seed < 9; ++seed) alone.push_back(session->run(frames(1, seed)).value());
+  auto run_three = [&](uint64_t first_seed) {
+    std::mutex mutex;
+    std::condition_variable all_done;
+    std::vector<BatchTiming> timings;
+    for (uint64_t i = 0; i < 3; ++i) {
+      NamedValues inputs = frames(1, first_seed + i);
+      ASSERT_TRUE(batcher
+                      .submit(inputs,
+                              [&, expected = alone[first_seed + i]](Result<NamedValues> outputs,
+                                                                    const BatchTiming& timing) {
+                                if (outputs.ok()) {
+                                  expect_same(outputs.value(), expected);
+                                } else {
+                                  ADD_FAILURE() << outputs.error();
+                                }
+                                std::lock_guard guard(mutex);
+                                timings.push_back(timing);
+                                all_done.notify_all();
+                              })
+                      .ok());
+    }
+    std::unique_lock lock(mutex);
+    all_done.wait(lock, [&] { return timings.size() == 3; });
+    for (const BatchTiming& timing : timings) EXPECT_EQ(timing.batch_size, 3);
+  };
+  const size_t plans_before = session->memory_plan_stats().plans;  // the one-row shape
+  run_three(0);
+  const MemoryPlanStats after_first = session->memory_plan_stats();
+  EXPECT_EQ(after_first.plans, plans_before + 1) << "a batch of 3 ran at another shape";
+  run_three(3);
+  run_three(6);
+  const MemoryPlanStats after_more = session->memory_plan_stats();
+  EXPECT_EQ(after_more.plans, after_first.plans) << "the 3-row shape was planned again";
+  EXPECT_GE(after_more.planned_runs, after_first.planned_runs + 2)
+      << "later batches of 3 did not follow the shape's plan";
+  EXPECT_EQ(batcher.stats().executions, 3u);
+}
+
+TEST(BatcherTest, WarmUpRunsOnEveryWorkerBeforeRequestsAndIsNotCounted) {
+  auto session = tiny_cnn();
+  BatcherOptions options;
+  options.max_batch_size = 8;
+  options.workers = 2;
+  DynamicBatcher batcher(session, options);
+  // One worker is held in a request's callback; the warm-up needs that worker too, so it
+  // cannot finish on the other one alone.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool running = false, release = false;
+  ASSERT_TRUE(batcher
+                  .submit(frames(1, 0),
+                          [&](Result<NamedValues>, const BatchTiming&) {
+                            std::unique_lock lock(mutex);
+                            running = true;
+                            changed.notify_all();
+                            changed.wait(lock, [&] { return release; });
+                          })
+                  .ok());
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return running; });
+  }
+  const size_t plans_before = session->memory_plan_stats().plans;
+  auto warm = std::async(std::launch::async, [&] { return batcher.warm_up(frames(5, 1)); });
+  EXPECT_EQ(warm.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "the warm-up finished while a worker had not run it";
+  {
+    std::lock_guard guard(mutex);
+    release = true;
+  }
+  changed.notify_all();
+  Status warmed = warm.get();
+  EXPECT_TRUE(warmed.ok()) << warmed.message();
+  EXPECT_EQ(session->memory_plan_stats().plans, plans_before + 1);  // the 5-row shape
+  EXPECT_EQ(batcher.stats().requests, 1u);
+  EXPECT_EQ(batcher.stats().executions, 1u);
+  NamedValues wrong_dtype{{"input", Tensor(DType::kInt64, {1, 3, 32, 32})}};
+  Status failed = batcher.warm_up(wrong_dtype);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("input"), std::string::npos) << failed.message();
+  batcher.stop();
+  EXPECT_FALSE(batcher.warm_up(frames(1, 2)).ok());
+}
+
+TEST(BatcherTest, WarmUpCoversTheBatchSizesTheBatcherRuns) {
+  using serve::ModelConfig;
+  using serve::warmup_batch_sizes;
+  using Sizes = std::vector<int64_t>;
+  ModelConfig config;
+  config.max_batch_size = 6;
+  EXPECT_EQ(warmup_batch_sizes(config, true), (Sizes{6, 5, 4, 3, 2, 1}));  // unpadded: all
+  EXPECT_EQ(warmup_batch_sizes(config, false), (Sizes{1}));                // never merges
+  config.pad_batches = true;
+  EXPECT_EQ(warmup_batch_sizes(config, true), (Sizes{6, 4, 2, 1}));
+  config.pad_batches = false;
+  config.max_batch_size = 64;  // too many sizes: powers of two, preferred, max
+  config.preferred_batch_sizes = {24, 100};
+  EXPECT_EQ(warmup_batch_sizes(config, true), (Sizes{64, 32, 24, 16, 8, 4, 2, 1}));
+  config.max_batch_size = 0;
+  EXPECT_EQ(warmup_batch_sizes(config, true), (Sizes{1}));
 }
 
 TEST(BatcherTest, BadOptionsAreErrors) {

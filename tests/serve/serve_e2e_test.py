@@ -564,6 +564,23 @@ class ServerOptionsTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_warmup_on_every_instance_then_batches_answer_each_request(self):
+        # --warmup runs every batch size 4..1 on both workers before the server listens.
+        server = Server(TINY_CNN, "--warmup", "--instances", "2", "--max-batch-size", "4",
+                        "--max-queue-delay-us", "100000")
+        try:
+            self.assertNotIn("warmup", server.errors())
+            client = server.client(concurrency=3)
+            datas = [image(300 + i) for i in range(3)]
+            pending = [client.async_infer("tiny_cnn", [cnn_input(d)]) for d in datas]
+            results = [p.get_result().as_numpy("logits") for p in pending]
+            whole = client.infer("tiny_cnn", [cnn_input(np.concatenate(datas))]).as_numpy("logits")
+            np.testing.assert_allclose(np.concatenate(results), whole, rtol=1e-4, atol=1e-5)
+            stats = client.get_inference_statistics("tiny_cnn")["model_stats"][0]
+            self.assertEqual(stats["inference_count"], 4)  # the warm-up runs are no requests
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_sigterm_answers_requests_in_flight_then_exits_0(self):
         server = Server(TINY_CNN, "--max-batch-size", "64", "--max-queue-delay-us", "3000000")
         results = []
