@@ -28,7 +28,16 @@ if [ "${1:-}" = "--no-build" ]; then
   shift
 fi
 
+# Campaigns on several targets at once share build-fuzz/: one configure and build at a time.
 build_targets() {
+  mkdir -p "$build_dir"
+  (
+    flock 9
+    configure_and_build
+  ) 9>"$build_dir/.build.lock"
+}
+
+configure_and_build() {
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR=1
   # One OpenMP runtime, libgomp, as in the g++ build (oneDNN uses it): clang gets a copy of
   # GCC's omp.h alone (not GCC's whole include folder), less the GCC-only
@@ -49,8 +58,7 @@ build_targets() {
     -DONNXKIT_FUZZ=ON -DONNXKIT_BUILD_TESTS=OFF \
     -DOpenMP_CXX_FLAGS="-fopenmp=libgomp -isystem $gomp_include" -DOpenMP_CXX_LIB_NAMES=gomp \
     -DOpenMP_gomp_LIBRARY="$libgomp" >/dev/null
-  # Campaigns on several targets at once share build-fuzz/: one ninja at a time.
-  flock "$build_dir/.build.lock" ninja -C "$build_dir" -j "${ONNXKIT_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
+  ninja -C "$build_dir" -j "${ONNXKIT_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
 }
 
 if [ "${1:-}" = "--build" ]; then

@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "onnx/onnx_checks.h"
 #include "ops/shape_vector.h"
@@ -323,6 +324,7 @@ class Engine {
       trial_failed_ = true;
       return;
     }
+    if (trial_) visited_.insert(&node);
     std::optional<std::vector<ValueType>> outputs;
     try {
       // The op's own rule judges the node first: libonnx's inference functions trust what
@@ -377,6 +379,12 @@ class Engine {
   // the model's nodes on the way.
   bool trial_node(const Node& node, int64_t opset, const OpRegistration* registration) {
     if (!whole_model_libonnx_may_infer(node, opset, registration)) return false;
+    // libonnx takes the nodes in file order: an input computed by a later node has no type
+    // yet there, and its data propagation (a Shape of it) dereferences the missing type.
+    for (const Value* input : node.inputs()) {
+      const Node* producer = input ? input->producer() : nullptr;
+      if (producer && !visited_.contains(producer)) return false;
+    }
     const bool in_main_graph = node.graph() == &model_.graph();
     if (in_main_graph) ++model_nodes_;
     // Subgraphs are judged whether or not the node's rule infers them.
@@ -518,6 +526,7 @@ class Engine {
   bool trial_failed_ = false;
   size_t model_nodes_ = 0;
   std::vector<std::pair<Value*, ValueType>> undo_;  // each type a trial replaced, in order
+  std::unordered_set<const Node*> visited_;         // the nodes a trial has taken so far
 };
 
 // The number of nodes (those of subgraphs included) when libonnx's whole-model inference may
