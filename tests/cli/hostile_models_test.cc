@@ -2,6 +2,7 @@
 // onnxkit binary: each case in cases.txt must end with its exit code and one line naming
 // what is wrong, quickly and without memory beyond what a tiny valid model takes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -18,7 +19,7 @@ const fs::path kHostile = fs::path(ONNXKIT_SOURCE_DIR) / "tests/data/hostile";
 
 struct HostileCase {
   std::string model;
-  std::string command;  // run | simplify | inspect
+  std::string command;  // run | simplify | inspect | bench | quantize | quantize-static
   int exit_code = 1;
   std::string fragment;  // the error line must contain it
 };
@@ -48,6 +49,14 @@ std::string command_line(const std::string& command, const fs::path& model,
     // The check forced: --check-n auto skips it on a model this big (the hostile sizes are
     // what it must refuse to run), and simplifying alone would succeed.
     return binary + " simplify --check-n 1 " + model.string() + " " +
+           (out_dir / "out.onnx").string() + stderr_only;
+  }
+  if (command == "bench") {
+    return binary + " bench --iterations 1 --warmup 0 " + model.string() + stderr_only;
+  }
+  if (command == "quantize" || command == "quantize-static") {
+    const std::string mode = command == "quantize" ? "" : " --mode static --calibration-samples 1";
+    return binary + " quantize" + mode + " " + model.string() + " " +
            (out_dir / "out.onnx").string() + stderr_only;
   }
   return binary + " inspect " + model.string() + (command == "inspect" ? "" : stderr_only);
@@ -84,8 +93,30 @@ TEST(HostileModels, EachFailsWithOneLineQuicklyAndInLittleMemory) {
     EXPECT_LT(result.cpu_seconds, 1.0) << output;
     EXPECT_LT(result.peak_rss_kib, baseline_kib + 32 * 1024)
         << "peak RSS " << result.peak_rss_kib << " KiB, a tiny model takes " << baseline_kib;
-    EXPECT_FALSE(fs::exists(dir.path() / "out.onnx")) << "a hostile model was simplified";
+    EXPECT_FALSE(c.exit_code != 0 && fs::exists(dir.path() / "out.onnx"))
+        << "a hostile model was written out";
     fs::remove(dir.path() / "out.onnx");
+  }
+}
+
+// A model path that names a FIFO or a folder: refused at once. Opening a FIFO for reading
+// waited for a writer forever (`timeout` ends the command if it still does).
+TEST(HostileModels, AFifoOrAFolderAsTheModelFailsAtOnce) {
+  testing::TempDir dir;
+  const fs::path fifo = dir / "model.onnx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path folder = dir / "folder.onnx";
+  fs::create_directory(folder);
+  for (const fs::path& path : {fifo, folder}) {
+    for (const char* command : {"run --random", "inspect"}) {
+      SCOPED_TRACE(path.string() + " " + command);
+      auto result = testing::run_command("timeout 20 " + testing::onnxkit_binary() + " " +
+                                         command + " " + path.string() + " 2>&1 >/dev/null");
+      EXPECT_EQ(result.exit_code, 1) << result.output;
+      EXPECT_NE(result.output.find(path.string()), std::string::npos) << result.output;
+      EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1)
+          << result.output;
+    }
   }
 }
 
