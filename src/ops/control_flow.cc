@@ -66,11 +66,11 @@ void check_if(const KernelCreateContext& context) {
   const Graph& then_branch = required_graph(context, "then_branch");
   const Graph& else_branch = required_graph(context, "else_branch");
   const size_t outputs = context.node().outputs().size();
-  for (const auto& [name, branch] : {std::pair{"then_branch", &then_branch},
-                                     std::pair{"else_branch", &else_branch}}) {
+  for (const auto& [name, branch] :
+       {std::pair{"then_branch", &then_branch}, std::pair{"else_branch", &else_branch}}) {
     if (branch->outputs().size() != outputs) {
-      context.fail("{} returns {} values, the node has {} outputs", name,
-                   branch->outputs().size(), outputs);
+      context.fail("{} returns {} values, the node has {} outputs", name, branch->outputs().size(),
+                   outputs);
     }
   }
   for (size_t i = 0; i < outputs; ++i) {
@@ -97,9 +97,10 @@ void check_loop(const KernelCreateContext& context) {
                  body.inputs().size(), carried + 2, carried);
   }
   if (body.outputs().size() != node.outputs().size() + 1 || node.outputs().size() < carried) {
-    context.fail("body returns {} outputs, expected the condition and one per output of the "
-                 "node ({}, {} of them carried)",
-                 body.outputs().size(), node.outputs().size(), carried);
+    context.fail(
+        "body returns {} outputs, expected the condition and one per output of the "
+        "node ({}, {} of them carried)",
+        body.outputs().size(), node.outputs().size(), carried);
   }
   for (size_t i = 0; i < carried; ++i) {
     const DType taken = declared_elem_type(body.inputs()[2 + i]);

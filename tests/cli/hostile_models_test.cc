@@ -110,12 +110,11 @@ TEST(HostileModels, AFifoOrAFolderAsTheModelFailsAtOnce) {
   for (const fs::path& path : {fifo, folder}) {
     for (const char* command : {"run --random", "inspect"}) {
       SCOPED_TRACE(path.string() + " " + command);
-      auto result = testing::run_command("timeout 20 " + testing::onnxkit_binary() + " " +
-                                         command + " " + path.string() + " 2>&1 >/dev/null");
+      auto result = testing::run_command("timeout 20 " + testing::onnxkit_binary() + " " + command +
+                                         " " + path.string() + " 2>&1 >/dev/null");
       EXPECT_EQ(result.exit_code, 1) << result.output;
       EXPECT_NE(result.output.find(path.string()), std::string::npos) << result.output;
-      EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1)
-          << result.output;
+      EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
     }
   }
 }
