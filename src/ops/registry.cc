@@ -119,6 +119,11 @@ std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& c
   if (!registration) {
     const std::string domain = domain_label(node.domain());
     if (knows(node.domain(), node.op_type())) {
+      // Model::opset_version gives -1 for a domain the model does not import.
+      if (context.opset() < 1) {
+        fail("{}: {} opset {} is no opset version (missing from opset_import, or below 1)",
+             node.describe(), domain, context.opset());
+      }
       fail("{}: no kernel for {} opset {}", node.describe(), domain, context.opset());
     }
     fail("{}: operator {}::{} is not implemented", node.describe(), domain, node.op_type());
