@@ -395,6 +395,9 @@ def build(folder):
     models["opset_imported_twice"] = model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])], [out("y")],
         opset=OPSET + [helper.make_opsetid("", 9)])
+    models["opset_not_imported"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])], [out("y")],
+        opset=[])
     models["ir_version_0"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                                    [inp("x", shape=[2])], [out("y")])
     models["ir_version_0"].ir_version = 0
