@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "../test_util.h"
@@ -116,6 +117,32 @@ TEST(HostileModels, AFifoOrAFolderAsTheModelFailsAtOnce) {
       EXPECT_NE(result.output.find(path.string()), std::string::npos) << result.output;
       EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
     }
+  }
+}
+
+// simplify and quantize with --save-as-external-data write OUT.data beside OUT: where the
+// input keeps its weights, that would replace them (the input then read the output's).
+TEST(HostileModels, SavingExternalDataNeverReplacesTheInputsWeights) {
+  testing::TempDir dir;
+  for (const char* file : {"weights_in_out_onnx_data.onnx", "out.onnx.data"}) {
+    fs::copy_file(kHostile / file, dir / file);
+  }
+  const auto weights = [&] {
+    std::ifstream in(dir / "out.onnx.data", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = weights();
+  for (const char* command : {"simplify", "quantize"}) {
+    SCOPED_TRACE(command);
+    auto result = testing::run_command(testing::onnxkit_binary() + " " + command +
+                                       " --save-as-external-data " +
+                                       (dir / "weights_in_out_onnx_data.onnx").string() + " " +
+                                       (dir / "out.onnx").string() + " 2>&1 >/dev/null");
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_NE(result.output.find("the input model reads its tensor 'w' from it"), std::string::npos)
+        << result.output;
+    EXPECT_FALSE(fs::exists(dir / "out.onnx"));
+    EXPECT_EQ(weights(), before);
   }
 }
 

@@ -505,6 +505,21 @@ def build(folder):
         save(folder, name, m)
     with open(os.path.join(folder, "small.bin"), "wb") as f:
         f.write(b"\0" * 64)
+    # A model whose weights live where `quantize/simplify --save-as-external-data M out.onnx`
+    # writes its own: out.onnx.data. Saving must not replace the input's weights.
+    weights = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    with open(os.path.join(folder, "out.onnx.data"), "wb") as f:
+        f.write(weights.tobytes())
+    w = raw_tensor("w", TensorProto.FLOAT, [64, 64], b"")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "out.onnx.data"), ("offset", "0"),
+                       ("length", str(weights.nbytes))):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    save(folder, "weights_in_out_onnx_data",
+         model([helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+               [inp("x", shape=[1, 64])], [out("y", shape=[1, 64])], [w]))
     for link, target in (("dev_zero.bin", "/dev/zero"), ("passwd_link.bin", "/etc/passwd")):
         path = os.path.join(folder, link)
         if os.path.lexists(path):
