@@ -100,15 +100,20 @@ TEST(HostileModels, EachFailsWithOneLineQuicklyAndInLittleMemory) {
   }
 }
 
-// A model path that names a FIFO or a folder: refused at once. Opening a FIFO for reading
+// A model path that names a FIFO or a folder, or external data in a FIFO: refused at once. Opening a FIFO for reading
 // waited for a writer forever (`timeout` ends the command if it still does).
-TEST(HostileModels, AFifoOrAFolderAsTheModelFailsAtOnce) {
+TEST(HostileModels, AFifoOrAFolderAsTheModelOrItsDataFailsAtOnce) {
   testing::TempDir dir;
   const fs::path fifo = dir / "model.onnx";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const fs::path folder = dir / "folder.onnx";
   fs::create_directory(folder);
-  for (const fs::path& path : {fifo, folder}) {
+  // And a FIFO where a model keeps its external data.
+  const fs::path external = dir / "external";
+  fs::create_directory(external);
+  fs::copy_file(kHostile / "weights_in_out_onnx_data.onnx", external / "model.onnx");
+  ASSERT_EQ(::mkfifo((external / "out.onnx.data").c_str(), 0600), 0);
+  for (const fs::path& path : {fifo, folder, external / "model.onnx"}) {
     for (const char* command : {"run --random", "inspect"}) {
       SCOPED_TRACE(path.string() + " " + command);
       auto result = testing::run_command("timeout 20 " + testing::onnxkit_binary() + " " + command +
