@@ -454,6 +454,10 @@ def build(folder):
     models["sum_100000_inputs"] = model(
         [helper.make_node("Sum", ["x"] * 100000, ["y"], name="sum")], [inp("x", shape=[2])],
         [out("y")])
+    # 30,000 graph outputs: the check's search of the expected outputs was quadratic in them.
+    models["graph_outputs_30000"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])],
+        [out("y")] * 30000)
     # Constants and attributes out of range for the op that reads them.
     opset20 = [helper.make_opsetid("", 20)]
     models["center_crop_pad_2p31"] = model(
