@@ -354,6 +354,7 @@ int run_quantize(const QuantizeArgs& args) {
   auto loaded = load_model(input);
   if (!loaded) fail("{}", loaded.error());
   Model model = std::move(loaded).value();
+  check_output_spares_input_data(model, input, output);
   std::shared_ptr<SampleFolder> folder;
   if (!args.calibration_data.empty()) {
     folder = std::make_shared<SampleFolder>(args.calibration_data, model_inputs(model));

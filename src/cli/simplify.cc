@@ -275,6 +275,7 @@ int run_simplify(const SimplifyArgs& args) {
   auto loaded = load_model(input);
   if (!loaded) fail("{}", loaded.error());
   Model model = std::move(loaded).value();
+  check_output_spares_input_data(model, input, output);
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
   options.reload = [&] { return load_model(input); };
   options.progress = [&](std::string_view phase) { progress.phase(phase); };

@@ -83,7 +83,9 @@ std::shared_ptr<Buffer> allocate_long_lived(size_t bytes) {
 }
 
 std::shared_ptr<const FileMapping> FileMapping::open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (refused below) would otherwise wait for a writer that may
+  // never come; reads of a regular file ignore the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

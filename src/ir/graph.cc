@@ -141,7 +141,7 @@ void Graph::remove_value(Value* value) {
     fail("internal: value '{}' is still referenced and cannot be removed", value->name());
   }
   if (value->has_initializer()) remove_initializer(value);
-  std::erase(value_info_, value);
+  if (value->value_info_entry_) value_info_.erase(*value->value_info_entry_);
   std::erase_if(sparse_initializers_, [&](const auto& entry) { return entry.first == value; });
   values_.erase(value->name());
 }
@@ -204,9 +204,9 @@ void Graph::add_sparse_initializer(Value* value, SparseTensor tensor) {
 }
 
 void Graph::add_value_info(Value* value) {
-  if (std::find(value_info_.begin(), value_info_.end(), value) == value_info_.end()) {
-    value_info_.push_back(value);
-  }
+  if (value->graph_ != this) fail("internal: value '{}' is not in this graph", value->name());
+  if (value->value_info_entry_) return;
+  value->value_info_entry_ = value_info_.insert(value_info_.end(), value);
 }
 
 std::vector<Node*> Graph::nodes() const {

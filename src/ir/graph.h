@@ -69,6 +69,9 @@ class Value {
   size_t producer_output_ = 0;
   std::vector<Use> uses_;
   std::optional<Tensor> initializer_;
+  // Where the graph's value_info lists it: constant-time listing and removal, which a
+  // graph of a million values needs.
+  std::optional<std::list<Value*>::iterator> value_info_entry_;
 };
 
 class Node {
@@ -182,7 +185,7 @@ class Graph {
   void add_sparse_initializer(Value* value, SparseTensor tensor);
 
   // Values whose types were listed in value_info, in order.
-  const std::vector<Value*>& value_info() const { return value_info_; }
+  std::vector<Value*> value_info() const { return {value_info_.begin(), value_info_.end()}; }
   void add_value_info(Value* value);
 
   std::vector<QuantizationAnnotation>& quantization_annotations() { return quant_annotations_; }
@@ -229,7 +232,7 @@ class Graph {
   Node return_node_;
   std::vector<Value*> initializers_;
   std::vector<std::pair<Value*, SparseTensor>> sparse_initializers_;
-  std::vector<Value*> value_info_;
+  std::list<Value*> value_info_;
   std::vector<QuantizationAnnotation> quant_annotations_;
 };
 

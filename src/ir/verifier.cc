@@ -1,6 +1,9 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <utility>
 
 namespace onnxkit {
 namespace {
@@ -17,7 +20,29 @@ std::string graph_label(const Graph& graph) {
   return graph.name().empty() ? std::string("<unnamed graph>") : "graph '" + graph.name() + "'";
 }
 
-void check_value_visible(const Graph& graph, const Node* node, size_t index, const Value* value) {
+// Whether a value's use list holds (node, input): a scan of the list, or a lookup in a set built
+// once per value for a value read many times (one node reading it 100,000 times made the scans
+// quadratic).
+class UseLookup {
+ public:
+  bool contains(const Value* value, const Node* node, size_t input) {
+    const auto& uses = value->uses();
+    const Use use{const_cast<Node*>(node), input};
+    if (uses.size() < kScanUpTo) return std::find(uses.begin(), uses.end(), use) != uses.end();
+    auto [entry, added] = sets_.try_emplace(value);
+    if (added) {
+      for (const Use& u : uses) entry->second.emplace(u.node, u.input);
+    }
+    return entry->second.contains({use.node, use.input});
+  }
+
+ private:
+  static constexpr size_t kScanUpTo = 32;
+  std::unordered_map<const Value*, std::set<std::pair<const Node*, size_t>>> sets_;
+};
+
+void check_value_visible(const Graph& graph, const Node* node, size_t index, const Value* value,
+                         UseLookup& lookup) {
   if (!graph.is_within(value->graph())) {
     fail("{}: {} input {} '{}' belongs to a graph that does not enclose it", graph_label(graph),
          node->describe(), index, value->name());
@@ -26,19 +51,21 @@ void check_value_visible(const Graph& graph, const Node* node, size_t index, con
     fail("{}: {} input {} '{}' is not produced by any node, graph input or initializer",
          graph_label(graph), node->describe(), index, value->name());
   }
-  const auto& uses = value->uses();
-  if (std::find(uses.begin(), uses.end(), Use{const_cast<Node*>(node), index}) == uses.end()) {
+  if (!lookup.contains(value, node, index)) {
     fail("{}: use list of '{}' misses {} input {}", graph_label(graph), value->name(),
          node->describe(), index);
   }
 }
 
 void verify_recursive(const Graph& graph) {
+  UseLookup lookup;
   for (const Node* node : graph.nodes()) {
     if (node->graph() != &graph)
       fail("{}: {} has a wrong owner", graph_label(graph), node->describe());
     for (size_t i = 0; i < node->inputs().size(); ++i) {
-      if (const Value* value = node->inputs()[i]) check_value_visible(graph, node, i, value);
+      if (const Value* value = node->inputs()[i]) {
+        check_value_visible(graph, node, i, value, lookup);
+      }
     }
     for (size_t i = 0; i < node->outputs().size(); ++i) {
       const Value* value = node->outputs()[i];
@@ -67,9 +94,7 @@ void verify_recursive(const Graph& graph) {
            graph_label(graph), output->name());
     }
     // An output naming a value of an enclosing graph is a use of it (graph.h).
-    const auto& uses = output->uses();
-    const bool listed = std::find(uses.begin(), uses.end(),
-                                  Use{const_cast<Node*>(graph.return_node()), i}) != uses.end();
+    const bool listed = lookup.contains(output, graph.return_node(), i);
     if (listed != (output->graph() != &graph)) {
       fail("{}: use list of '{}' {} output {}", graph_label(graph), output->name(),
            listed ? "wrongly lists" : "misses", i);

@@ -382,6 +382,12 @@ Status convert_opset_libonnx(Model& model, int64_t target) {
     const int64_t current = model.opset_version("");
     if (current == target) return;
     const int64_t known = max_known_opset("");
+    // -1: the model imports no ai.onnx opset at all.
+    if (current < 1) {
+      fail(
+          "the model imports {} (ai.onnx opsets start at 1), so it has no opset to convert from",
+          current < 0 ? std::string("no ai.onnx opset") : fmt::format("ai.onnx opset {}", current));
+    }
     if (target < 1 || target > known || current > known) {
       fail("libonnx {} converts opsets 1 to {}, not {} to {}", libonnx_version(), known, current,
            target);

@@ -1,5 +1,6 @@
 #include "onnx/proto_convert.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -402,11 +403,65 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
                       bool main_graph);
 void graph_to_proto(const Graph& graph, onnx::GraphProto& proto, WriteContext& context);
 
+// ONNX's rules for a sparse tensor: values [NNZ]; int64 indices either [NNZ] (offsets into the
+// dense tensor) or [NNZ, rank] (coordinates), inside the dims and strictly increasing. Whoever
+// densifies it later writes at these offsets, so they are checked here, once.
+void check_sparse(const SparseTensor& sparse, const std::string& name) {
+  const std::string shape = shape_to_string(sparse.dims);
+  if (std::any_of(sparse.dims.begin(), sparse.dims.end(), [](int64_t d) { return d < 0; })) {
+    fail("sparse tensor '{}': dims {} has a negative dim", name, shape);
+  }
+  int64_t numel = 1;
+  for (int64_t dim : sparse.dims) {
+    numel = checked_mul(numel, dim, fmt::format("sparse tensor '{}': dims {}", name, shape));
+  }
+  if (sparse.values.rank() != 1) {
+    fail("sparse tensor '{}': values must be 1-D, got shape {}", name,
+         shape_to_string(sparse.values.shape()));
+  }
+  const int64_t nnz = sparse.values.numel();
+  const Tensor& indices = sparse.indices;
+  const auto rank = static_cast<int64_t>(sparse.dims.size());
+  const bool linear = indices.rank() == 1 && indices.shape()[0] == nnz;
+  const bool coordinates =
+      indices.rank() == 2 && indices.shape()[0] == nnz && indices.shape()[1] == rank;
+  if (indices.dtype() != DType::kInt64 || !(linear || coordinates)) {
+    fail("sparse tensor '{}': indices must be int64 of shape [{}] or [{}, {}], got {} {}", name,
+         nnz, nnz, rank, dtype_name(indices.dtype()), shape_to_string(indices.shape()));
+  }
+  const int64_t* index = indices.data<int64_t>();
+  int64_t previous = -1;
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t offset = 0;
+    if (linear) {
+      offset = index[k];
+      if (offset < 0 || offset >= numel) {
+        fail("sparse tensor '{}': index {} is {}, outside its {} elements (dims {})", name, k,
+             offset, numel, shape);
+      }
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t coordinate = index[k * rank + d];
+        if (coordinate < 0 || coordinate >= sparse.dims[d]) {
+          fail("sparse tensor '{}': index {} has coordinate {} on axis {}, outside dims {}", name,
+               k, coordinate, d, shape);
+        }
+        offset = offset * sparse.dims[d] + coordinate;
+      }
+    }
+    if (offset <= previous) {
+      fail("sparse tensor '{}': indices must be strictly increasing, index {} is not", name, k);
+    }
+    previous = offset;
+  }
+}
+
 SparseTensor sparse_from_proto(const onnx::SparseTensorProto& proto, ReadContext& context) {
   SparseTensor sparse;
   sparse.values = tensor_from_proto(proto.values(), context);
   sparse.indices = tensor_from_proto(proto.indices(), context);
   sparse.dims.assign(proto.dims().begin(), proto.dims().end());
+  check_sparse(sparse, proto.values().name());
   return sparse;
 }
 
@@ -581,6 +636,26 @@ const onnx::NodeProto* node_nesting_too_deep(const onnx::GraphProto& graph, int 
   return nullptr;
 }
 
+// An initializer that names a graph input is the input's default value: it must be of the type
+// the input declares, or a run would see one type with the default and another when fed.
+void check_input_default(const Value& input, const Tensor& tensor) {
+  const ValueType& declared = input.type();
+  if (!declared.is_tensor()) return;
+  bool fits = declared.elem_type == DType::kUndefined || declared.elem_type == tensor.dtype();
+  if (fits && declared.shape) {
+    fits = declared.shape->size() == tensor.rank();
+    for (size_t d = 0; fits && d < tensor.rank(); ++d) {
+      const Dim& dim = (*declared.shape)[d];
+      fits = !dim.is_known() || dim.value == tensor.shape()[d];
+    }
+  }
+  if (!fits) {
+    fail("input '{}' declares {} but its initializer holds {} {}", input.name(),
+         value_type_to_string(declared), dtype_name(tensor.dtype()),
+         shape_to_string(tensor.shape()));
+  }
+}
+
 }  // namespace
 
 void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& context,
@@ -607,7 +682,9 @@ void graph_from_proto(const onnx::GraphProto& proto, Graph& graph, ReadContext& 
     if (value->has_initializer()) {
       fail("{}: initializer '{}' is listed twice", graph_label(graph), initializer.name());
     }
-    graph.set_initializer(value, tensor_from_proto(initializer, context, std::move(payload)));
+    Tensor tensor = tensor_from_proto(initializer, context, std::move(payload));
+    if (graph.is_input(value)) check_input_default(*value, tensor);
+    graph.set_initializer(value, std::move(tensor));
   }
   for (const auto& sparse : proto.sparse_initializer()) {
     const std::string& name = sparse.values().name();
@@ -744,7 +821,15 @@ std::vector<OpsetImport> opsets_from_proto(
     const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos) {
   std::vector<OpsetImport> opsets;
   for (const auto& opset : protos) {
-    opsets.push_back({std::string(canonical_domain(opset.domain())), opset.version()});
+    std::string domain(canonical_domain(opset.domain()));
+    // Two versions of one domain leave the ops' meaning to whichever a reader takes.
+    for (const OpsetImport& earlier : opsets) {
+      if (earlier.domain == domain) {
+        fail("opset_import lists domain '{}' twice (versions {} and {})",
+             domain.empty() ? "ai.onnx" : domain, earlier.version, opset.version());
+      }
+    }
+    opsets.push_back({std::move(domain), opset.version()});
   }
   return opsets;
 }

@@ -50,11 +50,99 @@ Tensor stack_iterations(const KernelContext& context, const std::vector<Tensor>&
   return stack_tensors(reversed, axis, context.node().describe());
 }
 
+const Graph& required_graph(const KernelCreateContext& context, std::string_view attribute) {
+  const Graph* graph = context.attr_graph(attribute);
+  if (!graph) context.fail("required graph attribute '{}' is missing", attribute);
+  return *graph;
+}
+
+// The element type a graph declares for its input or output, kUndefined where it says none.
+DType declared_elem_type(const Value* value) {
+  return value && value->type().is_tensor() ? value->type().elem_type : DType::kUndefined;
+}
+
+// If: each branch returns one value per output of the node, of the same element types.
+void check_if(const KernelCreateContext& context) {
+  const Graph& then_branch = required_graph(context, "then_branch");
+  const Graph& else_branch = required_graph(context, "else_branch");
+  const size_t outputs = context.node().outputs().size();
+  for (const auto& [name, branch] :
+       {std::pair{"then_branch", &then_branch}, std::pair{"else_branch", &else_branch}}) {
+    if (branch->outputs().size() != outputs) {
+      context.fail("{} returns {} values, the node has {} outputs", name, branch->outputs().size(),
+                   outputs);
+    }
+  }
+  for (size_t i = 0; i < outputs; ++i) {
+    const DType then_type = declared_elem_type(then_branch.outputs()[i]);
+    const DType else_type = declared_elem_type(else_branch.outputs()[i]);
+    if (then_type != DType::kUndefined && else_type != DType::kUndefined &&
+        then_type != else_type) {
+      context.fail("output {}: then_branch returns {}, else_branch {}", i, dtype_name(then_type),
+                   dtype_name(else_type));
+    }
+  }
+}
+
+// Loop(M?, cond?, carried...): body(iteration, cond, carried...) -> (cond, carried...,
+// scans...), the node's outputs the carried values then the scans; a carried value keeps its
+// element type from one iteration to the next.
+void check_loop(const KernelCreateContext& context) {
+  const Graph& body = required_graph(context, "body");
+  const Node& node = context.node();
+  if (node.inputs().size() < 2) context.fail("needs at least the M and cond inputs");
+  const size_t carried = node.inputs().size() - 2;
+  if (body.inputs().size() != carried + 2) {
+    context.fail("body takes {} inputs, expected {} (iteration, condition and {} carried)",
+                 body.inputs().size(), carried + 2, carried);
+  }
+  if (body.outputs().size() != node.outputs().size() + 1 || node.outputs().size() < carried) {
+    context.fail(
+        "body returns {} outputs, expected the condition and one per output of the "
+        "node ({}, {} of them carried)",
+        body.outputs().size(), node.outputs().size(), carried);
+  }
+  for (size_t i = 0; i < carried; ++i) {
+    const DType taken = declared_elem_type(body.inputs()[2 + i]);
+    const DType returned = declared_elem_type(body.outputs()[1 + i]);
+    if (taken != DType::kUndefined && returned != DType::kUndefined && taken != returned) {
+      context.fail("carried value {}: the body takes {} and returns {}", i, dtype_name(taken),
+                   dtype_name(returned));
+    }
+  }
+}
+
+// Scan: N states then num_scan_inputs scanned inputs (after opset 8's sequence_lens); the body
+// takes one value per state and scanned input and returns the states then one value per scan
+// output, one per output of the node.
+void check_scan(const KernelCreateContext& context) {
+  const Graph& body = required_graph(context, "body");
+  const Node& node = context.node();
+  const int64_t scans = context.attr_int("num_scan_inputs");
+  const size_t leading = context.opset() < 9 ? 1 : 0;
+  const int64_t inputs = static_cast<int64_t>(node.inputs().size()) - static_cast<int64_t>(leading);
+  if (scans < 1 || scans > inputs) {
+    context.fail("num_scan_inputs {} does not fit {} inputs", scans, inputs);
+  }
+  if (body.inputs().size() != static_cast<size_t>(inputs)) {
+    context.fail("body takes {} inputs, the node gives it {}", body.inputs().size(), inputs);
+  }
+  if (body.outputs().size() != node.outputs().size()) {
+    context.fail("body returns {} outputs, the node has {}", body.outputs().size(),
+                 node.outputs().size());
+  }
+  if (body.outputs().size() < static_cast<size_t>(inputs - scans)) {
+    context.fail("body returns fewer outputs than there are states");
+  }
+}
+
 class IfKernel : public OpKernel {
  public:
   explicit IfKernel(const KernelCreateContext& context)
       : then_branch_(compile_body(context, "then_branch")),
-        else_branch_(compile_body(context, "else_branch")) {}
+        else_branch_(compile_body(context, "else_branch")) {
+    check_if(context);
+  }
 
   void compute(KernelContext& context) const override {
     bool condition = read_condition(context, context.input(0), "condition");
@@ -89,16 +177,7 @@ class LoopKernel : public OpKernel {
  public:
   explicit LoopKernel(const KernelCreateContext& context)
       : body_(compile_body(context, "body")), body_graph_(*context.attr_graph("body")) {
-    const size_t carried = context.node().inputs().size() - 2;
-    if (context.node().inputs().size() < 2) context.fail("needs at least the M and cond inputs");
-    if (body_graph_.inputs().size() != carried + 2) {
-      context.fail("body takes {} inputs, expected {} (iteration, condition and {} carried)",
-                   body_graph_.inputs().size(), carried + 2, carried);
-    }
-    if (body_graph_.outputs().size() < carried + 1) {
-      context.fail("body returns {} outputs, expected at least {}", body_graph_.outputs().size(),
-                   carried + 1);
-    }
+    check_loop(context);
   }
 
   void compute(KernelContext& context) const override {
@@ -126,7 +205,17 @@ class LoopKernel : public OpKernel {
       inputs.insert(inputs.end(), carried.begin(), carried.end());
       auto results = context.subgraph_runner().run(*body_, std::move(inputs), context.frame());
       condition = read_condition(context, results[0].tensor(), "body condition output");
-      for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move(results[1 + i]);
+      for (size_t i = 0; i < carried_count; ++i) {
+        // A body that changes a carried value's type would hand the next iteration (and the
+        // node's output) a value of another type than the model declares.
+        if (carried[i].is_tensor() && results[1 + i].is_tensor() &&
+            carried[i].tensor().dtype() != results[1 + i].tensor().dtype()) {
+          context.fail("carried value {} enters iteration {} as {} and leaves it as {}", i, trip,
+                       dtype_name(carried[i].tensor().dtype()),
+                       dtype_name(results[1 + i].tensor().dtype()));
+        }
+        carried[i] = std::move(results[1 + i]);
+      }
       for (size_t k = 0; k < scan_count; ++k) {
         scans[k].push_back(results[1 + carried_count + k].tensor());
       }
@@ -154,6 +243,7 @@ class ScanKernel : public OpKernel {
         body_graph_(*context.attr_graph("body")),
         batched_(context.opset() < 9),
         scan_inputs_(context.attr_int("num_scan_inputs")) {
+    check_scan(context);
     const size_t leading = batched_ ? 1 : 0;
     const int64_t inputs = static_cast<int64_t>(context.node().inputs().size() - leading);
     states_ = inputs - scan_inputs_;
@@ -442,6 +532,9 @@ void register_control_flow_ops(OpRegistry& registry) {
   registry.set_type_rule("", "If", infer_if);
   registry.set_type_rule("", "Loop", infer_loop);
   registry.set_type_rule("", "Scan", infer_scan);
+  registry.set_node_check("", "If", check_if);
+  registry.set_node_check("", "Loop", check_loop);
+  registry.set_node_check("", "Scan", check_scan);
 }
 
 }  // namespace onnxkit

@@ -102,6 +102,11 @@ struct OpDefinition {
   // How its outputs' types follow from its inputs' (ops/type_inference.h); nullptr while the
   // op has no rule (its outputs stay unknown where libonnx does not know the op either).
   TypeInferenceRule infer_types = nullptr;
+  // Checks of a node's attributes against its own arity and its subgraphs' that need no type
+  // inference (Scan's num_scan_inputs, the outputs of an If's branches). Run before libonnx's
+  // inference, which trusts them, and by the kernel; nullptr where the rule runs first anyway.
+  using NodeCheck = void (*)(const KernelCreateContext& context);
+  NodeCheck check_node = nullptr;
 
   // The same definition with `rule` as its type inference: registry.add("Relu", {6, 13, 14},
   // OpDefinition(kernel_factory<ReluKernel>(), kElementwiseOp).with_types(infer_same_as_input)).

@@ -63,6 +63,13 @@ void OpRegistry::set_type_rule(std::string_view domain, std::string_view op_type
   }
 }
 
+void OpRegistry::set_node_check(std::string_view domain, std::string_view op_type,
+                                OpDefinition::NodeCheck check) {
+  auto it = ops_.find(registry_key(domain, op_type));
+  if (it == ops_.end()) fail("set_node_check: {} is not registered", op_type);
+  for (OpRegistration& registration : it->second) registration.definition.check_node = check;
+}
+
 void OpRegistry::add_optimized(std::string domain, std::string op_type, int64_t since_version,
                                KernelFactory factory) {
   auto& versions = optimized_[registry_key(domain, op_type)];
@@ -112,6 +119,11 @@ std::unique_ptr<OpKernel> OpRegistry::create_kernel(const KernelCreateContext& c
   if (!registration) {
     const std::string domain = domain_label(node.domain());
     if (knows(node.domain(), node.op_type())) {
+      // Model::opset_version gives -1 for a domain the model does not import.
+      if (context.opset() < 1) {
+        fail("{}: {} opset {} is no opset version (missing from opset_import, or below 1)",
+             node.describe(), domain, context.opset());
+      }
       fail("{}: no kernel for {} opset {}", node.describe(), domain, context.opset());
     }
     fail("{}: operator {}::{} is not implemented", node.describe(), domain, node.op_type());

@@ -61,6 +61,9 @@ class OpRegistry {
   // that has none yet (a rule that differs across versions asks TypeInferenceContext::opset).
   // Fails when the op is not registered.
   void set_type_rule(std::string_view domain, std::string_view op_type, TypeInferenceRule rule);
+  // Sets `check` as OpDefinition::check_node of every registered version of `op_type`.
+  void set_node_check(std::string_view domain, std::string_view op_type,
+                      OpDefinition::NodeCheck check);
   // An optimized kernel for `op_type` of `domain` from `since_version` on.
   void add_optimized(std::string domain, std::string op_type, int64_t since_version,
                      KernelFactory factory);

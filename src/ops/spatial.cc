@@ -952,6 +952,10 @@ class CenterCropPadKernel : public OpKernel {
       if (shape[i] < 0) context.fail("shape[{}] is {}, must be >= 0", i, shape[i]);
       out_shape[axis] = shape[i];
     }
+    // The whole output is checked against the run's bounds before the per-axis tables its
+    // dims size (a shape of [2^31, 2^31] had built 32 GiB of them).
+    check_allocation(
+        checked_nbytes(data.dtype(), shape_numel(out_shape), shape_to_string(out_shape)));
     const std::vector<int64_t> strides = contiguous_strides(data.shape());
     std::vector<std::vector<int64_t>> offsets(data.rank());
     bool needs_fill = false;

@@ -108,10 +108,16 @@ class CancelTransposesPass : public GraphPass {
 
   size_t run(Graph& graph, PassContext& context) override {
     size_t changes = 0;
-    // A rewrite removes nodes other than the one visited: look each node up again.
+    // A rewrite removes nodes other than the one visited: the nodes still in the graph are
+    // listed again after each one (looking each node up in a fresh list was quadratic: 100,000
+    // nodes took minutes).
+    std::unordered_set<const Node*> live = node_set(graph);
     for (Node* node : graph.topological_order()) {
-      if (!alive(graph, node) || !is_onnx_op(node, "Transpose")) continue;
-      if (rewrite_region(graph, node, context)) ++changes;
+      if (!live.contains(node) || !is_onnx_op(node, "Transpose")) continue;
+      if (rewrite_region(graph, node, context)) {
+        ++changes;
+        live = node_set(graph);
+      }
     }
     return changes;
   }
@@ -127,9 +133,9 @@ class CancelTransposesPass : public GraphPass {
     std::set<Value*> values;  // values in the transposed layout (root and op outputs)
   };
 
-  static bool alive(const Graph& graph, const Node* node) {
-    const auto& nodes = graph.nodes();
-    return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+  static std::unordered_set<const Node*> node_set(const Graph& graph) {
+    const std::vector<Node*> nodes = graph.nodes();
+    return {nodes.begin(), nodes.end()};
   }
 
   // A value the region may read without it being transposed: absent, rank 0, or a small

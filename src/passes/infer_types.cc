@@ -333,6 +333,9 @@ class Engine {
       // subgraphs is judged through them: its rule would infer them once more.
       std::optional<std::vector<ValueType>> by_rule;
       if (has_rule && node.subgraphs().empty()) by_rule = apply_rule(node, opset, *definition);
+      if (definition && definition->check_node) {
+        definition->check_node(KernelCreateContext(node, opset, registry_));
+      }
       if (options_.use_libonnx && libonnx_knows(node, opset, registration) &&
           libonnx_inference_hazard(node, opset, rank_of_type(type_of(node.input(0)))).empty()) {
         try {

@@ -5,6 +5,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/buffer.h"
 #include "core/resource_limits.h"
@@ -265,13 +267,15 @@ bool check_simplified(const std::vector<CheckRun>& runs, const Model& simplified
       return false;
     }
     ++report.checks_run;
+    // By name, once per run: a scan of the expected values per output was quadratic in a
+    // model's outputs (100,000 of them took minutes). The last of a repeated name counts.
+    std::unordered_map<std::string_view, const RuntimeValue*> expected;
+    for (const auto& [name, value] : run.expected) expected.insert_or_assign(name, &value);
     for (size_t i = 0; i < report.checks.size(); ++i) {
       OutputCheck& check = report.checks[i];
-      const RuntimeValue* want = nullptr;
-      for (const auto& [name, value] : run.expected) {
-        if (name == check.name) want = &value;
-      }
-      if (!want) continue;
+      const auto found = expected.find(check.name);
+      if (found == expected.end()) continue;
+      const RuntimeValue* want = found->second;
       auto floor = run.precision_floor.find(check.name);
       const double precision_floor = floor == run.precision_floor.end() ? 0.0 : floor->second;
       check.precision_floor = std::max(check.precision_floor, precision_floor);

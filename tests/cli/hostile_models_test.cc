@@ -2,9 +2,11 @@
 // onnxkit binary: each case in cases.txt must end with its exit code and one line naming
 // what is wrong, quickly and without memory beyond what a tiny valid model takes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "../test_util.h"
@@ -18,7 +20,7 @@ const fs::path kHostile = fs::path(ONNXKIT_SOURCE_DIR) / "tests/data/hostile";
 
 struct HostileCase {
   std::string model;
-  std::string command;  // run | simplify | inspect
+  std::string command;  // run | simplify | inspect | bench | quantize | quantize-static
   int exit_code = 1;
   std::string fragment;  // the error line must contain it
 };
@@ -48,6 +50,14 @@ std::string command_line(const std::string& command, const fs::path& model,
     // The check forced: --check-n auto skips it on a model this big (the hostile sizes are
     // what it must refuse to run), and simplifying alone would succeed.
     return binary + " simplify --check-n 1 " + model.string() + " " +
+           (out_dir / "out.onnx").string() + stderr_only;
+  }
+  if (command == "bench") {
+    return binary + " bench --iterations 1 --warmup 0 " + model.string() + stderr_only;
+  }
+  if (command == "quantize" || command == "quantize-static") {
+    const std::string mode = command == "quantize" ? "" : " --mode static --calibration-samples 1";
+    return binary + " quantize" + mode + " " + model.string() + " " +
            (out_dir / "out.onnx").string() + stderr_only;
   }
   return binary + " inspect " + model.string() + (command == "inspect" ? "" : stderr_only);
@@ -84,8 +94,60 @@ TEST(HostileModels, EachFailsWithOneLineQuicklyAndInLittleMemory) {
     EXPECT_LT(result.cpu_seconds, 1.0) << output;
     EXPECT_LT(result.peak_rss_kib, baseline_kib + 32 * 1024)
         << "peak RSS " << result.peak_rss_kib << " KiB, a tiny model takes " << baseline_kib;
-    EXPECT_FALSE(fs::exists(dir.path() / "out.onnx")) << "a hostile model was simplified";
+    EXPECT_FALSE(c.exit_code != 0 && fs::exists(dir.path() / "out.onnx"))
+        << "a hostile model was written out";
     fs::remove(dir.path() / "out.onnx");
+  }
+}
+
+// A model path that names a FIFO or a folder, or external data in a FIFO: refused at once. Opening a FIFO for reading
+// waited for a writer forever (`timeout` ends the command if it still does).
+TEST(HostileModels, AFifoOrAFolderAsTheModelOrItsDataFailsAtOnce) {
+  testing::TempDir dir;
+  const fs::path fifo = dir / "model.onnx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path folder = dir / "folder.onnx";
+  fs::create_directory(folder);
+  // And a FIFO where a model keeps its external data.
+  const fs::path external = dir / "external";
+  fs::create_directory(external);
+  fs::copy_file(kHostile / "weights_in_out_onnx_data.onnx", external / "model.onnx");
+  ASSERT_EQ(::mkfifo((external / "out.onnx.data").c_str(), 0600), 0);
+  for (const fs::path& path : {fifo, folder, external / "model.onnx"}) {
+    for (const char* command : {"run --random", "inspect"}) {
+      SCOPED_TRACE(path.string() + " " + command);
+      auto result = testing::run_command("timeout 20 " + testing::onnxkit_binary() + " " + command +
+                                         " " + path.string() + " 2>&1 >/dev/null");
+      EXPECT_EQ(result.exit_code, 1) << result.output;
+      EXPECT_NE(result.output.find(path.string()), std::string::npos) << result.output;
+      EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+    }
+  }
+}
+
+// simplify and quantize with --save-as-external-data write OUT.data beside OUT: where the
+// input keeps its weights, that would replace them (the input then read the output's).
+TEST(HostileModels, SavingExternalDataNeverReplacesTheInputsWeights) {
+  testing::TempDir dir;
+  for (const char* file : {"weights_in_out_onnx_data.onnx", "out.onnx.data"}) {
+    fs::copy_file(kHostile / file, dir / file);
+  }
+  const auto weights = [&] {
+    std::ifstream in(dir / "out.onnx.data", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = weights();
+  for (const char* command : {"simplify", "quantize"}) {
+    SCOPED_TRACE(command);
+    auto result = testing::run_command(testing::onnxkit_binary() + " " + command +
+                                       " --save-as-external-data " +
+                                       (dir / "weights_in_out_onnx_data.onnx").string() + " " +
+                                       (dir / "out.onnx").string() + " 2>&1 >/dev/null");
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_NE(result.output.find("the input model reads its tensor 'w' from it"), std::string::npos)
+        << result.output;
+    EXPECT_FALSE(fs::exists(dir / "out.onnx"));
+    EXPECT_EQ(weights(), before);
   }
 }
 

@@ -647,6 +647,39 @@ class ServerOptionsTest(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
 
+    def test_hostile_models_fail_their_load_and_the_others_are_served(self):
+        # tests/data/hostile models (make_hostile_models.py) whose loading must fail with one
+        # line naming the part at fault; a Scan with num_scan_inputs past its inputs crashed
+        # libonnx's inference, and with it the whole server.
+        hostile = {"scan_num_scan_inputs_past_inputs": "[Scan] node 'scan'",
+                   "if_branch_arity": "[If] node 'if'",
+                   "loop_carried_type_changes": "[Loop] node 'loop'",
+                   "sparse_index_2p40": "sparse tensor 'w'",
+                   "input_default_of_another_shape": "input 'x'",
+                   "two_producers": "value 'y'",
+                   "truncated_half": "not a valid ONNX file"}
+        folder = tempfile.mkdtemp()
+        try:
+            models = {"good": (TINY_CNN, None)}
+            for name in hostile:
+                models[name] = (os.path.join(ROOT, "tests", "data", "hostile", name + ".onnx"), None)
+            server = Server("--model-repository", make_repository(os.path.join(folder, "repo"),
+                                                                  models))
+            try:
+                client = server.client()
+                index = {m["name"]: m for m in client.get_model_repository_index()}
+                for name, fragment in hostile.items():
+                    self.assertEqual(index[name]["state"], "UNAVAILABLE", name)
+                    self.assertIn(fragment, index[name]["reason"])
+                    self.assertNotIn("\n", index[name]["reason"])
+                self.assertTrue(client.is_model_ready("good"))
+                logits = client.infer("good", [cnn_input(image(3))]).as_numpy("logits")
+                self.assertEqual(logits.shape, (1, 10))
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            shutil.rmtree(folder)
+
 
 def redis_server(port):
     return subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",

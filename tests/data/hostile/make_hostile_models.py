@@ -342,10 +342,188 @@ def build(folder):
         [inp("x", shape=[1, 1, 4, 4])], [out("y")], [f32("scales", [1, 1, 1e-45, 1])],
         opset=[helper.make_opsetid("", 18)])
 
+    # Structure the loader and the passes must refuse or survive: types declared only in
+    # value_info or on outputs, sparse initializers, typed data that does not fit its dims,
+    # names defined twice, and an input whose default value has another shape.
+    relu_chain = [helper.make_node("Relu", ["x"], ["mid"], name="relu"),
+                  helper.make_node("Neg", ["mid"], ["y"], name="neg")]
+    models["value_info_huge_dims"] = model(relu_chain, [inp("x", shape=[2, 2])],
+                                           [out("y", shape=[2, 2])])
+    models["value_info_huge_dims"].graph.value_info.append(out("mid", shape=[2**40, 2**40]))
+    models["output_declared_huge_dims"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2, 2])],
+        [out("y", shape=[2**40, 2**40])])
+
+    def sparse_initializer(dims, indices, values, index_dims=None):
+        sparse = onnx.SparseTensorProto()
+        sparse.values.CopyFrom(numpy_helper.from_array(np.array(values, np.float32), "w"))
+        sparse.indices.CopyFrom(numpy_helper.from_array(np.array(indices, np.int64), "i"))
+        if index_dims is not None:
+            sparse.indices.ClearField("dims")
+            sparse.indices.dims.extend(index_dims)
+        sparse.dims.extend(dims)
+        m = model([helper.make_node("Relu", ["w"], ["y"], name="relu")], [], [out("y")])
+        m.graph.sparse_initializer.append(sparse)
+        return m
+
+    models["sparse_index_2p40"] = sparse_initializer([4], [2**40], [1])
+    models["sparse_index_negative"] = sparse_initializer([4], [-1], [1])
+    models["sparse_indices_unsorted"] = sparse_initializer([4], [3, 1], [1, 2])
+    models["sparse_coordinate_out_of_range"] = sparse_initializer([2, 2], [0, 5], [1], [1, 2])
+    models["sparse_values_count_mismatch"] = sparse_initializer([4], [0, 1, 2], [1])
+    string_tensor = TensorProto(name="s", data_type=TensorProto.STRING, dims=[2**31],
+                                string_data=[b"a"])
+    models["string_2p31_elements"] = model(
+        [helper.make_node("Identity", ["s"], ["y"], name="id")], [], [out("y", TensorProto.STRING)],
+        [string_tensor])
+    for elem in (TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT8E4M3FN,
+                 TensorProto.BFLOAT16, TensorProto.COMPLEX64):
+        name = TensorProto.DataType.Name(elem).lower()
+        models[f"raw_data_short_{name}"] = model(
+            [helper.make_node("Identity", ["w"], ["y"], name="id")], [], [out("y", elem)],
+            [raw_tensor("w", elem, [3], b"\1")])
+    models["two_producers"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="a"),
+         helper.make_node("Neg", ["x"], ["y"], name="b")],
+        [inp("x", shape=[2])], [out("y", shape=[2])])
+    models["output_without_producer"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="a")], [inp("x", shape=[2])],
+        [out("y", shape=[2]), out("ghost", shape=[2])])
+    models["input_default_of_another_shape"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="a")], [inp("x", shape=[2, 3])], [out("y")],
+        [f32("x", [1, 2, 3, 4, 5])])
+    models["opset_imported_twice"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])], [out("y")],
+        opset=OPSET + [helper.make_opsetid("", 9)])
+    models["opset_not_imported"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])], [out("y")],
+        opset=[])
+    models["ir_version_0"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                                   [inp("x", shape=[2])], [out("y")])
+    models["ir_version_0"].ir_version = 0
+    # Subgraphs whose arity or types do not fit their node: libonnx's inference trusts the
+    # checker on these (Scan's num_scan_inputs past its inputs crashed it, and a server with it).
+    two_outputs = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["r1"], name="i1"),
+         helper.make_node("Identity", ["x"], ["r2"], name="i2")], "two", [],
+        [out("r1", shape=[2]), out("r2", shape=[2])])
+    one_output = helper.make_graph([helper.make_node("Identity", ["x"], ["r"], name="i3")],
+                                   "one", [], [out("r", shape=[2])])
+    models["if_branch_arity"] = model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=two_outputs, else_branch=one_output,
+                          name="if")],
+        [inp("x", shape=[2]), inp("c", TensorProto.BOOL, [])], [out("y")])
+    int_branch = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["r"], to=TensorProto.INT64, name="cast")], "int", [],
+        [out("r", TensorProto.INT64, [2])])
+    models["if_branch_types_differ"] = model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=int_branch, else_branch=one_output,
+                          name="if")],
+        [inp("x", shape=[2]), inp("c", TensorProto.BOOL, [])], [out("y")])
+    retyping_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Cast", ["n_in"], ["n_out"], to=TensorProto.FLOAT, name="retype")],
+        "body", [inp("iter", TensorProto.INT64, []), inp("cond_in", TensorProto.BOOL, []),
+                 inp("n_in", TensorProto.INT64, [])],
+        [out("cond_out", TensorProto.BOOL, []), out("n_out", TensorProto.FLOAT, [])])
+    models["loop_carried_type_changes"] = model(
+        [helper.make_node("Loop", ["m", "cond", "n0"], ["n"], name="loop", body=retyping_body)],
+        [], [out("n", TensorProto.INT64, [])],
+        [i64("m", 3), numpy_helper.from_array(np.array(True), "cond"), i64("n0", 0)])
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="acc")], "scan_body",
+        [inp("s_in", shape=[2]), inp("x_t", shape=[2])], [out("s_out", shape=[2])])
+    models["scan_num_scan_inputs_past_inputs"] = model(
+        [helper.make_node("Scan", ["s0", "xs"], ["s"], num_scan_inputs=5, body=scan_body,
+                          name="scan")],
+        [inp("s0", shape=[2]), inp("xs", shape=[3, 2])], [out("s")])
+    models["scan_outputs_past_body"] = model(
+        [helper.make_node("Scan", ["s0", "xs"], ["s", "extra", "more"], num_scan_inputs=1,
+                          body=scan_body, name="scan")],
+        [inp("s0", shape=[2]), inp("xs", shape=[3, 2])], [out("s")])
+    # Mutually recursive functions, and a node with 100,000 inputs (the verifier's use lookups
+    # were quadratic in them).
+    calls_b = helper.make_function("local", "A", ["x"], ["y"],
+                                   [helper.make_node("B", ["x"], ["y"], domain="local")], OPSET)
+    calls_a = helper.make_function("local", "B", ["x"], ["y"],
+                                   [helper.make_node("A", ["x"], ["y"], domain="local")], OPSET)
+    models["functions_mutually_recursive"] = model(
+        [helper.make_node("A", ["x"], ["y"], domain="local", name="call")],
+        [inp("x", shape=[1])], [out("y", shape=[1])],
+        opset=OPSET + [helper.make_opsetid("local", 1)], functions=[calls_b, calls_a])
+    models["sum_100000_inputs"] = model(
+        [helper.make_node("Sum", ["x"] * 100000, ["y"], name="sum")], [inp("x", shape=[2])],
+        [out("y")])
+    # 30,000 graph outputs: the check's search of the expected outputs was quadratic in them.
+    models["graph_outputs_30000"] = model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [inp("x", shape=[2])],
+        [out("y")] * 30000)
+    # Constants and attributes out of range for the op that reads them.
+    opset20 = [helper.make_opsetid("", 20)]
+    models["center_crop_pad_2p31"] = model(
+        [helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp")],
+        [inp("x", shape=[4, 4])], [out("y")], [i64("shape", [2**31, 2**31])], opset=opset20)
+    models["gather_negative_index_out_of_range"] = model(
+        [helper.make_node("Gather", ["data", "idx"], ["y"], name="gather")], [], [out("y")],
+        [f32("data", [1, 2, 3]), i64("idx", [-4])])
+    models["scatter_elements_index_int64_min"] = model(
+        [helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], name="scatter")],
+        [inp("x", shape=[3])], [out("y")], [i64("idx", [I64_MIN]), f32("u", [9])])
+    models["reduce_sum_axis_5"] = model(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="reduce")],
+        [inp("x", shape=[2, 3])], [out("y")], [i64("axes", [5])],
+        opset=[helper.make_opsetid("", 18)])
+    models["einsum_label_sizes_differ"] = model(
+        [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,ij->i", name="einsum")],
+        [inp("a", shape=[2, 3]), inp("b", shape=[2, 5])], [out("y")])
+    models["resize_sizes_negative"] = model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize")],
+        [inp("x", shape=[1, 1, 4, 4])], [out("y")], [i64("sizes", [1, 1, -2, 4])])
+    models["cast_to_99"] = model([helper.make_node("Cast", ["x"], ["y"], to=99, name="cast")],
+                                 [inp("x", shape=[2])], [out("y")])
+    models["dequantize_block_size_negative"] = model(
+        [helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=0, block_size=-2,
+                          name="dq")],
+        [inp("x", TensorProto.INT8, [4, 4])], [out("y")], [f32("s", np.ones((2, 4)))],
+        opset=[helper.make_opsetid("", 21)])
+    models["col2im_strides_0"] = model(
+        [helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=[0, 0],
+                          name="col2im")],
+        [inp("x", shape=[1, 4, 9])], [out("y")], [i64("image", [4, 4]), i64("block", [2, 2])],
+        opset=opset20)
+    models["topk_k_negative"] = model(
+        [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")],
+        [inp("x", shape=[1, 8])], [out("values"), out("indices", TensorProto.INT64)],
+        [i64("k", [-3])])
+
+    # Files that are not a model: empty, a valid protobuf of another message, a model cut in
+    # half (its initializer's bytes run past the end).
+    models["empty_file"] = RawModel(b"")
+    models["tensor_proto_file"] = RawModel(f32("t", np.ones((2, 3))).SerializeToString())
+    whole = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                  [inp("x", shape=[64])], [out("y")],
+                  [f32("w", np.arange(64))]).SerializeToString()
+    models["truncated_half"] = RawModel(whole[:len(whole) // 2])
+
     for name, m in models.items():
         save(folder, name, m)
     with open(os.path.join(folder, "small.bin"), "wb") as f:
         f.write(b"\0" * 64)
+    # A model whose weights live where `quantize/simplify --save-as-external-data M out.onnx`
+    # writes its own: out.onnx.data. Saving must not replace the input's weights.
+    weights = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    with open(os.path.join(folder, "out.onnx.data"), "wb") as f:
+        f.write(weights.tobytes())
+    w = raw_tensor("w", TensorProto.FLOAT, [64, 64], b"")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "out.onnx.data"), ("offset", "0"),
+                       ("length", str(weights.nbytes))):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    save(folder, "weights_in_out_onnx_data",
+         model([helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+               [inp("x", shape=[1, 64])], [out("y", shape=[1, 64])], [w]))
     for link, target in (("dev_zero.bin", "/dev/zero"), ("passwd_link.bin", "/etc/passwd")):
         path = os.path.join(folder, link)
         if os.path.lexists(path):
