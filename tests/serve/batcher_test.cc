@@ -32,6 +32,37 @@ NamedValues frames(int64_t rows, uint64_t seed) {
   return {{"input", Tensor::from_vector(DType::kFloat, {rows, 3, 32, 32}, data)}};
 }
 
+// Holds one of a batcher's workers inside a request's callback until release(). Declare it
+// before the batcher: the batcher's destructor joins the worker whose callback uses it.
+class WorkerHold {
+ public:
+  void occupy(DynamicBatcher& batcher) {
+    ASSERT_TRUE(batcher
+                    .submit(frames(1, 0),
+                            [this](Result<NamedValues>, const BatchTiming&) {
+                              std::unique_lock lock(mutex_);
+                              running_ = true;
+                              changed_.notify_all();
+                              changed_.wait(lock, [this] { return released_; });
+                            })
+                    .ok());
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return running_; });
+  }
+  void release() {
+    {
+      std::lock_guard guard(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool running_ = false, released_ = false;
+};
+
 void expect_same(const NamedValues& actual, const NamedValues& expected) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -144,24 +175,10 @@ TEST(BatcherTest, AFullQueueRefusesAndNeverGrows) {
   BatcherOptions options;
   options.max_batch_size = 1;
   options.max_queue_size = 2;
+  WorkerHold hold;
   DynamicBatcher batcher(session, options);
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool running = false, release = false;
   // The first request's callback holds the only worker until released.
-  ASSERT_TRUE(batcher
-                  .submit(frames(1, 0),
-                          [&](Result<NamedValues>, const BatchTiming&) {
-                            std::unique_lock lock(mutex);
-                            running = true;
-                            changed.notify_all();
-                            changed.wait(lock, [&] { return release; });
-                          })
-                  .ok());
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return running; });
-  }
+  hold.occupy(batcher);
   auto second = batcher.submit(frames(1, 1));
   auto third = batcher.submit(frames(1, 2));
   EXPECT_EQ(batcher.stats().pending, 2u);
@@ -170,11 +187,7 @@ TEST(BatcherTest, AFullQueueRefusesAndNeverGrows) {
   });
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("queue full"), std::string::npos) << refused.message();
-  {
-    std::lock_guard guard(mutex);
-    release = true;
-  }
-  changed.notify_all();
+  hold.release();
   EXPECT_TRUE(second.get().ok());
   EXPECT_TRUE(third.get().ok());
 }
@@ -269,34 +282,16 @@ TEST(BatcherTest, WarmUpRunsOnEveryWorkerBeforeRequestsAndIsNotCounted) {
   BatcherOptions options;
   options.max_batch_size = 8;
   options.workers = 2;
+  WorkerHold hold;
   DynamicBatcher batcher(session, options);
   // One worker is held in a request's callback; the warm-up needs that worker too, so it
   // cannot finish on the other one alone.
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool running = false, release = false;
-  ASSERT_TRUE(batcher
-                  .submit(frames(1, 0),
-                          [&](Result<NamedValues>, const BatchTiming&) {
-                            std::unique_lock lock(mutex);
-                            running = true;
-                            changed.notify_all();
-                            changed.wait(lock, [&] { return release; });
-                          })
-                  .ok());
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return running; });
-  }
+  hold.occupy(batcher);
   const size_t plans_before = session->memory_plan_stats().plans;
   auto warm = std::async(std::launch::async, [&] { return batcher.warm_up(frames(5, 1)); });
   EXPECT_EQ(warm.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
       << "the warm-up finished while a worker had not run it";
-  {
-    std::lock_guard guard(mutex);
-    release = true;
-  }
-  changed.notify_all();
+  hold.release();
   Status warmed = warm.get();
   EXPECT_TRUE(warmed.ok()) << warmed.message();
   EXPECT_EQ(session->memory_plan_stats().plans, plans_before + 1);  // the 5-row shape
