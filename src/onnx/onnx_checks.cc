@@ -244,6 +244,13 @@ std::optional<std::vector<ValueType>> libonnx_infer_node(const Node& node, int64
                                                          const NodeInferenceInputs& inputs) {
   const onnx::OpSchema* schema = libonnx_schema(node.domain(), node.op_type(), opset);
   if (!schema || !schema->has_type_and_shape_inference_function()) return std::nullopt;
+  // Inference functions index the inputs and outputs their schema promises without checking
+  // (a Relu without an output crashed propagating its type). Load checks the counts for the
+  // opsets libonnx knows; a newer opset's node reaches here with the newest older schema.
+  if (node.inputs().size() < static_cast<size_t>(schema->min_input()) ||
+      node.outputs().size() < static_cast<size_t>(schema->min_output())) {
+    return std::nullopt;
+  }
   NodeInferenceContext context(node, inputs);
   try {
     schema->GetTypeAndShapeInferenceFunction()(context);
