@@ -1,8 +1,11 @@
 #include "ir/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <regex>
+
+#include "core/resource_limits.h"
 
 namespace onnxkit {
 namespace {
@@ -74,6 +77,21 @@ Result<Tensor> read_npy(const std::filesystem::path& path) {
     for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
          it != std::sregex_iterator(); ++it) {
       shape.push_back(std::stoll(it->str()));
+    }
+    // The data must be in the file: check its size before allocating what the header claims
+    // (a 417-byte file declared terabytes).
+    int64_t numel = 1;
+    for (int64_t dim : shape) numel = checked_mul(numel, dim, "the .npy shape's element count");
+    const size_t needed = checked_nbytes(dtype, numel, shape_to_string(shape));
+    const std::streamoff data_start = in.tellg();
+    in.seekg(0, std::ios::end);
+    const std::streamoff file_end = in.tellg();
+    in.seekg(data_start);
+    const auto available =
+        static_cast<uint64_t>(std::max<std::streamoff>(file_end - data_start, 0));
+    if (!in || available < needed) {
+      fail("{}: truncated: shape {} needs {} bytes of data, the file holds {}", file,
+           shape_to_string(shape), needed, available);
     }
     Tensor tensor(dtype, shape);
     if (tensor.nbytes() && !in.read(static_cast<char*>(tensor.mutable_raw_data()),

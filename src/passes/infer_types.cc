@@ -427,6 +427,24 @@ class Engine {
   void record(Graph& graph, Value* value, ValueType inferred) {
     if (inferred.kind == ValueType::Kind::kNone) return;
     const bool declared = graph.is_input(value) || graph.is_output(value);
+    const DType declared_dtype =
+        value->type().is_tensor() ? value->type().elem_type : DType::kUndefined;
+    if (declared && inferred.is_tensor() && declared_dtype != DType::kUndefined &&
+        inferred.elem_type != DType::kUndefined && inferred.elem_type != declared_dtype) {
+      // The node computes another dtype than the model declares: libonnx's whole-model
+      // inference would keep the declaration, and passes that trust it (a cast back to the
+      // output's 16-bit type) would change the output's dtype between levels. What the node
+      // computes wins, as every level runs it.
+      if (trial_) {
+        trial_failed_ = true;
+        return;
+      }
+      std::string message = fmt::format("{} '{}' is declared {} but its producer computes {}",
+                                        graph.is_output(value) ? "output" : "input", value->name(),
+                                        dtype_name(declared_dtype), dtype_name(inferred.elem_type));
+      if (options_.strict) fail("{}", message);
+      report_.warnings.push_back(std::move(message));
+    }
     ValueType type = merge_types(value->type(), std::move(inferred), declared);
     if (!trial_) name_unknown_dims(type);
     set_type(value, std::move(type));

@@ -43,6 +43,30 @@ TEST(Npy, BadFilesAreRefused) {
   EXPECT_NE(cut.error().find("truncated"), std::string::npos) << cut.error();
 }
 
+// A header may claim any shape: the file must hold the data before anything is allocated
+// (this one claims 40 GB; an overflowing shape is refused by name).
+TEST(Npy, AShapeTheFileCannotHoldIsRefusedBeforeAllocating) {
+  testing::TempDir dir;
+  auto write_header = [&](const std::string& shape) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+    header.resize(118, ' ');
+    header += '\n';
+    std::ofstream out(dir / "claims.npy", std::ios::binary);
+    out << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
+        << char(header.size() >> 8) << header << std::string(16, '\0');
+  };
+  write_header("100000, 100000");
+  auto claims = read_npy(dir / "claims.npy");
+  ASSERT_FALSE(claims.ok());
+  EXPECT_NE(claims.error().find("needs 40000000000 bytes of data, the file holds 16"),
+            std::string::npos)
+      << claims.error();
+  write_header("4294967296, 4294967296, 4294967296");
+  auto overflow = read_npy(dir / "claims.npy");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.error().find("element count"), std::string::npos) << overflow.error();
+}
+
 TEST(TensorPb, ReadsBackendTestData) {
   auto tensor = read_tensor_pb(ONNXKIT_TESTDATA_DIR "/node/test_abs/test_data_set_0/input_0.pb");
   ASSERT_TRUE(tensor.ok()) << tensor.error();
