@@ -33,7 +33,8 @@ Tensor bool_scalar(bool value) {
 }
 
 // Stacks per-iteration outputs along `axis`; with no iterations, an empty tensor whose other
-// dims come from the body's declared output type where known.
+// dims come from the body's output type where known. Its element type must be known (declared,
+// or inferred by the session's passes): a guess would change with the optimization level.
 Tensor stack_iterations(const KernelContext& context, const std::vector<Tensor>& items,
                         const Value& declared, int64_t axis, bool reverse) {
   if (items.empty()) {
@@ -42,8 +43,13 @@ Tensor stack_iterations(const KernelContext& context, const std::vector<Tensor>&
     if (type.shape) {
       for (const Dim& dim : *type.shape) shape.push_back(dim.is_known() ? dim.value : 0);
     }
-    DType dtype = type.elem_type == DType::kUndefined ? DType::kFloat : type.elem_type;
-    return Tensor(dtype, shape);
+    if (!type.is_tensor() || type.elem_type == DType::kUndefined) {
+      context.fail(
+          "the body ran no iteration and its output '{}' has no known element type: declare "
+          "it in the body, or run at a level that infers types",
+          declared.name());
+    }
+    return Tensor(type.elem_type, shape);
   }
   if (!reverse) return stack_tensors(items, axis, context.node().describe());
   std::vector<Tensor> reversed(items.rbegin(), items.rend());
