@@ -1,10 +1,12 @@
 #include "passes/infer_types.h"
 
+#include <complex>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/resource_limits.h"
 #include "onnx/onnx_checks.h"
 #include "ops/shape_vector.h"
 #include "ops/type_inference.h"
@@ -518,6 +520,13 @@ class Engine {
     for (size_t i = 0; i < outputs.size(); ++i) {
       output_ptrs.push_back(node.output(i) ? &outputs[i] : nullptr);
     }
+    // The output's size above may come from a declaration that lies (a graph output declared
+    // [9] that a ConstantOfShape makes 4 GiB): the kernel is held to the fold's size when it
+    // allocates. A Constant's value is already in the file, whatever its size.
+    auto limits = std::make_shared<RunLimits>(
+        static_cast<size_t>(kMaxFoldedElements) * sizeof(std::complex<double>), 0);
+    std::optional<RunLimitsScope> limits_scope;
+    if (!constant_node) limits_scope.emplace(limits.get());
     try {
       KernelCreateContext create(node, opset, registry_);
       std::unique_ptr<OpKernel> kernel = registry_.create_reference_kernel(create);
