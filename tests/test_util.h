@@ -8,10 +8,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
 namespace onnxkit::testing {
+
+// The whole of a file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 // This process's resident set size in bytes (/proc/self/statm).
 inline size_t resident_bytes() {

@@ -42,6 +42,14 @@ struct SaveOptions {
 Status save_model(const Model& model, const std::filesystem::path& path,
                   const SaveOptions& options = {});
 
+// Fails as save_model(model, path, options) would before it writes anything because its
+// external data file would replace a file a model on disk reads: the file `model` was loaded
+// from, or one its tensors are read from (saving a model over its own file is allowed; its
+// file and data are replaced together). With ExternalDataMode::kAuto the check assumes the
+// data goes to a data file. Lets a program refuse before minutes of work.
+Status check_save_path(const Model& model, const std::filesystem::path& path,
+                       const SaveOptions& options = {});
+
 // The serialized ModelProto with all tensor data inline (for tests and small models).
 Result<std::string> serialize_model(const Model& model);
 // Parses a serialized ModelProto held in memory (no external data), checked as load_model

@@ -7,33 +7,6 @@
 
 namespace onnxkit::cli {
 
-bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
-  std::error_code ec;
-  if (std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec)) {
-    return true;
-  }
-  return std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec) &&
-         std::filesystem::equivalent(a, b, ec);
-}
-
-void check_output_spares_input_data(const Model& input, const std::filesystem::path& input_path,
-                                    const std::filesystem::path& output) {
-  std::filesystem::path data = output;
-  data += ".data";
-  if (same_file(data, input_path)) {
-    fail("refusing to write {}, the input model: choose another output path", data.string());
-  }
-  for (const Value* value : input.graph().initializers()) {
-    const FileRegion* region = value->initializer().file_region();
-    if (region && same_file(data, region->file->path())) {
-      fail(
-          "refusing to write {}: the input model reads its tensor '{}' from it; choose another "
-          "output path",
-          data.string(), value->name());
-    }
-  }
-}
-
 namespace fs = std::filesystem;
 
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* flag) {

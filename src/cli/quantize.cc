@@ -354,7 +354,11 @@ int run_quantize(const QuantizeArgs& args) {
   auto loaded = load_model(input);
   if (!loaded) fail("{}", loaded.error());
   Model model = std::move(loaded).value();
-  check_output_spares_input_data(model, input, output);
+  SaveOptions save;
+  if (args.save_as_external_data) save.external_data = ExternalDataMode::kAlways;
+  if (Status spared = check_save_path(model, output, save); !spared.ok()) {
+    fail("{}", spared.message());
+  }
   std::shared_ptr<SampleFolder> folder;
   if (!args.calibration_data.empty()) {
     folder = std::make_shared<SampleFolder>(args.calibration_data, model_inputs(model));
@@ -365,8 +369,6 @@ int run_quantize(const QuantizeArgs& args) {
   const QuantizeReport& report = quantized.value();
 
   const auto save_start = Clock::now();
-  SaveOptions save;
-  if (args.save_as_external_data) save.external_data = ExternalDataMode::kAlways;
   Status saved = save_model(model, output, save);
   if (!saved.ok()) fail("{}", saved.message());
   const double save_seconds = std::chrono::duration<double>(Clock::now() - save_start).count();

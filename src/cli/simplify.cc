@@ -275,7 +275,11 @@ int run_simplify(const SimplifyArgs& args) {
   auto loaded = load_model(input);
   if (!loaded) fail("{}", loaded.error());
   Model model = std::move(loaded).value();
-  check_output_spares_input_data(model, input, output);
+  SaveOptions save;
+  if (args.save_as_external_data) save.external_data = ExternalDataMode::kAlways;
+  if (Status spared = check_save_path(model, output, save); !spared.ok()) {
+    fail("{}", spared.message());
+  }
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
   options.reload = [&] { return load_model(input); };
   options.progress = [&](std::string_view phase) { progress.phase(phase); };
@@ -289,8 +293,6 @@ int run_simplify(const SimplifyArgs& args) {
   bool written = false;
   if (report.check_ok) {
     auto save_start = Clock::now();
-    SaveOptions save;
-    if (args.save_as_external_data) save.external_data = ExternalDataMode::kAlways;
     Status saved = save_model(model, output, save);
     if (!saved.ok()) fail("{}", saved.message());
     save_seconds = std::chrono::duration<double>(Clock::now() - save_start).count();

@@ -33,6 +33,15 @@ std::byte* allocate_block(size_t bytes, size_t& capacity) {
   return static_cast<std::byte*>(memory);
 }
 
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec)) {
+    return true;
+  }
+  return std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec) &&
+         std::filesystem::equivalent(a, b, ec);
+}
+
 namespace {
 
 constexpr size_t kChunkBytes = size_t{32} << 20;

@@ -19,6 +19,11 @@ class BlockOwner {
   virtual void give_back(std::byte* data, size_t capacity) = 0;
 };
 
+// True when `a` and `b` name one file: the same path once resolved, or (both existing) the
+// same inode through a link. What a writer asks before it writes, so that nothing is ever
+// written over a file still read.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
 // A read-only, private memory mapping of a whole file. Views keep it alive.
 class FileMapping {
  public:

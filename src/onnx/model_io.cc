@@ -82,29 +82,61 @@ Model load_checked(const fs::path& path, const LoadOptions& options) {
   model.source_path = path;
   if (options.verify) {
     Status status = verify_model(model);
-    if (status.ok()) status = check_node_arity(model);
+    if (status.ok()) status = check_node_schemas(model);
     if (!status.ok()) fail("{}: {}", label, status.message());
   }
   return model;
 }
 
-void add_tensor_bytes(const Graph& graph, uint64_t& total);
-
-void add_attribute_bytes(const Attribute& attribute, uint64_t& total) {
-  if (attribute.t.defined()) total += attribute.t.nbytes();
-  for (const auto& t : attribute.tensors) total += t.nbytes();
-  if (attribute.g) add_tensor_bytes(*attribute.g, total);
-  for (const auto& g : attribute.graphs) add_tensor_bytes(*g, total);
-}
-
-void add_tensor_bytes(const Graph& graph, uint64_t& total) {
-  for (const Value* value : graph.initializers()) total += value->initializer().nbytes();
+// Calls `visit(tensor, name)` with every tensor `graph` holds and the name of what holds it:
+// initializers, sparse initializers' values and indices, tensor attributes (named after
+// their node), and those of its subgraphs.
+template <typename Visit>
+void for_each_tensor(const Graph& graph, const Visit& visit) {
+  for (const Value* value : graph.initializers()) visit(value->initializer(), value->name());
   for (const auto& [value, sparse] : graph.sparse_initializers()) {
-    total += sparse.values.nbytes() + sparse.indices.nbytes();
+    visit(sparse.values, value->name());
+    visit(sparse.indices, value->name());
   }
   for (const Node* node : graph.nodes()) {
-    for (const Attribute& attribute : node->attributes()) add_attribute_bytes(attribute, total);
+    for (const Attribute& attribute : node->attributes()) {
+      if (attribute.t.defined()) visit(attribute.t, node->name());
+      for (const auto& t : attribute.tensors) visit(t, node->name());
+      if (attribute.g) for_each_tensor(*attribute.g, visit);
+      for (const auto& g : attribute.graphs) for_each_tensor(*g, visit);
+    }
   }
+}
+
+template <typename Visit>
+void for_each_tensor(const Model& model, const Visit& visit) {
+  for_each_tensor(model.graph(), visit);
+  for (const Function& function : model.functions) for_each_tensor(*function.body, visit);
+}
+
+// Saving `model` with its tensors in `data_path` must not replace a file that a model on disk
+// reads: the file `model` was loaded from, or a data file one of its tensors views (that model
+// would then read the new file's bytes as its weights). Saving the model over its own file
+// replaces both together and is allowed.
+void check_data_file_spares_sources(const Model& model, const fs::path& path,
+                                    const fs::path& data_path) {
+  const bool has_source = !model.source_path.empty();
+  if (has_source && same_file(data_path, model.source_path)) {
+    fail(
+        "{}: refusing to write its external data over {}, the input model: choose another "
+        "output path or data location",
+        path.string(), data_path.string());
+  }
+  if (has_source && same_file(path, model.source_path)) return;
+  for_each_tensor(model, [&](const Tensor& tensor, const std::string& name) {
+    const FileRegion* region = tensor.file_region();
+    if (region && same_file(data_path, region->file->path())) {
+      fail(
+          "{}: refusing to write its external data over {}: the input model reads its tensor "
+          "'{}' from it; choose another output path or data location",
+          path.string(), data_path.string(), name);
+    }
+  });
 }
 
 void append_varint(std::string& out, uint64_t value) {
@@ -225,12 +257,33 @@ void write_model_file(onnx::ModelProto& proto, const Graph& graph, const fs::pat
   }
 }
 
+// The folder of `path` and the data file's name in it where save_model puts external data.
+std::pair<fs::path, std::string> external_data_location(const fs::path& path,
+                                                        const SaveOptions& options) {
+  std::string location = options.external_location.empty() ? path.filename().string() + ".data"
+                                                           : options.external_location;
+  fs::path normal = fs::path(location).lexically_normal();
+  if (normal.is_absolute() || normal.empty() || *normal.begin() == "..") {
+    fail("{}: external data location '{}' must be a file inside the model's folder", path.string(),
+         location);
+  }
+  return {fs::absolute(path).parent_path(), location};
+}
+
 }  // namespace
+
+Status check_save_path(const Model& model, const fs::path& path, const SaveOptions& options) {
+  return capture([&] {
+    if (options.external_data == ExternalDataMode::kNever) return;
+    const auto [dir, location] = external_data_location(path, options);
+    check_data_file_spares_sources(model, path, dir / location);
+  });
+}
 
 uint64_t model_tensor_bytes(const Model& model) {
   uint64_t total = 0;
-  add_tensor_bytes(model.graph(), total);
-  for (const Function& function : model.functions) add_tensor_bytes(*function.body, total);
+  for_each_tensor(model,
+                  [&](const Tensor& tensor, const std::string&) { total += tensor.nbytes(); });
   return total;
 }
 
@@ -250,17 +303,11 @@ Status save_model(const Model& model, const fs::path& path, const SaveOptions& o
           "(2 GiB); save it with external data",
           path.string(), static_cast<double>(tensor_bytes) / (1 << 30));
     }
-    fs::path dir = fs::absolute(path).parent_path();
     std::unique_ptr<onnx_io::ExternalDataWriter> writer;
     WriteContext context;
     if (external) {
-      std::string location = options.external_location.empty() ? path.filename().string() + ".data"
-                                                               : options.external_location;
-      fs::path normal = fs::path(location).lexically_normal();
-      if (normal.is_absolute() || normal.empty() || *normal.begin() == "..") {
-        fail("{}: external data location '{}' must be a file inside the model's folder",
-             path.string(), location);
-      }
+      const auto [dir, location] = external_data_location(path, options);
+      check_data_file_spares_sources(model, path, dir / location);
       writer = std::make_unique<onnx_io::ExternalDataWriter>(dir, location);
       context.external = writer.get();
       context.external_threshold = options.external_threshold_bytes;
@@ -299,7 +346,7 @@ Result<Model> parse_model(const std::string& bytes) {
     ReadContext context;
     Model model = onnx_io::model_from_proto(proto, context);
     Status status = verify_model(model);
-    if (status.ok()) status = check_node_arity(model);
+    if (status.ok()) status = check_node_schemas(model);
     if (!status.ok()) fail("<memory>: {}", status.message());
     return model;
   });

@@ -294,7 +294,35 @@ Status check_opsets_supported(const Model& model) {
   });
 }
 
-Status check_node_arity(const Model& model) {
+namespace {
+
+// True when `schema` takes an attribute `name` it does not declare: ops built with
+// AllowUncheckedAttributes (LayerNormalization-17, ATen, custom ops' schemas) and names
+// reserved for internal use ("__..."). OpSchema keeps the flag private; its Verify of a node
+// holding only that attribute says whether the name is recognized.
+bool takes_undeclared_attribute(const onnx::OpSchema& schema, const Node& node,
+                                const std::string& name) {
+  onnx::NodeProto proto;
+  proto.set_op_type(node.op_type());
+  proto.set_domain(node.domain());
+  // Verify checks the wiring before the attributes: placeholder names pass it (the counts
+  // were checked already), so that only the attribute can fail.
+  for (size_t i = 0; i < node.inputs().size(); ++i) proto.add_input("x");
+  for (size_t i = 0; i < node.outputs().size(); ++i) proto.add_output("y");
+  onnx::AttributeProto* attribute = proto.add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INT);
+  try {
+    schema.Verify(proto);
+  } catch (const std::exception& e) {
+    return std::string_view(e.what()).find("Unrecognized attribute") == std::string_view::npos;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status check_node_schemas(const Model& model) {
   return capture([&] {
     for_each_node_recursive(model.graph(), [&](const Node* node) {
       const int64_t opset = opset_version(model.opset_imports, node->domain());
@@ -319,6 +347,24 @@ Status check_node_arity(const Model& model) {
       if (!in_range(outputs, schema->min_output(), schema->max_output())) {
         fail("{} ({}-{}) has {} outputs, but the op gives {}", label, node->op_type(),
              schema->since_version(), outputs, range(schema->min_output(), schema->max_output()));
+      }
+      // Kernels read the attributes they know: one the op does not define, or one of another
+      // type (a subgraph on a Relu, ints where an int is due), would be ignored by the run
+      // while passes and subgraph walks still see it. ONNX's checker refuses both.
+      for (const Attribute& attribute : node->attributes()) {
+        if (!attribute.ref_attr_name.empty()) continue;
+        auto declared = schema->attributes().find(attribute.name);
+        if (declared == schema->attributes().end()) {
+          if (takes_undeclared_attribute(*schema, *node, attribute.name)) continue;
+          fail("{} ({}-{}) has an attribute '{}' the op does not define", label, node->op_type(),
+               schema->since_version(), attribute.name);
+        }
+        const auto expected = static_cast<AttrType>(declared->second.type);
+        if (attribute.type != expected) {
+          fail("{} ({}-{}): attribute '{}' is {}, the op takes {}", label, node->op_type(),
+               schema->since_version(), attribute.name, attr_type_name(attribute.type),
+               attr_type_name(expected));
+        }
       }
     });
   });

@@ -32,10 +32,11 @@ Status check_opsets_supported(const Model& model);
 // to max_known_opset: nodes of a domain whose imported opset is newer are left out of the
 // check (the graph's structure is still checked), and `notes`, when given, says how many.
 // Each node of the main graph and its subgraphs has as many inputs and outputs as its op's
-// schema allows (libonnx's, for domains and opsets it knows; nodes of newer opsets or other
-// domains are left to their kernels). Kernels read the inputs they know, so an extra input
-// would otherwise be ignored by the run but seen by the passes.
-Status check_node_arity(const Model& model);
+// schema allows, and only attributes it defines, of their declared types (libonnx's schema,
+// for domains and opsets it knows; nodes of newer opsets or other domains are left to their
+// kernels). Kernels read the inputs and attributes they know, so an extra one would
+// otherwise be ignored by the run but seen by the passes.
+Status check_node_schemas(const Model& model);
 
 Status check_model(const Model& model, bool full_check = false,
                    std::vector<std::string>* notes = nullptr);

@@ -13,6 +13,7 @@
 #include "core/resource_limits.h"
 #include "core/status.h"
 #include "ir/model.h"
+#include "onnx/onnx_checks.h"
 #include "onnxkit/model_io.h"
 #include "ops/registry.h"
 #include "passes/inline_functions.h"
@@ -159,6 +160,9 @@ MemoryPlanStats Session::memory_plan_stats() const {
 
 Result<std::unique_ptr<Session>> Session::create(Model model, const SessionOptions& options) {
   return capture([&] {
+    // A kernel registered for an op's newest version would otherwise run a node of an opset
+    // that may have changed its meaning.
+    check_opsets_supported(model).throw_if_error();
     const OpRegistry& base_registry = options.registry ? *options.registry : builtin_registry();
     std::shared_ptr<const OpRegistry> custom_registry;
     if (!options.custom_op_libraries.empty()) {

@@ -72,8 +72,7 @@ TEST(Cli, HelpExitsWith0) {
 TEST(Cli, BadFilesExitWith1AndOneClearLine) {
   testing::TempDir dir;
   std::ofstream(dir / "garbage.onnx") << "this is not a model at all";
-  std::ifstream source(kExample, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(source)), {});
+  const std::string bytes = testing::read_file(kExample);
   std::ofstream(dir / "cut.onnx", std::ios::binary).write(bytes.data(), bytes.size() / 3);
   for (const auto& [file, fragment] : std::vector<std::pair<std::string, std::string>>{
            {(dir / "missing.onnx").string(), "no such file"},

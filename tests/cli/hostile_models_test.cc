@@ -100,8 +100,8 @@ TEST(HostileModels, EachFailsWithOneLineQuicklyAndInLittleMemory) {
   }
 }
 
-// A model path that names a FIFO or a folder, or external data in a FIFO: refused at once. Opening a FIFO for reading
-// waited for a writer forever (`timeout` ends the command if it still does).
+// A model path that names a FIFO or a folder, or external data in a FIFO: refused at once. Opening
+// a FIFO for reading waited for a writer forever (`timeout` ends the command if it still does).
 TEST(HostileModels, AFifoOrAFolderAsTheModelOrItsDataFailsAtOnce) {
   testing::TempDir dir;
   const fs::path fifo = dir / "model.onnx";
@@ -132,10 +132,7 @@ TEST(HostileModels, SavingExternalDataNeverReplacesTheInputsWeights) {
   for (const char* file : {"weights_in_out_onnx_data.onnx", "out.onnx.data"}) {
     fs::copy_file(kHostile / file, dir / file);
   }
-  const auto weights = [&] {
-    std::ifstream in(dir / "out.onnx.data", std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
+  const auto weights = [&] { return testing::read_file(dir / "out.onnx.data"); };
   const std::string before = weights();
   for (const char* command : {"simplify", "quantize"}) {
     SCOPED_TRACE(command);

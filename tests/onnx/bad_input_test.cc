@@ -86,6 +86,49 @@ TEST(BadInput, NodeArityOutsideItsSchema) {
   EXPECT_TRUE(load_model(dir / "model.onnx").ok());
 }
 
+// Attributes the op does not define, or of another type, are refused as ONNX's checker
+// refuses them: the run would ignore them while passes (and subgraph walks) saw them.
+TEST(BadInput, NodeAttributeOutsideItsSchema) {
+  TempDir dir;
+  auto model = testing::add_model(4);
+  auto* extra = model.mutable_graph()->mutable_node(0)->add_attribute();
+  extra->set_name("alpha");
+  extra->set_type(onnx::AttributeProto::FLOAT);
+  extra->set_f(2);
+  testing::write_model(model, dir / "model.onnx");
+  EXPECT_TRUE(load_fails_with(dir / "model.onnx",
+                              {"model.onnx", "node 'add_0' (Add-13) has an attribute 'alpha'"}));
+
+  model = testing::add_model(4);
+  auto* node = model.mutable_graph()->mutable_node(0);
+  node->set_op_type("Sum");
+  auto* wrong = node->add_attribute();
+  wrong->set_name("__internal");  // reserved names pass, as in ONNX's checker
+  wrong->set_type(onnx::AttributeProto::INT);
+  testing::write_model(model, dir / "model.onnx");
+  EXPECT_TRUE(load_model(dir / "model.onnx").ok());
+
+  // LayerNormalization-17 lets undeclared attributes through (its schema says so), and a
+  // declared one must have its type.
+  onnx::ModelProto norm = testing::add_model(4, 17);
+  auto* ln = norm.mutable_graph()->mutable_node(0);
+  ln->set_op_type("LayerNormalization");
+  auto* custom = ln->add_attribute();
+  custom->set_name("exporter_hint");
+  custom->set_type(onnx::AttributeProto::INT);
+  testing::write_model(norm, dir / "norm.onnx");
+  auto loaded = load_model(dir / "norm.onnx");
+  EXPECT_TRUE(loaded.ok()) << loaded.error();
+  auto* axis = ln->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::FLOAT);
+  axis->set_f(-1);
+  testing::write_model(norm, dir / "norm.onnx");
+  EXPECT_TRUE(load_fails_with(dir / "norm.onnx",
+                              {"(LayerNormalization-17): attribute 'axis' is float, the op "
+                               "takes int"}));
+}
+
 TEST(BadInput, ExternalDataOffsetPastTheEnd) {
   TempDir dir;
   auto model = testing::add_model(16);

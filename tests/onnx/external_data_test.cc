@@ -56,6 +56,49 @@ TEST(ExternalData, SavingOverTheSourceFileKeepsViewsValid) {
       model.value().graph().find_value("w")->initializer()));
 }
 
+// A model on disk must never end up reading another model's weights: saving refuses a data
+// file that the loaded model (or its file) reads from, unless the model replaces its own
+// file, data and all. The C API and Python save through save_model, so this holds for them.
+TEST(ExternalData, SaveRefusesADataFileTheSourceModelReads) {
+  TempDir dir;
+  testing::write_model(testing::add_model(1000), dir / "in.onnx");
+  auto original = load_model(dir / "in.onnx");
+  ASSERT_TRUE(original.ok()) << original.error();
+  SaveOptions external;
+  external.external_data = ExternalDataMode::kAlways;
+  external.external_threshold_bytes = 256;
+  ASSERT_TRUE(save_model(original.value(), dir / "a.onnx", external).ok());
+  auto model = load_model(dir / "a.onnx");
+  ASSERT_TRUE(model.ok()) << model.error();
+  const auto data_before = testing::read_file(dir / "a.onnx.data");
+
+  SaveOptions onto_source_data = external;
+  onto_source_data.external_location = "a.onnx.data";
+  for (const Status& status : {check_save_path(model.value(), dir / "b.onnx", onto_source_data),
+                               save_model(model.value(), dir / "b.onnx", onto_source_data)}) {
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("the input model reads its tensor 'w' from it"),
+              std::string::npos)
+        << status.message();
+  }
+  SaveOptions onto_source_file = external;
+  onto_source_file.external_location = "a.onnx";
+  Status status = save_model(model.value(), dir / "b.onnx", onto_source_file);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("over " + (dir / "a.onnx").string() + ", the input model"),
+            std::string::npos)
+      << status.message();
+  EXPECT_FALSE(fs::exists(dir / "b.onnx"));
+  EXPECT_EQ(testing::read_file(dir / "a.onnx.data"), data_before);
+
+  // Elsewhere, or over its own file and data together, it saves.
+  EXPECT_TRUE(save_model(model.value(), dir / "b.onnx", external).ok());
+  EXPECT_TRUE(save_model(model.value(), dir / "a.onnx", external).ok());
+  auto reloaded = load_model(dir / "a.onnx");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error();
+  EXPECT_EQ(reloaded.value().graph().find_value("w")->initializer().data<float>()[999], 499.5f);
+}
+
 // Weights still in a mapped file are copied file to file when the model is saved inline.
 // Where that file is sparse (a hole at the end of the last weight) the saved model still
 // has its full size and reads back the same zeros.

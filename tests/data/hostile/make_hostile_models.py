@@ -496,6 +496,20 @@ def build(folder):
         [inp("x", shape=[1, 8])], [out("values"), out("indices", TensorProto.INT64)],
         [i64("k", [-3])])
 
+    # Attributes the op does not take, which the run would ignore: a subgraph on a Relu
+    # (walked by passes as if it ran), an int where the op takes ints.
+    relu = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    relu.attribute.append(helper.make_attribute("body", helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["z"])], "body", [], [out("z")])))
+    models["relu_graph_attribute"] = model([relu], [inp("x", shape=[4])], [out("y")])
+    models["transpose_perm_int"] = model(
+        [helper.make_node("Transpose", ["x"], ["y"], perm=1, name="transpose")],
+        [inp("x", shape=[2, 3])], [out("y")])
+    # An opset far past any ONNX release: kernels of today's versions must not run it.
+    models["opset_2p62"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                                 [inp("x", shape=[4])], [out("y")],
+                                 opset=[helper.make_opsetid("", 2**62)])
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
