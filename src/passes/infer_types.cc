@@ -161,6 +161,13 @@ std::vector<Dim> vector_dims(const ShapeVector& vector) {
   return dims;
 }
 
+// Thrown through the rules of the nodes that own the subgraph (whose inference failures are
+// otherwise warnings): see Engine::record.
+class SubgraphContradictsItsSignature : public Error {
+ public:
+  using Error::Error;
+};
+
 class Engine {
  public:
   // A trial engine (`trial`) only asks whether libonnx's whole-model inference may be given the
@@ -191,6 +198,13 @@ class Engine {
   bool trial_failed() const { return trial_failed_; }
   // The nodes of the model, those of subgraphs included, after a trial that did not fail.
   size_t model_nodes() const { return model_nodes_; }
+  // The element types a trial inferred for tensors the model leaves untyped, with their graph.
+  struct ElementTypeHint {
+    Graph* graph;
+    Value* value;
+    DType dtype;
+  };
+  std::vector<ElementTypeHint> take_element_type_hints() { return std::move(element_hints_); }
 
   // Infers `graph` (a subgraph) with its inputs of `input_types` (kNone: as declared) and
   // returns its outputs' types.
@@ -355,6 +369,8 @@ class Engine {
         outputs = by_rule ? std::move(by_rule) : apply_rule(node, opset, *definition);
         ++report_.by_rule;
       }
+    } catch (const SubgraphContradictsItsSignature&) {
+      throw;  // not one node's inference failing: the model is refused
     } catch (const Error& e) {
       if (trial_) {
         trial_failed_ = true;
@@ -444,8 +460,19 @@ class Engine {
       std::string message = fmt::format("{} '{}' is declared {} but its producer computes {}",
                                         graph.is_output(value) ? "output" : "input", value->name(),
                                         dtype_name(declared_dtype), dtype_name(inferred.elem_type));
+      // A subgraph's declared output types are what a Loop or Scan that runs no iteration
+      // gives (its empty scan outputs): a body that computes another type would give one
+      // dtype or the other by its trip count, so it is refused as ONNX Runtime refuses it.
+      if (graph.is_output(value) && &graph != &model_.graph()) {
+        throw SubgraphContradictsItsSignature(
+            fmt::format("subgraph '{}': {}", graph.name(), message));
+      }
       if (options_.strict) fail("{}", message);
       report_.warnings.push_back(std::move(message));
+    }
+    if (trial_ && !declared && value->type().kind == ValueType::Kind::kNone &&
+        inferred.is_tensor() && inferred.elem_type != DType::kUndefined) {
+      element_hints_.push_back({&graph, value, inferred.elem_type});
     }
     ValueType type = merge_types(value->type(), std::move(inferred), declared);
     if (!trial_) name_unknown_dims(type);
@@ -557,6 +584,7 @@ class Engine {
   size_t model_nodes_ = 0;
   std::vector<std::pair<Value*, ValueType>> undo_;  // each type a trial replaced, in order
   std::unordered_set<const Node*> visited_;         // the nodes a trial has taken so far
+  std::vector<ElementTypeHint> element_hints_;
 };
 
 // The number of nodes (those of subgraphs included) when libonnx's whole-model inference may
@@ -566,10 +594,25 @@ std::optional<size_t> whole_model_for_libonnx(Model& model, const OpRegistry& re
   TypeInferenceOptions rules_only;
   rules_only.use_libonnx = false;
   TypeInferenceReport report;
-  Engine trial(model, registry, rules_only, report, true);
-  trial.infer_graph(model.graph());
-  if (trial.trial_failed()) return std::nullopt;
-  return trial.model_nodes();
+  size_t nodes = 0;
+  std::vector<Engine::ElementTypeHint> hints;
+  {
+    Engine trial(model, registry, rules_only, report, true);
+    trial.infer_graph(model.graph());
+    if (trial.trial_failed()) return std::nullopt;
+    nodes = trial.model_nodes();
+    hints = trial.take_element_type_hints();
+  }  // the trial's types are undone here
+  // libonnx's inference of a node it refuses (where a rule accepted it) leaves the node's
+  // outputs untyped, and some of its data propagation functions then read a missing input
+  // type (a Shape downstream: SEGV). The element types the rules agreed on are declared as
+  // value_info, shapes left out, so every value has a type; libonnx merges what it infers
+  // into them and replaces them where it can.
+  for (const Engine::ElementTypeHint& hint : hints) {
+    hint.value->set_type(ValueType::tensor(hint.dtype));
+    hint.graph->add_value_info(hint.value);
+  }
+  return nodes;
 }
 
 }  // namespace

@@ -410,5 +410,29 @@ TEST(InferTypes, OpsetsNewerThanOnnx123AreRefusedClearly) {
       << result.error();
 }
 
+// A rule that accepts a node libonnx refuses (the fuzzer found several) must not leave the
+// values downstream untyped in libonnx's whole-model inference: a Shape's data propagation
+// then read a missing input type (SEGV). The element types the rules inferred go to libonnx as
+// value_info; the refused node's output keeps its dtype.
+TEST(InferTypes, ANodeLibonnxRefusesLeavesItsOutputsTyped) {
+  // LogSoftmax-13's kernel registered as version 14 with a rule that checks no axis: a gap
+  // (libonnx infers the node with its LogSoftmax-13 in whole-model mode).
+  OpRegistry registry = builtin_registry();
+  OpDefinition unchecked = registry.find("", "LogSoftmax", 13)->definition;
+  unchecked.infer_types = infer_same_as_input;
+  registry.add("", "LogSoftmax", 14, unchecked);
+  Model model = model_at(14);
+  GraphBuilder b(model);
+  Value* x =
+      b.input("x", std::vector<Dim>{Dim::known(2), Dim::known(3), Dim::known(4)}, DType::kFloat);
+  Value* y = b.op("LogSoftmax", {x}, {Attr::Int("axis", 3)});  // libonnx: axis out of range
+  Value* shape = b.op("Shape", {y});
+  b.output(b.op("Add", {shape, shape}));
+  TypeInferenceReport report = infer_types(model, registry).value();
+  EXPECT_EQ(report.by_libonnx, 3u);   // whole-model inference
+  EXPECT_EQ(type_of(y), "float[*]");  // the rules' element type; libonnx inferred nothing
+  EXPECT_EQ(type_of(shape).rfind("int64[", 0), 0u) << type_of(shape);  // its length unknown
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
