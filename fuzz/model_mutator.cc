@@ -4,6 +4,7 @@
 // int64 initializer's values, a node dropped or duplicated — so most mutants get past the
 // parser and into the simplifier or the executor. Other inputs get libFuzzer's byte
 // mutations.
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -137,6 +138,37 @@ void mutate_attribute(onnx::AttributeProto& attribute, Rng& rng) {
   }
 }
 
+// Gives `node` an attribute its op's schema (libonnx's, at the model's opset) defines and the
+// node lacks, of the declared type, with an interesting value: a mutant load accepts.
+void add_schema_attribute(const onnx::ModelProto& model, onnx::NodeProto& node, Rng& rng) {
+  int64_t opset = -1;
+  for (const auto& import : model.opset_import()) {
+    const std::string& domain = import.domain() == "ai.onnx" ? std::string() : import.domain();
+    if (domain == node.domain()) opset = import.version();
+  }
+  if (opset < 1 || opset > std::numeric_limits<int>::max()) return;
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), node.domain());
+  if (schema == nullptr) return;
+  std::vector<const onnx::OpSchema::Attribute*> missing;
+  for (const auto& [name, declared] : schema->attributes()) {
+    bool present = false;
+    for (const auto& attribute : node.attribute()) present |= attribute.name() == name;
+    const bool mutable_type = declared.type == onnx::AttributeProto::INT ||
+                              declared.type == onnx::AttributeProto::INTS ||
+                              declared.type == onnx::AttributeProto::FLOAT ||
+                              declared.type == onnx::AttributeProto::STRING;
+    if (!present && mutable_type) missing.push_back(&declared);
+  }
+  if (missing.empty()) return;
+  const onnx::OpSchema::Attribute& declared = *missing[rng() % missing.size()];
+  auto* attribute = node.add_attribute();
+  attribute->set_name(declared.name);
+  attribute->set_type(declared.type);
+  if (declared.type == onnx::AttributeProto::INTS) attribute->add_ints(interesting_int(rng));
+  mutate_attribute(*attribute, rng);
+}
+
 void mutate_value_info(onnx::ValueInfoProto& info, Rng& rng) {
   auto* tensor = info.mutable_type()->mutable_tensor_type();
   if (rng() % 3 == 0) {
@@ -194,7 +226,10 @@ void mutate_model(onnx::ModelProto& model, Rng& rng) {
       if (node.attribute_size() > 0 && rng() % 4) {
         mutate_attribute(*node.mutable_attribute(static_cast<int>(rng() % node.attribute_size())),
                          rng);
+      } else if (rng() % 8) {
+        add_schema_attribute(model, node, rng);
       } else {
+        // A name the op may not define (load refuses those): the refusal stays covered.
         static const char* const kNames[] = {"axis", "axes", "perm",  "keepdims", "to",
                                              "mode", "pads", "group", "transA",   "value"};
         auto* attribute = node.add_attribute();

@@ -52,8 +52,6 @@ std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out_shap
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
-  // A scalar has no axes, but ops that treat it as rank 1 pass axis 0 or -1.
-  if (rank == 0 && (axis == 0 || axis == -1)) return 0;
   if (axis < -rank || axis >= rank) {
     fail("{}: axis {} is out of range for rank {}", what, axis, rank);
   }

@@ -510,6 +510,37 @@ def build(folder):
                                  [inp("x", shape=[4])], [out("y")],
                                  opset=[helper.make_opsetid("", 2**62)])
 
+    # An axis of a scalar: normalize_axis once took axis 0 of a rank-0 tensor as valid, and
+    # these ops then indexed per-axis vectors of size 0 (UBSan: null loads).
+    scalar = [inp("x", shape=[])]
+    seq_out = [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)]
+    models["scalar_axis_mvn"] = model(
+        [helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0], name="mvn")],
+        scalar, [out("y")])
+    models["scalar_axis_pad"] = model(
+        [helper.make_node("Pad", ["x", "p", "", "a"], ["y"], name="pad")], scalar, [out("y")],
+        [i64("p", [1, 1]), i64("a", [0])], opset=[helper.make_opsetid("", 18)])
+    models["scalar_axis_resize"] = model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], axes=[0], name="resize")], scalar,
+        [out("y")], [f32("s", [2])], opset=[helper.make_opsetid("", 18)])
+    models["scalar_axis_center_crop_pad"] = model(
+        [helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[0], name="ccp")], scalar,
+        [out("y")], [i64("s", [2])], opset=[helper.make_opsetid("", 18)])
+    models["scalar_axis_split_to_sequence"] = model(
+        [helper.make_node("SplitToSequence", ["x"], ["y"], axis=0, name="split")], scalar,
+        seq_out)
+    models["scalar_axis_concat_from_sequence"] = model(
+        [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+         helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0, name="concat")],
+        scalar, [out("y")])
+    models["scalar_axis_scan"] = model(
+        [helper.make_node("Scan", ["x"], ["y"], num_scan_inputs=1, scan_input_axes=[0],
+                          name="scan",
+                          body=helper.make_graph([helper.make_node("Identity", ["a"], ["b"])],
+                                                 "body", [inp("a", shape=[])],
+                                                 [out("b", shape=[])]))],
+        scalar, [out("y")], opset=[helper.make_opsetid("", 16)])
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
