@@ -70,6 +70,10 @@ class FftPlan {
  public:
   FftPlan(int64_t n, bool inverse) : n_(n), inverse_(inverse) {
     const double sign = inverse ? 1.0 : -1.0;
+    // Twiddles, chirp and Bluestein's padded buffers: up to about 8 complex values per
+    // point, held to the run's bounds before they are built.
+    check_allocation(static_cast<size_t>(
+        checked_mul(n, static_cast<int64_t>(8 * sizeof(Complex)), "the DFT's length")));
     if (is_power_of_two(n)) {
       twiddles_ = radix2_twiddles(n);
     } else if (n <= 16) {
@@ -368,6 +372,10 @@ class WindowKernel : public OpKernel {
   void compute(KernelContext& context) const override {
     const int64_t size = read_int_scalar(context, 0, "size");
     if (size < 0) context.fail("size must be >= 0, got {}", size);
+    // The window is computed in doubles before it is stored: the scratch is held to the
+    // run's bounds like the output it becomes.
+    check_allocation(static_cast<size_t>(
+        checked_mul(size, static_cast<int64_t>(sizeof(double)), "the window's size")));
     std::vector<double> values(static_cast<size_t>(size));
     const int64_t period = periodic_ ? size : size - 1;
     for (int64_t n = 0; n < size; ++n) {
@@ -437,7 +445,7 @@ class MelWeightMatrixKernel : public OpKernel {
     const double upper_hertz = read_scalar(upper, "upper_edge_hertz");
 
     double low_mel, high_mel, mel_step;
-    const int64_t points = num_mel_bins + 2;
+    const int64_t points = checked_add(num_mel_bins, 2, "num_mel_bins");
     if (lower.dtype() == DType::kDouble) {
       std::tie(low_mel, high_mel) = mel_edges<double>(lower_hertz, upper_hertz);
       mel_step = (high_mel - low_mel) / static_cast<double>(points);
@@ -446,16 +454,23 @@ class MelWeightMatrixKernel : public OpKernel {
       mel_step =
           static_cast<double>(static_cast<float>(high_mel - low_mel) / static_cast<float>(points));
     }
+    const int64_t spectrogram_bins = dft_length / 2 + 1;
+    // The matrix is computed in doubles (and its band edges in int64) before it is stored:
+    // the scratch is held to the run's bounds like the output it becomes.
+    const int64_t cells = checked_mul(spectrogram_bins, num_mel_bins, "the matrix's size");
+    check_allocation(static_cast<size_t>(
+        checked_mul(checked_add(cells, points, "the matrix's size"),
+                    static_cast<int64_t>(sizeof(double)), "the matrix's size")));
     std::vector<int64_t> bins(static_cast<size_t>(points));
     for (int64_t i = 0; i < points; ++i) {
       const double mel = static_cast<double>(i) * mel_step + low_mel;
       const double hertz = 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
-      bins[i] = static_cast<int64_t>(numpy_floor_divide(static_cast<double>(dft_length + 1) * hertz,
-                                                        static_cast<double>(sample_rate)));
+      bins[i] = checked_int64(numpy_floor_divide(static_cast<double>(dft_length + 1) * hertz,
+                                                 static_cast<double>(sample_rate)),
+                              "a mel band's edge bin");
     }
 
-    const int64_t spectrogram_bins = dft_length / 2 + 1;
-    std::vector<double> values(static_cast<size_t>(spectrogram_bins * num_mel_bins), 0.0);
+    std::vector<double> values(static_cast<size_t>(cells), 0.0);
     auto at = [&](int64_t row, int64_t mel_bin) -> double& {
       if (row < 0 || row >= spectrogram_bins) {
         context.fail(

@@ -541,6 +541,21 @@ def build(folder):
                                                  [out("b", shape=[])]))],
         scalar, [out("y")], opset=[helper.make_opsetid("", 16)])
 
+    # Signal ops size scratch tables (in doubles) by their inputs before the output exists.
+    opset17 = [helper.make_opsetid("", 17)]
+    models["hann_window_size_2p40"] = model(
+        [helper.make_node("HannWindow", ["n"], ["y"], name="hann")], [], [out("y")],
+        [i64("n", 2**40)], opset=opset17)
+    mel_inputs = ["bins", "dft", "rate", "low", "high"]
+    models["mel_weight_matrix_bins_i64max"] = model(
+        [helper.make_node("MelWeightMatrix", mel_inputs, ["y"], name="mel")], [], [out("y")],
+        [i64("bins", I64_MAX), i64("dft", 16), i64("rate", 16000), f32("low", 0),
+         f32("high", 8000)], opset=opset17)
+    models["mel_weight_matrix_upper_1e30"] = model(
+        [helper.make_node("MelWeightMatrix", mel_inputs, ["y"], name="mel")], [], [out("y")],
+        [i64("bins", 8), i64("dft", 16), i64("rate", 16000), f32("low", 0), f32("high", 1e30)],
+        opset=opset17)
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
