@@ -40,6 +40,9 @@ struct PoolWindow {
   Shape y_shape;
   bool extends_padding = false;    // ceil_mode reaches past the declared end padding
   bool window_in_padding = false;  // some window may lie entirely in the padding
+  // A window wider than its input: oneDNN visits every tap, padding included (a kernel of
+  // 2^31 over 32 pixels ran for minutes), where the reference kernel visits the input's.
+  bool window_wider_than_input = false;
 };
 
 // Where the windows of X lie for oneDNN, as the reference kernel places them; nullopt when
@@ -66,6 +69,7 @@ std::optional<PoolWindow> pool_window(const ConvAttributes& attrs, const Shape& 
     win.pad_end.push_back(reach);
     win.extends_padding = win.extends_padding || reach > axis.pad_end;
     win.window_in_padding = win.window_in_padding || begin >= span || reach >= span;
+    win.window_wider_than_input = win.window_wider_than_input || span > in;
     win.y_shape.push_back(out);
   }
   return win;
@@ -93,6 +97,7 @@ class DnnlPoolKernel : public OpKernel {
     std::optional<PoolWindow> win = pool_window(attrs_, x_shape);
     if (int8_max) return max_pool_int8(context, x, win);
     if (!win || x.numel() == 0 || shape_numel(win->y_shape) == 0 || win->window_in_padding ||
+        win->window_wider_than_input ||
         (algorithm_ == dnnl::algorithm::pooling_avg_include_padding && win->extends_padding)) {
       return reference_->compute(context);
     }
@@ -408,7 +413,9 @@ class ChannelsLastMaxPoolKernel : public OpKernel {
     if (!int8 || x.rank() != 4 || x.numel() == 0) return reference_->compute(context);
     const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
     const std::optional<PoolWindow> win = pool_window(attrs_, {n, c, h, w});
-    if (!win || win->window_in_padding || win->dilations[0] != 0 || win->dilations[1] != 0) {
+    // A window wider than its input would size the tap list by the kernel, not the input.
+    if (!win || win->window_in_padding || win->window_wider_than_input || win->dilations[0] != 0 ||
+        win->dilations[1] != 0) {
       return reference_->compute(context);
     }
     const int64_t oh = win->y_shape[2], ow = win->y_shape[3];

@@ -556,6 +556,12 @@ def build(folder):
         [i64("bins", 8), i64("dft", 16), i64("rate", 16000), f32("low", 0), f32("high", 1e30)],
         opset=opset17)
 
+    # A pooling window far wider than its input: oneDNN visits every tap of it.
+    models["maxpool_kernel_2p31"] = model(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[19, 2**31 - 1],
+                          auto_pad="SAME_LOWER", name="pool")],
+        [inp("x", shape=[1, 3, 32, 32])], [out("y")], opset=[helper.make_opsetid("", 21)])
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
