@@ -132,9 +132,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
       on_read(error, bytes);
       return;
     }
-    if (auto length = parser_->content_length(); length && *length > buffer_.capacity()) {
+    const auto length = parser_->content_length();
+    if (length && *length > buffer_.capacity()) {
       buffer_.reserve(static_cast<size_t>(std::min<uint64_t>(*length, kBodyReadBytes)));
     }
+    // A client that sends "Expect: 100-continue" (curl, .NET, Java clients for large bodies)
+    // waits for an interim "100 Continue" before the body, or for its own timeout: a second
+    // per request with curl. A body over the limit is refused before it is sent.
+    const auto& header = parser_->get();
+    if (header.version() >= 11 && !parser_->is_done() &&
+        beast::iequals(header[http::field::expect], "100-continue")) {
+      if (length && *length > server_->options.max_body_bytes) {
+        fail_and_close(413, "request body larger than the server's limit of " +
+                                std::to_string(server_->options.max_body_bytes) + " bytes");
+        return;
+      }
+      continue_response_ = {http::status::continue_, header.version()};
+      stream_.expires_after(server_->options.write_timeout);
+      http::async_write(stream_, continue_response_,
+                        [self = shared_from_this()](beast::error_code error, size_t) {
+                          if (error) {
+                            self->close();
+                            return;
+                          }
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    stream_.expires_after(server_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Connection::on_read, shared_from_this()));
   }
@@ -216,6 +245,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::empty_body> continue_response_;
   Response response_;
   bool keep_alive_ = true;
   bool over_limit_ = false;

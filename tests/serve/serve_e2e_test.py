@@ -361,6 +361,27 @@ class ServeTest(unittest.TestCase):
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
             s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
             self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 400"))
+        # "Expect: 100-continue" (curl, .NET and Java clients on large bodies): the interim
+        # answer comes before the body is sent, then the real one; a body past the limit is
+        # refused at once.
+        body = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                       "data": image(5).ravel().tolist()}]}).encode()
+        head = (b"POST /v2/models/tiny_cnn/infer HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nExpect: 100-continue\r\n")
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body))
+            self.assertEqual(s.recv(4096), b"HTTP/1.1 100 Continue\r\n\r\n")
+            s.sendall(body)
+            reply = b""
+            while b'"outputs"' not in reply:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, reply)
+                reply += chunk
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200"), reply[:200])
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(head + b"Content-Length: %d\r\n\r\n" % (1 << 40))
+            reply = s.recv(4096)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 413"), reply)
 
     def test_load_and_unload_under_traffic(self):
         stop = threading.Event()
