@@ -301,6 +301,16 @@ void InferenceServer::Impl::wait_for_drain(std::shared_ptr<asio::steady_timer> t
 
 void InferenceServer::Impl::handle(Request request, std::function<void(Response)> reply,
                                    Clock::time_point received) {
+  // HEAD is GET without the body (load balancers' and some probes' check): the same headers,
+  // Content-Length included, and no body.
+  if (request.method() == http::verb::head) {
+    reply = [reply = std::move(reply)](Response response) {
+      const size_t length = response.body().size();
+      response.body().clear();
+      response.content_length(length);
+      reply(std::move(response));
+    };
+  }
   // Large answers are gzipped for clients that accept it.
   if (accepts_gzip(request[http::field::accept_encoding])) {
     reply = [reply = std::move(reply)](Response response) {
@@ -356,7 +366,7 @@ void InferenceServer::Impl::handle(Request request, std::function<void(Response)
 
 Response InferenceServer::Impl::route(const Request& request,
                                       const std::vector<std::string>& path) {
-  const bool get = request.method() == http::verb::get;
+  const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
   const bool post = request.method() == http::verb::post;
   auto ok_json = [](const json& body) {
     return make_response(http::status::ok,

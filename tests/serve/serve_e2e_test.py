@@ -361,6 +361,19 @@ class ServeTest(unittest.TestCase):
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
             s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
             self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 400"))
+        # HEAD: GET's headers, Content-Length included, and no body; the connection goes on.
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(b"HEAD /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+            reply = b""
+            while reply.count(b"HTTP/1.1 200") < 2 or not reply.endswith(b"}"):
+                chunk = s.recv(4096)
+                self.assertTrue(chunk, reply)
+                reply += chunk
+            head, get = reply.split(b"HTTP/1.1 200 OK")[1:]
+            self.assertIn(b"Content-Length: 14\r\n", head)
+            self.assertTrue(head.endswith(b"\r\n\r\n"), head)
+            self.assertTrue(get.endswith(b'{"live":true}'), get)
         # "Expect: 100-continue" (curl, .NET and Java clients on large bodies): the interim
         # answer comes before the body is sent, then the real one; a body past the limit is
         # refused at once.
