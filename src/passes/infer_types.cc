@@ -198,13 +198,23 @@ class Engine {
   bool trial_failed() const { return trial_failed_; }
   // The nodes of the model, those of subgraphs included, after a trial that did not fail.
   size_t model_nodes() const { return model_nodes_; }
-  // The element types a trial inferred for tensors the model leaves untyped, with their graph.
+  // The element types a trial inferred for tensors the model leaves untyped, with their graph:
+  // the last type each got (a body a rule infers twice records its value twice).
   struct ElementTypeHint {
     Graph* graph;
     Value* value;
     DType dtype;
   };
-  std::vector<ElementTypeHint> take_element_type_hints() { return std::move(element_hints_); }
+  std::vector<ElementTypeHint> element_type_hints() const {
+    std::vector<ElementTypeHint> hints;
+    for (const auto& [graph, value] : untyped_before_trial_) {
+      const ValueType& type = value->type();
+      if (type.is_tensor() && type.elem_type != DType::kUndefined) {
+        hints.push_back({graph, value, type.elem_type});
+      }
+    }
+    return hints;
+  }
 
   // Infers `graph` (a subgraph) with its inputs of `input_types` (kNone: as declared) and
   // returns its outputs' types.
@@ -470,9 +480,8 @@ class Engine {
       if (options_.strict) fail("{}", message);
       report_.warnings.push_back(std::move(message));
     }
-    if (trial_ && !declared && value->type().kind == ValueType::Kind::kNone &&
-        inferred.is_tensor() && inferred.elem_type != DType::kUndefined) {
-      element_hints_.push_back({&graph, value, inferred.elem_type});
+    if (trial_ && !declared && value->type().kind == ValueType::Kind::kNone) {
+      untyped_before_trial_.emplace_back(&graph, value);
     }
     ValueType type = merge_types(value->type(), std::move(inferred), declared);
     if (!trial_) name_unknown_dims(type);
@@ -584,7 +593,7 @@ class Engine {
   size_t model_nodes_ = 0;
   std::vector<std::pair<Value*, ValueType>> undo_;  // each type a trial replaced, in order
   std::unordered_set<const Node*> visited_;         // the nodes a trial has taken so far
-  std::vector<ElementTypeHint> element_hints_;
+  std::vector<std::pair<Graph*, Value*>> untyped_before_trial_;  // in the order a trial typed them
 };
 
 // The number of nodes (those of subgraphs included) when libonnx's whole-model inference may
@@ -601,7 +610,7 @@ std::optional<size_t> whole_model_for_libonnx(Model& model, const OpRegistry& re
     trial.infer_graph(model.graph());
     if (trial.trial_failed()) return std::nullopt;
     nodes = trial.model_nodes();
-    hints = trial.take_element_type_hints();
+    hints = trial.element_type_hints();
   }  // the trial's types are undone here
   // libonnx's inference of a node it refuses (where a rule accepted it) leaves the node's
   // outputs untyped, and some of its data propagation functions then read a missing input
