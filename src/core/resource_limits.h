@@ -23,6 +23,10 @@ namespace onnxkit {
 // Loading and compiling recurse once per level of nested subgraphs (a Loop in an If in a
 // Loop ...): a hostile model's thousand levels are refused rather than followed.
 inline constexpr int kMaxSubgraphDepth = 64;
+// Model-local functions calling functions: the longest chain of calls a model may hold. Each
+// level takes one round of inlining, and libonnx's inference of a call recurses once per level
+// (a chain of 5,000 overflowed its stack).
+inline constexpr int kMaxFunctionCallDepth = 16;
 inline constexpr int64_t kDefaultMaxLoopIterations = int64_t{1} << 14;
 
 // Always held by a shared_ptr: the blocks charged to it keep it alive past the run.

@@ -1,9 +1,16 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
+
+#include "core/resource_limits.h"
+#include "ir/domain.h"
+#include "ir/model.h"
 
 namespace onnxkit {
 namespace {
@@ -125,6 +132,67 @@ void verify_recursive(const Graph& graph) {
   graph.topological_order();  // throws on a cycle, naming a node on it
 }
 
+// Model-local functions must not call themselves, directly or through others (inlining would
+// never end, and libonnx's inference of a call recurses until the stack overflows), nor nest
+// calls deeper than kMaxFunctionCallDepth. A depth-first walk of the call graph with its own
+// stack: a file may chain thousands of functions.
+void check_functions_not_recursive(const Model& model) {
+  const auto key = [](std::string_view domain, std::string_view name) {
+    return std::string(canonical_domain(domain)) + "." + std::string(name);
+  };
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < model.functions.size(); ++i) {
+    const Function& function = model.functions[i];
+    index_of[key(function.domain, function.name)] = i;
+  }
+  std::vector<std::vector<size_t>> callees(model.functions.size());
+  for (size_t i = 0; i < model.functions.size(); ++i) {
+    for_each_node_recursive(*model.functions[i].body, [&](const Node* node) {
+      auto callee = index_of.find(key(node->domain(), node->op_type()));
+      if (callee != index_of.end()) callees[i].push_back(callee->second);
+    });
+  }
+  enum class Mark { kNew, kOnPath, kDone };
+  std::vector<Mark> marks(model.functions.size(), Mark::kNew);
+  std::vector<int> depth(model.functions.size(), 1);  // the longest chain of calls from each
+  std::vector<std::pair<size_t, size_t>> path;        // (function, next callee to visit)
+  for (size_t root = 0; root < model.functions.size(); ++root) {
+    if (marks[root] != Mark::kNew) continue;
+    marks[root] = Mark::kOnPath;
+    path.emplace_back(root, 0);
+    while (!path.empty()) {
+      auto& [function, next] = path.back();
+      if (next == callees[function].size()) {
+        for (size_t callee : callees[function]) {
+          depth[function] = std::max(depth[function], depth[callee] + 1);
+        }
+        if (depth[function] > kMaxFunctionCallDepth) {
+          fail("function '{}' starts a chain of {} nested function calls, more than {}",
+               model.functions[function].name, depth[function], kMaxFunctionCallDepth);
+        }
+        marks[function] = Mark::kDone;
+        path.pop_back();
+        continue;
+      }
+      const size_t callee = callees[function][next++];
+      if (marks[callee] == Mark::kOnPath) {
+        std::string cycle;
+        for (auto at = std::find_if(path.begin(), path.end(),
+                                    [&](const auto& entry) { return entry.first == callee; });
+             at != path.end(); ++at) {
+          cycle += model.functions[at->first].name + " -> ";
+        }
+        fail("function '{}' calls itself ({}{}): functions cannot be recursive",
+             model.functions[callee].name, cycle, model.functions[callee].name);
+      }
+      if (marks[callee] == Mark::kNew) {
+        marks[callee] = Mark::kOnPath;
+        path.emplace_back(callee, 0);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Status verify_graph(const Graph& graph) {
@@ -138,6 +206,7 @@ Status verify_model(const Model& model) {
       Status status = verify_graph(*function.body);
       if (!status.ok()) fail("function '{}': {}", function.name, status.message());
     }
+    check_functions_not_recursive(model);
   });
 }
 

@@ -2,14 +2,16 @@
 
 #include <unordered_map>
 
+#include "core/resource_limits.h"
 #include "ir/graph_clone.h"
 #include "onnx/schema_functions.h"
 
 namespace onnxkit {
 namespace {
 
-// Nested calls can expand into more calls; a recursive function would never stop.
-constexpr int kMaxRounds = 16;
+// Nested calls can expand into more calls, a round per level of nesting (load refuses deeper
+// chains of model-local functions, and recursive ones).
+constexpr int kMaxRounds = kMaxFunctionCallDepth;
 
 // Replaces `call` in its graph by the nodes of `function`.
 void inline_call(Node* call, const Function& function, size_t call_index) {

@@ -562,6 +562,24 @@ def build(folder):
                           auto_pad="SAME_LOWER", name="pool")],
         [inp("x", shape=[1, 3, 32, 32])], [out("y")], opset=[helper.make_opsetid("", 21)])
 
+    # Model-local functions that call themselves, or nest calls thousands deep: inlining never
+    # ends, and libonnx's inference of a call recurses once per level (SEGV in simplify).
+    local = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+
+    def function(name, callee):
+        body = ([helper.make_node(callee, ["a"], ["b"], domain="local")] if callee
+                else [helper.make_node("Relu", ["a"], ["b"])])
+        return helper.make_function("local", name, ["a"], ["b"], body, local)
+
+    call = [helper.make_node("F0", ["x"], ["y"], domain="local", name="call")]
+    # recursive_function's and functions_mutually_recursive's functions import no "local"
+    # opset; this one does, which takes libonnx's inference into its calls.
+    models["function_recursive_importing_its_domain"] = model(
+        call, [inp("x", shape=[2])], [out("y")], opset=local, functions=[function("F0", "F0")])
+    models["function_chain_5000"] = model(
+        call, [inp("x", shape=[2])], [out("y")], opset=local,
+        functions=[function(f"F{i}", f"F{i + 1}" if i + 1 < 5000 else None) for i in range(5000)])
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
