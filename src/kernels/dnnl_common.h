@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <memory>
+#include <span>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -26,6 +29,18 @@ dnnl::stream make_stream();
 
 inline dnnl::memory::dims to_dims(const Shape& shape) {
   return dnnl::memory::dims(shape.begin(), shape.end());
+}
+
+// True when every dim of `shapes` is below 2^31: oneDNN 2.6's kernels block dims in 32-bit
+// ints, and a dim of 2^32 (a Reshape ahead of a MatMul or Conv) divided by zero inside its
+// primitive creation (SIGFPE). Larger shapes go to the reference kernels.
+inline bool dims_fit_int32(std::initializer_list<std::span<const int64_t>> shapes) {
+  for (std::span<const int64_t> shape : shapes) {
+    for (int64_t dim : shape) {
+      if (dim > std::numeric_limits<int32_t>::max()) return false;
+    }
+  }
+  return true;
 }
 
 // A plain (row-major, "abcd...") f32 descriptor for `shape`.

@@ -489,6 +489,10 @@ class DnnlConvKernel : public OpKernel {
     Plan plan;
     plan.y_shape = win.y_shape;
     plan.y_tensor_shape = blocked() ? blocked_shape(win.y_shape) : win.y_shape;
+    if (!dnnl_util::dims_fit_int32({x, w, win.y_shape})) {
+      plan.use_reference = true;
+      return plan;
+    }
     plan.user_src_md =
         blocked_x ? memory::desc(to_dims(x), dt::f32, tag::nChw16c) : dnnl_util::plain_f32_desc(x);
     plan.user_dst_md = blocked() ? memory::desc(to_dims(win.y_shape), dt::f32, tag::nChw16c)

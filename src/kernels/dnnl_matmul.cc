@@ -163,6 +163,10 @@ struct MatMulDims {
   bool rows_probed = false;  // A's unknown dims were read as 1 (static_dims)
 };
 
+bool dims_fit_onednn(const MatMulDims& dims) {
+  return dnnl_util::dims_fit_int32({dims.src, dims.weights, dims.dst});
+}
+
 // Fails naming `node` on shapes MatMul's rules reject (matmul_shape). `trans_*` swap the
 // last two dims of operands of rank >= 2.
 MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b, bool trans_a,
@@ -477,10 +481,12 @@ class DnnlMatMulKernelBase : public OpKernel {
   bool handled_here(KernelContext& context, bool float_inputs, const MatMulDims* dims) const {
     const bool empty_k = dims && dims->k == 0;
     const bool too_many_dims = dims && dims->dst.size() > DNNL_MAX_NDIMS;
-    if (float_inputs && !empty_k && !too_many_dims) return true;
+    const bool too_large = dims && !dims_fit_onednn(*dims);
+    if (float_inputs && !empty_k && !too_many_dims && !too_large) return true;
     if (!reference_) {
       if (!float_inputs) context.fail("inputs must be float32");
       if (empty_k) context.fail("an empty inner dimension is not supported");
+      if (too_large) context.fail("a dimension of 2^31 or more is not supported");
       context.fail("more than {} dimensions are not supported", DNNL_MAX_NDIMS);
     }
     reference_->compute(context);
@@ -501,7 +507,7 @@ class DnnlMatMulKernelBase : public OpKernel {
     }
     try {
       MatMulDims dims = matmul_dims(context.node(), *a, *b, trans_a, trans_b);
-      if (dims.k == 0 || shape_numel(dims.out_shape) == 0) return {};
+      if (dims.k == 0 || shape_numel(dims.out_shape) == 0 || !dims_fit_onednn(dims)) return {};
       dims.rows_probed = !static_shape(context, 0);
       return dims;
     } catch (const Error&) {

@@ -580,6 +580,15 @@ def build(folder):
         call, [inp("x", shape=[2])], [out("y")], opset=local,
         functions=[function(f"F{i}", f"F{i + 1}" if i + 1 < 5000 else None) for i in range(5000)])
 
+    # A static shape with a dim of 2^32 ahead of oneDNN's kernels, which build their plans at
+    # session creation from the shapes inference found and block dims in 32-bit ints (SIGFPE).
+    for op, weight, shape in (("MatMul", f32("w", np.ones((8, 2))), [2**32, 8]),
+                              ("Conv", f32("w", np.ones((2, 8, 1, 1))), [1, 8, 1, 2**32])):
+        models[f"{op.lower()}_after_reshape_to_2p32"] = model(
+            [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+             helper.make_node(op, ["r", "w"], ["y"], name=op.lower())],
+            [inp("x", shape=[1, 8])], [out("y")], [i64("shape", shape), weight])
+
     # Files that are not a model: empty, a valid protobuf of another message, a model cut in
     # half (its initializer's bytes run past the end).
     models["empty_file"] = RawModel(b"")
