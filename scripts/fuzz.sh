@@ -12,8 +12,8 @@
 #                                    seed pass of the model targets would take the minute)
 #
 # The corpus build-fuzz/corpus/TARGET grows across campaigns; it starts from the seeds:
-# libonnx-testdata's node models, tests/data's models (model targets), fuzz/seeds/TARGET,
-# and the regression inputs tests/data/fuzz/TARGET. A crash lands in
+# libonnx-testdata's node models and onnx 1.23's (campaigns), tests/data's models (model
+# targets), fuzz/seeds/TARGET, and the regression inputs tests/data/fuzz/TARGET. A crash lands in
 # build-fuzz/crashes/TARGET/: copy it into tests/data/fuzz/TARGET/ with the fix (the
 # normal build's fuzz_replay_TARGET test replays it). Each campaign appends a line with
 # its executions and coverage (edges) to build-fuzz/stats/TARGET.log.
@@ -131,6 +131,15 @@ if [ ! -d "$seeds" ]; then
     # One tar each way rather than a cp per file (libFuzzer reads folders recursively).
     (cd "$testdata" && find node -name model.onnx | sort | awk "NR % $stride == 0" |
       tar -cf - -T -) | tar -C "$seeds.tmp" -xf -
+    # onnx 1.23's node cases, where scripts/test.sh generated them: 1,294 of them import
+    # opsets 18 to 24, which libonnx-testdata (onnx 1.12) has none of, so the newest ops and
+    # versions were reached only by mutating an op type. Campaigns only: the CI run's minute
+    # has enough to do with the others.
+    if [ $build -eq 1 ] && [ -d build/onnx123_node ]; then
+      find build/onnx123_node -name model.onnx -size -256k | while read -r model; do
+        cp "$model" "$seeds.tmp/onnx123_$(basename "$(dirname "$model")").onnx"
+      done
+    fi
     # The project's small models (under 256 KiB) and the hostile ones.
     find tests/data/models examples/models tests/data/hostile -name '*.onnx' -size -256k -print0 |
       tar -cf - --null -T - | tar -C "$seeds.tmp" -xf -
