@@ -21,15 +21,20 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
+// Every tensor of 256 bytes or more goes to the data file.
+SaveOptions external_data_options() {
+  SaveOptions options;
+  options.external_data = ExternalDataMode::kAlways;
+  options.external_threshold_bytes = 256;
+  return options;
+}
+
 TEST(ExternalData, SaveAlwaysWritesADataFileAndLoadsBackAsViews) {
   TempDir dir;
   testing::write_model(testing::add_model(1000), dir / "in.onnx");
   auto model = load_model(dir / "in.onnx");
   ASSERT_TRUE(model.ok()) << model.error();
-  SaveOptions options;
-  options.external_data = ExternalDataMode::kAlways;
-  options.external_threshold_bytes = 256;
-  ASSERT_TRUE(save_model(model.value(), dir / "out.onnx", options).ok());
+  ASSERT_TRUE(save_model(model.value(), dir / "out.onnx", external_data_options()).ok());
   ASSERT_TRUE(fs::exists(dir / "out.onnx.data"));
   EXPECT_LT(fs::file_size(dir / "out.onnx"), 1000u);
 
@@ -64,9 +69,7 @@ TEST(ExternalData, SaveRefusesADataFileTheSourceModelReads) {
   testing::write_model(testing::add_model(1000), dir / "in.onnx");
   auto original = load_model(dir / "in.onnx");
   ASSERT_TRUE(original.ok()) << original.error();
-  SaveOptions external;
-  external.external_data = ExternalDataMode::kAlways;
-  external.external_threshold_bytes = 256;
+  const SaveOptions external = external_data_options();
   ASSERT_TRUE(save_model(original.value(), dir / "a.onnx", external).ok());
   auto model = load_model(dir / "a.onnx");
   ASSERT_TRUE(model.ok()) << model.error();
