@@ -265,7 +265,7 @@ class TfIdfVectorizerKernel : public OpKernel {
     if (indexes.empty()) context.fail("ngram_indexes is empty");
     for (int64_t index : indexes) {
       if (index < 0) context.fail("ngram_indexes value {} is negative", index);
-      output_size_ = std::max(output_size_, index + 1);
+      output_size_ = std::max(output_size_, checked_add(index, 1, "ngram_indexes"));
     }
     if (!weights_.empty()) {
       if (weights_.size() != indexes.size())
