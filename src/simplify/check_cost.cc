@@ -153,7 +153,7 @@ RunCostEstimate estimate_run_cost(const Model& model,
     input->set_type(std::move(type));
   }
   // Shapes inferred under the symbolic sizes: inferred again from the sizes.
-  for (Value* value : std::vector<Value*>(graph.value_info())) {
+  for (Value* value : graph.value_info()) {
     ValueType type = value->type();
     if (type.kind == ValueType::Kind::kTensor) type.shape.reset();
     value->set_type(std::move(type));

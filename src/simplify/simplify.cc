@@ -325,7 +325,7 @@ void apply_input_shapes(Model& model, const SimplifyOptions& options) {
     input->set_type(std::move(type));
   }
   // Intermediate shapes inferred under the old input shapes are stale now.
-  for (Value* value : std::vector<Value*>(model.graph().value_info())) {
+  for (Value* value : model.graph().value_info()) {
     ValueType type = value->type();
     if (type.kind == ValueType::Kind::kTensor) type.shape.reset();
     value->set_type(type);
