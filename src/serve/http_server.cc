@@ -143,8 +143,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (header.version() >= 11 && !parser_->is_done() &&
         beast::iequals(header[http::field::expect], "100-continue")) {
       if (length && *length > server_->options.max_body_bytes) {
-        fail_and_close(413, "request body larger than the server's limit of " +
-                                std::to_string(server_->options.max_body_bytes) + " bytes");
+        fail_body_too_large();
         return;
       }
       continue_response_ = {http::status::continue_, header.version()};
@@ -155,6 +154,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
                             self->close();
                             return;
                           }
+                          // The body gets the read timeout the header had before the write.
+                          self->stream_.expires_after(self->server_->options.read_timeout);
                           self->read_body();
                         });
       return;
@@ -163,7 +164,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void read_body() {
-    stream_.expires_after(server_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Connection::on_read, shared_from_this()));
   }
@@ -175,8 +175,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     if (error == http::error::body_limit) {
-      fail_and_close(413, "request body larger than the server's limit of " +
-                              std::to_string(server_->options.max_body_bytes) + " bytes");
+      fail_body_too_large();
       return;
     }
     if (error == http::error::header_limit) {
@@ -212,6 +211,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      });
         },
         Clock::now());
+  }
+
+  void fail_body_too_large() {
+    fail_and_close(413, "request body larger than the server's limit of " +
+                            std::to_string(server_->options.max_body_bytes) + " bytes");
   }
 
   void fail_and_close(int status, const std::string& message) {
