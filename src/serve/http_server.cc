@@ -391,7 +391,8 @@ Response InferenceServer::Impl::route(const Request& request,
     if (!get) return method_not_allowed("GET");
     return ok_json({{"name", "onnxkit"},
                     {"version", "0.1.0"},
-                    {"extensions", {"binary_tensor_data", "model_repository", "statistics"}}});
+                    {"extensions",
+                     {"binary_tensor_data", "classification", "model_repository", "statistics"}}});
   }
   if (path[1] == "health" && path.size() == 3) {
     if (!get) return method_not_allowed("GET");
@@ -520,8 +521,9 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
   }
   const std::string name = instance->name;
   const std::string resolved_version = instance->version;
-  auto respond = [name, resolved_version, parsed](const NamedValues& outputs) {
-    EncodedResponse encoded = encode_infer_response(name, resolved_version, *parsed, outputs);
+  auto respond = [name, resolved_version, parsed, instance](const NamedValues& outputs) {
+    EncodedResponse encoded =
+        encode_infer_response(name, resolved_version, *parsed, outputs, &instance->labels);
     Response response =
         make_response(http::status::ok, std::move(encoded.body),
                       encoded.header_length ? "application/octet-stream" : "application/json");
@@ -583,6 +585,12 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
       model_metrics.record_success(timing, rows, ns_since(received));
       statistics->record_success(timing, ns_since(received));
       reply(std::move(response));
+    } catch (const RequestError& e) {
+      // An answer the request asked for that these outputs cannot give (a classification of
+      // an output whose type the model left undeclared).
+      model_metrics.record_failure(FailureReason::kOther);
+      statistics->record_failure(ns_since(received));
+      reply(error_response(e.http_status(), e.what()));
     } catch (const std::exception& e) {
       model_metrics.record_failure(FailureReason::kBackend);
       statistics->record_failure(ns_since(received));

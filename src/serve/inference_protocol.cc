@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include <simdjson.h>
@@ -80,6 +81,29 @@ bool bool_parameter(const JsonObject& object, const char* key, bool fallback,
     bad_request(where + ": parameter '" + key + "' must be a bool");
   }
   return bool(*value);
+}
+
+// An output's "classification" parameter: 0 when absent, else the positive class count.
+int64_t classification_parameter(const JsonObject& output, const std::string& where) {
+  const auto parameters_json = find_member(output, "parameters");
+  if (!parameters_json) return 0;
+  const auto parameters = as_object(*parameters_json);
+  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  const auto value = find_member(*parameters, "classification");
+  if (!value) return 0;
+  if (value->type() == JsonType::UINT64) return std::numeric_limits<int64_t>::max();
+  if (value->type() != JsonType::INT64 || int64_t(*value) < 1) {
+    bad_request(where +
+                ": parameter 'classification' must be a positive integer (the number "
+                "of classes to answer), not " +
+                json_text(*value));
+  }
+  return int64_t(*value);
+}
+
+// The element types a classification ranks: those the protocol carries, but BYTES and BOOL.
+bool classifiable(DType dtype) {
+  return protocol_datatype(dtype) && dtype != DType::kString && dtype != DType::kBool;
 }
 
 // Writes the numbers of (nested) `data` into `out` in row-major order; `data` holds
@@ -477,22 +501,74 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       const auto name_json = find_member(*output, "name");
       if (!name_json || !is_string(*name_json)) bad_request("an output has no string 'name'");
       const std::string name = string_of(*name_json);
-      if (std::none_of(model_outputs.begin(), model_outputs.end(),
-                       [&](const ValueInfo& info) { return info.name == name; })) {
-        bad_request("unknown output '" + name + "'");
-      }
+      auto declared = std::find_if(model_outputs.begin(), model_outputs.end(),
+                                   [&](const ValueInfo& info) { return info.name == name; });
+      if (declared == model_outputs.end()) bad_request("unknown output '" + name + "'");
       if (!asked.insert(name).second) bad_request("output '" + name + "' is asked for twice");
-      parsed.outputs.push_back(
-          {name, bool_parameter(*output, "binary_data", parsed.binary_output_default,
-                                "output '" + name + "'")});
+      const std::string where = "output '" + name + "'";
+      RequestedOutput requested{
+          name, bool_parameter(*output, "binary_data", parsed.binary_output_default, where)};
+      requested.classification = classification_parameter(*output, where);
+      if (requested.classification && declared->dtype != DType::kUndefined &&
+          !classifiable(declared->dtype)) {
+        bad_request(where + " is " + declared->type + "; classification needs a numeric output");
+      }
+      parsed.outputs.push_back(std::move(requested));
     }
   }
   return parsed;
 }
 
+Tensor classify(const Tensor& tensor, int64_t count, const std::vector<std::string>* labels,
+                const std::string& output_name) {
+  if (!classifiable(tensor.dtype())) {
+    bad_request("output '" + output_name + "' is " + std::string(dtype_name(tensor.dtype())) +
+                "; classification needs a numeric output");
+  }
+  const bool by_row = tensor.rank() >= 2;
+  const int64_t rows = by_row ? tensor.shape()[0] : 1;
+  int64_t per_row = 1;
+  for (size_t axis = by_row ? 1 : 0; axis < tensor.shape().size(); ++axis) {
+    per_row *= tensor.shape()[axis];
+  }
+  const int64_t k = std::min(count, per_row);
+  std::vector<std::string> classes;
+  classes.reserve(static_cast<size_t>(rows * k));
+  dispatch_numeric(tensor.dtype(), output_name, [&]<typename T>(TypeTag<T>) {
+    // Half types are ranked and written as the float they hold.
+    using Value =
+        std::conditional_t<std::is_floating_point_v<T> || std::is_integral_v<T>, T, float>;
+    std::vector<int64_t> order(static_cast<size_t>(per_row));
+    for (int64_t row = 0; row < rows; ++row) {
+      const T* values = tensor.data<T>() + row * per_row;
+      auto value = [&](int64_t i) { return static_cast<Value>(values[i]); };
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+        const Value x = value(a), y = value(b);
+        if constexpr (std::is_floating_point_v<Value>) {
+          if (std::isnan(x) || std::isnan(y)) {
+            return std::isnan(x) == std::isnan(y) ? a < b : std::isnan(y);
+          }
+        }
+        return x != y ? x > y : a < b;
+      });
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t index = order[static_cast<size_t>(i)];
+        std::string text = std::to_string(value(index)) + ":" + std::to_string(index);
+        if (labels && index < static_cast<int64_t>(labels->size())) {
+          text += ":" + (*labels)[static_cast<size_t>(index)];
+        }
+        classes.push_back(std::move(text));
+      }
+    }
+  });
+  Shape shape = by_row ? Shape{rows, k} : Shape{k};
+  return Tensor::from_strings(std::move(shape), std::move(classes));
+}
+
 EncodedResponse encode_infer_response(const std::string& model_name,
                                       const std::string& model_version, const InferRequest& request,
-                                      const NamedValues& outputs) {
+                                      const NamedValues& outputs, const OutputLabels* labels) {
   std::vector<RequestedOutput> wanted = request.outputs;
   if (wanted.empty()) {
     for (const auto& [name, value] : outputs) {
@@ -511,7 +587,17 @@ EncodedResponse encode_infer_response(const std::string& model_name,
       throw Error("output '" + output.name + "' is " + it->second.describe() +
                   ", not a tensor the protocol can carry");
     }
-    const Tensor& tensor = it->second.tensor();
+    std::optional<Tensor> classes;
+    if (output.classification > 0) {
+      const std::vector<std::string>* output_labels = nullptr;
+      if (labels) {
+        if (auto found = labels->find(output.name); found != labels->end()) {
+          output_labels = &found->second;
+        }
+      }
+      classes = classify(it->second.tensor(), output.classification, output_labels, output.name);
+    }
+    const Tensor& tensor = classes ? *classes : it->second.tensor();
     const auto datatype = protocol_datatype(tensor.dtype());
     if (!datatype) {
       throw Error("output '" + output.name + "' has element type " +

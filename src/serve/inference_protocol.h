@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,7 +41,23 @@ std::vector<int64_t> protocol_shape(const ValueInfo& info);
 struct RequestedOutput {
   std::string name;
   bool binary = false;
+  // Triton's classification extension (the output's "classification" parameter): when > 0,
+  // the output is answered as BYTES "<value>:<index>[:<label>]" strings of its `classification`
+  // highest elements per row instead of the tensor.
+  int64_t classification = 0;
 };
+
+// Class labels per output name (line N of a model's label file names class N), for
+// classification answers.
+using OutputLabels = std::map<std::string, std::vector<std::string>, std::less<>>;
+
+// The classification answer for `tensor`: its `count` highest elements (ties: the lower index
+// first; NaN last) as "<value>:<index>[:<label>]" strings, with the value written as Triton
+// writes it (std::to_string). A tensor of rank 2 or more is ranked row by row along its first
+// (batch) dim: shape [rows, k]; a smaller one as a whole: shape [k]; k = min(count, elements
+// per row). `labels` may be null. Throws RequestError (400) for a BYTES or BOOL tensor.
+Tensor classify(const Tensor& tensor, int64_t count, const std::vector<std::string>* labels,
+                const std::string& output_name);
 
 // What a request asks for, with its inputs as tensors checked against the model.
 struct InferRequest {
@@ -72,10 +89,12 @@ struct EncodedResponse {
   std::optional<size_t> header_length;
 };
 
-// Encodes the outputs the request asked for (all of `outputs` when it named none).
+// Encodes the outputs the request asked for (all of `outputs` when it named none), those asked
+// for as classifications through `classify` with their `labels` (may be null).
 EncodedResponse encode_infer_response(const std::string& model_name,
                                       const std::string& model_version, const InferRequest& request,
-                                      const NamedValues& outputs);
+                                      const NamedValues& outputs,
+                                      const OutputLabels* labels = nullptr);
 
 // A request target's path, split at '/' into percent-decoded segments (the query dropped):
 // "/v2/models/my%20model/infer" -> {"v2", "models", "my model", "infer"}. Throws RequestError

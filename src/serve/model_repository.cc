@@ -6,6 +6,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "serve/inference_protocol.h"
@@ -38,6 +39,20 @@ bool is_version_folder(const fs::directory_entry& entry) {
   return entry.is_directory() && !name.empty() &&
          std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
          fs::exists(entry.path() / "model.onnx");
+}
+
+// One label per line; a trailing '\r' (a file written on Windows) is not part of it.
+std::vector<std::string> read_labels(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file.string() + ": cannot read the label file");
+  std::vector<std::string> labels;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    labels.push_back(std::move(line));
+  }
+  if (in.bad()) throw Error(file.string() + ": cannot read the label file");
+  return labels;
 }
 
 // Versions sort as numbers ("10" after "9").
@@ -133,6 +148,28 @@ ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
   read_field(object, "instances", config.instances, file);
   read_field(object, "warmup", config.warmup, file);
   read_field(object, "pad_batches", config.pad_batches, file);
+  static const std::set<std::string, std::less<>> kFields = {
+      "max_batch_size", "threads",          "level", "instances", "warmup",
+      "pad_batches",    "dynamic_batching", "labels"};
+  for (const auto& [key, value] : object.items()) {
+    if (!kFields.count(key)) {
+      std::string known;
+      for (const std::string& field : kFields) known += (known.empty() ? "" : ", ") + field;
+      throw Error(file.string() + ": unknown field '" + key + "' (the fields: " + known + ")");
+    }
+  }
+  if (auto labels = object.find("labels"); labels != object.end()) {
+    if (!labels->is_object()) {
+      throw Error(file.string() + ": 'labels' is not an object of output name: label file");
+    }
+    for (const auto& [output, label_file] : labels->items()) {
+      if (!label_file.is_string()) {
+        throw Error(file.string() + ": labels of output '" + output + "' is not a file name");
+      }
+      // Relative to the model's folder, as Triton's label_filename is.
+      config.label_files[output] = file.parent_path() / label_file.get<std::string>();
+    }
+  }
   if (auto batching = object.find("dynamic_batching"); batching != object.end()) {
     if (!batching->is_object())
       throw Error(file.string() + ": 'dynamic_batching' is not an object");
@@ -294,6 +331,14 @@ std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_vers
     instance->session = std::shared_ptr<const Session>(std::move(session).value());
     instance->inputs = instance->session->inputs();
     instance->outputs = instance->session->outputs();
+    for (const auto& [output, label_file] : config.label_files) {
+      if (std::none_of(instance->outputs.begin(), instance->outputs.end(),
+                       [&](const ValueInfo& info) { return info.name == output; })) {
+        throw Error((source.folder / "config.json").string() + ": labels for output '" + output +
+                    "', which " + file.string() + " does not have");
+      }
+      instance->labels[output] = read_labels(label_file);
+    }
     BatcherOptions batching;
     if (config.pad_batches) batching.padded_batch_sizes = padded_batch_sizes(config.max_batch_size);
     batching.max_batch_size = config.max_batch_size;

@@ -19,6 +19,7 @@
 
 #include "onnxkit/batcher.h"
 #include "onnxkit/session.h"
+#include "serve/inference_protocol.h"
 
 namespace onnxkit::serve {
 
@@ -43,6 +44,9 @@ struct ModelConfig {
   bool pad_batches = false;
   // Custom op libraries the model's sessions load (SessionOptions::custom_op_libraries).
   std::vector<std::string> custom_op_libraries;
+  // Output name -> a file of class labels, one per line (Triton's label_filename), for
+  // classification answers.
+  std::map<std::string, std::filesystem::path> label_files;
 };
 
 // The batch sizes merged batches are padded to: 2, 4, 8, ... below max_batch_size, and it.
@@ -98,6 +102,7 @@ struct ModelInstance {
   std::shared_ptr<const Session> session;
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  OutputLabels labels;  // read from config.label_files
   std::unique_ptr<DynamicBatcher> batcher;
   std::shared_ptr<ModelStatistics> statistics = std::make_shared<ModelStatistics>();
 

@@ -306,5 +306,94 @@ TEST(InferenceProtocolTest, JsonNumbersOutOfRangeOrOfTheWrongKindAre400) {
   }
 }
 
+// Triton's classification extension: an output's "classification" parameter answers its
+// highest elements as "<value>:<index>[:<label>]" strings, row by row.
+TEST(InferenceProtocolTest, ClassificationAnswersTheHighestElementsOfEachRow) {
+  const auto request = parse_infer_request(
+      R"({"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[0,0,0,0,0,0]}],
+          "outputs":[{"name":"y","parameters":{"classification":2}}]})",
+      std::nullopt, kInputs, kOutputs);
+  ASSERT_EQ(request.outputs.size(), 1u);
+  EXPECT_EQ(request.outputs[0].classification, 2);
+
+  // Row 0 ties 0.5 at indices 0 and 2: the lower index comes first.
+  NamedValues outputs;
+  outputs.emplace_back(
+      "y", Tensor::from_vector<float>(DType::kFloat, {2, 3}, {0.5f, 0.25f, 0.5f, -1, 3, 2}));
+  const OutputLabels labels{{"y", {"cat", "dog"}}};  // index 2 has no label
+  const json answer = json::parse(encode_infer_response("m", "1", request, outputs, &labels).body);
+  const json& y = answer["outputs"][0];
+  EXPECT_EQ(y["datatype"], "BYTES");
+  EXPECT_EQ(y["shape"], json::array({2, 2}));
+  EXPECT_EQ(y["data"],
+            json::array({"0.500000:0:cat", "0.500000:2", "3.000000:1:dog", "2.000000:2"}));
+
+  // Binary: length-prefixed strings; without labels, no third field.
+  InferRequest binary = request;
+  binary.outputs[0].binary = true;
+  const EncodedResponse encoded = encode_infer_response("m", "1", binary, outputs);
+  ASSERT_TRUE(encoded.header_length);
+  const std::string data = encoded.body.substr(*encoded.header_length);
+  EXPECT_EQ(data.substr(0, 4), std::string("\x0a\0\0\0", 4));
+  EXPECT_EQ(data.substr(4, 10), "0.500000:0");
+}
+
+TEST(InferenceProtocolTest, ClassificationOfSmallTensorsIntegersHalvesAndNaN) {
+  // Rank 1: one ranking of the whole tensor; a count past its size gives every element.
+  Tensor ranks =
+      classify(Tensor::from_vector<int64_t>(DType::kInt64, {3}, {7, -2, 9}), 5, nullptr, "z");
+  EXPECT_EQ(ranks.shape(), Shape({3}));
+  EXPECT_EQ(ranks.strings(), (std::vector<std::string>{"9:2", "7:0", "-2:1"}));
+
+  Tensor bytes =
+      classify(Tensor::from_vector<uint8_t>(DType::kUInt8, {1, 2}, {3, 200}), 1, nullptr, "u");
+  EXPECT_EQ(bytes.shape(), Shape({1, 1}));
+  EXPECT_EQ(bytes.strings(), (std::vector<std::string>{"200:1"}));
+
+  Tensor halves =
+      classify(Tensor::from_vector<Float16>(DType::kFloat16, {2}, {Float16(1.5f), Float16(-0.25f)}),
+               2, nullptr, "h");
+  EXPECT_EQ(halves.strings(), (std::vector<std::string>{"1.500000:0", "-0.250000:1"}));
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor with_nan =
+      classify(Tensor::from_vector<float>(DType::kFloat, {3}, {nan, 1, 2}), 3, nullptr, "n");
+  EXPECT_EQ(with_nan.strings()[0], "2.000000:2");
+  EXPECT_EQ(with_nan.strings()[1], "1.000000:1");
+  EXPECT_EQ(with_nan.strings()[2].substr(with_nan.strings()[2].find(':')), ":0");
+
+  Tensor empty_rows =
+      classify(Tensor::from_vector<float>(DType::kFloat, {0, 4}, {}), 2, nullptr, "e");
+  EXPECT_EQ(empty_rows.shape(), Shape({0, 2}));
+}
+
+TEST(InferenceProtocolTest, ClassificationParameterErrorsAre400NamingTheOutput) {
+  const std::string head =
+      R"({"inputs":[{"name":"x","shape":[1,3],"datatype":"FP32","data":[0,0,0]}],"outputs":[)";
+  for (const char* parameter : {"0", "-3", "1.5", "\"3\"", "true"}) {
+    SCOPED_TRACE(parameter);
+    const std::string body =
+        head + R"({"name":"y","parameters":{"classification":)" + parameter + "}}]}";
+    EXPECT_EQ(status_of(body), 400);
+    EXPECT_NE(message_of(body).find("output 'y': parameter 'classification' must be a positive"),
+              std::string::npos)
+        << message_of(body);
+  }
+  const std::vector<ValueInfo> outputs{tensor_info("s", DType::kString, {Dim::known(1)})};
+  try {
+    parse_infer_request(head + R"({"name":"s","parameters":{"classification":1}}]})", std::nullopt,
+                        kInputs, outputs);
+    FAIL() << "accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.http_status(), 400);
+    EXPECT_NE(std::string(e.what()).find("classification needs a numeric output"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(
+      classify(Tensor::from_vector<bool>(DType::kBool, {2}, {true, false}), 1, nullptr, "b"),
+      RequestError);
+}
+
 }  // namespace
 }  // namespace onnxkit::serve

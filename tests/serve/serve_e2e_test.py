@@ -135,11 +135,15 @@ class ServeTest(unittest.TestCase):
         cls.folder = tempfile.mkdtemp(prefix="onnxkit_serve_test_")
         repository = make_repository(os.path.join(cls.folder, "repo"), {
             "tiny_cnn": (TINY_CNN, {"max_batch_size": 8,
-                                    "dynamic_batching": {"max_queue_delay_microseconds": 20000}}),
+                                    "dynamic_batching": {"max_queue_delay_microseconds": 20000},
+                                    "labels": {"logits": "labels.txt"}}),
             "bert_tiny": (BERT_TINY, None),
             "lstm": (LSTM, None),
             "tiny cnn+1": (TINY_CNN, None),  # a name a URL carries percent-encoded
         })
+        # Labels for classes 0-8 of tiny_cnn's 10: class 9 is answered without one.
+        with open(os.path.join(repository, "tiny_cnn", "labels.txt"), "w") as f:
+            f.write("".join(f"class {i}\r\n" for i in range(9)))
         cls.server = Server("--model-repository", repository)
         cls.client = cls.server.client(concurrency=8)
 
@@ -180,6 +184,43 @@ class ServeTest(unittest.TestCase):
         # No outputs named: the client asks for all of them in binary.
         default = self.client.infer("tiny_cnn", [cnn_input(data)])
         np.testing.assert_allclose(default.as_numpy("logits"), expected, rtol=1e-4, atol=1e-5)
+
+    def test_classification_answers_the_top_classes_with_their_labels(self):
+        data = image(11, rows=3)
+        expected = reference_logits(data, self.folder)
+        for binary in (True, False):
+            result = self.client.infer("tiny_cnn", [cnn_input(data)], outputs=[
+                httpclient.InferRequestedOutput("logits", binary_data=binary, class_count=4)])
+            output = result.get_output("logits")
+            self.assertEqual((output["datatype"], output["shape"]), ("BYTES", [3, 4]))
+            classes = result.as_numpy("logits")
+            self.assertEqual(classes.shape, (3, 4))
+            for row in range(3):
+                top = np.argsort(-expected[row], kind="stable")[:4]
+                for k, entry in enumerate(classes[row]):
+                    text = entry.decode() if isinstance(entry, bytes) else entry
+                    value, index, *label = text.split(":")
+                    self.assertEqual(int(index), top[k], text)
+                    self.assertAlmostEqual(float(value), expected[row][top[k]], places=4)
+                    self.assertEqual(label, [f"class {top[k]}"] if top[k] < 9 else [], text)
+        # A model without labels: "<value>:<index>"; a count past the classes gives them all.
+        result = self.client.infer("tiny cnn+1", [cnn_input(data[:1])], outputs=[
+            httpclient.InferRequestedOutput("logits", class_count=50)])
+        entries = [e.decode() for e in result.as_numpy("logits")[0]]
+        self.assertEqual(len(entries), 10)
+        self.assertEqual([int(e.split(":")[1]) for e in entries],
+                         list(np.argsort(-expected[0], kind="stable")))
+        self.assertTrue(all(e.count(":") == 1 for e in entries))
+        self.assertIn("classification", self.client.get_server_metadata()["extensions"])
+        # A count that is not a positive integer, and classes of an int64 output the model has
+        # none of: 400s naming the output.
+        body = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                       "data": [0.0] * 3072}],
+                           "outputs": [{"name": "logits", "parameters": {"classification": 0}}]})
+        status, _, answer = self.server.request("POST", "/v2/models/tiny_cnn/infer", body)
+        self.assertEqual(status, 400)
+        self.assertIn("output 'logits': parameter 'classification' must be a positive integer",
+                      json.loads(answer)["error"])
 
     def test_requested_outputs_only_and_int64_inputs(self):
         ids = np.array([[1, 5, 9, 3]], dtype=np.int64)
@@ -664,7 +705,15 @@ class ServerOptionsTest(unittest.TestCase):
     def test_broken_model_in_repository_makes_the_server_not_ready(self):
         folder = tempfile.mkdtemp()
         try:
-            repository = make_repository(os.path.join(folder, "repo"), {"good": (TINY_CNN, None)})
+            repository = make_repository(os.path.join(folder, "repo"), {
+                "good": (TINY_CNN, None),
+                # Config mistakes are load errors naming the file and field, not ignored.
+                "typo": (TINY_CNN, {"max_batch_sise": 8}),
+                "labels_of_nothing": (TINY_CNN, {"labels": {"probs": "labels.txt"}}),
+                "labels_missing": (TINY_CNN, {"labels": {"logits": "labels.txt"}}),
+            })
+            with open(os.path.join(repository, "labels_of_nothing", "labels.txt"), "w") as f:
+                f.write("a\nb\n")
             os.makedirs(os.path.join(repository, "broken", "1"))
             with open(os.path.join(repository, "broken", "1", "model.onnx"), "wb") as f:
                 f.write(b"not a model")
@@ -676,6 +725,13 @@ class ServerOptionsTest(unittest.TestCase):
                 index = {m["name"]: m for m in client.get_model_repository_index()}
                 self.assertEqual(index["broken"]["state"], "UNAVAILABLE")
                 self.assertIn("model.onnx", index["broken"]["reason"])
+                reasons = {name: index[name]["reason"]
+                           for name in ("typo", "labels_of_nothing", "labels_missing")}
+                self.assertIn("config.json: unknown field 'max_batch_sise'", reasons["typo"])
+                self.assertIn("labels for output 'probs', which", reasons["labels_of_nothing"])
+                self.assertIn("labels.txt: cannot read the label file", reasons["labels_missing"])
+                for name in reasons:
+                    self.assertEqual(index[name]["state"], "UNAVAILABLE", name)
             finally:
                 self.assertEqual(server.stop(), 0)
         finally:
