@@ -59,6 +59,75 @@ bool tokens_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// The "parameters" object of a repository load or unload request body (`what`); an empty body
+// has none.
+json repository_request_parameters(std::string_view body, const std::string& what) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
+  json request = json::parse(body, nullptr, false);
+  if (request.is_discarded())
+    throw RequestError(400, "the " + what + " request's body is not JSON");
+  if (!request.is_object()) {
+    throw RequestError(400, "the " + what + " request's body must be a JSON object");
+  }
+  auto parameters = request.find("parameters");
+  if (parameters == request.end()) return json::object();
+  if (!parameters->is_object()) {
+    throw RequestError(400, "the " + what + " request's 'parameters' must be an object");
+  }
+  return *parameters;
+}
+
+// A load request's parameters (Triton's, as tritonclient's load_model sends them): "config",
+// config.json's fields as JSON text (or an object), and "file:PATH", a file of the model's
+// folder in base64.
+LoadOverride parse_load_request(std::string_view body) {
+  LoadOverride override;
+  bool has_files = false;
+  const json parameters = repository_request_parameters(body, "load");
+  for (const auto& [key, value] : parameters.items()) {
+    if (key == "config") {
+      if (value.is_object()) {
+        override.config = value;
+        continue;
+      }
+      if (!value.is_string()) {
+        throw RequestError(400, "load request: 'config' must be JSON text or an object");
+      }
+      json config = json::parse(value.get_ref<const std::string&>(), nullptr, false);
+      if (config.is_discarded()) throw RequestError(400, "load request: 'config' is not JSON");
+      override.config = std::move(config);
+    } else if (key.starts_with("file:")) {
+      if (!value.is_string()) {
+        throw RequestError(400, "load request: '" + key + "' must be base64 text");
+      }
+      has_files = true;
+      override.files[key.substr(5)] =
+          decode_base64(value.get_ref<const std::string&>(), "load request: '" + key + "'");
+    } else {
+      throw RequestError(
+          400, "load request: unknown parameter '" + key + "' (the parameters: config, file:PATH)");
+    }
+  }
+  if (has_files && std::none_of(override.files.begin(), override.files.end(), [](const auto& file) {
+        return file.first.ends_with("/model.onnx");
+      })) {
+    throw RequestError(400,
+                       "load request: the files hold no VERSION/model.onnx (e.g. "
+                       "'file:1/model.onnx')");
+  }
+  return override;
+}
+
+void check_unload_request(std::string_view body) {
+  const json parameters = repository_request_parameters(body, "unload");
+  for (const auto& [key, value] : parameters.items()) {
+    // A model here has no dependents (no ensembles): the flag changes nothing.
+    if (key == "unload_dependents" && value.is_boolean()) continue;
+    throw RequestError(400, "unload request: unknown parameter '" + key +
+                                "' (the parameters: unload_dependents, a bool)");
+  }
+}
+
 }  // namespace
 
 class Connection;
@@ -416,9 +485,17 @@ Response InferenceServer::Impl::route(const Request& request,
     }
     if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload")) {
       if (draining) throw RequestError(503, "shutting down");
+      const std::string_view encoding = request[http::field::content_encoding];
+      std::string inflated;
+      std::string_view body = request.body();
+      if (!encoding.empty()) {
+        inflated = decode_content(request.body(), encoding, options.max_body_bytes);
+        body = inflated;
+      }
       if (path[4] == "load") {
-        repository.load(path[3]);
+        repository.load(path[3], parse_load_request(body));
       } else {
+        check_unload_request(body);
         repository.unload(path[3]);
       }
       return make_response(http::status::ok, "");

@@ -688,6 +688,35 @@ size_t parse_header_length(std::string_view value) {
   return length;
 }
 
+std::string decode_base64(std::string_view text, const std::string& what) {
+  while (!text.empty() && text.back() == '=' && text.size() % 4 != 1) {
+    text.remove_suffix(1);
+    if (text.size() % 4 == 2) break;  // "xx==": both pads gone
+  }
+  if (text.size() % 4 == 1) bad_request(what + ": base64 text of a length no bytes encode");
+  auto sextet = [&](char c, size_t at) -> uint32_t {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    bad_request(what + ": not base64 (character " + std::to_string(static_cast<unsigned char>(c)) +
+                " at offset " + std::to_string(at) + ")");
+  };
+  std::string bytes;
+  bytes.reserve(text.size() / 4 * 3 + 2);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const size_t chars = std::min<size_t>(4, text.size() - i);
+    uint32_t group = 0;
+    for (size_t j = 0; j < 4; ++j)
+      group = group << 6 | (j < chars ? sextet(text[i + j], i + j) : 0);
+    bytes.push_back(static_cast<char>(group >> 16));
+    if (chars > 2) bytes.push_back(static_cast<char>(group >> 8 & 0xff));
+    if (chars > 3) bytes.push_back(static_cast<char>(group & 0xff));
+  }
+  return bytes;
+}
+
 std::string error_body(std::string_view message) {
   return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -105,6 +105,10 @@ std::vector<std::string> path_segments(std::string_view target);
 // is a decimal number.
 size_t parse_header_length(std::string_view value);
 
+// Standard base64 (RFC 4648 alphabet, '=' padding optional), as Triton's load requests carry
+// files. Throws RequestError (400, naming `what`) on any other character or a bad length.
+std::string decode_base64(std::string_view text, const std::string& what);
+
 // `{"error": message}`.
 std::string error_body(std::string_view message);
 

@@ -1,7 +1,11 @@
 #include "serve/model_repository.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -24,14 +28,23 @@ uint64_t now_ms() {
 }
 
 template <typename T>
-void read_field(const json& object, const char* key, T& out, const fs::path& file) {
+void read_field(const json& object, const char* key, T& out, const std::string& where) {
   auto it = object.find(key);
   if (it == object.end()) return;
   try {
     out = it->get<T>();
   } catch (const json::exception& e) {
-    throw Error(file.string() + ": field '" + key + "': " + e.what());
+    throw Error(where + ": field '" + key + "': " + e.what());
   }
+}
+
+// A non-empty relative path none of whose parts is empty, "." or "..".
+bool is_plain_relative_path(const fs::path& path) {
+  if (path.empty() || path.is_absolute() || path.has_root_name()) return false;
+  for (const fs::path& part : path) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
 }
 
 bool is_version_folder(const fs::directory_entry& entry) {
@@ -54,6 +67,54 @@ std::vector<std::string> read_labels(const fs::path& file) {
   if (in.bad()) throw Error(file.string() + ": cannot read the label file");
   return labels;
 }
+
+// A load request's files in a fresh temporary folder, removed with this object.
+class UploadedFolder {
+ public:
+  explicit UploadedFolder(const std::map<std::string, std::string>& files) {
+    std::string pattern = (fs::temp_directory_path() / "onnxkit-load-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) {
+      throw RequestError(503, "cannot make a folder for the load request's files: " +
+                                  std::string(std::strerror(errno)));
+    }
+    path_ = pattern;
+    try {
+      write(files);
+    } catch (...) {
+      remove();
+      throw;
+    }
+  }
+  ~UploadedFolder() { remove(); }
+  UploadedFolder(const UploadedFolder&) = delete;
+  UploadedFolder& operator=(const UploadedFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  void write(const std::map<std::string, std::string>& files) const {
+    for (const auto& [name, bytes] : files) {
+      const fs::path relative(name);
+      if (!is_plain_relative_path(relative)) {
+        throw RequestError(400, "load request: file '" + name +
+                                    "' must be a path relative to the model's folder, "
+                                    "without '..' (e.g. '1/model.onnx')");
+      }
+      std::error_code error;
+      fs::create_directories((path_ / relative).parent_path(), error);
+      std::ofstream out(path_ / relative, std::ios::binary);
+      if (error || !out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+        throw RequestError(400, "load request: cannot write file '" + name + "'" +
+                                    (error ? ": " + error.message() : ""));
+      }
+    }
+  }
+  void remove() const {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+
+  fs::path path_;
+};
 
 // Versions sort as numbers ("10" after "9").
 bool version_less(const std::string& a, const std::string& b) {
@@ -141,13 +202,12 @@ ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
   } catch (const json::exception& e) {
     throw Error(file.string() + ": " + e.what());
   }
-  if (!object.is_object()) throw Error(file.string() + ": not a JSON object");
-  read_field(object, "max_batch_size", config.max_batch_size, file);
-  read_field(object, "threads", config.threads, file);
-  read_field(object, "level", config.level, file);
-  read_field(object, "instances", config.instances, file);
-  read_field(object, "warmup", config.warmup, file);
-  read_field(object, "pad_batches", config.pad_batches, file);
+  return model_config_from_json(object, file.string(), file.parent_path(), std::move(config));
+}
+
+ModelConfig model_config_from_json(const json& object, const std::string& where,
+                                   const fs::path& folder, ModelConfig config) {
+  if (!object.is_object()) throw Error(where + ": not a JSON object");
   static const std::set<std::string, std::less<>> kFields = {
       "max_batch_size", "threads",          "level", "instances", "warmup",
       "pad_batches",    "dynamic_batching", "labels"};
@@ -155,36 +215,44 @@ ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
     if (!kFields.count(key)) {
       std::string known;
       for (const std::string& field : kFields) known += (known.empty() ? "" : ", ") + field;
-      throw Error(file.string() + ": unknown field '" + key + "' (the fields: " + known + ")");
+      throw Error(where + ": unknown field '" + key + "' (the fields: " + known + ")");
     }
   }
+  read_field(object, "max_batch_size", config.max_batch_size, where);
+  read_field(object, "threads", config.threads, where);
+  read_field(object, "level", config.level, where);
+  read_field(object, "instances", config.instances, where);
+  read_field(object, "warmup", config.warmup, where);
+  read_field(object, "pad_batches", config.pad_batches, where);
   if (auto labels = object.find("labels"); labels != object.end()) {
     if (!labels->is_object()) {
-      throw Error(file.string() + ": 'labels' is not an object of output name: label file");
+      throw Error(where + ": 'labels' is not an object of output name: label file");
     }
     for (const auto& [output, label_file] : labels->items()) {
-      if (!label_file.is_string()) {
-        throw Error(file.string() + ": labels of output '" + output + "' is not a file name");
+      const fs::path relative = label_file.is_string() ? label_file.get<std::string>() : "";
+      // A file of the model's folder, as Triton's label_filename is: a config a load request
+      // uploads must not make the server read its other files into classification answers.
+      if (!is_plain_relative_path(relative)) {
+        throw Error(where + ": labels of output '" + output +
+                    "' must be a file name relative to the model's folder, without '..'");
       }
-      // Relative to the model's folder, as Triton's label_filename is.
-      config.label_files[output] = file.parent_path() / label_file.get<std::string>();
+      config.label_files[output] = folder / relative;
     }
   }
   if (auto batching = object.find("dynamic_batching"); batching != object.end()) {
-    if (!batching->is_object())
-      throw Error(file.string() + ": 'dynamic_batching' is not an object");
-    read_field(*batching, "max_queue_delay_microseconds", config.max_queue_delay_us, file);
-    read_field(*batching, "preferred_batch_size", config.preferred_batch_sizes, file);
-    read_field(*batching, "max_queue_size", config.max_queue_size, file);
+    if (!batching->is_object()) throw Error(where + ": 'dynamic_batching' is not an object");
+    read_field(*batching, "max_queue_delay_microseconds", config.max_queue_delay_us, where);
+    read_field(*batching, "preferred_batch_size", config.preferred_batch_sizes, where);
+    read_field(*batching, "max_queue_size", config.max_queue_size, where);
   }
   if (config.max_batch_size < 0 || config.max_queue_delay_us < 0 || config.max_queue_size == 0 ||
       config.instances < 1 || config.threads < 0) {
-    throw Error(file.string() +
+    throw Error(where +
                 ": max_batch_size, max_queue_delay_microseconds and threads must be >= 0, "
                 "max_queue_size and instances >= 1");
   }
   if (!parse_optimization_level(config.level)) {
-    throw Error(file.string() + ": unknown level '" + config.level + "'");
+    throw Error(where + ": unknown level '" + config.level + "'");
   }
   return config;
 }
@@ -297,13 +365,19 @@ std::map<std::string, ModelRepository::Source> ModelRepository::discover() const
 }
 
 std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_versions(
-    const std::string& name, const Source& source) const {
+    const std::string& name, const Source& source,
+    const std::optional<json>& config_override) const {
   ModelConfig config = defaults_;
+  if (config_override) {
+    config = model_config_from_json(*config_override, "the load request's config",
+                                    source.file.empty() ? source.folder : source.file.parent_path(),
+                                    config);
+  }
   std::vector<std::pair<std::string, fs::path>> versions;
   if (!source.file.empty()) {
     versions.emplace_back("1", source.file);
   } else {
-    if (fs::exists(source.folder / "config.json")) {
+    if (!config_override && fs::exists(source.folder / "config.json")) {
       config = read_model_config(source.folder / "config.json", config);
     }
     for (const auto& entry : fs::directory_iterator(source.folder)) {
@@ -369,14 +443,24 @@ std::vector<std::string> ModelRepository::load_all() {
   return errors;
 }
 
-void ModelRepository::load(const std::string& name) {
+void ModelRepository::load(const std::string& name, const LoadOverride& override) {
   std::lock_guard load_guard(load_mutex_);
-  const auto sources = discover();
-  auto source = sources.find(name);
-  if (source == sources.end()) throw RequestError(404, "no model '" + name + "' in the repository");
+  Source source;
+  std::optional<UploadedFolder> uploaded;
+  if (!override.files.empty()) {
+    uploaded.emplace(override.files);
+    source.folder = uploaded->path();
+  } else {
+    const auto sources = discover();
+    auto found = sources.find(name);
+    if (found == sources.end()) {
+      throw RequestError(404, "no model '" + name + "' in the repository");
+    }
+    source = found->second;
+  }
   std::map<std::string, std::shared_ptr<ModelInstance>> versions;
   try {
-    versions = load_versions(name, source->second);
+    versions = load_versions(name, source, override.config);
   } catch (const std::exception& e) {
     std::lock_guard guard(mutex_);
     failures_[name] = e.what();

@@ -62,6 +62,21 @@ std::vector<int64_t> warmup_batch_sizes(const ModelConfig& config, bool merges);
 
 // Reads `file` (config.json) over `defaults`; throws Error naming the file and field.
 ModelConfig read_model_config(const std::filesystem::path& file, ModelConfig defaults);
+// The same from a parsed object; `where` names it in errors, label files are relative to
+// `folder`.
+ModelConfig model_config_from_json(const nlohmann::json& object, const std::string& where,
+                                   const std::filesystem::path& folder, ModelConfig defaults);
+
+// What a load request (the model repository extension's, as tritonclient's load_model sends
+// it) puts in place of the repository's files for that load.
+struct LoadOverride {
+  // config.json's fields, used instead of the model's config.json.
+  std::optional<nlohmann::json> config;
+  // Relative path ("1/model.onnx", "labels.txt") -> bytes: the model's folder, used instead of
+  // the repository's. Written to a temporary folder that is removed once the load ends (the
+  // sessions keep what they need in memory or mapped).
+  std::map<std::string, std::string> files;
+};
 
 // Counters of one model version, with the statistics extension's field names.
 class ModelStatistics {
@@ -129,8 +144,9 @@ class ModelRepository {
   // Loads every model; returns the errors (a model that fails stays UNAVAILABLE).
   std::vector<std::string> load_all();
   // (Re)loads every version of `name`; the old versions serve until the new ones are ready.
-  // Throws RequestError (404 unknown model, 400 failed load).
-  void load(const std::string& name);
+  // Throws RequestError (404 unknown model, 400 failed load). With override files, `name` need
+  // not be in the repository.
+  void load(const std::string& name, const LoadOverride& override = {});
   // Takes `name` out of service; throws RequestError 404 when it is not loaded.
   void unload(const std::string& name);
 
@@ -150,8 +166,9 @@ class ModelRepository {
     std::filesystem::path file;    // a single file, or
     std::filesystem::path folder;  // NAME/ holding VERSION/model.onnx
   };
-  std::map<std::string, std::shared_ptr<ModelInstance>> load_versions(const std::string& name,
-                                                                      const Source& source) const;
+  std::map<std::string, std::shared_ptr<ModelInstance>> load_versions(
+      const std::string& name, const Source& source,
+      const std::optional<nlohmann::json>& config_override) const;
   std::map<std::string, Source> discover() const;
 
   std::filesystem::path root_;

@@ -395,5 +395,25 @@ TEST(InferenceProtocolTest, ClassificationParameterErrorsAre400NamingTheOutput) 
       RequestError);
 }
 
+TEST(InferenceProtocolTest, Base64DecodesWithOrWithoutPaddingAndRefusesOtherText) {
+  EXPECT_EQ(decode_base64("", "f"), "");
+  EXPECT_EQ(decode_base64("QQ==", "f"), "A");
+  EXPECT_EQ(decode_base64("QUI=", "f"), "AB");
+  EXPECT_EQ(decode_base64("QUJD", "f"), "ABC");
+  EXPECT_EQ(decode_base64("QUJDRA", "f"), "ABCD");
+  EXPECT_EQ(decode_base64("AP/+", "f"), std::string("\x00\xff\xfe", 3));
+  for (const char* bad : {"Q", "QUJDR", "QU JD", "QQ==QQ==", "====", "QU\nJD", "QUJ-"}) {
+    SCOPED_TRACE(bad);
+    try {
+      decode_base64(bad, "load request: 'file:1/model.onnx'");
+      FAIL() << "accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.http_status(), 400);
+      EXPECT_NE(std::string(e.what()).find("load request: 'file:1/model.onnx'"),
+                std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit::serve

@@ -702,6 +702,72 @@ class ServerOptionsTest(unittest.TestCase):
         self.assertEqual(failed.returncode, 1)
         self.assertIn("/nonexistent.onnx", failed.stderr)
 
+    def test_load_requests_carry_a_config_and_the_model_files(self):
+        # tritonclient's load_model(config=..., files=...): Triton's load parameters.
+        folder = tempfile.mkdtemp()
+        try:
+            repository = make_repository(os.path.join(folder, "repo"), {"tiny_cnn": (TINY_CNN, None)})
+            scratch = os.path.join(folder, "tmp")
+            os.makedirs(scratch)
+            server = Server("--model-repository", repository, env=dict(os.environ, TMPDIR=scratch))
+            try:
+                client = server.client()
+                self.assertEqual(client.get_model_config("tiny_cnn")["max_batch_size"], 0)
+                client.load_model("tiny_cnn", config=json.dumps({"max_batch_size": 4}))
+                self.assertEqual(client.get_model_config("tiny_cnn")["max_batch_size"], 4)
+                # A config in Triton's own format: its fields are named, the model keeps serving.
+                with self.assertRaises(InferenceServerException) as raised:
+                    client.load_model("tiny_cnn", config=json.dumps({"platform": "onnxruntime_onnx"}))
+                self.assertIn("the load request's config: unknown field 'platform'", str(raised.exception))
+                self.assertTrue(client.is_model_ready("tiny_cnn"))
+
+                # A model that is not in the repository, uploaded with a label file.
+                with open(TINY_CNN, "rb") as f:
+                    model_bytes = f.read()
+                client.load_model("uploaded", config=json.dumps({"labels": {"logits": "labels.txt"}}),
+                                  files={"file:1/model.onnx": model_bytes, "file:labels.txt": b"zero\none\n"})
+                self.assertTrue(client.is_model_ready("uploaded"))
+                data = image(21)
+                result = client.infer("uploaded", [cnn_input(data)], outputs=[
+                    httpclient.InferRequestedOutput("logits", class_count=10)])
+                expected = client.infer("tiny_cnn", [cnn_input(data)]).as_numpy("logits")
+                for entry in result.as_numpy("logits")[0]:
+                    index = int(entry.decode().split(":")[1])
+                    label = {0: ":zero", 1: ":one"}.get(index, "")
+                    self.assertTrue(entry.decode().endswith(f":{index}{label}"), entry)
+                self.assertEqual(int(result.as_numpy("logits")[0][0].decode().split(":")[1]),
+                                 int(np.argmax(expected[0])))
+                self.assertEqual(os.listdir(scratch), [], "the uploaded files stay behind")
+
+                # Bad load requests: 400s naming the parameter; nothing written is left.
+                bad = [
+                    ({"files": {"file:../1/model.onnx": model_bytes}}, "without '..'"),
+                    ({"files": {"file:/etc/x/1/model.onnx": model_bytes}}, "without '..'"),
+                    ({"files": {"file:labels.txt": b"a"}}, "no VERSION/model.onnx"),
+                    ({"config": json.dumps({"labels": {"logits": "../../etc/passwd"}})},
+                     "relative to the model's folder"),
+                    ({"config": "{not json"}, "'config' is not JSON"),
+                ]
+                for arguments, message in bad:
+                    with self.assertRaises(InferenceServerException) as raised:
+                        client.load_model("uploaded" if "files" in arguments else "tiny_cnn",
+                                          **arguments)
+                    self.assertIn(message, str(raised.exception), arguments)
+                for body, message in ((b'{"parameters": {"file:1/model.onnx": "@@@"}}', "not base64"),
+                                      (b'{"parameters": {"priority": 1}}', "unknown parameter 'priority'"),
+                                      (b'[1]', "must be a JSON object")):
+                    status, _, answer = server.request("POST", "/v2/repository/models/uploaded/load", body)
+                    self.assertEqual(status, 400)
+                    self.assertIn(message, json.loads(answer)["error"])
+                self.assertEqual(os.listdir(scratch), [])
+                self.assertTrue(client.is_model_ready("uploaded"))
+                client.unload_model("uploaded", unload_dependents=True)
+                self.assertFalse(client.is_model_ready("uploaded"))
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            shutil.rmtree(folder)
+
     def test_broken_model_in_repository_makes_the_server_not_ready(self):
         folder = tempfile.mkdtemp()
         try:
