@@ -2,8 +2,8 @@
 // (Boost.Beast's parser under the server's kind of limits), its path (percent-decoded
 // segments), Inference-Header-Content-Length, Content-Encoding (gzip/deflate inflated under a
 // bound), and the Open Inference Protocol body, JSON or binary extension, checked against a
-// model's inputs. A request that parses must encode back (binary extension) and parse again
-// to the same tensors; anything else is a finding.
+// model's inputs, and the classification answers it asks for. A request that parses must encode
+// back (binary extension) and parse again to the same tensors; anything else is a finding.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -72,6 +72,34 @@ void parse_body(const http::request<http::string_body>& request) {
   for (const auto& [name, value] : parsed.inputs) {
     const Tensor& tensor = value.tensor();
     if (tensor.numel() > limits.max_tensor_elements) finding("a tensor is over the element limit");
+  }
+
+  // Classification answers of the inputs the request also asks for as outputs: BYTES
+  // [rows, k] or [k], k at most the count asked for.
+  for (const RequestedOutput& output : parsed.outputs) {
+    if (!output.classification) continue;
+    for (const auto& [name, value] : parsed.inputs) {
+      if (name != output.name) continue;
+      const Tensor& tensor = value.tensor();
+      Tensor classes;
+      try {
+        classes = classify(tensor, output.classification, nullptr, name);
+      } catch (const RequestError& e) {
+        if (e.http_status() != 400) finding("a classification error is not a 400");
+        continue;
+      }
+      const int64_t k = classes.shape().back();
+      if (classes.dtype() != DType::kString || k > output.classification ||
+          (tensor.rank() >= 2 && classes.shape()[0] != tensor.shape()[0]) ||
+          (tensor.rank() < 2 && k > tensor.numel())) {
+        finding("a classification answer of the wrong type or shape");
+      }
+    }
+  }
+  // A load request's files are base64 in the same kind of body.
+  try {
+    (void)decode_base64(body, "body");
+  } catch (const RequestError&) {
   }
 
   // Out in the binary extension and back in: the same tensors.

@@ -610,6 +610,16 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
     return response;
   };
 
+  // The request's batch rows: inference counts count them (Triton's inference_count).
+  const int64_t rows = [&] {
+    for (const ValueInfo& info : instance->inputs) {
+      if (!instance->batcher->merges_batches()) break;
+      for (const auto& [input, value] : parsed->inputs) {
+        if (input == info.name && value.tensor().rank() > 0) return value.tensor().shape()[0];
+      }
+    }
+    return int64_t{1};
+  }();
   std::string key;
   if (cache) {
     const auto lookup_start = Clock::now();
@@ -621,10 +631,10 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
         Response response = respond(outputs);
         model_metrics.cache_hits->Increment();
         model_metrics.success->Increment();
-        model_metrics.inference_count->Increment();
+        model_metrics.inference_count->Increment(static_cast<double>(rows));
         model_metrics.request_us->Increment(ns_since(received) / 1e3);
         model_metrics.request_seconds->Observe(ns_since(received) / 1e9);
-        statistics->record_cache_hit(ns_since(lookup_start), ns_since(received));
+        statistics->record_cache_hit(rows, ns_since(lookup_start), ns_since(received));
         reply(std::move(response));
         return;
       } catch (const std::exception&) {
@@ -635,15 +645,6 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
     statistics->record_cache_miss(ns_since(lookup_start));
   }
 
-  const int64_t rows = [&] {
-    for (const ValueInfo& info : instance->inputs) {
-      if (!instance->batcher->merges_batches()) break;
-      for (const auto& [input, value] : parsed->inputs) {
-        if (input == info.name && value.tensor().rank() > 0) return value.tensor().shape()[0];
-      }
-    }
-    return int64_t{1};
-  }();
   model_metrics.pending->Increment();
   auto self = shared_from_this();
   auto finish = [self, reply, respond, statistics, &model_metrics, received, rows, key](
@@ -660,7 +661,7 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
       Response response = respond(values);
       if (self->cache) self->cache->put(key, encode_values(values));
       model_metrics.record_success(timing, rows, ns_since(received));
-      statistics->record_success(timing, ns_since(received));
+      statistics->record_success(timing, rows, ns_since(received));
       reply(std::move(response));
     } catch (const RequestError& e) {
       // An answer the request asked for that these outputs cannot give (a classification of

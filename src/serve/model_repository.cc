@@ -257,10 +257,10 @@ ModelConfig model_config_from_json(const json& object, const std::string& where,
   return config;
 }
 
-void ModelStatistics::record_success(const BatchTiming& timing, int64_t request_ns) {
+void ModelStatistics::record_success(const BatchTiming& timing, int64_t rows, int64_t request_ns) {
   std::lock_guard guard(mutex_);
   last_inference_ms_ = now_ms();
-  ++inference_count_;
+  inference_count_ += rows;
   success_.add(request_ns);
   queue_.add(timing.queue_ns);
   compute_input_.add(timing.compute_input_ns);
@@ -273,10 +273,10 @@ void ModelStatistics::record_failure(int64_t request_ns) {
   fail_.add(request_ns);
 }
 
-void ModelStatistics::record_cache_hit(int64_t lookup_ns, int64_t request_ns) {
+void ModelStatistics::record_cache_hit(int64_t rows, int64_t lookup_ns, int64_t request_ns) {
   std::lock_guard guard(mutex_);
   last_inference_ms_ = now_ms();
-  ++inference_count_;
+  inference_count_ += rows;
   cache_hit_.add(lookup_ns);
   success_.add(request_ns);
 }

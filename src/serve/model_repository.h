@@ -81,9 +81,10 @@ struct LoadOverride {
 // Counters of one model version, with the statistics extension's field names.
 class ModelStatistics {
  public:
-  void record_success(const BatchTiming& timing, int64_t request_ns);
+  // `rows`: the request's batch rows (inference_count counts rows, as Triton's does).
+  void record_success(const BatchTiming& timing, int64_t rows, int64_t request_ns);
   void record_failure(int64_t request_ns);
-  void record_cache_hit(int64_t lookup_ns, int64_t request_ns);
+  void record_cache_hit(int64_t rows, int64_t lookup_ns, int64_t request_ns);
   void record_cache_miss(int64_t lookup_ns);
   void record_execution(const BatchTiming& timing);
   nlohmann::json to_json(const std::string& name, const std::string& version) const;

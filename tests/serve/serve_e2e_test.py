@@ -259,6 +259,18 @@ class ServeTest(unittest.TestCase):
         self.assertGreaterEqual(stats["inference_stats"]["success"]["count"], 25)
         everything = self.client.get_inference_statistics()["model_stats"]
         self.assertEqual(sorted(s["name"] for s in everything), ["bert_tiny", "lstm", "tiny cnn+1", "tiny_cnn"])
+        # inference_count counts batch rows, as Triton's does (inference / execution count is
+        # the mean batch size); the Prometheus counter agrees.
+        self.client.infer("tiny_cnn", [cnn_input(image(200, rows=5))])
+        after = self.client.get_inference_statistics("tiny_cnn")["model_stats"][0]
+        self.assertEqual(after["inference_count"] - stats["inference_count"], 5)
+        self.assertEqual(after["execution_count"] - stats["execution_count"], 1)
+        self.assertEqual(after["inference_stats"]["success"]["count"]
+                         - stats["inference_stats"]["success"]["count"], 1)
+        _, _, metrics = self.server.request("GET", "/metrics")
+        counter = [line for line in metrics.decode().splitlines()
+                   if line.startswith("onnxkit_inference_count{") and 'model="tiny_cnn"' in line]
+        self.assertEqual(float(counter[0].rsplit(" ", 1)[1]), after["inference_count"], counter)
 
     def test_errors_have_status_and_message(self):
         cases = [
@@ -652,7 +664,9 @@ class ServerOptionsTest(unittest.TestCase):
             whole = client.infer("tiny_cnn", [cnn_input(np.concatenate(datas))]).as_numpy("logits")
             np.testing.assert_allclose(np.concatenate(results), whole, rtol=1e-4, atol=1e-5)
             stats = client.get_inference_statistics("tiny_cnn")["model_stats"][0]
-            self.assertEqual(stats["inference_count"], 4)  # the warm-up runs are no requests
+            # 3 rows one by one, then 3 in one request; the warm-up runs are no requests.
+            self.assertEqual(stats["inference_count"], 6)
+            self.assertEqual(stats["inference_stats"]["success"]["count"], 4)
         finally:
             self.assertEqual(server.stop(), 0)
 
