@@ -18,6 +18,7 @@ packages=(
   libboost1.81-dev prometheus-cpp-dev libhiredis-dev libxxhash-dev  # onnxkit serve
   libsimdjson-dev zlib1g-dev           # serve: JSON request bodies, gzip/deflate bodies
   redis-server                         # the server's cache tests (started on a free port)
+  libb64-0d                            # Triton's perf_analyzer (the server's tests) links it
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (libFuzzer, ASan, UBSan)
 )
 

@@ -33,6 +33,7 @@ from tritonclient.utils import InferenceServerException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ONNXKIT = os.path.join(ROOT, "build", "onnxkit")
+PERF_ANALYZER = os.path.join(ROOT, ".venv-serve", "perf_analyzer", "bin", "perf_analyzer")
 TINY_CNN = os.path.join(ROOT, "examples", "models", "tiny_cnn.onnx")  # input [batch,3,32,32]
 BERT_TINY = os.path.join(ROOT, "tests", "data", "models", "bert_tiny", "model.onnx")
 LSTM = os.path.join(ROOT, "tests", "data", "models", "lstm_state_tiny", "model.onnx")
@@ -956,6 +957,83 @@ class CacheTest(unittest.TestCase):
 
 
 
+class PerfAnalyzerTest(unittest.TestCase):
+    """Triton's perf_analyzer (scripts/install_perf_analyzer.sh), the load generator Triton users
+    point at a server: binary requests at several concurrencies and batch sizes, sync and async,
+    every one answered, and the figures it reads from the statistics extension consistent."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(PERF_ANALYZER):
+            raise FileNotFoundError(f"no {PERF_ANALYZER}: run scripts/install_perf_analyzer.sh")
+        cls.folder = tempfile.mkdtemp(prefix="onnxkit_perf_analyzer_test_")
+        repository = make_repository(os.path.join(cls.folder, "repo"), {
+            "tiny_cnn": (TINY_CNN, {"max_batch_size": 8,
+                                    "dynamic_batching": {"max_queue_delay_microseconds": 2000}}),
+            "bert_tiny": (BERT_TINY, {"max_batch_size": 4}),
+        })
+        cls.server = Server("--model-repository", repository)
+        cls.client = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        code = cls.server.stop()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+        assert code == 0, f"server exited {code}"
+
+    def perf_analyzer(self, model, *args):
+        """Runs it (windows of 30 requests, any spread counted stable: the figures are not
+        what is tested); returns its CSV rows and its output."""
+        csv = os.path.join(self.folder, model + ".csv")
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib"))
+        completed = subprocess.run(
+            [PERF_ANALYZER, "-m", model, "-u", self.server.url, "-i", "http",
+             "--measurement-mode", "count_windows", "--measurement-request-count", "30",
+             "--stability-percentage", "100", "--max-trials", "3", "-f", csv, *args],
+            capture_output=True, text=True, env=env, timeout=240)
+        output = completed.stdout + completed.stderr
+        self.assertEqual(completed.returncode, 0, output)
+        with open(csv) as f:
+            header, *rows = [line.split(",") for line in f.read().splitlines()]
+        return [dict(zip(header, row)) for row in rows], output
+
+    def stats(self, model):
+        return self.client.get_inference_statistics(model)["model_stats"][0]
+
+    def test_batched_requests_sync_and_async(self):
+        before = self.stats("tiny_cnn")
+        rows, output = self.perf_analyzer("tiny_cnn", "-b", "2", "--concurrency-range", "1:4:3")
+        self.assertEqual([r["Concurrency"] for r in rows], ["1", "4"], output)
+        self.assertTrue(all(float(r["Inferences/Second"]) > 0 for r in rows), output)
+        rows, output = self.perf_analyzer("tiny_cnn", "--async", "--concurrency-range", "6")
+        self.assertEqual(len(rows), 1, output)
+        after = self.stats("tiny_cnn")
+        requests = after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"]
+        inferences = after["inference_count"] - before["inference_count"]
+        self.assertGreater(requests, 0)
+        self.assertEqual(after["inference_stats"]["fail"]["count"], 0)
+        # Rows: 2 per request of the first runs, 1 of the async one.
+        self.assertGreater(inferences, requests)
+        self.assertLess(inferences, 2 * requests)
+        self.assertLess(after["execution_count"] - before["execution_count"], requests)  # batched
+
+    def test_int64_inputs_of_a_shape_it_is_given(self):
+        rows, output = self.perf_analyzer("bert_tiny", "-b", "3", "--shape", "input_ids:12",
+                                          "--shape", "attention_mask:12", "--input-data", "zero")
+        self.assertEqual(len(rows), 1, output)
+        stats = self.stats("bert_tiny")
+        self.assertEqual(stats["inference_stats"]["fail"]["count"], 0)
+        self.assertEqual(stats["inference_count"], 3 * stats["inference_stats"]["success"]["count"])
+
+    def test_errors_reach_it_with_the_servers_message(self):
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib"))
+        completed = subprocess.run([PERF_ANALYZER, "-m", "nope", "-u", self.server.url, "-i", "http"],
+                                   capture_output=True, text=True, env=env, timeout=60)
+        self.assertNotEqual(completed.returncode, 0)
+        self.assertIn("unknown model 'nope'", completed.stdout + completed.stderr)
+
+
 class KServeClientTest(unittest.TestCase):
     """The KServe Python SDK's v2 REST client (kserve.InferenceRESTClient, httpx underneath,
     which asks for gzip answers) against a real server: health, model readiness, and infer
@@ -1038,7 +1116,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--onnxkit", default=ONNXKIT)
     parser.add_argument("--inverse-op-lib", help="examples/custom_op's library, built")
+    parser.add_argument("--perf-analyzer", default=PERF_ANALYZER)
     args, rest = parser.parse_known_args()
     ONNXKIT = os.path.abspath(args.onnxkit)
+    PERF_ANALYZER = os.path.abspath(args.perf_analyzer)
     INVERSE_OP_LIB = args.inverse_op_lib
     unittest.main(argv=[sys.argv[0], *rest])
