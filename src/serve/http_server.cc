@@ -475,8 +475,25 @@ Response InferenceServer::Impl::route(const Request& request,
   if (path[1] == "repository") {
     if (!post) return method_not_allowed("POST");
     if (path.size() == 3 && path[2] == "index") {
+      // {"ready": true} lists the models ready for inference only, as Triton does.
+      bool ready_only = false;
+      if (request.body().find_first_not_of(" \t\r\n") != std::string::npos) {
+        const json body = json::parse(request.body(), nullptr, false);
+        if (!body.is_object()) {
+          throw RequestError(400, "the index request's body must be a JSON object");
+        }
+        for (const auto& [key, value] : body.items()) {
+          if (key != "ready") {
+            throw RequestError(400,
+                               "index request: unknown field '" + key + "' (the fields: ready)");
+          }
+          if (!value.is_boolean()) throw RequestError(400, "index request: 'ready' must be a bool");
+          ready_only = value.get<bool>();
+        }
+      }
       json index = json::array();
       for (const ModelState& state : repository.index()) {
+        if (ready_only && state.state != "READY") continue;
         json entry = {{"name", state.name}, {"state", state.state}, {"reason", state.reason}};
         if (!state.version.empty()) entry["version"] = state.version;
         index.push_back(std::move(entry));
@@ -527,8 +544,35 @@ Response InferenceServer::Impl::route(const Request& request,
     if (path.size() == rest + 1 && path[rest] == "config") {
       auto instance = repository.find(model, version);
       const ModelConfig& config = instance->config;
+      // Triton's model configuration fields where they apply (what tritonclient's
+      // get_model_config and perf_analyzer read): tensors with TYPE_ names and dims without
+      // the batch dim when the model batches.
+      auto tensors = [&](const std::vector<ValueInfo>& infos, bool outputs) {
+        json list = json::array();
+        for (const ValueInfo& info : infos) {
+          std::vector<int64_t> dims = protocol_shape(info);
+          if (config.max_batch_size > 0 && !dims.empty()) dims.erase(dims.begin());
+          const auto datatype = protocol_datatype(info.dtype);
+          json entry = {{"name", info.name},
+                        {"data_type", !datatype              ? "TYPE_INVALID"
+                                      : *datatype == "BYTES" ? "TYPE_STRING"
+                                                             : "TYPE_" + std::string(*datatype)},
+                        {"dims", dims}};
+          if (!outputs) entry["format"] = "FORMAT_NONE";
+          if (auto labels = config.label_files.find(info.name);
+              outputs && labels != config.label_files.end()) {
+            entry["label_filename"] = labels->second.filename().string();
+          }
+          list.push_back(std::move(entry));
+        }
+        return list;
+      };
       return ok_json({{"name", model},
                       {"platform", "onnx"},
+                      {"backend", "onnxkit"},
+                      {"input", tensors(instance->inputs, false)},
+                      {"output", tensors(instance->outputs, true)},
+                      {"instance_group", {{{"kind", "KIND_CPU"}, {"count", config.instances}}}},
                       {"max_batch_size", config.max_batch_size},
                       {"dynamic_batching",
                        {{"max_queue_delay_microseconds", config.max_queue_delay_us},

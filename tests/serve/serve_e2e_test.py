@@ -223,6 +223,20 @@ class ServeTest(unittest.TestCase):
         self.assertIn("output 'logits': parameter 'classification' must be a positive integer",
                       json.loads(answer)["error"])
 
+    def test_model_config_has_tritons_fields(self):
+        config = self.client.get_model_config("tiny_cnn")
+        self.assertEqual(config["max_batch_size"], 8)
+        # The batch dim is left out of dims when the model batches, as in Triton's config.
+        self.assertEqual(config["input"], [{"name": "input", "data_type": "TYPE_FP32",
+                                            "dims": [3, 32, 32], "format": "FORMAT_NONE"}])
+        self.assertEqual(config["output"], [{"name": "logits", "data_type": "TYPE_FP32",
+                                             "dims": [10], "label_filename": "labels.txt"}])
+        self.assertEqual(config["instance_group"], [{"kind": "KIND_CPU", "count": 1}])
+        bert = self.client.get_model_config("bert_tiny")
+        self.assertEqual(bert["max_batch_size"], 0)
+        self.assertEqual([(i["data_type"], i["dims"]) for i in bert["input"]],
+                         [("TYPE_INT64", [-1, -1])] * 2)
+
     def test_requested_outputs_only_and_int64_inputs(self):
         ids = np.array([[1, 5, 9, 3]], dtype=np.int64)
         inputs = [httpclient.InferInput("input_ids", [1, 4], "INT64"),
@@ -813,6 +827,12 @@ class ServerOptionsTest(unittest.TestCase):
                 self.assertIn("labels.txt: cannot read the label file", reasons["labels_missing"])
                 for name in reasons:
                     self.assertEqual(index[name]["state"], "UNAVAILABLE", name)
+                # Triton's {"ready": true}: the models ready for inference only.
+                status, _, body = server.request("POST", "/v2/repository/index", b'{"ready": true}')
+                self.assertEqual((status, [m["name"] for m in json.loads(body)]), (200, ["good"]))
+                status, _, body = server.request("POST", "/v2/repository/index", b'{"ready": 1}')
+                self.assertEqual(status, 400)
+                self.assertIn("'ready' must be a bool", json.loads(body)["error"])
             finally:
                 self.assertEqual(server.stop(), 0)
         finally:
