@@ -130,7 +130,19 @@ def reference_logits(data, folder):
     return np.load(os.path.join(folder, "logits.npy"))
 
 
-class ServeTest(unittest.TestCase):
+class ClassServerTest(unittest.TestCase):
+    """Its setUpClass starts cls.server (with cls.client) over files in cls.folder; both go
+    after the class, and the server must exit 0."""
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        code = cls.server.stop()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+        assert code == 0, f"server exited {code}"
+
+
+class ServeTest(ClassServerTest):
     @classmethod
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="onnxkit_serve_test_")
@@ -147,13 +159,6 @@ class ServeTest(unittest.TestCase):
             f.write("".join(f"class {i}\r\n" for i in range(9)))
         cls.server = Server("--model-repository", repository)
         cls.client = cls.server.client(concurrency=8)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-        code = cls.server.stop()
-        shutil.rmtree(cls.folder, ignore_errors=True)
-        assert code == 0, f"server exited {code}"
 
     def test_health_and_metadata(self):
         self.assertTrue(self.client.is_server_live())
@@ -977,7 +982,7 @@ class CacheTest(unittest.TestCase):
 
 
 
-class PerfAnalyzerTest(unittest.TestCase):
+class PerfAnalyzerTest(ClassServerTest):
     """Triton's perf_analyzer (scripts/install_perf_analyzer.sh), the load generator Triton users
     point at a server: binary requests at several concurrencies and batch sizes, sync and async,
     every one answered, and the figures it reads from the statistics extension consistent."""
@@ -995,28 +1000,26 @@ class PerfAnalyzerTest(unittest.TestCase):
         cls.server = Server("--model-repository", repository)
         cls.client = cls.server.client()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-        code = cls.server.stop()
-        shutil.rmtree(cls.folder, ignore_errors=True)
-        assert code == 0, f"server exited {code}"
-
     def perf_analyzer(self, model, *args):
         """Runs it (windows of 30 requests, any spread counted stable: the figures are not
         what is tested); returns its CSV rows and its output."""
         csv = os.path.join(self.folder, model + ".csv")
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib"))
         completed = subprocess.run(
             [PERF_ANALYZER, "-m", model, "-u", self.server.url, "-i", "http",
              "--measurement-mode", "count_windows", "--measurement-request-count", "30",
              "--stability-percentage", "100", "--max-trials", "3", "-f", csv, *args],
-            capture_output=True, text=True, env=env, timeout=240)
+            capture_output=True, text=True, env=self.environment(), timeout=240)
         output = completed.stdout + completed.stderr
         self.assertEqual(completed.returncode, 0, output)
         with open(csv) as f:
             header, *rows = [line.split(",") for line in f.read().splitlines()]
         return [dict(zip(header, row)) for row in rows], output
+
+    @staticmethod
+    def environment():
+        """perf_analyzer's libraries (the CUDA runtime) lie beside its bin folder."""
+        lib = os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib")
+        return dict(os.environ, LD_LIBRARY_PATH=lib)
 
     def stats(self, model):
         return self.client.get_inference_statistics(model)["model_stats"][0]
@@ -1047,9 +1050,8 @@ class PerfAnalyzerTest(unittest.TestCase):
         self.assertEqual(stats["inference_count"], 3 * stats["inference_stats"]["success"]["count"])
 
     def test_errors_reach_it_with_the_servers_message(self):
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib"))
         completed = subprocess.run([PERF_ANALYZER, "-m", "nope", "-u", self.server.url, "-i", "http"],
-                                   capture_output=True, text=True, env=env, timeout=60)
+                                   capture_output=True, text=True, env=self.environment(), timeout=60)
         self.assertNotEqual(completed.returncode, 0)
         self.assertIn("unknown model 'nope'", completed.stdout + completed.stderr)
 
