@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <numeric>
+#include <ranges>
 #include <set>
 
 #include <simdjson.h>
@@ -538,20 +538,21 @@ Tensor classify(const Tensor& tensor, int64_t count, const std::vector<std::stri
     // Half types are ranked and written as the float they hold.
     using Value =
         std::conditional_t<std::is_floating_point_v<T> || std::is_integral_v<T>, T, float>;
-    std::vector<int64_t> order(static_cast<size_t>(per_row));
+    // The k best indices only (a heap of k as the row streams by), not a sort of the row.
+    std::vector<int64_t> order(static_cast<size_t>(k));
     for (int64_t row = 0; row < rows; ++row) {
       const T* values = tensor.data<T>() + row * per_row;
       auto value = [&](int64_t i) { return static_cast<Value>(values[i]); };
-      std::iota(order.begin(), order.end(), int64_t{0});
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-        const Value x = value(a), y = value(b);
-        if constexpr (std::is_floating_point_v<Value>) {
-          if (std::isnan(x) || std::isnan(y)) {
-            return std::isnan(x) == std::isnan(y) ? a < b : std::isnan(y);
-          }
-        }
-        return x != y ? x > y : a < b;
-      });
+      std::ranges::partial_sort_copy(
+          std::views::iota(int64_t{0}, per_row), order, [&](int64_t a, int64_t b) {
+            const Value x = value(a), y = value(b);
+            if constexpr (std::is_floating_point_v<Value>) {
+              if (std::isnan(x) || std::isnan(y)) {
+                return std::isnan(x) == std::isnan(y) ? a < b : std::isnan(y);
+              }
+            }
+            return x != y ? x > y : a < b;
+          });
       for (int64_t i = 0; i < k; ++i) {
         const int64_t index = order[static_cast<size_t>(i)];
         std::string text = std::to_string(value(index)) + ":" + std::to_string(index);
