@@ -462,9 +462,18 @@ void ModelRepository::load(const std::string& name, const LoadOverride& override
   try {
     versions = load_versions(name, source, override.config);
   } catch (const std::exception& e) {
+    std::string why = e.what();
+    if (uploaded) {
+      // Name an uploaded file as the request did ("file:1/model.onnx"), not by the server's
+      // temporary folder.
+      const std::string folder = uploaded->path().string() + "/";
+      for (size_t at = why.find(folder); at != std::string::npos; at = why.find(folder, at)) {
+        why.replace(at, folder.size(), "file:");
+      }
+    }
     std::lock_guard guard(mutex_);
-    failures_[name] = e.what();
-    throw RequestError(400, "failed to load model '" + name + "': " + e.what());
+    failures_[name] = why;
+    throw RequestError(400, "failed to load model '" + name + "': " + why);
   }
   std::map<std::string, std::shared_ptr<ModelInstance>> replaced;
   {
@@ -529,7 +538,9 @@ std::vector<ModelState> ModelRepository::index() const {
     // The repository folder is unreadable now: the index still lists what is loaded.
   }
   std::lock_guard guard(mutex_);
+  // Models loaded, or whose load failed, from a load request's files are listed too.
   for (const auto& [name, versions] : models_) sources.try_emplace(name);
+  for (const auto& [name, why] : failures_) sources.try_emplace(name);
   for (const auto& [name, source] : sources) {
     auto loaded = models_.find(name);
     if (loaded != models_.end() && !loaded->second.empty()) {

@@ -782,6 +782,14 @@ class ServerOptionsTest(unittest.TestCase):
                      "relative to the model's folder"),
                     ({"config": "{not json"}, "'config' is not JSON"),
                 ]
+                # A file that is no model: named as the request named it, and listed as failed.
+                with self.assertRaises(InferenceServerException) as raised:
+                    client.load_model("garbage", files={"file:1/model.onnx": b"not a model"})
+                self.assertIn("file:1/model.onnx: not a valid ONNX file", str(raised.exception))
+                self.assertNotIn(scratch, str(raised.exception))
+                index = {m["name"]: m for m in client.get_model_repository_index()}
+                self.assertEqual(index["garbage"]["state"], "UNAVAILABLE")
+                self.assertIn("file:1/model.onnx", index["garbage"]["reason"])
                 for arguments, message in bad:
                     with self.assertRaises(InferenceServerException) as raised:
                         client.load_model("uploaded" if "files" in arguments else "tiny_cnn",
