@@ -5,7 +5,14 @@ concurrencies, for binary and JSON requests, batching on and off, cache on and o
 
     /usr/bin/python3 bench/serve_bench.py [--models resnet50,bert_base] [--duration 10]
         [--concurrency 1,8,32] [--threads 2] [--soak SECONDS] [--onnxkit PATH]
+        [--modes plain,instances,batching,cache] [--client hey|perf_analyzer]
     /usr/bin/python3 bench/serve_bench.py --alternate ROUNDS [--models resnet50] [--threads 1]
+
+Modes: plain (one request at a time on --threads), instances (no batching, two requests at a
+time on half the threads each: the other way to keep cores busy), batching, cache.
+--client perf_analyzer loads the server with Triton's perf_analyzer instead (binary requests
+only; scripts/install_perf_analyzer.sh), the tool Triton users measure servers with. It takes
+more CPU per request than hey, on the cores the server uses.
 
 The server and `hey` share this machine's cores: on a busy machine the numbers swing, so read
 ratios measured in one run, not absolute values. With the cache on, every request repeats the
@@ -31,6 +38,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONNXKIT = os.path.join(ROOT, "build", "onnxkit")
+PERF_ANALYZER = os.path.join(ROOT, ".venv-serve", "perf_analyzer", "bin", "perf_analyzer")
 MODELS = {
     # name: (file, input builders: [(name, datatype, shape, struct code, value function)])
     "resnet50": ("resnet50.onnx", [("input", "FP32", [1, 3, 224, 224], "f", lambda i: (i % 255) / 255.0)]),
@@ -58,9 +66,9 @@ def request_bodies(model):
     return header + payload, len(header), json.dumps({"inputs": json_inputs}).encode()
 
 
-def start_server(model_file, name, threads, batching, cache, max_batch_size=16):
+def start_server(model_file, name, threads, batching, cache, max_batch_size=16, instances=1):
     command = [ONNXKIT, "serve", model_file, "--port", "0", "--threads", str(threads),
-               "--max-queue-size", "1024", "--warmup"]
+               "--max-queue-size", "1024", "--warmup", "--instances", str(instances)]
     if batching:
         command += ["--max-batch-size", str(max_batch_size), "--max-queue-delay-us", "2000"]
     if cache:
@@ -111,6 +119,34 @@ def hey(url, body_file, concurrency, duration, headers, content_type):
     return {"requests": total, "rps": total / max(last_offset, 1e-9),
             "p50_ms": percentile(latencies, 0.50), "p99_ms": percentile(latencies, 0.99),
             "codes": codes, "errors": ""}
+
+
+def perf_analyzer(port, model, batching, concurrency, duration):
+    """Triton's perf_analyzer at one concurrency for about `duration` seconds (three windows,
+    any spread taken as stable), binary requests of one row."""
+    name = os.path.splitext(MODELS[model][0])[0]
+    csv = tempfile.mktemp(suffix=".csv")
+    command = [PERF_ANALYZER, "-m", name, "-u", f"127.0.0.1:{port}", "-i", "http",
+               "--concurrency-range", str(concurrency), "--measurement-interval", str(max(1000, duration * 1000 // 3)),
+               "--stability-percentage", "100", "--max-trials", "3", "-f", csv]
+    for input_name, _, shape, _, _ in MODELS[model][1]:
+        # A batching model's shape leaves the batch dim out, as in Triton's config.
+        command += ["--shape", f"{input_name}:" + ",".join(str(d) for d in (shape[1:] if batching else shape))]
+    lib = os.path.join(os.path.dirname(os.path.dirname(PERF_ANALYZER)), "lib")
+    before = model_counts(port, name)["inference_stats"]
+    completed = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, LD_LIBRARY_PATH=lib))
+    after = model_counts(port, name)["inference_stats"]
+    if completed.returncode != 0:
+        raise RuntimeError("perf_analyzer failed:\n" + completed.stdout[-2000:] + completed.stderr[-2000:])
+    with open(csv) as f:
+        header, row = [line.split(",") for line in f.read().splitlines()][:2]
+    os.remove(csv)
+    figures = dict(zip(header, row))
+    failed = after["fail"]["count"] - before["fail"]["count"]
+    return {"requests": after["success"]["count"] - before["success"]["count"] + failed,
+            "rps": float(figures["Inferences/Second"]),
+            "p50_ms": float(figures["p50 latency"]) / 1e3, "p99_ms": float(figures["p99 latency"]) / 1e3,
+            "codes": {200: after["success"]["count"] - before["success"]["count"], 400: failed}, "errors": ""}
 
 
 def onnxkit_bench_ms(model_file, threads, iterations):
@@ -197,7 +233,10 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--formats", default="binary,json")
     parser.add_argument("--modes", default="plain,batching,cache",
-                        help="plain: no batching, no cache; batching; cache (no batching); none")
+                        help="plain: no batching, no cache; instances: no batching, two at a time on "
+                             "half the threads each; batching; cache (no batching); none")
+    parser.add_argument("--client", choices=["hey", "perf_analyzer"], default="hey",
+                        help="the load generator (perf_analyzer: binary requests only)")
     parser.add_argument("--max-batch-size", type=int, default=16, help="with batching")
     parser.add_argument("--soak", type=int, default=0,
                         help="also a SECONDS-long binary run at concurrency 8 (first model), with RSS")
@@ -227,22 +266,29 @@ def main():
         bare_ms = onnxkit_bench_ms(model_file, args.threads, args.bench_iterations)
         print(f"{model}: onnxkit bench --threads {args.threads}: {bare_ms:.2f} ms per run", flush=True)
         for mode in modes:
-            process, port = start_server(model_file, model, args.threads, mode == "batching", mode == "cache",
-                                         args.max_batch_size)
+            instances = 2 if mode == "instances" else 1
+            process, port = start_server(model_file, model, max(1, args.threads // instances), mode == "batching",
+                                         mode == "cache", args.max_batch_size, instances)
             url = f"http://127.0.0.1:{port}/v2/models/{os.path.splitext(MODELS[model][0])[0]}/infer"
             try:
                 for fmt in args.formats.split(","):
+                    if args.client == "perf_analyzer" and fmt != "binary":
+                        continue
                     headers = [f"Inference-Header-Content-Length: {header_length}"] if fmt == "binary" else []
                     content_type = "application/octet-stream" if fmt == "binary" else "application/json"
                     for concurrency in [int(c) for c in args.concurrency.split(",")]:
                         name = os.path.splitext(MODELS[model][0])[0]
                         before, load = model_counts(port, name), os.getloadavg()[0]
-                        result = hey(url, files[fmt], concurrency, args.duration, headers, content_type)
+                        if args.client == "perf_analyzer":
+                            result = perf_analyzer(port, model, mode == "batching", concurrency, args.duration)
+                        else:
+                            result = hey(url, files[fmt], concurrency, args.duration, headers, content_type)
                         after = model_counts(port, name)
                         # Requests per session run: the mean batch size.
                         executions = after["execution_count"] - before["execution_count"]
                         inferences = after["inference_count"] - before["inference_count"]
-                        row = {"model": model, "mode": mode, "format": fmt, "concurrency": concurrency,
+                        row = {"model": model, "client": args.client, "mode": mode, "format": fmt,
+                               "concurrency": concurrency,
                                **result, "bare_ms": bare_ms, "load": round(load, 1),
                                "mean_batch": round(inferences / executions, 2) if executions else None}
                         rows.append(row)
