@@ -2,8 +2,9 @@
 // (Boost.Beast's parser under the server's kind of limits), its path (percent-decoded
 // segments), Inference-Header-Content-Length, Content-Encoding (gzip/deflate inflated under a
 // bound), and the Open Inference Protocol body, JSON or binary extension, checked against a
-// model's inputs, and the classification answers it asks for. A request that parses must encode
-// back (binary extension) and parse again to the same tensors; anything else is a finding.
+// model's inputs (shared memory through a fake region), and the classification answers it
+// asks for. A request that parses must encode back (binary extension) and parse again to the
+// same tensors; anything else is a finding.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -68,7 +69,18 @@ void parse_body(const http::request<http::string_body>& request) {
   ProtocolLimits limits;
   limits.max_tensor_elements = int64_t{1} << 20;
   const auto& inputs = model_inputs();
-  InferRequest parsed = parse_infer_request(body, header_length, inputs, inputs, limits);
+  // One shared memory region "r" of 64 KiB, resolved as the server's SharedMemoryRegions
+  // resolves its regions (bounds checked, 400 otherwise).
+  static char region[64 * 1024];
+  const SharedMemoryResolver shared_memory = [](const std::string& name, uint64_t offset,
+                                                uint64_t byte_size, const std::string& where) {
+    if (name != "r" || offset > sizeof region || byte_size > sizeof region - offset) {
+      throw RequestError(400, where + ": no such shared memory");
+    }
+    return SharedMemoryView{nullptr, region + offset, byte_size};
+  };
+  InferRequest parsed =
+      parse_infer_request(body, header_length, inputs, inputs, limits, shared_memory);
   for (const auto& [name, value] : parsed.inputs) {
     const Tensor& tensor = value.tensor();
     if (tensor.numel() > limits.max_tensor_elements) finding("a tensor is over the element limit");

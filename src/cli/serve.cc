@@ -147,6 +147,9 @@ Command add_serve_command(CLI::App& root) {
   command->add_option("--auth-token-file", args->auth_token_file,
                       "Require 'Authorization: Bearer TOKEN' (the file's first line) except on "
                       "/v2/health");
+  command->add_flag("--allow-shared-memory", args->server.allow_shared_memory,
+                    "Take tensors in clients' system shared memory (Triton's extension; the "
+                    "server then reads and writes /dev/shm objects clients name)");
   command->add_option("--io-threads", args->server.io_threads, "Threads doing network I/O")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

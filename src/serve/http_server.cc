@@ -13,6 +13,7 @@
 
 #include "serve/content_encoding.h"
 #include "serve/server_metrics.h"
+#include "serve/shared_memory.h"
 
 namespace onnxkit::serve {
 namespace {
@@ -150,12 +151,24 @@ struct InferenceServer::Impl : std::enable_shared_from_this<InferenceServer::Imp
   asio::steady_timer accept_retry{io};
   bool accept_failing = false;
   uint16_t bound_port = 0;
+  SharedMemoryRegions shared_memory;
+  // Resolves requests' shared-memory parameters; empty when shared memory is off.
+  SharedMemoryResolver shared_memory_resolver;
 
   Impl(ModelRepository& repository, ResponseCache* cache, ServerOptions options)
       : repository(repository),
         cache(cache),
         options(std::move(options)),
-        handlers(static_cast<size_t>(std::max(1, this->options.handler_threads))) {}
+        handlers(static_cast<size_t>(std::max(1, this->options.handler_threads))) {
+    if (this->options.allow_shared_memory) {
+      shared_memory_resolver = [this](const std::string& name, uint64_t offset, uint64_t byte_size,
+                                      const std::string& where) {
+        return shared_memory.view(name, offset, byte_size, where);
+      };
+    }
+  }
+
+  Response shared_memory_route(const Request& request, const std::vector<std::string>& path);
 
   void accept();
   void begin_drain();
@@ -458,10 +471,12 @@ Response InferenceServer::Impl::route(const Request& request,
   if (path.empty() || path[0] != "v2") throw RequestError(404, "no such endpoint");
   if (path.size() == 1) {
     if (!get) return method_not_allowed("GET");
-    return ok_json({{"name", "onnxkit"},
-                    {"version", "0.1.0"},
-                    {"extensions",
-                     {"binary_tensor_data", "classification", "model_repository", "statistics"}}});
+    json extensions = {"binary_tensor_data", "classification", "model_repository", "statistics"};
+    if (options.allow_shared_memory) extensions.push_back("system_shared_memory");
+    return ok_json({{"name", "onnxkit"}, {"version", "0.1.0"}, {"extensions", extensions}});
+  }
+  if (path[1] == "systemsharedmemory" || path[1] == "cudasharedmemory") {
+    return shared_memory_route(request, path);
   }
   if (path[1] == "health" && path.size() == 3) {
     if (!get) return method_not_allowed("GET");
@@ -586,6 +601,72 @@ Response InferenceServer::Impl::route(const Request& request,
   throw RequestError(404, "no such endpoint");
 }
 
+// GET v2/systemsharedmemory[/region/R]/status, POST v2/systemsharedmemory/region/R/register,
+// POST v2/systemsharedmemory[/region/R]/unregister; the CUDA ones answer that there is none.
+Response InferenceServer::Impl::shared_memory_route(const Request& request,
+                                                    const std::vector<std::string>& path) {
+  const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
+  const bool post = request.method() == http::verb::post;
+  const std::string action = path.back();
+  std::string region;
+  if (path.size() == 5 && path[2] == "region") {
+    region = path[3];
+  } else if (path.size() != 3) {
+    throw RequestError(404, "no such endpoint");
+  }
+  if (action != "status" && action != "register" && action != "unregister") {
+    throw RequestError(404, "no such endpoint");
+  }
+  if (action == "register" && region.empty()) throw RequestError(404, "no such endpoint");
+  if (action == "status" ? !get : !post) {
+    Response response = error_response(405, action == "status" ? "use GET" : "use POST");
+    response.set(http::field::allow, action == "status" ? "GET" : "POST");
+    return response;
+  }
+  if (path[1] == "cudasharedmemory") {
+    // None is ever registered: the status is empty and unregistering them all succeeds (as
+    // clients do when they clean up).
+    if (action == "status" && region.empty()) return make_response(http::status::ok, "[]");
+    if (action == "unregister" && region.empty()) return make_response(http::status::ok, "");
+    throw RequestError(400,
+                       "CUDA shared memory: onnxkit serves on the CPU (use system shared memory)");
+  }
+  if (!options.allow_shared_memory) {
+    throw RequestError(400,
+                       "shared memory is not enabled on this server (onnxkit serve "
+                       "--allow-shared-memory)");
+  }
+  if (action == "status") {
+    return make_response(http::status::ok, shared_memory.status(region).dump(
+                                               -1, ' ', false, json::error_handler_t::replace));
+  }
+  if (action == "unregister") {
+    shared_memory.unregister(region);
+    return make_response(http::status::ok, "");
+  }
+  const json body = json::parse(request.body(), nullptr, false);
+  if (!body.is_object())
+    throw RequestError(400, "the register request's body must be a JSON object");
+  auto key = body.find("key");
+  auto byte_size = body.find("byte_size");
+  auto offset = body.find("offset");
+  if (key == body.end() || !key->is_string()) {
+    throw RequestError(400, "register request: 'key' must be a string");
+  }
+  auto unsigned_field = [&](json::const_iterator field, const char* name) -> uint64_t {
+    if (field == body.end()) return 0;
+    if (!field->is_number_unsigned()) {
+      throw RequestError(
+          400, std::string("register request: '") + name + "' must be a non-negative integer");
+    }
+    return field->get<uint64_t>();
+  };
+  if (byte_size == body.end()) throw RequestError(400, "register request: 'byte_size' is missing");
+  shared_memory.register_region(region, key->get<std::string>(), unsigned_field(offset, "offset"),
+                                unsigned_field(byte_size, "byte_size"));
+  return make_response(http::status::ok, "");
+}
+
 json InferenceServer::Impl::statistics(const std::string& model, const std::string& version) const {
   json stats = json::array();
   if (model.empty()) {
@@ -629,12 +710,12 @@ void InferenceServer::Impl::infer(const Request& request, const std::string& mod
     const std::string_view encoding = request[http::field::content_encoding];
     if (encoding.empty()) {
       *parsed = parse_infer_request(request.body(), header_length, instance->inputs,
-                                    instance->outputs, options.limits);
+                                    instance->outputs, options.limits, shared_memory_resolver);
     } else {
       // Inflated under the same limit an uncompressed body has (a zip bomb gets 413).
       const std::string body = decode_content(request.body(), encoding, options.max_body_bytes);
       *parsed = parse_infer_request(body, header_length, instance->inputs, instance->outputs,
-                                    options.limits);
+                                    options.limits, shared_memory_resolver);
     }
   } catch (const RequestError& e) {
     fail(e.http_status(), e.what(), FailureReason::kOther);

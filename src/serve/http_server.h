@@ -36,6 +36,8 @@ struct ServerOptions {
   // Required as "Authorization: Bearer TOKEN" on everything but /v2/health/*; empty: none.
   std::string auth_token;
   ProtocolLimits limits;
+  // Triton's system shared-memory extension (shared_memory.h); off by default.
+  bool allow_shared_memory = false;
 };
 
 class InferenceServer {

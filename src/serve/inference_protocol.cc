@@ -106,6 +106,61 @@ bool classifiable(DType dtype) {
   return protocol_datatype(dtype) && dtype != DType::kString && dtype != DType::kBool;
 }
 
+struct SharedMemoryParameters {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+uint64_t non_negative_parameter(const JsonElement& value, const std::string& where,
+                                const char* key) {
+  if (value.type() == JsonType::UINT64) return uint64_t(value);
+  if (value.type() != JsonType::INT64 || int64_t(value) < 0) {
+    bad_request(where + ": parameter '" + key + "' must be a non-negative integer");
+  }
+  return static_cast<uint64_t>(int64_t(value));
+}
+
+// A tensor's shared-memory parameters: region and byte size both or neither, offset optional.
+std::optional<SharedMemoryParameters> shared_memory_parameters(const JsonObject& tensor,
+                                                               const std::string& where) {
+  const auto parameters_json = find_member(tensor, "parameters");
+  if (!parameters_json) return std::nullopt;
+  const auto parameters = as_object(*parameters_json);
+  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  const auto region = find_member(*parameters, "shared_memory_region");
+  const auto byte_size = find_member(*parameters, "shared_memory_byte_size");
+  const auto offset = find_member(*parameters, "shared_memory_offset");
+  if (!region && !byte_size && !offset) return std::nullopt;
+  if (!region || !byte_size) {
+    bad_request(where +
+                ": shared memory needs both 'shared_memory_region' and "
+                "'shared_memory_byte_size'");
+  }
+  if (!is_string(*region)) bad_request(where + ": 'shared_memory_region' must be a string");
+  SharedMemoryParameters result;
+  result.region = string_of(*region);
+  result.byte_size = non_negative_parameter(*byte_size, where, "shared_memory_byte_size");
+  if (offset) result.offset = non_negative_parameter(*offset, where, "shared_memory_offset");
+  return result;
+}
+
+SharedMemoryView resolve_shared_memory(const SharedMemoryResolver& resolver,
+                                       const SharedMemoryParameters& parameters,
+                                       const std::string& where) {
+  if (!resolver) {
+    bad_request(where +
+                ": shared memory is not enabled on this server (onnxkit serve "
+                "--allow-shared-memory)");
+  }
+  SharedMemoryView view =
+      resolver(parameters.region, parameters.offset, parameters.byte_size, where);
+  if (view.size != parameters.byte_size) {
+    throw Error(where + ": shared memory resolved to the wrong size");
+  }
+  return view;
+}
+
 // Writes the numbers of (nested) `data` into `out` in row-major order; `data` holds
 // `capacity` of them (count_leaves), the bound is a second guard.
 template <typename T>
@@ -255,6 +310,24 @@ Tensor strings_from_binary(std::string_view bytes, const Shape& shape, int64_t c
   return Tensor::from_strings(shape, std::move(strings));
 }
 
+// An input's raw bytes (binary extension or shared memory; `size_field` names where their
+// size came from) as a tensor of `shape`.
+Tensor tensor_from_bytes(std::string_view bytes, DType dtype, const Shape& shape, int64_t count,
+                         const std::string& name, const char* size_field) {
+  if (dtype == DType::kString) return strings_from_binary(bytes, shape, count, name);
+  const uint64_t expected = static_cast<uint64_t>(count) * dtype_size(dtype);
+  if (bytes.size() != expected) {
+    bad_request("input '" + name + "': " + size_field + " " + std::to_string(bytes.size()) +
+                ", shape " + shape_text(shape) + " of " +
+                std::string(protocol_datatype(dtype).value_or("?")) + " needs " +
+                std::to_string(expected) + " bytes");
+  }
+  // Every byte is overwritten: no zero fill first.
+  Tensor tensor = Tensor::from_buffer(dtype, shape, Buffer::allocate_uninitialized(expected));
+  if (expected) std::memcpy(tensor.mutable_raw_data(), bytes.data(), expected);
+  return tensor;
+}
+
 void check_against_model(const std::string& name, DType dtype, const Shape& shape,
                          const ValueInfo& declared) {
   if (declared.dtype != DType::kUndefined && declared.dtype != dtype) {
@@ -381,7 +454,8 @@ std::vector<int64_t> protocol_shape(const ValueInfo& info) {
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
                                  const std::vector<ValueInfo>& model_inputs,
                                  const std::vector<ValueInfo>& model_outputs,
-                                 const ProtocolLimits& limits) {
+                                 const ProtocolLimits& limits,
+                                 const SharedMemoryResolver& shared_memory) {
   std::string_view json_part = body;
   std::string_view binary_part;
   if (header_length) {
@@ -452,6 +526,17 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
     }
     const auto data = find_member(*input, "data");
     if (binary_size && data) bad_request("input '" + name + "' has both 'data' and binary data");
+    if (const auto shared = shared_memory_parameters(*input, "input '" + name + "'")) {
+      if (binary_size || data) {
+        bad_request("input '" + name + "' has shared memory and also 'data' or binary data");
+      }
+      const SharedMemoryView view =
+          resolve_shared_memory(shared_memory, *shared, "input '" + name + "'");
+      parsed.inputs.emplace_back(
+          name, tensor_from_bytes(std::string_view(view.data, view.size), *dtype, shape, count,
+                                  name, "shared_memory_byte_size"));
+      continue;
+    }
     if (binary_size) {
       if (!header_length) {
         bad_request(
@@ -465,20 +550,8 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       }
       std::string_view bytes = binary_part.substr(binary_offset, *binary_size);
       binary_offset += *binary_size;
-      if (*dtype == DType::kString) {
-        parsed.inputs.emplace_back(name, strings_from_binary(bytes, shape, count, name));
-        continue;
-      }
-      const uint64_t expected = static_cast<uint64_t>(count) * dtype_size(*dtype);
-      if (bytes.size() != expected) {
-        bad_request("input '" + name + "': binary_data_size " + std::to_string(bytes.size()) +
-                    ", shape " + shape_text(shape) + " of " + datatype + " needs " +
-                    std::to_string(expected) + " bytes");
-      }
-      // Every byte is overwritten: no zero fill first.
-      Tensor tensor = Tensor::from_buffer(*dtype, shape, Buffer::allocate_uninitialized(expected));
-      if (expected) std::memcpy(tensor.mutable_raw_data(), bytes.data(), expected);
-      parsed.inputs.emplace_back(name, std::move(tensor));
+      parsed.inputs.emplace_back(
+          name, tensor_from_bytes(bytes, *dtype, shape, count, name, "binary_data_size"));
       continue;
     }
     if (!data) bad_request("input '" + name + "' has neither 'data' nor binary_data_size");
@@ -509,6 +582,10 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       RequestedOutput requested{
           name, bool_parameter(*output, "binary_data", parsed.binary_output_default, where)};
       requested.classification = classification_parameter(*output, where);
+      if (const auto shared = shared_memory_parameters(*output, where)) {
+        requested.shared_memory = SharedMemoryOutput{
+            shared->region, shared->offset, resolve_shared_memory(shared_memory, *shared, where)};
+      }
       if (requested.classification && declared->dtype != DType::kUndefined &&
           !classifiable(declared->dtype)) {
         bad_request(where + " is " + declared->type + "; classification needs a numeric output");
@@ -605,7 +682,19 @@ EncodedResponse encode_infer_response(const std::string& model_name,
                   std::string(dtype_name(tensor.dtype())) + ", which the protocol cannot carry");
     }
     json entry = {{"name", output.name}, {"datatype", *datatype}, {"shape", tensor.shape()}};
-    if (output.binary) {
+    if (output.shared_memory) {
+      std::string bytes;
+      append_binary(bytes, tensor);
+      const SharedMemoryOutput& shared = *output.shared_memory;
+      if (bytes.size() > shared.view.size) {
+        bad_request("output '" + output.name + "' is " + std::to_string(bytes.size()) +
+                    " bytes, more than its shared_memory_byte_size " +
+                    std::to_string(shared.view.size));
+      }
+      // Name, datatype and shape only, as Triton answers: its clients read "parameters" as
+      // binary data (perf_analyzer fails on parameters without binary_data_size).
+      if (!bytes.empty()) std::memcpy(shared.view.data, bytes.data(), bytes.size());
+    } else if (output.binary) {
       const size_t before = binary.size();
       append_binary(binary, tensor);
       entry["parameters"] = {{"binary_data_size", binary.size() - before}};
@@ -624,8 +713,8 @@ EncodedResponse encode_infer_response(const std::string& model_name,
   response["outputs"] = std::move(encoded_outputs);
   EncodedResponse encoded;
   encoded.body = response.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (!binary.empty() ||
-      std::any_of(wanted.begin(), wanted.end(), [](const auto& o) { return o.binary; })) {
+  if (!binary.empty() || std::any_of(wanted.begin(), wanted.end(),
+                                     [](const auto& o) { return o.binary && !o.shared_memory; })) {
     encoded.header_length = encoded.body.size();
     encoded.body += binary;
   }

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,27 @@ std::optional<DType> dtype_from_protocol(std::string_view datatype);
 // The shape the metadata endpoint shows: declared dims, -1 where not fixed.
 std::vector<int64_t> protocol_shape(const ValueInfo& info);
 
+// Memory a request names by a registered region (Triton's shared-memory extension): `size`
+// bytes at `data`, mapped while `owner` lives.
+struct SharedMemoryView {
+  std::shared_ptr<const void> owner;
+  char* data = nullptr;
+  uint64_t size = 0;
+};
+
+// Resolves a tensor's shared-memory parameters to the bytes [offset, offset + byte_size) of
+// region `name`; throws RequestError (400, naming `where`) when the region is unknown or too
+// small. An empty resolver: the server takes no shared memory.
+using SharedMemoryResolver = std::function<SharedMemoryView(
+    const std::string& name, uint64_t offset, uint64_t byte_size, const std::string& where)>;
+
+// An output to be written into a client's shared memory instead of the response body.
+struct SharedMemoryOutput {
+  std::string region;
+  uint64_t offset = 0;
+  SharedMemoryView view;
+};
+
 struct RequestedOutput {
   std::string name;
   bool binary = false;
@@ -45,6 +68,7 @@ struct RequestedOutput {
   // the output is answered as BYTES "<value>:<index>[:<label>]" strings of its `classification`
   // highest elements per row instead of the tensor.
   int64_t classification = 0;
+  std::optional<SharedMemoryOutput> shared_memory;
 };
 
 // Class labels per output name (line N of a model's label file names class N), for
@@ -77,11 +101,14 @@ struct ProtocolLimits {
 // Parses an infer request body. `header_length` is the Inference-Header-Content-Length
 // header's value when the request has one (the JSON part's size; the rest is binary tensor
 // data). Inputs are checked against `model_inputs` (names, datatypes, declared dims) and the
-// outputs asked for against `model_outputs`. Throws RequestError (400, naming the field).
+// outputs asked for against `model_outputs`; inputs and outputs in shared memory
+// ("shared_memory_region", "shared_memory_byte_size", "shared_memory_offset") go through
+// `shared_memory`. Throws RequestError (400, naming the field).
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length,
                                  const std::vector<ValueInfo>& model_inputs,
                                  const std::vector<ValueInfo>& model_outputs,
-                                 const ProtocolLimits& limits = {});
+                                 const ProtocolLimits& limits = {},
+                                 const SharedMemoryResolver& shared_memory = {});
 
 // A response body; `header_length` set when it carries binary data (the JSON part's size).
 struct EncodedResponse {
@@ -90,7 +117,9 @@ struct EncodedResponse {
 };
 
 // Encodes the outputs the request asked for (all of `outputs` when it named none), those asked
-// for as classifications through `classify` with their `labels` (may be null).
+// for as classifications through `classify` with their `labels` (may be null); those asked for
+// in shared memory are written there (RequestError 400 when they do not fit) and answered
+// without data.
 EncodedResponse encode_infer_response(const std::string& model_name,
                                       const std::string& model_version, const InferRequest& request,
                                       const NamedValues& outputs,

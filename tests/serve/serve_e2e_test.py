@@ -29,6 +29,7 @@ import kserve
 import numpy as np
 import tritonclient.http as httpclient
 from kserve.protocol.infer_type import RequestedOutput
+import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1005,7 +1006,7 @@ class PerfAnalyzerTest(ClassServerTest):
                                     "dynamic_batching": {"max_queue_delay_microseconds": 2000}}),
             "bert_tiny": (BERT_TINY, {"max_batch_size": 4}),
         })
-        cls.server = Server("--model-repository", repository)
+        cls.server = Server("--model-repository", repository, "--allow-shared-memory")
         cls.client = cls.server.client()
 
     def perf_analyzer(self, model, *args):
@@ -1057,11 +1058,96 @@ class PerfAnalyzerTest(ClassServerTest):
         self.assertEqual(stats["inference_stats"]["fail"]["count"], 0)
         self.assertEqual(stats["inference_count"], 3 * stats["inference_stats"]["success"]["count"])
 
+    def test_tensors_in_system_shared_memory(self):
+        before = self.stats("tiny_cnn")
+        rows, output = self.perf_analyzer("tiny_cnn", "--shared-memory", "system",
+                                          "--output-shared-memory-size", "4096", "-b", "2")
+        self.assertEqual(len(rows), 1, output)
+        after = self.stats("tiny_cnn")
+        self.assertEqual(after["inference_stats"]["fail"]["count"], 0)
+        self.assertGreater(after["inference_count"], before["inference_count"])
+        # It unregisters its regions when it ends.
+        self.assertEqual(self.client.get_system_shared_memory_status(), [])
+
     def test_errors_reach_it_with_the_servers_message(self):
         completed = subprocess.run([PERF_ANALYZER, "-m", "nope", "-u", self.server.url, "-i", "http"],
                                    capture_output=True, text=True, env=self.environment(), timeout=60)
         self.assertNotEqual(completed.returncode, 0)
         self.assertIn("unknown model 'nope'", completed.stdout + completed.stderr)
+
+
+class SharedMemoryClientTest(ClassServerTest):
+    """Triton's system shared-memory extension through tritonclient's own helpers
+    (tritonclient.utils.shared_memory): inputs read from and outputs written to regions the
+    client registers, when the server allows it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="onnxkit_shm_test_")
+        cls.server = Server(TINY_CNN, "--allow-shared-memory", "--max-batch-size", "4")
+        cls.client = cls.server.client()
+
+    def test_inputs_and_outputs_in_shared_memory(self):
+        data = image(31, rows=3)
+        expected = reference_logits(data, self.folder)
+        key = f"/onnxkit_e2e_{os.getpid()}"
+        region = shm.create_shared_memory_region("io", key, 64 * 1024)
+        try:
+            shm.set_shared_memory_region(region, [data], offset=4096)
+            self.client.register_system_shared_memory("io", key, 64 * 1024)
+            self.assertIn("system_shared_memory", self.client.get_server_metadata()["extensions"])
+            self.assertEqual(self.client.get_system_shared_memory_status(),
+                             [{"name": "io", "key": key, "offset": 0, "byte_size": 64 * 1024}])
+            tensor = httpclient.InferInput("input", list(data.shape), "FP32")
+            tensor.set_shared_memory("io", data.nbytes, offset=4096)
+            output = httpclient.InferRequestedOutput("logits")
+            output.set_shared_memory("io", 1024, offset=40960)
+            result = self.client.infer("tiny_cnn", [tensor], outputs=[output])
+            answer = result.get_output("logits")
+            self.assertEqual(answer["shape"], [3, 10])
+            self.assertNotIn("data", answer)
+            logits = shm.get_contents_as_numpy(region, np.float32, answer["shape"], offset=40960)
+            np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-5)
+
+            # Misuse: 400s naming the field; the region stays usable.
+            with self.assertRaises(InferenceServerException) as raised:
+                self.client.register_system_shared_memory("io", key, 64)
+            self.assertIn("registered already", str(raised.exception))
+            with self.assertRaises(InferenceServerException) as raised:
+                self.client.register_system_shared_memory("big", key, 1 << 20)
+            self.assertIn("run past the end", str(raised.exception))
+            small = httpclient.InferRequestedOutput("logits")
+            small.set_shared_memory("io", 16, offset=40960)
+            with self.assertRaises(InferenceServerException) as raised:
+                self.client.infer("tiny_cnn", [tensor], outputs=[small])
+            self.assertIn("output 'logits' is 120 bytes, more than its shared_memory_byte_size 16",
+                          str(raised.exception))
+            self.client.unregister_system_shared_memory("io")
+            with self.assertRaises(InferenceServerException) as raised:
+                self.client.infer("tiny_cnn", [tensor])
+            self.assertIn("input 'input': no shared memory region 'io'", str(raised.exception))
+        finally:
+            self.client.unregister_system_shared_memory()
+            shm.destroy_shared_memory_region(region)
+
+    def test_servers_without_the_flag_refuse_it(self):
+        server = Server(TINY_CNN)
+        try:
+            client = server.client()
+            self.assertNotIn("system_shared_memory", client.get_server_metadata()["extensions"])
+            with self.assertRaises(InferenceServerException) as raised:
+                client.register_system_shared_memory("io", "/onnxkit_unused", 64)
+            self.assertIn("--allow-shared-memory", str(raised.exception))
+            tensor = httpclient.InferInput("input", [1, 3, 32, 32], "FP32")
+            tensor.set_shared_memory("io", 12288)
+            with self.assertRaises(InferenceServerException) as raised:
+                client.infer("tiny_cnn", [tensor])
+            self.assertIn("input 'input': shared memory is not enabled", str(raised.exception))
+            # No CUDA regions exist: their status is empty, registering one is refused.
+            self.assertEqual(client.get_cuda_shared_memory_status(), [])
+            client.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 class KServeClientTest(unittest.TestCase):
