@@ -56,6 +56,30 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   std::abort();
 }
 
+constexpr uint64_t kRegionBytes = 64 * 1024;
+
+// Part of a fake 64 KiB shared memory region.
+class FakeRegionView : public SharedMemoryView {
+ public:
+  FakeRegionView(uint64_t offset, uint64_t size) : offset_(offset), size_(size) {}
+  uint64_t size() const override { return size_; }
+  void read(char* out, const std::string&) const override {
+    std::memcpy(out, region() + offset_, size_);
+  }
+  void write(std::string_view bytes, const std::string&) const override {
+    if (bytes.size() > size_) finding("a shared memory write past its view");
+    std::memcpy(region() + offset_, bytes.data(), bytes.size());
+  }
+
+ private:
+  static char* region() {
+    static char bytes[kRegionBytes];
+    return bytes;
+  }
+  uint64_t offset_;
+  uint64_t size_;
+};
+
 void parse_body(const http::request<http::string_body>& request) {
   std::optional<size_t> header_length;
   if (auto field = request.find("Inference-Header-Content-Length"); field != request.end()) {
@@ -71,13 +95,13 @@ void parse_body(const http::request<http::string_body>& request) {
   const auto& inputs = model_inputs();
   // One shared memory region "r" of 64 KiB, resolved as the server's SharedMemoryRegions
   // resolves its regions (bounds checked, 400 otherwise).
-  static char region[64 * 1024];
-  const SharedMemoryResolver shared_memory = [](const std::string& name, uint64_t offset,
-                                                uint64_t byte_size, const std::string& where) {
-    if (name != "r" || offset > sizeof region || byte_size > sizeof region - offset) {
+  const SharedMemoryResolver shared_memory =
+      [](const std::string& name, uint64_t offset, uint64_t byte_size,
+         const std::string& where) -> std::shared_ptr<const SharedMemoryView> {
+    if (name != "r" || offset > kRegionBytes || byte_size > kRegionBytes - offset) {
       throw RequestError(400, where + ": no such shared memory");
     }
-    return SharedMemoryView{nullptr, region + offset, byte_size};
+    return std::make_shared<FakeRegionView>(offset, byte_size);
   };
   InferRequest parsed =
       parse_infer_request(body, header_length, inputs, inputs, limits, shared_memory);

@@ -145,17 +145,16 @@ std::optional<SharedMemoryParameters> shared_memory_parameters(const JsonObject&
   return result;
 }
 
-SharedMemoryView resolve_shared_memory(const SharedMemoryResolver& resolver,
-                                       const SharedMemoryParameters& parameters,
-                                       const std::string& where) {
+std::shared_ptr<const SharedMemoryView> resolve_shared_memory(
+    const SharedMemoryResolver& resolver, const SharedMemoryParameters& parameters,
+    const std::string& where) {
   if (!resolver) {
     bad_request(where +
                 ": shared memory is not enabled on this server (onnxkit serve "
                 "--allow-shared-memory)");
   }
-  SharedMemoryView view =
-      resolver(parameters.region, parameters.offset, parameters.byte_size, where);
-  if (view.size != parameters.byte_size) {
+  auto view = resolver(parameters.region, parameters.offset, parameters.byte_size, where);
+  if (!view || view->size() != parameters.byte_size) {
     throw Error(where + ": shared memory resolved to the wrong size");
   }
   return view;
@@ -312,19 +311,43 @@ Tensor strings_from_binary(std::string_view bytes, const Shape& shape, int64_t c
 
 // An input's raw bytes (binary extension or shared memory; `size_field` names where their
 // size came from) as a tensor of `shape`.
-Tensor tensor_from_bytes(std::string_view bytes, DType dtype, const Shape& shape, int64_t count,
-                         const std::string& name, const char* size_field) {
-  if (dtype == DType::kString) return strings_from_binary(bytes, shape, count, name);
+// The bytes a numeric input of `shape` takes; 400 unless `size` (from `size_field`) is that.
+uint64_t check_byte_count(uint64_t size, DType dtype, const Shape& shape, int64_t count,
+                          const std::string& name, const char* size_field) {
   const uint64_t expected = static_cast<uint64_t>(count) * dtype_size(dtype);
-  if (bytes.size() != expected) {
-    bad_request("input '" + name + "': " + size_field + " " + std::to_string(bytes.size()) +
-                ", shape " + shape_text(shape) + " of " +
-                std::string(protocol_datatype(dtype).value_or("?")) + " needs " +
-                std::to_string(expected) + " bytes");
+  if (size != expected) {
+    bad_request("input '" + name + "': " + size_field + " " + std::to_string(size) + ", shape " +
+                shape_text(shape) + " of " + std::string(protocol_datatype(dtype).value_or("?")) +
+                " needs " + std::to_string(expected) + " bytes");
   }
+  return expected;
+}
+
+// An input's binary extension bytes as a tensor of `shape`.
+Tensor tensor_from_bytes(std::string_view bytes, DType dtype, const Shape& shape, int64_t count,
+                         const std::string& name) {
+  if (dtype == DType::kString) return strings_from_binary(bytes, shape, count, name);
+  const uint64_t expected =
+      check_byte_count(bytes.size(), dtype, shape, count, name, "binary_data_size");
   // Every byte is overwritten: no zero fill first.
   Tensor tensor = Tensor::from_buffer(dtype, shape, Buffer::allocate_uninitialized(expected));
   if (expected) std::memcpy(tensor.mutable_raw_data(), bytes.data(), expected);
+  return tensor;
+}
+
+Tensor tensor_from_shared_memory(const SharedMemoryView& view, DType dtype, const Shape& shape,
+                                 int64_t count, const std::string& name) {
+  const std::string where = "input '" + name + "'";
+  if (dtype == DType::kString) {
+    std::string bytes(view.size(), '\0');
+    view.read(bytes.data(), where);
+    return strings_from_binary(bytes, shape, count, name);
+  }
+  const uint64_t expected =
+      check_byte_count(view.size(), dtype, shape, count, name, "shared_memory_byte_size");
+  // Read straight into the tensor: every byte is overwritten.
+  Tensor tensor = Tensor::from_buffer(dtype, shape, Buffer::allocate_uninitialized(expected));
+  if (expected) view.read(static_cast<char*>(tensor.mutable_raw_data()), where);
   return tensor;
 }
 
@@ -530,11 +553,9 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       if (binary_size || data) {
         bad_request("input '" + name + "' has shared memory and also 'data' or binary data");
       }
-      const SharedMemoryView view =
-          resolve_shared_memory(shared_memory, *shared, "input '" + name + "'");
-      parsed.inputs.emplace_back(
-          name, tensor_from_bytes(std::string_view(view.data, view.size), *dtype, shape, count,
-                                  name, "shared_memory_byte_size"));
+      const auto view = resolve_shared_memory(shared_memory, *shared, "input '" + name + "'");
+      parsed.inputs.emplace_back(name,
+                                 tensor_from_shared_memory(*view, *dtype, shape, count, name));
       continue;
     }
     if (binary_size) {
@@ -550,8 +571,7 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       }
       std::string_view bytes = binary_part.substr(binary_offset, *binary_size);
       binary_offset += *binary_size;
-      parsed.inputs.emplace_back(
-          name, tensor_from_bytes(bytes, *dtype, shape, count, name, "binary_data_size"));
+      parsed.inputs.emplace_back(name, tensor_from_bytes(bytes, *dtype, shape, count, name));
       continue;
     }
     if (!data) bad_request("input '" + name + "' has neither 'data' nor binary_data_size");
@@ -584,7 +604,7 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
       requested.classification = classification_parameter(*output, where);
       if (const auto shared = shared_memory_parameters(*output, where)) {
         requested.shared_memory = SharedMemoryOutput{
-            shared->region, shared->offset, resolve_shared_memory(shared_memory, *shared, where)};
+            shared->region, resolve_shared_memory(shared_memory, *shared, where)};
       }
       if (requested.classification && declared->dtype != DType::kUndefined &&
           !classifiable(declared->dtype)) {
@@ -686,14 +706,14 @@ EncodedResponse encode_infer_response(const std::string& model_name,
       std::string bytes;
       append_binary(bytes, tensor);
       const SharedMemoryOutput& shared = *output.shared_memory;
-      if (bytes.size() > shared.view.size) {
+      if (bytes.size() > shared.view->size()) {
         bad_request("output '" + output.name + "' is " + std::to_string(bytes.size()) +
                     " bytes, more than its shared_memory_byte_size " +
-                    std::to_string(shared.view.size));
+                    std::to_string(shared.view->size()));
       }
       // Name, datatype and shape only, as Triton answers: its clients read "parameters" as
       // binary data (perf_analyzer fails on parameters without binary_data_size).
-      if (!bytes.empty()) std::memcpy(shared.view.data, bytes.data(), bytes.size());
+      shared.view->write(bytes, "output '" + output.name + "'");
     } else if (output.binary) {
       const size_t before = binary.size();
       append_binary(binary, tensor);

@@ -40,25 +40,30 @@ std::optional<DType> dtype_from_protocol(std::string_view datatype);
 // The shape the metadata endpoint shows: declared dims, -1 where not fixed.
 std::vector<int64_t> protocol_shape(const ValueInfo& info);
 
-// Memory a request names by a registered region (Triton's shared-memory extension): `size`
-// bytes at `data`, mapped while `owner` lives.
-struct SharedMemoryView {
-  std::shared_ptr<const void> owner;
-  char* data = nullptr;
-  uint64_t size = 0;
+// Bytes of a region a request names (Triton's shared-memory extension). Copied in and out
+// rather than handed out as a pointer: the client owns the memory and may shrink it at any
+// time, which would make a mapped read fault.
+class SharedMemoryView {
+ public:
+  virtual ~SharedMemoryView() = default;
+  virtual uint64_t size() const = 0;
+  // Copies the view's size() bytes to `out`; throws RequestError (400, naming `where`) when
+  // they are no longer there.
+  virtual void read(char* out, const std::string& where) const = 0;
+  // Copies `bytes` (at most size()) to the view's start.
+  virtual void write(std::string_view bytes, const std::string& where) const = 0;
 };
 
 // Resolves a tensor's shared-memory parameters to the bytes [offset, offset + byte_size) of
 // region `name`; throws RequestError (400, naming `where`) when the region is unknown or too
 // small. An empty resolver: the server takes no shared memory.
-using SharedMemoryResolver = std::function<SharedMemoryView(
+using SharedMemoryResolver = std::function<std::shared_ptr<const SharedMemoryView>(
     const std::string& name, uint64_t offset, uint64_t byte_size, const std::string& where)>;
 
 // An output to be written into a client's shared memory instead of the response body.
 struct SharedMemoryOutput {
   std::string region;
-  uint64_t offset = 0;
-  SharedMemoryView view;
+  std::shared_ptr<const SharedMemoryView> view;
 };
 
 struct RequestedOutput {

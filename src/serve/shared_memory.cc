@@ -9,26 +9,72 @@
 #include <cstring>
 
 namespace onnxkit::serve {
-
-struct SharedMemoryRegions::Region {
-  std::string name;
-  std::string key;
-  uint64_t offset = 0;
-  uint64_t byte_size = 0;
-  void* mapping = MAP_FAILED;
-  size_t mapping_length = 0;
-  char* data = nullptr;  // the region's first byte, inside the mapping
-
-  ~Region() {
-    if (mapping != MAP_FAILED) munmap(mapping, mapping_length);
-  }
-};
-
 namespace {
 
 [[noreturn]] void bad_request(std::string message) {
   throw RequestError(400, std::move(message));
 }
+
+}  // namespace
+
+// The object stays open, not mapped: a mapping read after the client shrank the object would
+// end the server with SIGBUS, where pread comes back short.
+struct SharedMemoryRegions::Region {
+  std::string name;
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+  int fd = -1;
+
+  ~Region() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+namespace {
+
+class RegionView : public SharedMemoryView {
+ public:
+  RegionView(std::shared_ptr<const SharedMemoryRegions::Region> region, uint64_t offset,
+             uint64_t size)
+      : region_(std::move(region)), offset_(offset), size_(size) {}
+
+  uint64_t size() const override { return size_; }
+
+  void read(char* out, const std::string& where) const override {
+    uint64_t done = 0;
+    while (done < size_) {
+      const ssize_t got = pread(region_->fd, out + done, size_ - done,
+                                static_cast<off_t>(region_->offset + offset_ + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        bad_request(where + ": shared memory region '" + region_->name + "' ends early ('" +
+                    region_->key + "' shrank or cannot be read" +
+                    (got < 0 ? std::string(": ") + std::strerror(errno) : std::string()) + ")");
+      }
+      done += static_cast<uint64_t>(got);
+    }
+  }
+
+  void write(std::string_view bytes, const std::string& where) const override {
+    uint64_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t put = pwrite(region_->fd, bytes.data() + done, bytes.size() - done,
+                                 static_cast<off_t>(region_->offset + offset_ + done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) {
+        bad_request(where + ": cannot write shared memory region '" + region_->name + "'" +
+                    (put < 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+      }
+      done += static_cast<uint64_t>(put);
+    }
+  }
+
+ private:
+  std::shared_ptr<const SharedMemoryRegions::Region> region_;
+  uint64_t offset_;
+  uint64_t size_;
+};
 
 }  // namespace
 
@@ -45,36 +91,24 @@ void SharedMemoryRegions::register_region(const std::string& name, const std::st
     std::lock_guard guard(mutex_);
     if (regions_.count(name)) bad_request(where + " is registered already");
   }
-  const int fd = shm_open(key.c_str(), O_RDWR, 0);
-  if (fd < 0) {
+  auto region = std::make_shared<Region>();
+  region->fd = shm_open(key.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (region->fd < 0) {
     bad_request(where + ": cannot open shared memory object '" + key +
                 "': " + std::strerror(errno));
   }
-  auto region = std::make_shared<Region>();
   struct stat info {};
-  const bool sized = fstat(fd, &info) == 0;
+  const bool sized = fstat(region->fd, &info) == 0;
   const auto object_size = sized ? static_cast<uint64_t>(info.st_size) : 0;
   if (!sized || offset > object_size || byte_size > object_size - offset) {
-    close(fd);
     bad_request(where + ": offset " + std::to_string(offset) + " and byte_size " +
                 std::to_string(byte_size) + " run past the end of '" + key + "' (" +
                 std::to_string(object_size) + " bytes)");
-  }
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t start = offset / page * page;
-  region->mapping_length = static_cast<size_t>(offset - start + byte_size);
-  region->mapping = mmap(nullptr, region->mapping_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                         static_cast<off_t>(start));
-  const int map_error = errno;
-  close(fd);
-  if (region->mapping == MAP_FAILED) {
-    bad_request(where + ": cannot map '" + key + "': " + std::strerror(map_error));
   }
   region->name = name;
   region->key = key;
   region->offset = offset;
   region->byte_size = byte_size;
-  region->data = static_cast<char*>(region->mapping) + (offset - start);
   std::lock_guard guard(mutex_);
   if (!regions_.emplace(name, std::move(region)).second) {
     bad_request(where + " is registered already");
@@ -104,8 +138,10 @@ nlohmann::json SharedMemoryRegions::status(const std::string& name) const {
   return answer;
 }
 
-SharedMemoryView SharedMemoryRegions::view(const std::string& name, uint64_t offset,
-                                           uint64_t byte_size, const std::string& where) const {
+std::shared_ptr<const SharedMemoryView> SharedMemoryRegions::view(const std::string& name,
+                                                                  uint64_t offset,
+                                                                  uint64_t byte_size,
+                                                                  const std::string& where) const {
   std::shared_ptr<const Region> region;
   {
     std::lock_guard guard(mutex_);
@@ -119,7 +155,7 @@ SharedMemoryView SharedMemoryRegions::view(const std::string& name, uint64_t off
                 " run past the end of region '" + name + "' (" + std::to_string(region->byte_size) +
                 " bytes)");
   }
-  return {region, region->data + offset, byte_size};
+  return std::make_shared<RegionView>(std::move(region), offset, byte_size);
 }
 
 }  // namespace onnxkit::serve

@@ -34,12 +34,14 @@ class SharedMemoryRegions {
   // Triton's status answer: [{"name", "key", "offset", "byte_size"}] of `name` (every region
   // when empty; RequestError 400 for a name that is not registered).
   nlohmann::json status(const std::string& name) const;
-  // The bytes [offset, offset + byte_size) of region `name`, for parse_infer_request.
-  SharedMemoryView view(const std::string& name, uint64_t offset, uint64_t byte_size,
-                        const std::string& where) const;
+  // The bytes [offset, offset + byte_size) of region `name`, for parse_infer_request; they
+  // stay readable while the view lives, also after the region is unregistered.
+  std::shared_ptr<const SharedMemoryView> view(const std::string& name, uint64_t offset,
+                                               uint64_t byte_size, const std::string& where) const;
+
+  struct Region;  // shared_memory.cc
 
  private:
-  struct Region;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Region>> regions_;
 };

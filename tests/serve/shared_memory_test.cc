@@ -59,22 +59,41 @@ ValueInfo tensor_info(std::string name, DType dtype, std::vector<Dim> dims) {
   return info;
 }
 
-TEST(SharedMemoryTest, RegionsAreMappedAtTheirOffsetAndListed) {
+TEST(SharedMemoryTest, RegionsStartAtTheirOffsetAndAreListed) {
   SharedMemoryObject object(3 * 4096);
   std::memcpy(object.memory() + 5000, "hello", 5);
   SharedMemoryRegions regions;
   regions.register_region("r", object.key(), 4990, 100);  // not page aligned
-  const SharedMemoryView view = regions.view("r", 10, 5, "input 'x'");
-  EXPECT_EQ(std::string(view.data, 5), "hello");
-  std::memcpy(view.data, "HELLO", 5);  // written through to the object
+  const auto view = regions.view("r", 10, 5, "input 'x'");
+  std::string bytes(5, '\0');
+  view->read(bytes.data(), "input 'x'");
+  EXPECT_EQ(bytes, "hello");
+  view->write("HELLO", "output 'y'");  // written through to the object
   EXPECT_EQ(std::string(object.memory() + 5000, 5), "HELLO");
   EXPECT_EQ(regions.status(""), nlohmann::json::parse(R"([{"name":"r","key":")" + object.key() +
                                                       R"(","offset":4990,"byte_size":100}])"));
 
-  // A view outlives its region's unregistration (a request in flight keeps its mapping).
+  // A view outlives its region's unregistration (a request in flight keeps its object open).
   regions.unregister("r");
-  EXPECT_EQ(std::string(view.data, 5), "HELLO");
+  view->read(bytes.data(), "input 'x'");
+  EXPECT_EQ(bytes, "HELLO");
   EXPECT_EQ(regions.status(""), nlohmann::json::array());
+}
+
+TEST(SharedMemoryTest, AnObjectTheClientShrinksIsA400NotACrash) {
+  SharedMemoryObject object(8192);
+  SharedMemoryRegions regions;
+  regions.register_region("r", object.key(), 4096, 4096);
+  const auto view = regions.view("r", 0, 4096, "input 'x'");
+  const int fd = shm_open(object.key().c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 100), 0);  // a mapped read of the region would now raise SIGBUS
+  close(fd);
+  std::string bytes(4096, '\0');
+  std::string message;
+  EXPECT_EQ(status_of([&] { view->read(bytes.data(), "input 'x'"); }, &message), 400);
+  EXPECT_NE(message.find("input 'x': shared memory region 'r' ends early"), std::string::npos)
+      << message;
 }
 
 TEST(SharedMemoryTest, MisuseIs400NamingIt) {
@@ -134,7 +153,7 @@ TEST(SharedMemoryTest, InferRequestsReadInputsAndWriteOutputsThere) {
   EXPECT_EQ(std::memcmp(object.memory() + 1024, input, sizeof input), 0);
 
   // An output larger than its part of the region.
-  request.outputs[0].shared_memory->view.size = 16;
+  request.outputs[0].shared_memory->view = regions.view("io", 1024, 16, "output 'x'");
   std::string message;
   EXPECT_EQ(status_of([&] { encode_infer_response("m", "1", request, request.inputs); }, &message),
             400);
