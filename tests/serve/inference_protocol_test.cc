@@ -6,20 +6,12 @@
 
 #include "core/half.h"
 #include "serve/inference_protocol.h"
+#include "tensor_info.h"
 
 namespace onnxkit::serve {
 namespace {
 
 using nlohmann::json;
-
-ValueInfo tensor_info(std::string name, DType dtype, std::vector<Dim> dims) {
-  ValueInfo info;
-  info.name = std::move(name);
-  info.is_tensor = true;
-  info.dtype = dtype;
-  info.shape = std::move(dims);
-  return info;
-}
 
 const std::vector<ValueInfo> kInputs{
     tensor_info("x", DType::kFloat, {Dim::symbol("batch"), Dim::known(3)}),
@@ -409,8 +401,7 @@ TEST(InferenceProtocolTest, Base64DecodesWithOrWithoutPaddingAndRefusesOtherText
       FAIL() << "accepted";
     } catch (const RequestError& e) {
       EXPECT_EQ(e.http_status(), 400);
-      EXPECT_NE(std::string(e.what()).find("load request: 'file:1/model.onnx'"),
-                std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("load request: 'file:1/model.onnx'"), std::string::npos);
     }
   }
 }

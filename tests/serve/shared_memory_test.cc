@@ -10,6 +10,7 @@
 
 #include "serve/inference_protocol.h"
 #include "serve/shared_memory.h"
+#include "tensor_info.h"
 
 namespace onnxkit::serve {
 namespace {
@@ -48,15 +49,6 @@ int status_of(const std::function<void()>& call, std::string* message = nullptr)
     return e.http_status();
   }
   return 200;
-}
-
-ValueInfo tensor_info(std::string name, DType dtype, std::vector<Dim> dims) {
-  ValueInfo info;
-  info.name = std::move(name);
-  info.is_tensor = true;
-  info.dtype = dtype;
-  info.shape = std::move(dims);
-  return info;
 }
 
 TEST(SharedMemoryTest, RegionsStartAtTheirOffsetAndAreListed) {
