@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "serve/inference_protocol.h"
+#include "serve/triton_config.h"
 
 namespace onnxkit::serve {
 namespace {
@@ -36,15 +37,6 @@ void read_field(const json& object, const char* key, T& out, const std::string& 
   } catch (const json::exception& e) {
     throw Error(where + ": field '" + key + "': " + e.what());
   }
-}
-
-// A non-empty relative path none of whose parts is empty, "." or "..".
-bool is_plain_relative_path(const fs::path& path) {
-  if (path.empty() || path.is_absolute() || path.has_root_name()) return false;
-  for (const fs::path& part : path) {
-    if (part.empty() || part == "." || part == "..") return false;
-  }
-  return true;
 }
 
 bool is_version_folder(const fs::directory_entry& entry) {
@@ -191,6 +183,14 @@ std::vector<int64_t> warmup_batch_sizes(const ModelConfig& config, bool merges) 
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
+}
+
+bool is_plain_relative_path(const fs::path& path) {
+  if (path.empty() || path.is_absolute() || path.has_root_name()) return false;
+  for (const fs::path& part : path) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
 }
 
 ModelConfig read_model_config(const fs::path& file, ModelConfig config) {
@@ -379,6 +379,8 @@ std::map<std::string, std::shared_ptr<ModelInstance>> ModelRepository::load_vers
   } else {
     if (!config_override && fs::exists(source.folder / "config.json")) {
       config = read_model_config(source.folder / "config.json", config);
+    } else if (!config_override && fs::exists(source.folder / "config.pbtxt")) {
+      config = read_triton_config(source.folder / "config.pbtxt", config);
     }
     for (const auto& entry : fs::directory_iterator(source.folder)) {
       if (is_version_folder(entry)) {

@@ -60,6 +60,10 @@ std::vector<int64_t> padded_batch_sizes(int64_t max_batch_size);
 inline constexpr int64_t kWarmupAllSizesUpTo = 16;
 std::vector<int64_t> warmup_batch_sizes(const ModelConfig& config, bool merges);
 
+// A non-empty relative path none of whose parts is empty, "." or "..": a file a model's
+// config or a load request may name inside the model's folder.
+bool is_plain_relative_path(const std::filesystem::path& path);
+
 // Reads `file` (config.json) over `defaults`; throws Error naming the file and field.
 ModelConfig read_model_config(const std::filesystem::path& file, ModelConfig defaults);
 // The same from a parsed object; `where` names it in errors, label files are relative to

@@ -811,6 +811,63 @@ class ServerOptionsTest(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
 
+    def test_a_triton_repository_serves_with_its_config_pbtxt(self):
+        folder = tempfile.mkdtemp()
+        try:
+            repository = make_repository(os.path.join(folder, "repo"), {
+                "tiny": (TINY_CNN, None), "stateful": (TINY_CNN, None), "typo": (TINY_CNN, None)})
+            configs = {
+                # As Triton's docs write them: lists of messages without a colon, enums, comments.
+                "tiny": """name: "tiny"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "input" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 3, 32, 32 ] } ]
+output [ { name: "logits" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" } ]
+# batching as Triton does it
+dynamic_batching {
+  preferred_batch_size: [ 4, 8 ]
+  max_queue_delay_microseconds: 200000
+  default_queue_policy { max_queue_size: 64 timeout_action: REJECT }
+}
+instance_group [ { count: 2 kind: KIND_CPU } ]
+version_policy: { latest: { num_versions: 1 } }
+""",
+                "stateful": """max_batch_size: 1
+sequence_batching { control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START } ] } ] }
+""",
+                "typo": "max_batch_size: 8\ndynamic_batching {\n  max_queue_delay_microseconds: -5\n}\n",
+            }
+            for name, text in configs.items():
+                with open(os.path.join(repository, name, "config.pbtxt"), "w") as f:
+                    f.write(text)
+            with open(os.path.join(repository, "tiny", "labels.txt"), "w") as f:
+                f.write("".join(f"label{i}\n" for i in range(10)))
+            server = Server("--model-repository", repository)
+            try:
+                client = server.client(concurrency=4)
+                config = client.get_model_config("tiny")
+                self.assertEqual((config["max_batch_size"], config["instances"]), (8, 2))
+                self.assertEqual(config["dynamic_batching"], {"max_queue_delay_microseconds": 200000,
+                                                              "preferred_batch_size": [4, 8],
+                                                              "max_queue_size": 64})
+                pending = [client.async_infer("tiny", [cnn_input(image(40 + i))], outputs=[
+                    httpclient.InferRequestedOutput("logits", class_count=1)]) for i in range(4)]
+                for p in pending:
+                    value, index, label = p.get_result().as_numpy("logits")[0][0].decode().split(":")
+                    self.assertEqual(label, f"label{index}")
+                stats = client.get_inference_statistics("tiny")["model_stats"][0]
+                self.assertLess(stats["execution_count"], stats["inference_count"])  # merged
+                index = {m["name"]: m for m in client.get_model_repository_index()}
+                self.assertIn("sequence_batching (a stateful model) is not served here",
+                              index["stateful"]["reason"])
+                self.assertIn("config.pbtxt: not a Triton model configuration (line 3, column 33",
+                              index["typo"]["reason"])
+                client.close()
+            finally:
+                self.assertEqual(server.stop(), 0)
+        finally:
+            shutil.rmtree(folder)
+
     def test_broken_model_in_repository_makes_the_server_not_ready(self):
         folder = tempfile.mkdtemp()
         try:
