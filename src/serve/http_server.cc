@@ -60,16 +60,20 @@ bool tokens_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// The "parameters" object of a repository load or unload request body (`what`); an empty body
-// has none.
-json repository_request_parameters(std::string_view body, const std::string& what) {
+// The JSON object a `what` request's body holds (the repository and shared-memory
+// extensions' requests); an empty body is an empty object.
+json body_object(std::string_view body, const std::string& what) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
-  json request = json::parse(body, nullptr, false);
-  if (request.is_discarded())
-    throw RequestError(400, "the " + what + " request's body is not JSON");
-  if (!request.is_object()) {
+  json object = json::parse(body, nullptr, false);
+  if (!object.is_object()) {
     throw RequestError(400, "the " + what + " request's body must be a JSON object");
   }
+  return object;
+}
+
+// The "parameters" object of a repository load or unload request body (`what`).
+json repository_request_parameters(std::string_view body, const std::string& what) {
+  const json request = body_object(body, what);
   auto parameters = request.find("parameters");
   if (parameters == request.end()) return json::object();
   if (!parameters->is_object()) {
@@ -492,19 +496,13 @@ Response InferenceServer::Impl::route(const Request& request,
     if (path.size() == 3 && path[2] == "index") {
       // {"ready": true} lists the models ready for inference only, as Triton does.
       bool ready_only = false;
-      if (request.body().find_first_not_of(" \t\r\n") != std::string::npos) {
-        const json body = json::parse(request.body(), nullptr, false);
-        if (!body.is_object()) {
-          throw RequestError(400, "the index request's body must be a JSON object");
+      const json body = body_object(request.body(), "index");
+      for (const auto& [key, value] : body.items()) {
+        if (key != "ready") {
+          throw RequestError(400, "index request: unknown field '" + key + "' (the fields: ready)");
         }
-        for (const auto& [key, value] : body.items()) {
-          if (key != "ready") {
-            throw RequestError(400,
-                               "index request: unknown field '" + key + "' (the fields: ready)");
-          }
-          if (!value.is_boolean()) throw RequestError(400, "index request: 'ready' must be a bool");
-          ready_only = value.get<bool>();
-        }
+        if (!value.is_boolean()) throw RequestError(400, "index request: 'ready' must be a bool");
+        ready_only = value.get<bool>();
       }
       json index = json::array();
       for (const ModelState& state : repository.index()) {
@@ -644,9 +642,7 @@ Response InferenceServer::Impl::shared_memory_route(const Request& request,
     shared_memory.unregister(region);
     return make_response(http::status::ok, "");
   }
-  const json body = json::parse(request.body(), nullptr, false);
-  if (!body.is_object())
-    throw RequestError(400, "the register request's body must be a JSON object");
+  const json body = body_object(request.body(), "register");
   auto key = body.find("key");
   auto byte_size = body.find("byte_size");
   auto offset = body.find("offset");

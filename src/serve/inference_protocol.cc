@@ -68,13 +68,20 @@ std::string json_text(const JsonElement& value) {
   return simdjson::to_string(value);
 }
 
+// The "parameters" object of a request, input or output; nullopt when it has none.
+std::optional<JsonObject> parameters_of(const JsonObject& object, const std::string& where) {
+  const auto parameters_json = find_member(object, "parameters");
+  if (!parameters_json) return std::nullopt;
+  const auto parameters = as_object(*parameters_json);
+  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  return parameters;
+}
+
 // A request-level or per-tensor parameter that must be a bool when present.
 bool bool_parameter(const JsonObject& object, const char* key, bool fallback,
                     const std::string& where) {
-  const auto parameters_json = find_member(object, "parameters");
-  if (!parameters_json) return fallback;
-  const auto parameters = as_object(*parameters_json);
-  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  const auto parameters = parameters_of(object, where);
+  if (!parameters) return fallback;
   const auto value = find_member(*parameters, key);
   if (!value) return fallback;
   if (value->type() != JsonType::BOOL) {
@@ -85,10 +92,8 @@ bool bool_parameter(const JsonObject& object, const char* key, bool fallback,
 
 // An output's "classification" parameter: 0 when absent, else the positive class count.
 int64_t classification_parameter(const JsonObject& output, const std::string& where) {
-  const auto parameters_json = find_member(output, "parameters");
-  if (!parameters_json) return 0;
-  const auto parameters = as_object(*parameters_json);
-  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  const auto parameters = parameters_of(output, where);
+  if (!parameters) return 0;
   const auto value = find_member(*parameters, "classification");
   if (!value) return 0;
   if (value->type() == JsonType::UINT64) return std::numeric_limits<int64_t>::max();
@@ -124,10 +129,8 @@ uint64_t non_negative_parameter(const JsonElement& value, const std::string& whe
 // A tensor's shared-memory parameters: region and byte size both or neither, offset optional.
 std::optional<SharedMemoryParameters> shared_memory_parameters(const JsonObject& tensor,
                                                                const std::string& where) {
-  const auto parameters_json = find_member(tensor, "parameters");
-  if (!parameters_json) return std::nullopt;
-  const auto parameters = as_object(*parameters_json);
-  if (!parameters) bad_request(where + ": 'parameters' must be an object");
+  const auto parameters = parameters_of(tensor, where);
+  if (!parameters) return std::nullopt;
   const auto region = find_member(*parameters, "shared_memory_region");
   const auto byte_size = find_member(*parameters, "shared_memory_byte_size");
   const auto offset = find_member(*parameters, "shared_memory_offset");
@@ -535,16 +538,9 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
     check_against_model(name, *dtype, shape, *declared);
 
     std::optional<uint64_t> binary_size;
-    if (const auto parameters_json = find_member(*input, "parameters")) {
-      const auto parameters = as_object(*parameters_json);
-      if (!parameters) bad_request("input '" + name + "': 'parameters' must be an object");
+    if (const auto parameters = parameters_of(*input, "input '" + name + "'")) {
       if (const auto size = find_member(*parameters, "binary_data_size")) {
-        if (!(size->type() == JsonType::UINT64 ||
-              (size->type() == JsonType::INT64 && int64_t(*size) >= 0))) {
-          bad_request("input '" + name + "': binary_data_size must be a non-negative integer");
-        }
-        binary_size = size->type() == JsonType::UINT64 ? uint64_t(*size)
-                                                       : static_cast<uint64_t>(int64_t(*size));
+        binary_size = non_negative_parameter(*size, "input '" + name + "'", "binary_data_size");
       }
     }
     const auto data = find_member(*input, "data");
