@@ -73,7 +73,7 @@ struct RequestedOutput {
   // the output is answered as BYTES "<value>:<index>[:<label>]" strings of its `classification`
   // highest elements per row instead of the tensor.
   int64_t classification = 0;
-  std::optional<SharedMemoryOutput> shared_memory;
+  std::optional<SharedMemoryOutput> shared_memory = std::nullopt;
 };
 
 // Class labels per output name (line N of a model's label file names class N), for
