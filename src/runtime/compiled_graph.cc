@@ -188,6 +188,28 @@ void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeVal
   }
 }
 
+// A subgraph's inputs come from its node, not from a caller the session checks: a tensor of
+// another rank, or another known dim, than the subgraph declares would run where passes folded
+// the declaration (a Shape of a Loop's carried value) and give other values than level none.
+void check_subgraph_inputs(const CompiledGraph& graph, const std::vector<RuntimeValue>& inputs) {
+  const auto& formal = graph.graph().inputs();
+  for (size_t i = 0; i < inputs.size() && i < formal.size(); ++i) {
+    if (!inputs[i].is_tensor()) continue;
+    const ValueType& declared = formal[i]->type();
+    if (!declared.is_tensor() || !declared.shape) continue;
+    const Shape& shape = inputs[i].tensor().shape();
+    bool fits = shape.size() == declared.shape->size();
+    for (size_t d = 0; fits && d < shape.size(); ++d) {
+      const Dim& dim = (*declared.shape)[d];
+      fits = !dim.is_known() || dim.value == shape[d];
+    }
+    if (!fits) {
+      fail("subgraph '{}': input '{}' is declared {} but is given shape {}", graph.graph().name(),
+           formal[i]->name(), value_type_to_string(declared), shape_to_string(shape));
+    }
+  }
+}
+
 // `in_place`: sequential execution, where a step's last-reader inputs may be donated.
 void run_step(const CompiledGraph::Step& step, Frame& frame, SubgraphRunner& runner,
               bool in_place) {
@@ -246,6 +268,7 @@ std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
                                         SubgraphRunner& runner,
                                         std::vector<RuntimeValue> bound_outputs) {
+  if (outer) check_subgraph_inputs(graph, inputs);
   Frame frame(graph, outer);
   bind_frame(frame, graph, inputs, bound_outputs);
   const bool release_weights = runner.release_weights_after_use();
