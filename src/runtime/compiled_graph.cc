@@ -194,19 +194,10 @@ void bind_frame(Frame& frame, const CompiledGraph& graph, std::vector<RuntimeVal
 void check_subgraph_inputs(const CompiledGraph& graph, const std::vector<RuntimeValue>& inputs) {
   const auto& formal = graph.graph().inputs();
   for (size_t i = 0; i < inputs.size() && i < formal.size(); ++i) {
-    if (!inputs[i].is_tensor()) continue;
-    const ValueType& declared = formal[i]->type();
-    if (!declared.is_tensor() || !declared.shape) continue;
-    const Shape& shape = inputs[i].tensor().shape();
-    bool fits = shape.size() == declared.shape->size();
-    for (size_t d = 0; fits && d < shape.size(); ++d) {
-      const Dim& dim = (*declared.shape)[d];
-      fits = !dim.is_known() || dim.value == shape[d];
-    }
-    if (!fits) {
-      fail("subgraph '{}': input '{}' is declared {} but is given shape {}", graph.graph().name(),
-           formal[i]->name(), value_type_to_string(declared), shape_to_string(shape));
-    }
+    if (!inputs[i].is_tensor() || !formal[i]->type().is_tensor()) continue;
+    check_declared_shape(
+        fmt::format("subgraph '{}': input '{}'", graph.graph().name(), formal[i]->name()),
+        formal[i]->type(), inputs[i].tensor().shape());
   }
 }
 
@@ -263,6 +254,23 @@ std::vector<RuntimeValue> collect_outputs(const CompiledGraph& graph, const Fram
 }
 
 }  // namespace
+
+void check_declared_shape(const std::string& what, const ValueType& declared,
+                          std::span<const int64_t> shape) {
+  if (!declared.shape) return;
+  const auto& dims = *declared.shape;
+  if (dims.size() != shape.size()) {
+    fail("{} must have shape {} (rank {}), got {}", what, symbolic_shape_to_string(declared.shape),
+         dims.size(), shape_to_string(shape));
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].is_known() && dims[d].value != shape[d]) {
+      fail("{} must have shape {}, got {} (dim {} is {}, expected {})", what,
+           symbolic_shape_to_string(declared.shape), shape_to_string(shape), d, shape[d],
+           dims[d].value);
+    }
+  }
+}
 
 std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,

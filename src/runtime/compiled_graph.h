@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -106,6 +107,12 @@ class Frame {
 // Runs `graph` with `inputs` bound to its inputs in order; returns its outputs in order.
 // `bound_outputs` (empty, or one per graph output; none = unbound) preset the slots of
 // node-produced outputs with the caller's tensors, so kernels allocate straight into them.
+// Fails unless `shape` has the rank of `declared`'s shape and its known dims (symbolic and
+// unknown dims take any size; an undeclared shape takes any): "input 'x' must have shape
+// [1,3] (rank 2), got [3]". `what` names the value ("input 'x'").
+void check_declared_shape(const std::string& what, const ValueType& declared,
+                          std::span<const int64_t> shape);
+
 std::vector<RuntimeValue> execute_graph(const CompiledGraph& graph,
                                         std::vector<RuntimeValue> inputs, const Frame* outer,
                                         SubgraphRunner& runner,

@@ -50,18 +50,10 @@ void validate_input(const Value& declared, const RuntimeValue& value,
          dtype_name(tensor.dtype()));
   }
   if (!type.shape) return;
+  check_declared_shape(fmt::format("input '{}'", name), type, tensor.shape());
   const auto& dims = *type.shape;
-  if (dims.size() != tensor.rank()) {
-    fail("input '{}' must have shape {} (rank {}), got {}", name,
-         symbolic_shape_to_string(type.shape), dims.size(), shape_to_string(tensor.shape()));
-  }
   for (size_t d = 0; d < dims.size(); ++d) {
     const int64_t actual = tensor.shape()[d];
-    if (dims[d].is_known() && dims[d].value != actual) {
-      fail("input '{}' must have shape {}, got {} (dim {} is {}, expected {})", name,
-           symbolic_shape_to_string(type.shape), shape_to_string(tensor.shape()), d, actual,
-           dims[d].value);
-    }
     if (dims[d].is_symbolic()) {
       auto [it, inserted] = symbols.try_emplace(dims[d].param, actual, name);
       if (!inserted && it->second.first != actual) {
